@@ -1,0 +1,13 @@
+//! op2-codegen: emits the C wrapper for a loop signature and compiles, caches and loads it.
+//!
+//! [`CCodegen`] turns a [`op2_core::LoopSignature`] into one C compilation unit (the user's kernel
+//! followed by the wrapper, so the kernel inlines); [`JitCompiler`] compiles it with the system C
+//! compiler into a shared library cached on disk and in memory, and loads it for good.
+
+#![warn(missing_docs)]
+
+mod emit;
+mod jit;
+
+pub use emit::{CCodegen, WRAPPER_SIGNATURE};
+pub use jit::{JitCompiler, JitFunction, JitStats, jit_stats};

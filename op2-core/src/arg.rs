@@ -1,0 +1,116 @@
+//! Loop args: which data a kernel parameter sees, how it is reached (direct, map entry, whole row) and
+//! the access mode; plus OP2-style constructors that also declare dim and type for checking.
+
+use crate::access::Access;
+use crate::carrier::{Carrier, Dat, Global};
+use crate::dtype::Scalar;
+use crate::map::Map;
+use std::sync::Arc;
+
+/// How a Dat arg is reached from the loop's element.
+#[derive(Debug, Clone)]
+pub enum Via {
+    /// The Dat lives on the iteration set.
+    Direct,
+    /// Through one entry of a map row (the index is checked against the arity at `par_loop`).
+    Entry(Map, i64),
+    /// Through the whole map row: the kernel gets an array of pointers.
+    Row(Map),
+}
+
+/// What an arg refers to.
+#[derive(Debug, Clone)]
+pub enum ArgTarget {
+    /// A Dat, reached directly or through a map.
+    Dat {
+        /// The data.
+        carrier: Arc<Carrier>,
+        /// How it is reached.
+        via: Via,
+    },
+    /// A Global.
+    Global(Arc<Carrier>),
+    /// A Const passed explicitly (read-only).
+    Const(Arc<Carrier>),
+}
+
+/// One argument of a `par_loop`, matching one kernel parameter.
+#[derive(Debug, Clone)]
+pub struct Arg {
+    pub(crate) target: ArgTarget,
+    pub(crate) access: Access,
+    /// Dim and C type name the caller declared (OP2 style); checked against the data.
+    pub(crate) declared: Option<(usize, String)>,
+    /// A problem found while building the arg (OP2-style constructors), reported by `par_loop`.
+    pub(crate) invalid: Option<String>,
+}
+
+impl Arg {
+    pub(crate) fn new(target: ArgTarget, access: Access) -> Self {
+        Arg {
+            target,
+            access,
+            declared: None,
+            invalid: None,
+        }
+    }
+
+    /// The access mode.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// What the arg refers to.
+    pub fn target(&self) -> &ArgTarget {
+        &self.target
+    }
+
+    /// Also checks, at `par_loop`, that the data has this dim and C type (`"double"`, `"int"`, ...).
+    pub fn declare(mut self, dim: usize, c_type: &str) -> Self {
+        self.declared = Some((dim, c_type.to_string()));
+        self
+    }
+}
+
+/// OP2's `OP_ID`: the index that marks a direct arg in [`op_arg_dat`].
+pub const OP_ID: i32 = -1;
+
+/// OP2's `op_arg_dat(dat, idx, map, dim, type, access)`.
+///
+/// `idx` is a map entry `0..arity`; `-1` ([`OP_ID`]) with no map is a direct arg; `-arity` with a map is
+/// the whole row (as in OP2's vector args). `dim` and `c_type` are checked against the Dat at
+/// `par_loop`.
+pub fn op_arg_dat<T: Scalar>(
+    dat: &Dat<T>,
+    idx: i32,
+    map: Option<&Map>,
+    dim: usize,
+    c_type: &str,
+    access: Access,
+) -> Arg {
+    let carrier = dat.carrier().clone();
+    let mut invalid = None;
+    let via = match map {
+        None => {
+            if idx != OP_ID {
+                invalid = Some(format!(
+                    "index {idx} given without a map (a direct arg uses OP_ID = -1)"
+                ));
+            }
+            Via::Direct
+        }
+        Some(m) if idx < 0 && idx.unsigned_abs() as usize == m.arity() => Via::Row(m.clone()),
+        Some(m) => Via::Entry(m.clone(), idx as i64),
+    };
+    Arg {
+        target: ArgTarget::Dat { carrier, via },
+        access,
+        declared: Some((dim, c_type.into())),
+        invalid,
+    }
+}
+
+/// OP2's `op_arg_gbl(global, dim, type, access)`.
+pub fn op_arg_gbl<T: Scalar>(global: &Global<T>, dim: usize, c_type: &str, access: Access) -> Arg {
+    global.arg(access).declare(dim, c_type)
+}

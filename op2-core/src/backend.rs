@@ -1,0 +1,135 @@
+//! The backend contract (`Backend`, `PreparedLoop`, `Codegen`) and the registry that lets backend
+//! crates, first- or third-party, register themselves with `register_backend!`.
+
+use crate::carrier::Carrier;
+use crate::config::Config;
+use crate::error::{Op2Error, Result};
+use crate::map::Map;
+use crate::set::Set;
+use crate::signature::LoopSignature;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// An execution backend: turns loop signatures into runnable code and runs it.
+pub trait Backend: Send + Sync {
+    /// The registered name (`seq`, `openmp`, ...).
+    fn name(&self) -> &str;
+
+    /// Generates and compiles (or fetches from a cache) the code for a loop signature. Called when a
+    /// loop is recorded, so compile errors surface at `par_loop`.
+    fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>>;
+
+    /// Called before the host reads (`write == false`) or writes a carrier, after pending loops ran;
+    /// device backends copy data home here. Host backends keep the default.
+    fn host_access(&self, _carrier: &Carrier, _write: bool) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Compiled code for one loop signature.
+pub trait PreparedLoop: Send + Sync {
+    /// Runs the loop over `inv.start..inv.end` of the iteration set.
+    fn run(&self, inv: &LoopInvocation<'_>) -> Result<()>;
+}
+
+/// One run of a prepared loop: the data behind the signature.
+pub struct LoopInvocation<'a> {
+    /// The signature the code was prepared for.
+    pub sig: &'a LoopSignature,
+    /// The iteration set.
+    pub set: &'a Set,
+    /// First element to run.
+    pub start: usize,
+    /// One past the last element to run.
+    pub end: usize,
+    /// Host pointer to each arg's data (Dat rows, Global or Const values), locked for this run.
+    pub args: &'a [*mut c_void],
+    /// The carrier behind each arg.
+    pub carriers: &'a [Arc<Carrier>],
+    /// The maps, one per map slot of the signature.
+    pub maps: &'a [Map],
+    /// Host pointer to each const of the signature, locked for this run.
+    pub consts: &'a [*const c_void],
+}
+
+impl LoopInvocation<'_> {
+    /// Pointers to each map slot's values, in slot order.
+    pub fn map_pointers(&self) -> Vec<*const i32> {
+        self.maps.iter().map(|m| m.values().as_ptr()).collect()
+    }
+}
+
+/// One generated compilation unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedUnit {
+    /// The full source.
+    pub source: String,
+    /// The entry point's symbol.
+    pub entry: String,
+    /// The kernel it wraps (for messages and file names).
+    pub kernel: String,
+}
+
+/// A code generator for one dialect (C, C with OpenMP, CUDA, OpenCL).
+pub trait Codegen: Send + Sync {
+    /// Emits the unit for a signature.
+    fn emit(&self, sig: &LoopSignature) -> GeneratedUnit;
+}
+
+/// A registered backend: how to make one, and which Cargo feature of `op2` brings it in.
+pub struct BackendFactory {
+    /// The name users select (`OP2_BACKEND=name`).
+    pub name: &'static str,
+    /// The `op2` Cargo feature that links it (empty for third-party backends).
+    pub feature: &'static str,
+    /// One line for listings.
+    pub description: &'static str,
+    /// Makes the backend; errors with [`Op2Error::BackendUnavailable`] when it cannot run here.
+    pub create: fn(&Config) -> Result<Box<dyn Backend>>,
+}
+
+inventory::collect!(BackendFactory);
+
+/// Registers a backend from its crate: `op2_core::register_backend!(BackendFactory { .. });`.
+/// The crate that defines the backend never names `inventory` itself.
+#[macro_export]
+macro_rules! register_backend {
+    ($factory:expr) => {
+        $crate::__private::inventory::submit! { $factory }
+    };
+}
+
+/// First-party backends and the `op2` feature that enables each, so that asking for one that is not
+/// compiled in says which feature to turn on.
+pub const FIRST_PARTY_BACKENDS: &[(&str, &str)] = &[
+    ("seq", "seq"),
+    ("openmp", "openmp"),
+    ("cuda", "cuda"),
+    ("opencl", "opencl"),
+];
+
+/// Every backend registered in this binary, sorted by name.
+pub fn registered_backends() -> Vec<&'static BackendFactory> {
+    let mut all: Vec<_> = inventory::iter::<BackendFactory>.into_iter().collect();
+    all.sort_by_key(|f| f.name);
+    all.dedup_by_key(|f| f.name);
+    all
+}
+
+/// Finds a registered backend by name, with the errors a user needs when it is missing.
+pub fn find_backend(name: &str) -> Result<&'static BackendFactory> {
+    let all = registered_backends();
+    if let Some(f) = all.iter().find(|f| f.name == name) {
+        return Ok(f);
+    }
+    if let Some((_, feature)) = FIRST_PARTY_BACKENDS.iter().find(|(n, _)| *n == name) {
+        return Err(Op2Error::BackendNotEnabled {
+            name: name.into(),
+            feature: (*feature).into(),
+        });
+    }
+    Err(Op2Error::UnknownBackend {
+        name: name.into(),
+        available: all.iter().map(|f| f.name.to_string()).collect(),
+    })
+}

@@ -1,0 +1,377 @@
+//! Data carriers: Dats (data on a set), Globals (reduction targets and small read-only arrays) and
+//! Consts (named values visible in every kernel), sharing one untyped core, plus their host guards.
+
+use crate::access::Access;
+use crate::arg::{Arg, ArgTarget, Via};
+use crate::dtype::{DType, HostBuffer, Scalar};
+use crate::error::{Op2Error, Result};
+use crate::map::Map;
+use crate::runtime::RuntimeShared;
+use crate::set::Set;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+
+/// What a carrier is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CarrierKind {
+    /// Data on a set: `set.total_size() * dim` values.
+    Dat(Set),
+    /// A global: `dim` values, a loop arg of mode READ, INC, MIN or MAX.
+    Global,
+    /// A named const: `dim` values visible by name in every kernel.
+    Const,
+}
+
+/// The untyped core of a Dat, Global or Const: identity, shape and host data.
+/// Backends see this type; users hold the typed handles.
+pub struct Carrier {
+    pub(crate) id: u64,
+    pub(crate) runtime_id: u64,
+    pub(crate) name: String,
+    pub(crate) kind: CarrierKind,
+    pub(crate) dim: usize,
+    pub(crate) host: RwLock<HostBuffer>,
+    pub(crate) rt: Weak<RuntimeShared>,
+}
+
+impl Carrier {
+    pub(crate) fn new(
+        id: u64,
+        runtime_id: u64,
+        rt: Weak<RuntimeShared>,
+        kind: CarrierKind,
+        name: &str,
+        dim: usize,
+        host: HostBuffer,
+    ) -> Arc<Self> {
+        Arc::new(Carrier {
+            id,
+            runtime_id,
+            name: name.into(),
+            kind,
+            dim,
+            host: RwLock::new(host),
+            rt,
+        })
+    }
+
+    /// Unique id of this carrier.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Dat, Global or Const.
+    pub fn kind(&self) -> &CarrierKind {
+        &self.kind
+    }
+
+    /// Values per element.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.host.read().unwrap_or_else(|e| e.into_inner()).dtype()
+    }
+
+    /// "dat", "global" or "const", for messages.
+    pub fn what(&self) -> &'static str {
+        match self.kind {
+            CarrierKind::Dat(_) => "dat",
+            CarrierKind::Global => "global",
+            CarrierKind::Const => "const",
+        }
+    }
+
+    /// Locks the host data for a loop; errors (instead of blocking) when a host guard is alive.
+    pub fn lock_for_loop(&self, kernel: &str) -> Result<RwLockWriteGuard<'_, HostBuffer>> {
+        self.host.try_write().map_err(|e| match e {
+            std::sync::TryLockError::Poisoned(p) => {
+                // A panic elsewhere poisoned the lock; the data itself is plain numbers and still usable.
+                drop(p.into_inner());
+                Op2Error::DataBorrowed {
+                    what: self.what(),
+                    name: self.name.clone(),
+                    kernel: kernel.into(),
+                }
+            }
+            std::sync::TryLockError::WouldBlock => Op2Error::DataBorrowed {
+                what: self.what(),
+                name: self.name.clone(),
+                kernel: kernel.into(),
+            },
+        })
+    }
+
+    /// Runs whatever pending work the host access needs, then lets the backend bring data home.
+    fn prepare_host_access(self: &Arc<Self>, write: bool) -> Result<()> {
+        if let Some(rt) = self.rt.upgrade() {
+            rt.force_for_host(self, write)?;
+        }
+        Ok(())
+    }
+
+    fn read_guard(&self) -> Result<RwLockReadGuard<'_, HostBuffer>> {
+        self.host.try_read().map_err(|_| Op2Error::DataBorrowed {
+            what: self.what(),
+            name: self.name.clone(),
+            kernel: "host read".into(),
+        })
+    }
+
+    fn write_guard(&self) -> Result<RwLockWriteGuard<'_, HostBuffer>> {
+        self.host.try_write().map_err(|_| Op2Error::DataBorrowed {
+            what: self.what(),
+            name: self.name.clone(),
+            kernel: "host write".into(),
+        })
+    }
+}
+
+impl fmt::Debug for Carrier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({:?}, dim {})", self.what(), self.name, self.dim)
+    }
+}
+
+/// Read-only view of host data; pending loops that write it have run.
+pub struct HostRead<'a, T> {
+    guard: RwLockReadGuard<'a, HostBuffer>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Scalar> Deref for HostRead<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.guard.as_slice()
+    }
+}
+
+/// Mutable view of host data; pending loops that read or write it have run, and the data is marked
+/// modified on the host.
+pub struct HostWrite<'a, T> {
+    guard: RwLockWriteGuard<'a, HostBuffer>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Scalar> Deref for HostWrite<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.guard.as_slice()
+    }
+}
+
+impl<T: Scalar> DerefMut for HostWrite<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.guard.as_mut_slice()
+    }
+}
+
+macro_rules! handle_common {
+    ($ty:ident) => {
+        impl<T: Scalar> $ty<T> {
+            /// Its name.
+            pub fn name(&self) -> &str {
+                &self.carrier.name
+            }
+
+            /// Values per element.
+            pub fn dim(&self) -> usize {
+                self.carrier.dim
+            }
+
+            /// Unique id.
+            pub fn id(&self) -> u64 {
+                self.carrier.id
+            }
+
+            /// The untyped core, for backends and tools.
+            pub fn carrier(&self) -> &Arc<Carrier> {
+                &self.carrier
+            }
+
+            pub(crate) fn from_carrier(carrier: Arc<Carrier>) -> Self {
+                $ty {
+                    carrier,
+                    _t: PhantomData,
+                }
+            }
+        }
+
+        impl<T> Clone for $ty<T> {
+            fn clone(&self) -> Self {
+                $ty {
+                    carrier: self.carrier.clone(),
+                    _t: PhantomData,
+                }
+            }
+        }
+
+        impl<T> fmt::Debug for $ty<T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.carrier.fmt(f)
+            }
+        }
+    };
+}
+
+/// Data on a set: `dim` values of type `T` per element. Cheap to clone (a shared handle).
+pub struct Dat<T> {
+    carrier: Arc<Carrier>,
+    _t: PhantomData<fn() -> T>,
+}
+handle_common!(Dat);
+
+impl<T: Scalar> Dat<T> {
+    /// The set the data lives on.
+    pub fn set(&self) -> &Set {
+        match &self.carrier.kind {
+            CarrierKind::Dat(s) => s,
+            _ => unreachable!("a Dat handle always wraps a dat carrier"),
+        }
+    }
+
+    /// Read-only host view. Runs pending loops that write this Dat first.
+    pub fn data_ro(&self) -> Result<HostRead<'_, T>> {
+        self.carrier.prepare_host_access(false)?;
+        Ok(HostRead {
+            guard: self.carrier.read_guard()?,
+            _t: PhantomData,
+        })
+    }
+
+    /// Mutable host view. Runs pending loops that read or write this Dat first.
+    pub fn data(&self) -> Result<HostWrite<'_, T>> {
+        self.carrier.prepare_host_access(true)?;
+        Ok(HostWrite {
+            guard: self.carrier.write_guard()?,
+            _t: PhantomData,
+        })
+    }
+
+    /// A copy of the host data (after pending writers ran).
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        Ok(self.data_ro()?.to_vec())
+    }
+
+    /// Direct arg: element `e` of the loop sees this Dat's row `e`.
+    pub fn arg(&self, access: Access) -> Arg {
+        Arg::new(
+            ArgTarget::Dat {
+                carrier: self.carrier.clone(),
+                via: Via::Direct,
+            },
+            access,
+        )
+    }
+
+    /// Indirect arg: element `e` sees the row `map[e][index]` of this Dat.
+    pub fn arg_via(&self, map: &Map, index: usize, access: Access) -> Arg {
+        let index = i64::try_from(index).unwrap_or(i64::MAX);
+        Arg::new(
+            ArgTarget::Dat {
+                carrier: self.carrier.clone(),
+                via: Via::Entry(map.clone(), index),
+            },
+            access,
+        )
+    }
+
+    /// Whole-row arg: element `e` sees an array of `arity` pointers, to rows `map[e][0..arity]`.
+    pub fn arg_row(&self, map: &Map, access: Access) -> Arg {
+        Arg::new(
+            ArgTarget::Dat {
+                carrier: self.carrier.clone(),
+                via: Via::Row(map.clone()),
+            },
+            access,
+        )
+    }
+}
+
+/// A global: a reduction target (INC, MIN, MAX) or a small read-only array (READ).
+pub struct Global<T> {
+    carrier: Arc<Carrier>,
+    _t: PhantomData<fn() -> T>,
+}
+handle_common!(Global);
+
+impl<T: Scalar> Global<T> {
+    /// The current values, after the pending loops that write this global ran.
+    pub fn value(&self) -> Result<Vec<T>> {
+        self.carrier.prepare_host_access(false)?;
+        Ok(self.carrier.read_guard()?.as_slice::<T>().to_vec())
+    }
+
+    /// Sets the values (after pending loops that use this global ran).
+    pub fn set_value(&self, values: &[T]) -> Result<()> {
+        check_len("global", &self.carrier.name, self.carrier.dim, values.len())?;
+        self.carrier.prepare_host_access(true)?;
+        self.carrier
+            .write_guard()?
+            .as_mut_slice::<T>()
+            .copy_from_slice(values);
+        Ok(())
+    }
+
+    /// Loop arg with mode READ, INC, MIN or MAX.
+    pub fn arg(&self, access: Access) -> Arg {
+        Arg::new(ArgTarget::Global(self.carrier.clone()), access)
+    }
+}
+
+/// A named constant visible by name in every kernel (a scalar when dim is 1, an array otherwise).
+pub struct Const<T> {
+    carrier: Arc<Carrier>,
+    _t: PhantomData<fn() -> T>,
+}
+handle_common!(Const);
+
+impl<T: Scalar> Const<T> {
+    /// The current values.
+    pub fn value(&self) -> Result<Vec<T>> {
+        Ok(self.carrier.read_guard()?.as_slice::<T>().to_vec())
+    }
+
+    /// Changes the values; loops recorded before this call still see the old ones.
+    pub fn set_value(&self, values: &[T]) -> Result<()> {
+        check_len("const", &self.carrier.name, self.carrier.dim, values.len())?;
+        self.carrier.prepare_host_access(true)?;
+        self.carrier
+            .write_guard()?
+            .as_mut_slice::<T>()
+            .copy_from_slice(values);
+        Ok(())
+    }
+
+    /// The const as an explicit loop arg (READ only, like OP2's `op_arg_gbl` of a constant).
+    pub fn arg(&self, access: Access) -> Arg {
+        Arg::new(ArgTarget::Const(self.carrier.clone()), access)
+    }
+}
+
+pub(crate) fn check_len(
+    what: &'static str,
+    name: &str,
+    expected: usize,
+    actual: usize,
+) -> Result<()> {
+    if expected != actual {
+        return Err(Op2Error::DataLength {
+            what,
+            name: name.into(),
+            expected,
+            actual,
+            detail: format!("dim {expected}"),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,360 @@
+//! The one error type of op2-rs: every misuse and every failure is a variant naming the objects involved.
+
+use crate::access::Access;
+use crate::dtype::DType;
+use std::path::PathBuf;
+
+/// Shorthand for results whose error is [`Op2Error`].
+pub type Result<T, E = Op2Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when declaring data, building loops or running them.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Op2Error {
+    /// A set's section sizes overflow `usize`.
+    #[error("set `{set}`: section sizes overflow")]
+    SetSizeOverflow {
+        /// The set's name.
+        set: String,
+    },
+    /// A map or dat was declared with arity or dim zero.
+    #[error("{what} `{name}`: {field} must be at least 1")]
+    ZeroDimension {
+        /// "map", "dat", "global" or "const".
+        what: &'static str,
+        /// The object's name.
+        name: String,
+        /// "arity" or "dim".
+        field: &'static str,
+    },
+    /// The data given to a declaration has the wrong length.
+    #[error("{what} `{name}`: expected {expected} values ({detail}), got {actual}")]
+    DataLength {
+        /// "map", "dat", "global" or "const".
+        what: &'static str,
+        /// The object's name.
+        name: String,
+        /// How many values were expected.
+        expected: usize,
+        /// How many values were given.
+        actual: usize,
+        /// How `expected` was computed, for the reader.
+        detail: String,
+    },
+    /// A map value points outside its target set.
+    #[error(
+        "map `{map}`: value {value} at row {row}, entry {entry} is outside target set `{to}` (size {to_size})"
+    )]
+    MapValueOutOfRange {
+        /// The map's name.
+        map: String,
+        /// The row (element of the source set).
+        row: usize,
+        /// The entry within the row.
+        entry: usize,
+        /// The offending value.
+        value: i64,
+        /// The target set's name.
+        to: String,
+        /// The target set's total size (including halos).
+        to_size: usize,
+    },
+    /// An object of one runtime was used with another.
+    #[error("{what} `{name}` belongs to another op2 runtime")]
+    ForeignObject {
+        /// The kind of object.
+        what: &'static str,
+        /// Its name.
+        name: String,
+    },
+    /// An indirect arg's map does not start at the loop's iteration set.
+    #[error(
+        "arg {arg} of loop `{kernel}`: map `{map}` goes from set `{map_from}`, but the loop iterates over `{iter_set}`"
+    )]
+    MapFromMismatch {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The map's name.
+        map: String,
+        /// The map's source set.
+        map_from: String,
+        /// The loop's iteration set.
+        iter_set: String,
+    },
+    /// An indirect arg's dat does not live on the map's target set.
+    #[error(
+        "arg {arg} of loop `{kernel}`: dat `{dat}` lives on set `{dat_set}`, but map `{map}` points to `{map_to}`"
+    )]
+    DatSetMismatch {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The dat's name.
+        dat: String,
+        /// The dat's set.
+        dat_set: String,
+        /// The map's name.
+        map: String,
+        /// The map's target set.
+        map_to: String,
+    },
+    /// A direct arg's dat does not live on the loop's iteration set.
+    #[error(
+        "arg {arg} of loop `{kernel}`: direct dat `{dat}` lives on set `{dat_set}`, but the loop iterates over `{iter_set}`"
+    )]
+    DirectSetMismatch {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The dat's name.
+        dat: String,
+        /// The dat's set.
+        dat_set: String,
+        /// The loop's iteration set.
+        iter_set: String,
+    },
+    /// The dim an arg declares differs from its object's dim.
+    #[error(
+        "arg {arg} of loop `{kernel}`: `{object}` has dim {actual}, the arg declares dim {declared}"
+    )]
+    DimMismatch {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The dat or global's name.
+        object: String,
+        /// The dim the arg declares.
+        declared: usize,
+        /// The object's dim.
+        actual: usize,
+    },
+    /// The type an arg declares (or the kernel parameter has) differs from its object's type.
+    #[error(
+        "arg {arg} of loop `{kernel}`: `{object}` holds {actual}, but {declared_by} expects `{declared}`"
+    )]
+    TypeMismatch {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The dat or global's name.
+        object: String,
+        /// The type declared by the arg or the kernel's parameter.
+        declared: String,
+        /// Who declared it: "the arg" or "the kernel parameter".
+        declared_by: &'static str,
+        /// The object's element type.
+        actual: DType,
+    },
+    /// MIN or MAX used on a Dat (they are reductions, for Globals only).
+    #[error(
+        "arg {arg} of loop `{kernel}`: {access:?} is a reduction for globals; dat `{dat}` cannot use it"
+    )]
+    ReductionOnDat {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The dat's name.
+        dat: String,
+        /// The access mode used.
+        access: Access,
+    },
+    /// A Const used with an access that writes.
+    #[error("arg {arg} of loop `{kernel}`: const `{name}` is read-only, {access:?} is not allowed")]
+    ConstWrite {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The const's name.
+        name: String,
+        /// The access mode used.
+        access: Access,
+    },
+    /// A Global used with WRITE or RW (globals are READ or reductions).
+    #[error(
+        "arg {arg} of loop `{kernel}`: global `{global}` supports READ, INC, MIN and MAX, not {access:?}"
+    )]
+    GlobalAccess {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The global's name.
+        global: String,
+        /// The access mode used.
+        access: Access,
+    },
+    /// A map entry index outside `0..arity`.
+    #[error("arg {arg} of loop `{kernel}`: index {index} is outside map `{map}` of arity {arity}")]
+    MapIndexOutOfRange {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The map's name.
+        map: String,
+        /// The index used.
+        index: i64,
+        /// The map's arity.
+        arity: usize,
+    },
+    /// An OP2-style arg names a map for a direct access or no map for an indirect one.
+    #[error("arg {arg} of loop `{kernel}`: {reason}")]
+    InvalidArg {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The kernel's parameter list does not have one parameter per arg.
+    #[error("kernel `{kernel}` takes {params} parameters but the loop passes {args} args")]
+    KernelParamCount {
+        /// The kernel's name.
+        kernel: String,
+        /// Parameters in its C signature.
+        params: usize,
+        /// Args given to `par_loop`.
+        args: usize,
+    },
+    /// A kernel parameter's shape does not fit its arg (pointer vs array of pointers).
+    #[error("arg {arg} of loop `{kernel}`: the kernel parameter `{param}` should be {expected}")]
+    KernelParamShape {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The parameter as written.
+        param: String,
+        /// What the arg needs ("a pointer" or "an array of pointers").
+        expected: &'static str,
+    },
+    /// The kernel source does not define a function with the kernel's name.
+    #[error("kernel `{kernel}`: the source defines no function named `{kernel}`")]
+    KernelNotFound {
+        /// The kernel's name.
+        kernel: String,
+    },
+    /// A name that must be a C identifier is not one.
+    #[error("{what} name `{name}` is not a C identifier")]
+    InvalidIdentifier {
+        /// "kernel" or "const".
+        what: &'static str,
+        /// The offending name.
+        name: String,
+    },
+    /// Two consts with one name.
+    #[error("const `{name}` is already declared")]
+    DuplicateConst {
+        /// The name.
+        name: String,
+    },
+    /// Host data is borrowed (a `data()`/`data_ro()` guard is alive) while a loop needs it.
+    #[error(
+        "{what} `{name}` is borrowed on the host (a data guard is alive) while loop `{kernel}` needs it"
+    )]
+    DataBorrowed {
+        /// "dat" or "global".
+        what: &'static str,
+        /// Its name.
+        name: String,
+        /// The loop's kernel.
+        kernel: String,
+    },
+    /// No backend has this name.
+    #[error("unknown backend `{name}`; available: {}", available.join(", "))]
+    UnknownBackend {
+        /// The requested name.
+        name: String,
+        /// The registered backends.
+        available: Vec<String>,
+    },
+    /// A first-party backend whose Cargo feature is off.
+    #[error(
+        "backend `{name}` is not compiled in: enable the `{feature}` feature of the `op2` crate"
+    )]
+    BackendNotEnabled {
+        /// The requested name.
+        name: String,
+        /// The feature to enable.
+        feature: String,
+    },
+    /// A registered backend that cannot run here (no device, no library).
+    #[error("backend `{name}` is unavailable: {reason}")]
+    BackendUnavailable {
+        /// The backend's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// An environment variable or builder setting has an invalid value.
+    #[error("configuration `{key}` = `{value}`: {reason}")]
+    Config {
+        /// The variable or setting.
+        key: String,
+        /// Its value.
+        value: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// The C compiler could not be run.
+    #[error("could not run the C compiler `{cc}`: {reason}")]
+    CompilerNotFound {
+        /// The compiler command.
+        cc: String,
+        /// The OS error.
+        reason: String,
+    },
+    /// Generated code failed to compile.
+    #[error(
+        "kernel `{kernel}` failed to compile with `{cc}`; generated source kept at {}\n{message}",
+        source_path.display()
+    )]
+    Compile {
+        /// The kernel's name.
+        kernel: String,
+        /// The compiler command.
+        cc: String,
+        /// The compiler's diagnostics.
+        message: String,
+        /// Where the generated source was kept.
+        source_path: PathBuf,
+    },
+    /// A compiled library could not be loaded.
+    #[error("could not load compiled code {}: {reason}", path.display())]
+    Load {
+        /// The shared library.
+        path: PathBuf,
+        /// The loader's message.
+        reason: String,
+    },
+    /// A filesystem operation failed.
+    #[error("{context} ({}): {source}", path.display())]
+    Io {
+        /// What was being done.
+        context: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A backend failed while running a loop.
+    #[error("backend `{backend}` failed running `{kernel}`: {reason}")]
+    Execution {
+        /// The backend.
+        backend: String,
+        /// The kernel.
+        kernel: String,
+        /// What happened.
+        reason: String,
+    },
+}

@@ -1,0 +1,292 @@
+//! Kernels: a name and C99 source, with the parameter list read from the source so that `par_loop`
+//! can check parameter count, element types and shapes against its args.
+
+use crate::dtype::DType;
+use crate::error::{Op2Error, Result};
+use std::collections::HashSet;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One kernel parameter as written in the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelParam {
+    /// The parameter as written, e.g. `const double *x`.
+    pub text: String,
+    /// The element type, when it is a type we know (`double`, `int`, `uint64_t`, ...).
+    pub dtype: Option<DType>,
+    /// Levels of pointer or array indirection: 1 for `double *x` or `double x[2]`, 2 for `double **x`
+    /// or `double *x[3]`.
+    pub indirection: usize,
+}
+
+struct KernelInner {
+    id: u64,
+    name: String,
+    source: String,
+    params: Option<Vec<KernelParam>>,
+    identifiers: HashSet<String>,
+}
+
+/// A kernel: a C99 function that works on one element. Cheap to clone; kernels are not tied to a runtime.
+#[derive(Clone)]
+pub struct Kernel(Arc<KernelInner>);
+
+static NEXT_KERNEL_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Kernel {
+    /// A kernel named `name` (a C identifier) whose `source` defines a function of that name.
+    pub fn new(name: &str, source: &str) -> Result<Self> {
+        if !is_c_identifier(name) {
+            return Err(Op2Error::InvalidIdentifier {
+                what: "kernel",
+                name: name.into(),
+            });
+        }
+        let stripped = strip_comments(source);
+        let tokens = tokenize(&stripped);
+        let identifiers: HashSet<String> = tokens
+            .iter()
+            .filter(|t| is_c_identifier(t))
+            .map(|t| t.to_string())
+            .collect();
+        if !identifiers.contains(name) {
+            return Err(Op2Error::KernelNotFound {
+                kernel: name.into(),
+            });
+        }
+        let params = parse_params(&tokens, name);
+        if params.is_none() && !source.contains('#') {
+            // Without macros in play, a missing definition is certain; with them we cannot tell.
+            return Err(Op2Error::KernelNotFound {
+                kernel: name.into(),
+            });
+        }
+        Ok(Kernel(Arc::new(KernelInner {
+            id: NEXT_KERNEL_ID.fetch_add(1, Ordering::Relaxed),
+            name: name.into(),
+            source: source.into(),
+            params,
+            identifiers,
+        })))
+    }
+
+    /// The function name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// The C source.
+    pub fn source(&self) -> &str {
+        &self.0.source
+    }
+
+    /// The parameters, when the definition could be read (macros may hide it).
+    pub fn params(&self) -> Option<&[KernelParam]> {
+        self.0.params.as_deref()
+    }
+
+    /// Whether the source mentions this identifier (used to pick the Consts a kernel needs).
+    pub fn mentions(&self, identifier: &str) -> bool {
+        self.0.identifiers.contains(identifier)
+    }
+
+    /// Unique id of this kernel object.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+}
+
+impl PartialEq for Kernel {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+impl Eq for Kernel {}
+impl Hash for Kernel {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.id.hash(state)
+    }
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Kernel({:?})", self.0.name)
+    }
+}
+
+/// Whether `s` is a C identifier.
+pub fn is_c_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+fn strip_comments(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                i += 1;
+            }
+            i += 2;
+            out.push(' ');
+        } else {
+            let ch = src[i..].chars().next().unwrap_or(' ');
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
+
+fn tokenize(src: &str) -> Vec<&str> {
+    let mut tokens = Vec::new();
+    let b = src.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c == b'_' || c.is_ascii_alphanumeric() {
+            let start = i;
+            while i < b.len() && (b[i] == b'_' || b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                i += 1;
+            }
+            tokens.push(&src[start..i]);
+        } else {
+            let len = src[i..].chars().next().map_or(1, char::len_utf8);
+            tokens.push(&src[i..i + len]);
+            i += len;
+        }
+    }
+    tokens
+}
+
+/// Finds `name ( ... ) {` and reads its parameters.
+fn parse_params(tokens: &[&str], name: &str) -> Option<Vec<KernelParam>> {
+    for (pos, _) in tokens.iter().enumerate().filter(|(_, t)| **t == name) {
+        if tokens.get(pos + 1) != Some(&"(") {
+            continue;
+        }
+        let mut depth = 0usize;
+        let mut end = None;
+        for (k, t) in tokens.iter().enumerate().skip(pos + 1) {
+            match *t {
+                "(" => depth += 1,
+                ")" => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(k);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let end = end?;
+        if tokens.get(end + 1) != Some(&"{") {
+            continue; // a prototype or a call, not the definition
+        }
+        let inner = &tokens[pos + 2..end];
+        if inner.is_empty() || inner == ["void"] {
+            return Some(Vec::new());
+        }
+        let mut params = Vec::new();
+        let mut depth = 0usize;
+        let mut current: Vec<&str> = Vec::new();
+        for t in inner.iter().copied().chain(std::iter::once(",")) {
+            match t {
+                "(" | "[" => depth += 1,
+                ")" | "]" => depth = depth.saturating_sub(1),
+                "," if depth == 0 => {
+                    params.push(parse_param(&current));
+                    current.clear();
+                    continue;
+                }
+                _ => {}
+            }
+            current.push(t);
+        }
+        return Some(params);
+    }
+    None
+}
+
+fn parse_param(tokens: &[&str]) -> KernelParam {
+    let text = tokens
+        .join(" ")
+        .replace(" [", "[")
+        .replace("[ ", "[")
+        .replace(" ]", "]");
+    let pointers = tokens.iter().filter(|t| **t == "*").count();
+    let arrays = tokens.iter().filter(|t| **t == "[").count();
+    // Words outside brackets: the type words and, last, the parameter's name.
+    let mut words = Vec::new();
+    let mut depth = 0usize;
+    for t in tokens {
+        match *t {
+            "[" => depth += 1,
+            "]" => depth = depth.saturating_sub(1),
+            _ if depth == 0 && is_c_identifier(t) => words.push(*t),
+            _ => {}
+        }
+    }
+    let type_words = if words.len() > 1 {
+        &words[..words.len() - 1]
+    } else {
+        &words[..]
+    };
+    KernelParam {
+        text,
+        dtype: DType::from_c_name(&type_words.join(" ")),
+        indirection: pointers + arrays,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_parameters() {
+        let k = Kernel::new(
+            "k",
+            "/* k(int x) */ static inline void k(const double *a, float b[2], double *c[3], unsigned long **d, my_t *e) { a = 0; }",
+        )
+        .unwrap();
+        let p = k.params().unwrap();
+        assert_eq!(p.len(), 5);
+        assert_eq!((p[0].dtype, p[0].indirection), (Some(DType::F64), 1));
+        assert_eq!((p[1].dtype, p[1].indirection), (Some(DType::F32), 1));
+        assert_eq!((p[2].dtype, p[2].indirection), (Some(DType::F64), 2));
+        assert_eq!((p[3].dtype, p[3].indirection), (Some(DType::U64), 2));
+        assert_eq!(p[4].dtype, None);
+    }
+
+    #[test]
+    fn skips_prototypes_and_reads_void() {
+        let k = Kernel::new("k", "void k(double *a);\nvoid k(void) {}").unwrap();
+        assert_eq!(k.params().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn rejects_missing_definition() {
+        assert!(matches!(
+            Kernel::new("k", "void other(double *a) {}"),
+            Err(Op2Error::KernelNotFound { .. })
+        ));
+        assert!(matches!(
+            Kernel::new("1k", "void k() {}"),
+            Err(Op2Error::InvalidIdentifier { .. })
+        ));
+    }
+}

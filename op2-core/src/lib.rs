@@ -1,0 +1,49 @@
+//! op2-core: the data model (sets, maps, dats, globals, consts, kernels), loop validation, the lazy
+//! trace, the runtime, and the traits and registry that backends plug into.
+//!
+//! Users normally depend on the `op2` facade, which re-exports this crate and links the backends.
+
+#![warn(missing_docs)]
+
+pub mod access;
+pub mod arg;
+pub mod backend;
+pub mod carrier;
+pub mod config;
+pub mod dtype;
+pub mod error;
+pub mod kernel;
+pub mod map;
+pub mod runtime;
+pub mod set;
+pub mod signature;
+pub mod trace;
+
+pub use access::{Access, INC, MAX, MIN, READ, RW, WRITE};
+pub use arg::{Arg, ArgTarget, OP_ID, Via, op_arg_dat, op_arg_gbl};
+pub use backend::{
+    Backend, BackendFactory, Codegen, FIRST_PARTY_BACKENDS, GeneratedUnit, LoopInvocation,
+    PreparedLoop, find_backend, registered_backends,
+};
+pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite};
+pub use config::Config;
+pub use dtype::{DType, HostBuffer, Scalar};
+pub use error::{Op2Error, Result};
+pub use kernel::{Kernel, KernelParam};
+pub use map::Map;
+pub use runtime::{Runtime, RuntimeBuilder};
+pub use set::{Set, SetSizes};
+pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
+
+/// Runs a loop in OP2's style: `par_loop!(rt, kernel, set, arg0, arg1, ...)`.
+#[macro_export]
+macro_rules! par_loop {
+    ($rt:expr, $kernel:expr, $set:expr $(, $arg:expr)* $(,)?) => {
+        $rt.par_loop(&$kernel, &$set, [$($arg),*])
+    };
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use inventory;
+}
