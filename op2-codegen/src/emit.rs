@@ -6,7 +6,8 @@ use std::fmt::Write;
 
 /// The C signature of every generated wrapper (its name is [`GeneratedUnit::entry`]):
 /// elements `start..end`, one data pointer per arg, one values pointer per map slot, one pointer per const.
-pub const WRAPPER_SIGNATURE: &str = "void NAME(int64_t start, int64_t end, void *const *args, const int32_t *const *maps, const void *const *consts)";
+/// The wrapper is the library's only exported symbol (everything else is compiled hidden).
+pub const WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) void NAME(int64_t start, int64_t end, void *const *args, const int32_t *const *maps, const void *const *consts)";
 
 /// Emits plain C99 for the host backends.
 #[derive(Debug, Clone, Copy, Default)]
@@ -21,7 +22,7 @@ impl Codegen for CCodegen {
             "/* op2-rs generated code: loop over kernel `{}` */",
             sig.kernel.name()
         );
-        s.push_str("#include <stdint.h>\n#include <string.h>\n#include <math.h>\n\n");
+        s.push_str("#include <stdint.h>\n#include <math.h>\n\n");
         emit_consts(&mut s, sig);
         s.push_str(sig.kernel.source());
         s.push_str("\n\n");
@@ -61,7 +62,11 @@ pub(crate) fn emit_consts(s: &mut String, sig: &LoopSignature) {
 /// Copies consts in and names each arg's and map's pointer.
 pub(crate) fn emit_wrapper_prologue(s: &mut String, sig: &LoopSignature) {
     for (i, c) in sig.consts.iter().enumerate() {
-        let _ = writeln!(s, "  memcpy(&{0}, consts[{i}], sizeof({0}));", c.name);
+        let _ = writeln!(
+            s,
+            "  __builtin_memcpy(&{0}, consts[{i}], sizeof({0}));",
+            c.name
+        );
     }
     for (i, a) in sig.args.iter().enumerate() {
         let _ = writeln!(s, "  {0} *arg{i} = ({0} *)args[{i}];", a.dtype.c_name());

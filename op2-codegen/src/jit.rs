@@ -13,8 +13,16 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-/// Default flags before `OP2_CFLAGS`.
-const DEFAULT_FLAGS: [&str; 4] = ["-O3", "-march=native", "-fPIC", "-shared"];
+/// Default flags before `OP2_CFLAGS`. Hidden visibility keeps the user's kernel local to its library:
+/// otherwise a kernel named like a libc function (`step`, `index`) is interposed by libc at load time,
+/// and the compiler may not inline an interposable function into the wrapper.
+const DEFAULT_FLAGS: [&str; 5] = [
+    "-O3",
+    "-march=native",
+    "-fPIC",
+    "-shared",
+    "-fvisibility=hidden",
+];
 
 /// Marks the end of a cache file: magic, then the SHA-256 of everything before it. A truncated or
 /// corrupt file fails the check and is rebuilt; the loader ignores bytes after the ELF contents.

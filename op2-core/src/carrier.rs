@@ -91,24 +91,28 @@ impl Carrier {
         }
     }
 
-    /// Locks the host data for a loop; errors (instead of blocking) when a host guard is alive.
-    pub fn lock_for_loop(&self, kernel: &str) -> Result<RwLockWriteGuard<'_, HostBuffer>> {
-        self.host.try_write().map_err(|e| match e {
-            std::sync::TryLockError::Poisoned(p) => {
-                // A panic elsewhere poisoned the lock; the data itself is plain numbers and still usable.
-                drop(p.into_inner());
-                Op2Error::DataBorrowed {
-                    what: self.what(),
-                    name: self.name.clone(),
-                    kernel: kernel.into(),
-                }
+    /// Locks the host data for a loop (shared when the loop only reads it); errors instead of blocking
+    /// when a host guard that conflicts is alive.
+    pub fn lock_for_loop(&self, kernel: &str, write: bool) -> Result<LoopLock<'_>> {
+        let borrowed = || Op2Error::DataBorrowed {
+            what: self.what(),
+            name: self.name.clone(),
+            kernel: kernel.into(),
+        };
+        // A poisoned lock only means a panic happened elsewhere; the data is plain numbers, still usable.
+        if write {
+            match self.host.try_write() {
+                Ok(g) => Ok(LoopLock::Write(g)),
+                Err(std::sync::TryLockError::Poisoned(p)) => Ok(LoopLock::Write(p.into_inner())),
+                Err(std::sync::TryLockError::WouldBlock) => Err(borrowed()),
             }
-            std::sync::TryLockError::WouldBlock => Op2Error::DataBorrowed {
-                what: self.what(),
-                name: self.name.clone(),
-                kernel: kernel.into(),
-            },
-        })
+        } else {
+            match self.host.try_read() {
+                Ok(g) => Ok(LoopLock::Read(g)),
+                Err(std::sync::TryLockError::Poisoned(p)) => Ok(LoopLock::Read(p.into_inner())),
+                Err(std::sync::TryLockError::WouldBlock) => Err(borrowed()),
+            }
+        }
     }
 
     /// Runs whatever pending work the host access needs, then lets the backend bring data home.
@@ -139,6 +143,24 @@ impl Carrier {
 impl fmt::Debug for Carrier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}({:?}, dim {})", self.what(), self.name, self.dim)
+    }
+}
+
+/// Host data locked for the duration of one loop.
+pub enum LoopLock<'a> {
+    /// The loop only reads the data.
+    Read(RwLockReadGuard<'a, HostBuffer>),
+    /// The loop may write the data.
+    Write(RwLockWriteGuard<'a, HostBuffer>),
+}
+
+impl LoopLock<'_> {
+    /// Pointer to the data for generated code; code must not write through it for a `Read` lock.
+    pub fn pointer(&mut self) -> *mut std::ffi::c_void {
+        match self {
+            LoopLock::Read(g) => g.as_ptr().cast_mut(),
+            LoopLock::Write(g) => g.as_mut_ptr(),
+        }
     }
 }
 

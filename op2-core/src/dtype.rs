@@ -202,6 +202,11 @@ impl HostBuffer {
         &mut bytemuck::cast_slice_mut::<u64, u8>(&mut self.words)[..n]
     }
 
+    /// Pointer to the first element, for generated code that only reads.
+    pub fn as_ptr(&self) -> *const std::ffi::c_void {
+        self.words.as_ptr().cast()
+    }
+
     /// Pointer to the first element, for generated code.
     pub fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
         self.words.as_mut_ptr().cast()

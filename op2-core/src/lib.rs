@@ -25,7 +25,7 @@ pub use backend::{
     Backend, BackendFactory, Codegen, FIRST_PARTY_BACKENDS, GeneratedUnit, LoopInvocation,
     PreparedLoop, find_backend, registered_backends,
 };
-pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite};
+pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite, LoopLock};
 pub use config::Config;
 pub use dtype::{DType, HostBuffer, Scalar};
 pub use error::{Op2Error, Result};

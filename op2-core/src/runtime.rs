@@ -76,10 +76,18 @@ impl RuntimeShared {
 
     fn run_record(&self, rec: &LoopRecord) -> Result<()> {
         let kernel = rec.sig.kernel.name();
+        // Each carrier once: exclusively when some arg writes it, shared otherwise.
+        let writes = |id: u64| {
+            rec.sig
+                .args
+                .iter()
+                .zip(&rec.carriers)
+                .any(|(a, c)| c.id == id && a.access.writes())
+        };
         let mut locked = Vec::with_capacity(rec.carriers.len() + rec.consts.len());
         for c in rec.carriers.iter().chain(&rec.consts) {
             if !locked.iter().any(|(id, _)| *id == c.id) {
-                locked.push((c.id, c.lock_for_loop(kernel)?));
+                locked.push((c.id, c.lock_for_loop(kernel, writes(c.id))?));
             }
         }
         let mut pointer = |id: u64| {
@@ -87,7 +95,7 @@ impl RuntimeShared {
                 .iter_mut()
                 .find(|(i, _)| *i == id)
                 .expect("every carrier of the loop was locked just above");
-            guard.as_mut_ptr()
+            guard.pointer()
         };
         let args: Vec<_> = rec.carriers.iter().map(|c| pointer(c.id)).collect();
         let consts: Vec<_> = rec

@@ -1,0 +1,111 @@
+//! Property tests: random meshes and loops on the reference backend against the same computation done
+//! independently in plain Rust.
+
+mod common;
+
+use op2::{INC, Kernel, MAX, MIN, READ, WRITE};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+struct RandomMesh {
+    nodes: usize,
+    edges: usize,
+    arity: usize,
+    dim: usize,
+    map: Vec<i32>,
+    weights: Vec<f64>,
+    node_values: Vec<f64>,
+    index: usize,
+}
+
+fn random_mesh() -> impl Strategy<Value = RandomMesh> {
+    (1usize..40, 0usize..60, 1usize..=4, 1usize..=3).prop_flat_map(|(nodes, edges, arity, dim)| {
+        (
+            prop::collection::vec(0..nodes as i32, edges * arity),
+            prop::collection::vec(-50i32..50, edges * dim),
+            prop::collection::vec(-50i32..50, nodes * dim),
+            0..arity,
+        )
+            .prop_map(move |(map, w, v, index)| RandomMesh {
+                nodes,
+                edges,
+                arity,
+                dim,
+                map,
+                weights: w.into_iter().map(f64::from).collect(),
+                node_values: v.into_iter().map(f64::from).collect(),
+                index,
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_loops_match_plain_rust(m in random_mesh(), lazy in any::<bool>()) {
+        let rt = common::rt_lazy(lazy);
+        let (a, d) = (m.arity, m.dim);
+        let nodes = rt.decl_set(m.nodes, "nodes");
+        let edges = rt.decl_set(m.edges, "edges");
+        let e2n = rt.decl_map(&edges, &nodes, a, m.map.clone(), "e2n").unwrap();
+        let w = rt.decl_dat(&edges, d, &m.weights, "w").unwrap();
+        let v = rt.decl_dat(&nodes, d, &m.node_values, "v").unwrap();
+        let acc = rt.decl_dat_zeros::<f64>(&nodes, d, "acc").unwrap();
+        let gathered = rt.decl_dat_zeros::<f64>(&edges, d, "gathered").unwrap();
+        let picked = rt.decl_dat_zeros::<f64>(&nodes, d, "picked").unwrap();
+        let total = rt.decl_global(d, &vec![0.0; d], "total").unwrap();
+        let lo = rt.decl_global(1, &[f64::INFINITY], "lo").unwrap();
+        let hi = rt.decl_global(1, &[f64::NEG_INFINITY], "hi").unwrap();
+
+        // Whole-row INC: node[map[e][j]] += w[e] * (j + 1).
+        let scatter = Kernel::new("scatter", &format!(
+            "void scatter(const double *w, double *n[{a}]) {{
+               for (int j = 0; j < {a}; j++) for (int k = 0; k < {d}; k++) n[j][k] += w[k] * (j + 1); }}")).unwrap();
+        rt.par_loop(&scatter, &edges, [w.arg(READ), acc.arg_row(&e2n, INC)]).unwrap();
+
+        // Whole-row READ into a direct WRITE, plus global reductions.
+        let gather = Kernel::new("gather", &format!(
+            "void gather(double *const *n, double *out, double *t, double *lo, double *hi) {{
+               for (int k = 0; k < {d}; k++) {{ out[k] = 0.0;
+                 for (int j = 0; j < {a}; j++) out[k] += n[j][k];
+                 t[k] += out[k]; if (out[k] < *lo) *lo = out[k]; if (out[k] > *hi) *hi = out[k]; }} }}")).unwrap();
+        rt.par_loop(&gather, &edges,
+            [v.arg_row(&e2n, READ), gathered.arg(WRITE), total.arg(INC), lo.arg(MIN), hi.arg(MAX)]).unwrap();
+
+        // One map entry, INC.
+        let pick = Kernel::new("pick", &format!(
+            "void pick(const double *w, double *n) {{ for (int k = 0; k < {d}; k++) n[k] += w[k]; }}")).unwrap();
+        rt.par_loop(&pick, &edges, [w.arg(READ), picked.arg_via(&e2n, m.index, INC)]).unwrap();
+
+        // The same in plain Rust.
+        let mut e_acc = vec![0.0; m.nodes * d];
+        let mut e_gathered = vec![0.0; m.edges * d];
+        let mut e_picked = vec![0.0; m.nodes * d];
+        let mut e_total = vec![0.0; d];
+        let (mut e_lo, mut e_hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for e in 0..m.edges {
+            for j in 0..a {
+                let n = m.map[e * a + j] as usize;
+                for k in 0..d {
+                    e_acc[n * d + k] += m.weights[e * d + k] * (j + 1) as f64;
+                    e_gathered[e * d + k] += m.node_values[n * d + k];
+                }
+            }
+            for k in 0..d {
+                let g = e_gathered[e * d + k];
+                e_total[k] += g;
+                e_lo = e_lo.min(g);
+                e_hi = e_hi.max(g);
+                e_picked[m.map[e * a + m.index] as usize * d + k] += m.weights[e * d + k];
+            }
+        }
+        // Small integers: every sum is exact, whatever the order.
+        prop_assert_eq!(acc.to_vec().unwrap(), e_acc);
+        prop_assert_eq!(gathered.to_vec().unwrap(), e_gathered);
+        prop_assert_eq!(picked.to_vec().unwrap(), e_picked);
+        prop_assert_eq!(total.value().unwrap(), e_total);
+        prop_assert_eq!(lo.value().unwrap(), vec![e_lo]);
+        prop_assert_eq!(hi.value().unwrap(), vec![e_hi]);
+    }
+}
