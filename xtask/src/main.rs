@@ -20,11 +20,6 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         package: "gcc",
         why: "compiles generated kernels (host backends)",
     },
-    SystemDep {
-        command: "make",
-        package: "make",
-        why: "builds C test fixtures",
-    },
 ];
 
 fn main() -> ExitCode {
