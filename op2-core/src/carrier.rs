@@ -32,6 +32,8 @@ pub struct Carrier {
     pub(crate) name: String,
     pub(crate) kind: CarrierKind,
     pub(crate) dim: usize,
+    /// Kept beside the buffer so that reading it never waits for the buffer's lock.
+    pub(crate) dtype: DType,
     pub(crate) host: RwLock<HostBuffer>,
     pub(crate) rt: Weak<RuntimeShared>,
 }
@@ -79,7 +81,7 @@ impl Carrier {
 
     /// Element type.
     pub fn dtype(&self) -> DType {
-        self.host.read().unwrap_or_else(|e| e.into_inner()).dtype()
+        self.dtype
     }
 
     /// "dat", "global" or "const", for messages.

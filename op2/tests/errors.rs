@@ -658,3 +658,14 @@ fn errors_name_the_objects_involved() {
     }
     let _ = (&m.nodes, &m.g);
 }
+
+#[test]
+fn mutable_host_guard_alive_while_a_lazy_loop_is_recorded_and_flushed() {
+    // Recording must not wait on the data (it would hang); running it reports the live guard.
+    let m = mesh();
+    let mut guard = m.xe.data().unwrap();
+    guard[0] = 1.0;
+    m.rt.par_loop(&k1(), &m.edges, [m.xe.arg(RW)]).unwrap();
+    assert_err!(m.rt.flush(), Op2Error::DataBorrowed { .. });
+    drop(guard);
+}

@@ -14,13 +14,11 @@ struct SystemDep {
     why: &'static str,
 }
 
-const SYSTEM_DEPS: &[SystemDep] = &[
-    SystemDep {
-        command: "cc",
-        package: "gcc",
-        why: "compiles generated kernels (host backends)",
-    },
-];
+const SYSTEM_DEPS: &[SystemDep] = &[SystemDep {
+    command: "cc",
+    package: "gcc",
+    why: "compiles generated kernels (host backends)",
+}];
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
