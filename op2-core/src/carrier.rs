@@ -54,6 +54,7 @@ impl Carrier {
             name: name.into(),
             kind,
             dim,
+            dtype: host.dtype(),
             host: RwLock::new(host),
             rt,
         })
