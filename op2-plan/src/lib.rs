@@ -1,0 +1,18 @@
+//! op2-plan: the parallel execution plan of seed 000 (PyOP2's "Parallel Execution Plan").
+//!
+//! The iteration set is cut into contiguous mini-partitions (blocks). For every unique (Dat, Map) pair
+//! accessed indirectly, each block gets its sorted unique target indices (local-to-global) and every
+//! map entry its block-local index (global-to-local), so device backends can stage data into shared
+//! memory. A two-level greedy colouring (32-bit masks, further passes offset by 32) makes elements of
+//! one colour inside a block, and blocks of one colour, free of conflicting indirect writes. Plans are
+//! computed from sets, maps and access modes only, never from data, and cached by [`Planner`].
+
+#![warn(missing_docs)]
+
+mod build;
+mod planner;
+
+pub use build::{
+    LocalIndices, MapAccess, Plan, PlanArg, PlanMap, PlanRequest, PlanStats, Staging, build_plan,
+};
+pub use planner::{DEFAULT_BLOCK_SIZE, Planner, PlannerStats, block_size};

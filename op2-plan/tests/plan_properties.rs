@@ -1,0 +1,437 @@
+//! Plan invariants on random meshes (proptest), the seed's example shape, and the star that needs
+//! more than 32 colours.
+
+use op2_core::Access;
+use op2_plan::{MapAccess, Plan, PlanArg, PlanMap, PlanRequest, Planner, build_plan};
+use proptest::prelude::*;
+use std::collections::{HashMap, HashSet};
+
+/// Every invariant a plan must satisfy; panics (via prop_assert-like asserts) naming the broken one.
+fn check_plan(plan: &Plan, req: &PlanRequest<'_>) {
+    let end = req.end;
+    // Blocks: contiguous, cover 0..end once, at most block_size each.
+    let mut next = 0usize;
+    for b in 0..plan.blocks() {
+        let r = plan.block_elements(b);
+        assert_eq!(r.start, next, "block {b} starts where the previous ended");
+        assert!(
+            !r.is_empty() && r.len() <= req.block_size,
+            "block {b} has {} elements",
+            r.len()
+        );
+        next = r.end;
+    }
+    assert_eq!(next, end, "blocks cover every element exactly once");
+    let mut seen: Vec<u32> = plan.block_map.clone();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (0..plan.blocks() as u32).collect::<Vec<_>>(),
+        "block map is a permutation"
+    );
+    for c in 0..plan.colours() {
+        assert!(
+            plan.colour_blocks(c)
+                .iter()
+                .all(|&b| plan.block_colours[b as usize] == c as u32)
+        );
+    }
+
+    // What each element modifies through maps.
+    let modified = |e: usize| -> Vec<(u64, i32)> {
+        let mut items = Vec::new();
+        for a in req.args.iter().filter(|a| a.needs_colouring()) {
+            let m = a.map.unwrap();
+            let row = &m.values[e * m.arity..(e + 1) * m.arity];
+            match a.entries {
+                MapAccess::Entry(j) => items.push((a.data, row[j])),
+                MapAccess::Row => items.extend(row.iter().map(|&v| (a.data, v))),
+            }
+        }
+        items
+    };
+    let colouring = req.args.iter().any(PlanArg::needs_colouring);
+    if !colouring && end > 0 {
+        assert_eq!(
+            plan.colours(),
+            1,
+            "a loop needing no colouring has one block colour"
+        );
+        assert!(plan.element_colours.iter().all(|&c| c == 0));
+    }
+    // Same-coloured blocks modify disjoint items.
+    for c in 0..plan.colours() {
+        let mut owner: HashMap<(u64, i32), u32> = HashMap::new();
+        for &b in plan.colour_blocks(c) {
+            for e in plan.block_elements(b as usize) {
+                for item in modified(e) {
+                    let o = *owner.entry(item).or_insert(b);
+                    assert_eq!(
+                        o, b,
+                        "blocks {o} and {b} of colour {c} both modify {item:?}"
+                    );
+                }
+            }
+        }
+    }
+    // Same-coloured elements of a block modify disjoint items.
+    for b in 0..plan.blocks() {
+        let mut owner: HashMap<(u32, (u64, i32)), usize> = HashMap::new();
+        for e in plan.block_elements(b) {
+            let c = plan.element_colours[e];
+            assert!(
+                c < plan.block_element_colours[b],
+                "element colour below the block's count"
+            );
+            for item in modified(e) {
+                let o = *owner.entry((c, item)).or_insert(e);
+                assert_eq!(
+                    o, e,
+                    "elements {o} and {e} of block {b}, colour {c}, both modify {item:?}"
+                );
+            }
+        }
+    }
+    // Staging: sorted unique local-to-global, round trip, nothing staged that is not used.
+    for (i, a) in req.args.iter().enumerate() {
+        let Some(m) = a.map else {
+            assert!(plan.arg_staging[i].is_none());
+            continue;
+        };
+        let s = &plan.staging[plan.arg_staging[i].expect("indirect args are staged")];
+        let entries: Vec<usize> = match a.entries {
+            MapAccess::Entry(j) => vec![j],
+            MapAccess::Row => (0..m.arity).collect(),
+        };
+        for b in 0..plan.blocks() {
+            let seg =
+                &s.local_to_global[s.offsets[b] as usize..(s.offsets[b] + s.sizes[b]) as usize];
+            assert!(
+                seg.windows(2).all(|w| w[0] < w[1]),
+                "local-to-global sorted and unique"
+            );
+            let mut used = HashSet::new();
+            for e in plan.block_elements(b) {
+                for &j in &s.entries {
+                    used.insert(m.values[e * m.arity + j]);
+                }
+                for &j in &entries {
+                    let local = s.local(e, j, end).expect("entry staged");
+                    assert_eq!(
+                        seg[local],
+                        m.values[e * m.arity + j],
+                        "global-to-local round trip"
+                    );
+                }
+            }
+            assert_eq!(
+                used.len(),
+                seg.len(),
+                "a block stages exactly what it touches"
+            );
+            let bytes: usize = plan
+                .staging
+                .iter()
+                .map(|s| (s.sizes[b] as usize * s.dim * s.elem_bytes).next_multiple_of(16))
+                .sum();
+            assert_eq!(plan.shared_bytes[b] as usize, bytes);
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct RandomLoop {
+    elements: usize,
+    targets: usize,
+    maps: Vec<(usize, Vec<i32>)>,                   // arity, values
+    args: Vec<(u64, usize, Option<usize>, Access)>, // data, map, entry (None = row), access
+    block_size: usize,
+}
+
+fn random_loop() -> impl Strategy<Value = RandomLoop> {
+    (
+        0usize..150,
+        1usize..40,
+        prop::collection::vec(1usize..=4, 1..3),
+    )
+        .prop_flat_map(|(elements, targets, arities)| {
+            let maps: Vec<_> = arities
+                .iter()
+                .map(|&a| {
+                    prop::collection::vec(0..targets as i32, elements * a).prop_map(move |v| (a, v))
+                })
+                .collect();
+            let nmaps = arities.len();
+            let access =
+                prop::sample::select(vec![Access::Read, Access::Write, Access::Rw, Access::Inc]);
+            let arg = (1u64..4, 0..nmaps, prop::option::of(0usize..4), access);
+            let block = prop::sample::select(vec![1usize, 2, 3, 7, 32, 64, elements.max(1) + 5]);
+            (maps, prop::collection::vec(arg, 1..5), block).prop_map(
+                move |(maps, args, block_size)| {
+                    let args = args
+                        .into_iter()
+                        .map(|(d, m, j, acc)| (d, m, j.map(|j| j % maps[m].0), acc))
+                        .collect();
+                    RandomLoop {
+                        elements,
+                        targets,
+                        maps,
+                        args,
+                        block_size,
+                    }
+                },
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_plans_are_valid(l in random_loop()) {
+        let maps: Vec<PlanMap<'_>> = l.maps.iter().enumerate()
+            .map(|(i, (a, v))| PlanMap { id: i as u64 + 10, name: "m", values: v, arity: *a, target_size: l.targets })
+            .collect();
+        let args: Vec<PlanArg<'_>> = l.args.iter().map(|&(data, m, j, access)| PlanArg {
+            data, dim: 2, elem_bytes: 8, map: Some(maps[m]),
+            entries: j.map_or(MapAccess::Row, MapAccess::Entry), access,
+        }).collect();
+        let req = PlanRequest { set: 1, end: l.elements, block_size: l.block_size, args: &args };
+        let plan = build_plan(&req).unwrap();
+        check_plan(&plan, &req);
+    }
+}
+
+fn star(n: usize, block_size: usize) -> Plan {
+    let values = vec![0i32; n];
+    let m = PlanMap {
+        id: 1,
+        name: "star",
+        values: &values,
+        arity: 1,
+        target_size: 1,
+    };
+    let args = [PlanArg {
+        data: 1,
+        dim: 1,
+        elem_bytes: 8,
+        map: Some(m),
+        entries: MapAccess::Entry(0),
+        access: Access::Inc,
+    }];
+    let req = PlanRequest {
+        set: 1,
+        end: n,
+        block_size,
+        args: &args,
+    };
+    let plan = build_plan(&req).unwrap();
+    check_plan(&plan, &req);
+    plan
+}
+
+#[test]
+fn star_needs_more_than_32_element_colours() {
+    let plan = star(100, 100);
+    assert_eq!(plan.blocks(), 1);
+    assert_eq!(
+        plan.stats.max_element_colours, 100,
+        "every element conflicts with every other"
+    );
+    let mut colours = plan.element_colours.clone();
+    colours.sort_unstable();
+    assert_eq!(
+        colours,
+        (0..100).collect::<Vec<u32>>(),
+        "passes offset by 32, 64, 96"
+    );
+}
+
+#[test]
+fn star_needs_more_than_32_block_colours() {
+    let plan = star(70, 1);
+    assert_eq!((plan.blocks(), plan.colours()), (70, 70));
+    assert_eq!(plan.stats.max_element_colours, 1);
+}
+
+#[test]
+fn seed_example_shape_gives_two_blocks() {
+    // 12 elements, 36 targets, arity 3: element e touches 3e, 3e+1, 3e+2 (no sharing).
+    let values: Vec<i32> = (0..36).collect();
+    let m = PlanMap {
+        id: 1,
+        name: "m",
+        values: &values,
+        arity: 3,
+        target_size: 36,
+    };
+    let args = [PlanArg {
+        data: 7,
+        dim: 2,
+        elem_bytes: 8,
+        map: Some(m),
+        entries: MapAccess::Row,
+        access: Access::Inc,
+    }];
+    let req = PlanRequest {
+        set: 1,
+        end: 12,
+        block_size: 6,
+        args: &args,
+    };
+    let plan = build_plan(&req).unwrap();
+    check_plan(&plan, &req);
+    assert_eq!(plan.blocks(), 2);
+    assert_eq!(plan.colours(), 1, "blocks share no target");
+    assert_eq!(plan.stats.max_element_colours, 1);
+    assert_eq!(plan.staging[0].sizes, [18, 18]);
+    assert_eq!(plan.shared_bytes, [18 * 2 * 8, 18 * 2 * 8]);
+    assert!(matches!(
+        plan.staging[0].global_to_local,
+        op2_plan::LocalIndices::U16(_)
+    ));
+}
+
+#[test]
+fn read_only_indirect_loop_has_one_colour() {
+    let values: Vec<i32> = (0..20).map(|i| i % 3).collect();
+    let m = PlanMap {
+        id: 1,
+        name: "m",
+        values: &values,
+        arity: 2,
+        target_size: 3,
+    };
+    let args = [PlanArg {
+        data: 1,
+        dim: 1,
+        elem_bytes: 4,
+        map: Some(m),
+        entries: MapAccess::Row,
+        access: Access::Read,
+    }];
+    let req = PlanRequest {
+        set: 1,
+        end: 10,
+        block_size: 3,
+        args: &args,
+    };
+    let plan = build_plan(&req).unwrap();
+    check_plan(&plan, &req);
+    assert_eq!((plan.blocks(), plan.colours()), (4, 1));
+}
+
+#[test]
+fn planner_reuses_plans_for_equivalent_loops() {
+    let values: Vec<i32> = (0..20).map(|i| i % 5).collect();
+    let m = PlanMap {
+        id: 1,
+        name: "m",
+        values: &values,
+        arity: 2,
+        target_size: 5,
+    };
+    let arg = |data| PlanArg {
+        data,
+        dim: 1,
+        elem_bytes: 8,
+        map: Some(m),
+        entries: MapAccess::Entry(0),
+        access: Access::Inc,
+    };
+    let planner = Planner::new();
+    let a = [arg(1)];
+    let b = [arg(2)]; // other data, same shape: same plan
+    let p1 = planner
+        .plan(&PlanRequest {
+            set: 1,
+            end: 10,
+            block_size: 4,
+            args: &a,
+        })
+        .unwrap();
+    let p2 = planner
+        .plan(&PlanRequest {
+            set: 1,
+            end: 10,
+            block_size: 4,
+            args: &b,
+        })
+        .unwrap();
+    assert!(std::sync::Arc::ptr_eq(&p1, &p2));
+    planner
+        .plan(&PlanRequest {
+            set: 1,
+            end: 10,
+            block_size: 5,
+            args: &a,
+        })
+        .unwrap();
+    let stats = planner.stats();
+    assert_eq!((stats.built, stats.reused), (2, 1));
+}
+
+#[test]
+fn bad_requests_are_errors_not_panics() {
+    let values = vec![0i32, 9];
+    let m = PlanMap {
+        id: 1,
+        name: "m",
+        values: &values,
+        arity: 1,
+        target_size: 5,
+    };
+    let arg = PlanArg {
+        data: 1,
+        dim: 1,
+        elem_bytes: 8,
+        map: Some(m),
+        entries: MapAccess::Entry(0),
+        access: Access::Inc,
+    };
+    let args = [arg.clone()];
+    assert!(
+        build_plan(&PlanRequest {
+            set: 1,
+            end: 2,
+            block_size: 0,
+            args: &args
+        })
+        .is_err(),
+        "block size 0"
+    );
+    assert!(
+        build_plan(&PlanRequest {
+            set: 1,
+            end: 2,
+            block_size: 4,
+            args: &args
+        })
+        .is_err(),
+        "value 9 >= 5"
+    );
+    assert!(
+        build_plan(&PlanRequest {
+            set: 1,
+            end: 3,
+            block_size: 4,
+            args: &args
+        })
+        .is_err(),
+        "too few rows"
+    );
+    let wrong = [PlanArg {
+        entries: MapAccess::Entry(1),
+        ..arg
+    }];
+    assert!(
+        build_plan(&PlanRequest {
+            set: 1,
+            end: 1,
+            block_size: 4,
+            args: &wrong
+        })
+        .is_err(),
+        "entry >= arity"
+    );
+}
