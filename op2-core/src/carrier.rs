@@ -126,6 +126,22 @@ impl Carrier {
         Ok(())
     }
 
+    /// A copy of the values, after the pending loops that write them ran.
+    fn values<T: Scalar>(self: &Arc<Self>) -> Result<Vec<T>> {
+        self.prepare_host_access(false)?;
+        Ok(self.read_guard()?.as_slice::<T>().to_vec())
+    }
+
+    /// Replaces all `dim` values, after the pending loops that use them ran.
+    fn set_values<T: Scalar>(self: &Arc<Self>, values: &[T]) -> Result<()> {
+        check_len(self.what(), &self.name, self.dim, values.len())?;
+        self.prepare_host_access(true)?;
+        self.write_guard()?
+            .as_mut_slice::<T>()
+            .copy_from_slice(values);
+        Ok(())
+    }
+
     fn read_guard(&self) -> Result<RwLockReadGuard<'_, HostBuffer>> {
         self.host.try_read().map_err(|_| Op2Error::DataBorrowed {
             what: self.what(),
@@ -332,19 +348,12 @@ handle_common!(Global);
 impl<T: Scalar> Global<T> {
     /// The current values, after the pending loops that write this global ran.
     pub fn value(&self) -> Result<Vec<T>> {
-        self.carrier.prepare_host_access(false)?;
-        Ok(self.carrier.read_guard()?.as_slice::<T>().to_vec())
+        self.carrier.values()
     }
 
     /// Sets the values (after pending loops that use this global ran).
     pub fn set_value(&self, values: &[T]) -> Result<()> {
-        check_len("global", &self.carrier.name, self.carrier.dim, values.len())?;
-        self.carrier.prepare_host_access(true)?;
-        self.carrier
-            .write_guard()?
-            .as_mut_slice::<T>()
-            .copy_from_slice(values);
-        Ok(())
+        self.carrier.set_values(values)
     }
 
     /// Loop arg with mode READ, INC, MIN or MAX.
@@ -363,18 +372,12 @@ handle_common!(Const);
 impl<T: Scalar> Const<T> {
     /// The current values.
     pub fn value(&self) -> Result<Vec<T>> {
-        Ok(self.carrier.read_guard()?.as_slice::<T>().to_vec())
+        self.carrier.values()
     }
 
     /// Changes the values; loops recorded before this call still see the old ones.
     pub fn set_value(&self, values: &[T]) -> Result<()> {
-        check_len("const", &self.carrier.name, self.carrier.dim, values.len())?;
-        self.carrier.prepare_host_access(true)?;
-        self.carrier
-            .write_guard()?
-            .as_mut_slice::<T>()
-            .copy_from_slice(values);
-        Ok(())
+        self.carrier.set_values(values)
     }
 
     /// The const as an explicit loop arg (READ only, like OP2's `op_arg_gbl` of a constant).
