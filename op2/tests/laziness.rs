@@ -57,8 +57,8 @@ fn host_read_forces_only_what_it_needs() {
     );
 }
 
-#[test]
-fn host_write_runs_earlier_readers_first() {
+/// A lazy runtime with one pending loop copying `x` (all ones) into `y`.
+fn pending_copy() -> (op2::Runtime, op2::Dat<f64>, op2::Dat<f64>) {
     let rt = rt_lazy(true);
     let s = rt.decl_set(5, "s");
     let x = rt.decl_dat(&s, 1, &[1.0f64; 5], "x").unwrap();
@@ -68,6 +68,12 @@ fn host_write_runs_earlier_readers_first() {
         "void copyd(const double *x, double *y) { *y = *x; }",
     );
     rt.par_loop(&copy, &s, [x.arg(READ), y.arg(WRITE)]).unwrap();
+    (rt, x, y)
+}
+
+#[test]
+fn host_write_runs_earlier_readers_first() {
+    let (rt, x, y) = pending_copy();
     // Writing x on the host must not change what the pending loop reads.
     x.data().unwrap().fill(9.0);
     assert_eq!(rt.pending_loops(), 0);
@@ -76,15 +82,7 @@ fn host_write_runs_earlier_readers_first() {
 
 #[test]
 fn reading_a_dat_nobody_writes_runs_nothing() {
-    let rt = rt_lazy(true);
-    let s = rt.decl_set(5, "s");
-    let x = rt.decl_dat(&s, 1, &[1.0f64; 5], "x").unwrap();
-    let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
-    let copy = k(
-        "copyd",
-        "void copyd(const double *x, double *y) { *y = *x; }",
-    );
-    rt.par_loop(&copy, &s, [x.arg(READ), y.arg(WRITE)]).unwrap();
+    let (rt, x, _y) = pending_copy();
     assert_eq!(x.data_ro().unwrap()[0], 1.0);
     assert_eq!(
         rt.pending_loops(),
