@@ -202,32 +202,58 @@ proptest! {
     }
 }
 
+/// A loop with one arg through one map (`arity` entries per row into `target_size` items, `dim` values
+/// of 8 bytes each), planned and checked against every invariant.
+struct OneArg<'a> {
+    values: &'a [i32],
+    arity: usize,
+    target_size: usize,
+    dim: usize,
+    entries: MapAccess,
+    access: Access,
+}
+
+impl OneArg<'_> {
+    fn plan(&self, end: usize, block_size: usize) -> Plan {
+        let m = PlanMap {
+            id: 1,
+            name: "m",
+            values: self.values,
+            arity: self.arity,
+            target_size: self.target_size,
+        };
+        let args = [PlanArg {
+            data: 1,
+            dim: self.dim,
+            elem_bytes: 8,
+            map: Some(m),
+            entries: self.entries,
+            access: self.access,
+        }];
+        let req = PlanRequest {
+            set: 1,
+            end,
+            block_size,
+            args: &args,
+        };
+        let plan = build_plan(&req).unwrap();
+        check_plan(&plan, &req);
+        plan
+    }
+}
+
+/// Every element increments the one and only node.
 fn star(n: usize, block_size: usize) -> Plan {
     let values = vec![0i32; n];
-    let m = PlanMap {
-        id: 1,
-        name: "star",
+    let arg = OneArg {
         values: &values,
         arity: 1,
         target_size: 1,
-    };
-    let args = [PlanArg {
-        data: 1,
         dim: 1,
-        elem_bytes: 8,
-        map: Some(m),
         entries: MapAccess::Entry(0),
         access: Access::Inc,
-    }];
-    let req = PlanRequest {
-        set: 1,
-        end: n,
-        block_size,
-        args: &args,
     };
-    let plan = build_plan(&req).unwrap();
-    check_plan(&plan, &req);
-    plan
+    arg.plan(n, block_size)
 }
 
 #[test]
@@ -258,29 +284,15 @@ fn star_needs_more_than_32_block_colours() {
 fn seed_example_shape_gives_two_blocks() {
     // 12 elements, 36 targets, arity 3: element e touches 3e, 3e+1, 3e+2 (no sharing).
     let values: Vec<i32> = (0..36).collect();
-    let m = PlanMap {
-        id: 1,
-        name: "m",
+    let arg = OneArg {
         values: &values,
         arity: 3,
         target_size: 36,
-    };
-    let args = [PlanArg {
-        data: 7,
         dim: 2,
-        elem_bytes: 8,
-        map: Some(m),
         entries: MapAccess::Row,
         access: Access::Inc,
-    }];
-    let req = PlanRequest {
-        set: 1,
-        end: 12,
-        block_size: 6,
-        args: &args,
     };
-    let plan = build_plan(&req).unwrap();
-    check_plan(&plan, &req);
+    let plan = arg.plan(12, 6);
     assert_eq!(plan.blocks(), 2);
     assert_eq!(plan.colours(), 1, "blocks share no target");
     assert_eq!(plan.stats.max_element_colours, 1);
@@ -295,29 +307,15 @@ fn seed_example_shape_gives_two_blocks() {
 #[test]
 fn read_only_indirect_loop_has_one_colour() {
     let values: Vec<i32> = (0..20).map(|i| i % 3).collect();
-    let m = PlanMap {
-        id: 1,
-        name: "m",
+    let arg = OneArg {
         values: &values,
         arity: 2,
         target_size: 3,
-    };
-    let args = [PlanArg {
-        data: 1,
         dim: 1,
-        elem_bytes: 4,
-        map: Some(m),
         entries: MapAccess::Row,
         access: Access::Read,
-    }];
-    let req = PlanRequest {
-        set: 1,
-        end: 10,
-        block_size: 3,
-        args: &args,
     };
-    let plan = build_plan(&req).unwrap();
-    check_plan(&plan, &req);
+    let plan = arg.plan(10, 3);
     assert_eq!((plan.blocks(), plan.colours()), (4, 1));
 }
 
