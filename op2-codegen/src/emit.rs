@@ -28,6 +28,7 @@ impl Codegen for CCodegen {
         s.push_str("\n\n");
         let _ = writeln!(s, "{} {{", WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_wrapper_prologue(&mut s, sig);
+        emit_row_vectors(&mut s, sig, "  ");
         s.push_str("  for (int64_t n = start; n < end; n++) {\n");
         emit_gathers(&mut s, sig, "n", "    ");
         let _ = writeln!(
@@ -70,12 +71,18 @@ pub(crate) fn emit_wrapper_prologue(s: &mut String, sig: &LoopSignature) {
     }
     for (i, a) in sig.args.iter().enumerate() {
         let _ = writeln!(s, "  {0} *arg{i} = ({0} *)args[{i}];", a.dtype.c_name());
-        if let ArgKind::Row { arity, .. } = a.kind {
-            let _ = writeln!(s, "  {} *arg{i}_vec[{arity}];", a.dtype.c_name());
-        }
     }
     for m in 0..sig.n_maps {
         let _ = writeln!(s, "  const int32_t *map{m} = maps[{m}];");
+    }
+}
+
+/// Declares the pointer arrays of whole-row args (per thread when emitted inside a parallel region).
+pub(crate) fn emit_row_vectors(s: &mut String, sig: &LoopSignature, indent: &str) {
+    for (i, a) in sig.args.iter().enumerate() {
+        if let ArgKind::Row { arity, .. } = a.kind {
+            let _ = writeln!(s, "{indent}{} *arg{i}_vec[{arity}];", a.dtype.c_name());
+        }
     }
 }
 

@@ -22,6 +22,8 @@
 
 pub use op2_core::*;
 
+#[cfg(feature = "openmp")]
+pub use backend_openmp;
 #[cfg(feature = "seq")]
 pub use backend_seq;
 
@@ -30,6 +32,8 @@ pub use backend_seq;
 fn link_backends() {
     #[cfg(feature = "seq")]
     std::hint::black_box(&backend_seq::LINKED);
+    #[cfg(feature = "openmp")]
+    std::hint::black_box(&backend_openmp::LINKED);
 }
 
 /// A runtime configured from the environment (`OP2_BACKEND`, `OP2_LAZY`, `OP2_CC`, ...).

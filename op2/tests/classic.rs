@@ -442,3 +442,9 @@ fn kernels_named_like_libc_functions_stay_local() {
     rt.par_loop(&index, &s, [x.arg(RW)]).unwrap();
     assert_eq!(&*x.data_ro().unwrap(), &[3.0, 5.0, 7.0]);
 }
+
+#[test]
+fn suite_runs_on_the_requested_backend() {
+    // `OP2_TEST_BACKEND` reruns this suite on another backend; make sure it really does.
+    assert_eq!(rt().backend_name(), common::backend());
+}

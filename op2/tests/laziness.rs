@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{rt_lazy, run_child};
+use common::{backend, rt_lazy, run_child};
 use op2::{INC, Kernel, READ, RW, WRITE};
 
 fn k(name: &str, src: &str) -> Kernel {
@@ -203,9 +203,10 @@ fn child_with_op2_lazy_0() {
 
 #[test]
 fn op2_lazy_0_in_the_environment() {
+    let backend = backend();
     let out = run_child(
         "child_with_op2_lazy_0",
-        &[("OP2_LAZY", "0"), ("OP2_BACKEND", "seq")],
+        &[("OP2_LAZY", "0"), ("OP2_BACKEND", backend.as_str())],
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-EAGER-OK"));
 }

@@ -5,22 +5,25 @@
 use op2::Runtime;
 use std::process::{Command, Output};
 
-/// A lazy runtime on the sequential backend.
-pub fn rt() -> Runtime {
-    op2::builder()
-        .backend("seq")
-        .lazy(true)
-        .build()
-        .expect("seq runtime")
+/// The backend the suite runs on: `OP2_TEST_BACKEND`, else the sequential reference. `cargo xtask
+/// test` runs the suite again on every other host backend (with 1, 2 and 3 threads for `openmp`);
+/// the expected values are computed independently, so they are the reference's results.
+pub fn backend() -> String {
+    std::env::var("OP2_TEST_BACKEND").unwrap_or_else(|_| "seq".into())
 }
 
-/// A runtime on the sequential backend, lazy or eager.
+/// A lazy runtime on the suite's backend.
+pub fn rt() -> Runtime {
+    rt_lazy(true)
+}
+
+/// A runtime on the suite's backend, lazy or eager.
 pub fn rt_lazy(lazy: bool) -> Runtime {
     op2::builder()
-        .backend("seq")
+        .backend(&backend())
         .lazy(lazy)
         .build()
-        .expect("seq runtime")
+        .unwrap_or_else(|e| panic!("runtime on `{}`: {e}", backend()))
 }
 
 /// Runs one `#[ignore]`d test of this test binary in a child process with extra environment.

@@ -1,0 +1,187 @@
+//! The C + OpenMP dialect: the wrapper runs an execution plan colour by colour, each colour's blocks
+//! shared among threads, elements of a block in sequence (seed 003's OpenMP backend), with per-thread
+//! partials for Global reductions combined in thread order.
+
+use crate::emit::{
+    emit_consts, emit_gathers, emit_row_vectors, emit_wrapper_prologue, kernel_call_args,
+};
+use op2_core::{Access, ArgKind, Codegen, GeneratedUnit, LoopSignature};
+use std::fmt::Write;
+
+/// The C signature of every OpenMP wrapper. Beyond [`crate::WRAPPER_SIGNATURE`]'s parameters: the
+/// thread count, then the plan. With `ncolours == 0` there is no plan and `start..end` is split
+/// statically across the threads (loops that modify nothing through maps); otherwise colour `c` runs
+/// blocks `block_map[colour_offsets[c] .. colour_offsets[c + 1]]`, block `b` being elements
+/// `block_offsets[b] .. block_offsets[b] + block_lengths[b]` (clipped to `start..end`).
+pub const OPENMP_WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) void NAME(int64_t start, int64_t end, void *const *args, const int32_t *const *maps, const void *const *consts, int32_t nthreads, int32_t ncolours, const uint64_t *colour_offsets, const uint32_t *block_map, const uint32_t *block_offsets, const uint32_t *block_lengths)";
+
+/// Emits C with OpenMP pragmas; compile with `-fopenmp`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenMpCodegen;
+
+impl Codegen for OpenMpCodegen {
+    fn emit(&self, sig: &LoopSignature) -> GeneratedUnit {
+        let entry = format!("op2_omp_{}", sig.kernel.name());
+        let reductions: Vec<usize> = sig
+            .args
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.kind == ArgKind::Global && a.access.is_reduction())
+            .map(|(i, _)| i)
+            .collect();
+        let mut call = kernel_call_args(sig, "n");
+        for &i in &reductions {
+            call[i] = format!("(void *)arg{i}_l");
+        }
+        let body = |s: &mut String, indent: &str| {
+            emit_gathers(s, sig, "n", indent);
+            let _ = writeln!(s, "{indent}{}({});", sig.kernel.name(), call.join(", "));
+        };
+
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "/* op2-rs generated code (OpenMP): loop over kernel `{}` */",
+            sig.kernel.name()
+        );
+        s.push_str("#include <stdint.h>\n#include <math.h>\n#include <omp.h>\n\n");
+        emit_consts(&mut s, sig);
+        s.push_str(sig.kernel.source());
+        s.push_str("\n\n");
+        let _ = writeln!(s, "{} {{", OPENMP_WRAPPER_SIGNATURE.replace("NAME", &entry));
+        emit_wrapper_prologue(&mut s, sig);
+        // One partial per thread and reduction, starting from the identity (INC) or the current
+        // value (MIN, MAX: combining with it again changes nothing). Slots of threads the runtime
+        // did not start stay neutral.
+        for &i in &reductions {
+            let a = &sig.args[i];
+            let t = a.dtype.c_name();
+            let d = a.dim;
+            let _ = writeln!(s, "  {t} arg{i}_part[nthreads * {d}];");
+            let init = if a.access == Access::Inc {
+                format!("({t})0")
+            } else {
+                format!("arg{i}[k % {d}]")
+            };
+            let _ = writeln!(
+                s,
+                "  for (int64_t k = 0; k < (int64_t)nthreads * {d}; k++) arg{i}_part[k] = {init};"
+            );
+        }
+        s.push_str("  #pragma omp parallel num_threads(nthreads)\n  {\n");
+        s.push_str("    const int tid = omp_get_thread_num();\n");
+        s.push_str("    const int nt = omp_get_num_threads();\n");
+        emit_row_vectors(&mut s, sig, "    ");
+        for &i in &reductions {
+            let a = &sig.args[i];
+            let _ = writeln!(s, "    {} arg{i}_l[{}];", a.dtype.c_name(), a.dim);
+            let _ = writeln!(
+                s,
+                "    for (int k = 0; k < {0}; k++) arg{i}_l[k] = arg{i}_part[(int64_t)tid * {0} + k];",
+                a.dim
+            );
+        }
+        s.push_str("    if (ncolours == 0) {\n");
+        s.push_str("      const int64_t len = end - start;\n");
+        s.push_str("      const int64_t lo = start + len * tid / nt;\n");
+        s.push_str("      const int64_t hi = start + len * (tid + 1) / nt;\n");
+        s.push_str("      for (int64_t n = lo; n < hi; n++) {\n");
+        body(&mut s, "        ");
+        s.push_str("      }\n");
+        s.push_str("    } else {\n");
+        s.push_str("      for (int32_t c = 0; c < ncolours; c++) {\n");
+        // `omp for` ends with a barrier: a colour's writes are done before the next colour starts.
+        s.push_str("        #pragma omp for schedule(static)\n");
+        s.push_str(
+            "        for (int64_t b = (int64_t)colour_offsets[c]; b < (int64_t)colour_offsets[c + 1]; b++) {\n",
+        );
+        s.push_str("          const uint32_t blk = block_map[b];\n");
+        s.push_str("          int64_t first = block_offsets[blk];\n");
+        s.push_str("          int64_t last = first + block_lengths[blk];\n");
+        s.push_str("          if (first < start) first = start;\n");
+        s.push_str("          if (last > end) last = end;\n");
+        s.push_str("          for (int64_t n = first; n < last; n++) {\n");
+        body(&mut s, "            ");
+        s.push_str("          }\n        }\n      }\n    }\n");
+        for &i in &reductions {
+            let _ = writeln!(
+                s,
+                "    for (int k = 0; k < {0}; k++) arg{i}_part[(int64_t)tid * {0} + k] = arg{i}_l[k];",
+                sig.args[i].dim
+            );
+        }
+        s.push_str("  }\n");
+        // Combine in thread order, so that a given thread count always gives the same result.
+        for &i in &reductions {
+            let a = &sig.args[i];
+            let d = a.dim;
+            let combine = match a.access {
+                Access::Inc => format!("arg{i}[k] += arg{i}_part[(int64_t)t * {d} + k];"),
+                Access::Min => format!(
+                    "if (arg{i}_part[(int64_t)t * {d} + k] < arg{i}[k]) arg{i}[k] = arg{i}_part[(int64_t)t * {d} + k];"
+                ),
+                _ => format!(
+                    "if (arg{i}_part[(int64_t)t * {d} + k] > arg{i}[k]) arg{i}[k] = arg{i}_part[(int64_t)t * {d} + k];"
+                ),
+            };
+            let _ = writeln!(
+                s,
+                "  for (int t = 0; t < nthreads; t++)\n    for (int k = 0; k < {d}; k++) {combine}"
+            );
+        }
+        s.push_str("}\n");
+        GeneratedUnit {
+            source: s,
+            entry,
+            kernel: sig.kernel.name().into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use op2_core::{ArgSig, DType, Kernel};
+
+    #[test]
+    fn reductions_use_thread_partials_and_rows_thread_private_vectors() {
+        let k = Kernel::new("k", "void k(double *x[2], double *g, int *m) {}").unwrap();
+        let sig = LoopSignature {
+            kernel: k,
+            args: vec![
+                ArgSig {
+                    kind: ArgKind::Row { map: 0, arity: 2 },
+                    dtype: DType::F64,
+                    dim: 1,
+                    access: Access::Inc,
+                },
+                ArgSig {
+                    kind: ArgKind::Global,
+                    dtype: DType::F64,
+                    dim: 1,
+                    access: Access::Inc,
+                },
+                ArgSig {
+                    kind: ArgKind::Global,
+                    dtype: DType::I32,
+                    dim: 1,
+                    access: Access::Max,
+                },
+            ],
+            consts: vec![],
+            n_maps: 1,
+        };
+        let u = OpenMpCodegen.emit(&sig);
+        let region = u.source.find("#pragma omp parallel").unwrap();
+        // The row vector is declared inside the parallel region, so each thread has its own.
+        assert!(u.source[region..].contains("double *arg0_vec[2];"));
+        assert!(!u.source[..region].contains("arg0_vec[2];"));
+        assert!(
+            u.source
+                .contains("k((void *)arg0_vec, (void *)arg1_l, (void *)arg2_l);")
+        );
+        assert!(u.source.contains("arg1_part[k] = (double)0;"));
+        assert!(u.source.contains("arg2_part[k] = arg2[k % 1];"));
+        assert!(u.source.contains("#pragma omp for schedule(static)"));
+    }
+}
