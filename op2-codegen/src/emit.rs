@@ -29,21 +29,42 @@ impl Codegen for CCodegen {
         let _ = writeln!(s, "{} {{", WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_wrapper_prologue(&mut s, sig);
         emit_row_vectors(&mut s, sig, "  ");
+        // Reductions accumulate in a local copy: the kernel's pointers are all `double *` (say), so
+        // through the Global's own buffer the compiler must assume every Dat store may change the
+        // sum, and keeps it in memory. A local whose address never escapes the unit stays in
+        // registers, and the loop vectorises. Same additions in the same order, so same result.
+        let reductions = reduction_args(sig);
+        let mut call = kernel_call_args(sig, "n");
+        for &i in &reductions {
+            let a = &sig.args[i];
+            let _ = writeln!(s, "  {} arg{i}_l[{}];", a.dtype.c_name(), a.dim);
+            let _ = writeln!(s, "  __builtin_memcpy(arg{i}_l, arg{i}, sizeof(arg{i}_l));");
+            call[i] = format!("(void *)arg{i}_l");
+        }
         s.push_str("  for (int64_t n = start; n < end; n++) {\n");
         emit_gathers(&mut s, sig, "n", "    ");
-        let _ = writeln!(
-            s,
-            "    {}({});",
-            sig.kernel.name(),
-            kernel_call_args(sig, "n").join(", ")
-        );
-        s.push_str("  }\n}\n");
+        let _ = writeln!(s, "    {}({});", sig.kernel.name(), call.join(", "));
+        s.push_str("  }\n");
+        for &i in &reductions {
+            let _ = writeln!(s, "  __builtin_memcpy(arg{i}, arg{i}_l, sizeof(arg{i}_l));");
+        }
+        s.push_str("}\n");
         GeneratedUnit {
             source: s,
             entry,
             kernel: sig.kernel.name().into(),
         }
     }
+}
+
+/// Positions of the Global reduction args (INC, MIN, MAX).
+pub(crate) fn reduction_args(sig: &LoopSignature) -> Vec<usize> {
+    sig.args
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.kind == ArgKind::Global && a.access.is_reduction())
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// File-scope declarations of the consts the kernel mentions; the wrapper fills them on entry.

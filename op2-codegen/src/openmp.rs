@@ -4,8 +4,9 @@
 
 use crate::emit::{
     emit_consts, emit_gathers, emit_row_vectors, emit_wrapper_prologue, kernel_call_args,
+    reduction_args,
 };
-use op2_core::{Access, ArgKind, Codegen, GeneratedUnit, LoopSignature};
+use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
 
 /// The C signature of every OpenMP wrapper. Beyond [`crate::WRAPPER_SIGNATURE`]'s parameters: the
@@ -22,13 +23,7 @@ pub struct OpenMpCodegen;
 impl Codegen for OpenMpCodegen {
     fn emit(&self, sig: &LoopSignature) -> GeneratedUnit {
         let entry = format!("op2_omp_{}", sig.kernel.name());
-        let reductions: Vec<usize> = sig
-            .args
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| a.kind == ArgKind::Global && a.access.is_reduction())
-            .map(|(i, _)| i)
-            .collect();
+        let reductions = reduction_args(sig);
         let mut call = kernel_call_args(sig, "n");
         for &i in &reductions {
             call[i] = format!("(void *)arg{i}_l");
@@ -68,7 +63,28 @@ impl Codegen for OpenMpCodegen {
                 "  for (int64_t k = 0; k < (int64_t)nthreads * {d}; k++) arg{i}_part[k] = {init};"
             );
         }
-        s.push_str("  #pragma omp parallel num_threads(nthreads)\n  {\n");
+        // firstprivate copies the pointers into locals of each thread's outlined function. Read
+        // from the shared context instead, they would be reloaded after every store through a
+        // kernel pointer (which might alias the context), costing the loop its registers.
+        let mut private: Vec<String> = (0..sig.args.len()).map(|i| format!("arg{i}")).collect();
+        private.extend((0..sig.n_maps).map(|m| format!("map{m}")));
+        private.extend(
+            [
+                "start",
+                "end",
+                "ncolours",
+                "colour_offsets",
+                "block_map",
+                "block_offsets",
+                "block_lengths",
+            ]
+            .map(String::from),
+        );
+        let _ = writeln!(
+            s,
+            "  #pragma omp parallel num_threads(nthreads) firstprivate({})\n  {{",
+            private.join(", ")
+        );
         s.push_str("    const int tid = omp_get_thread_num();\n");
         s.push_str("    const int nt = omp_get_num_threads();\n");
         emit_row_vectors(&mut s, sig, "    ");
@@ -141,7 +157,7 @@ impl Codegen for OpenMpCodegen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use op2_core::{ArgSig, DType, Kernel};
+    use op2_core::{ArgKind, ArgSig, DType, Kernel};
 
     #[test]
     fn reductions_use_thread_partials_and_rows_thread_private_vectors() {

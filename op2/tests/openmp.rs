@@ -155,16 +155,12 @@ fn thread_count_comes_from_the_builder() {
 }
 
 #[test]
-fn omp_num_threads_sets_the_default() {
+fn omp_num_threads_and_part_size_set_the_defaults() {
+    use op2::backend_openmp::{OpenMpBackend, default_block_size};
     let c = op2::Config::from_vars(|k| (k == "OMP_NUM_THREADS").then(|| "3".to_string())).unwrap();
-    let b = op2::backend_openmp::OpenMpBackend::new(&c).unwrap();
+    let b = OpenMpBackend::new(&c).unwrap();
     assert_eq!(b.threads(), 3);
-    assert_eq!(b.block_size(), op2::backend_openmp::OPENMP_BLOCK_SIZE);
+    assert_eq!(b.block_size(1 << 20), default_block_size(1 << 20, 3));
     let c = op2::Config::from_vars(|k| (k == "OP2_PART_SIZE").then(|| "64".to_string())).unwrap();
-    assert_eq!(
-        op2::backend_openmp::OpenMpBackend::new(&c)
-            .unwrap()
-            .block_size(),
-        64
-    );
+    assert_eq!(OpenMpBackend::new(&c).unwrap().block_size(1 << 20), 64);
 }

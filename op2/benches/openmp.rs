@@ -1,0 +1,243 @@
+//! Criterion benchmarks of the OpenMP backend on a 720,000-cell quad mesh (1200 x 600): an Airfoil
+//! `res_calc`-like indirect INC edge loop and an `update`-like direct loop with a Global reduction,
+//! on `seq`, `openmp` with 1 thread and with 2 threads, side by side in one run; then the edge loop
+//! on 2 threads over block sizes 256..16384 (how [`op2::backend_openmp::OPENMP_MAX_BLOCK_SIZE`] was chosen).
+
+use criterion::{Criterion, black_box, criterion_group, criterion_main};
+use op2::{Dat, Global, INC, Kernel, Map, READ, RW, Runtime, Set, WRITE};
+use std::time::Duration;
+
+const NX: usize = 1200;
+const NY: usize = 600;
+
+const RES_CALC: &str = "void res_calc(const double *x1, const double *x2, const double *q1,
+    const double *q2, const double *adt1, const double *adt2, double *res1, double *res2) {
+  double dx = x1[0] - x2[0], dy = x1[1] - x2[1];
+  double ri = 1.0 / q1[0];
+  double p1 = gm1 * (q1[3] - 0.5 * ri * (q1[1] * q1[1] + q1[2] * q1[2]));
+  double vol1 = ri * (q1[1] * dy - q1[2] * dx);
+  ri = 1.0 / q2[0];
+  double p2 = gm1 * (q2[3] - 0.5 * ri * (q2[1] * q2[1] + q2[2] * q2[2]));
+  double vol2 = ri * (q2[1] * dy - q2[2] * dx);
+  double mu = 0.5 * ((*adt1) + (*adt2)) * eps;
+  double f = 0.5 * (vol1 * q1[0] + vol2 * q2[0]) + mu * (q1[0] - q2[0]);
+  res1[0] += f; res2[0] -= f;
+  f = 0.5 * (vol1 * q1[1] + p1 * dy + vol2 * q2[1] + p2 * dy) + mu * (q1[1] - q2[1]);
+  res1[1] += f; res2[1] -= f;
+  f = 0.5 * (vol1 * q1[2] - p1 * dx + vol2 * q2[2] - p2 * dx) + mu * (q1[2] - q2[2]);
+  res1[2] += f; res2[2] -= f;
+  f = 0.5 * (vol1 * (q1[3] + p1) + vol2 * (q2[3] + p2)) + mu * (q1[3] - q2[3]);
+  res1[3] += f; res2[3] -= f;
+}";
+
+const UPDATE: &str = "void update(const double *qold, double *q, double *res, const double *adt,
+    double *rms) {
+  double adti = 1.0 / (*adt);
+  for (int n = 0; n < 4; n++) {
+    double del = adti * res[n];
+    q[n] = qold[n] - del;
+    res[n] = 0.0;
+    *rms += del * del;
+  }
+}";
+
+/// The mesh and data of one runtime.
+struct Mesh {
+    cells: Set,
+    edges: Set,
+    e2n: Map,
+    e2c: Map,
+    x: Dat<f64>,
+    q: Dat<f64>,
+    qold: Dat<f64>,
+    adt: Dat<f64>,
+    res: Dat<f64>,
+    rms: Global<f64>,
+}
+
+fn mesh(rt: &Runtime) -> Mesh {
+    let node = |i: usize, j: usize| (i + j * (NX + 1)) as i32;
+    let cell = |i: usize, j: usize| (i + j * NX) as i32;
+    let nodes = rt.decl_set((NX + 1) * (NY + 1), "nodes");
+    let cells = rt.decl_set(NX * NY, "cells");
+    // Interior edges in Airfoil's order: j outer, i inner, the edge above and the edge right of
+    // each cell.
+    let (mut en, mut ec) = (Vec::new(), Vec::new());
+    for j in 0..NY {
+        for i in 0..NX {
+            if j + 1 < NY {
+                en.extend([node(i, j + 1), node(i + 1, j + 1)]);
+                ec.extend([cell(i, j), cell(i, j + 1)]);
+            }
+            if i + 1 < NX {
+                en.extend([node(i + 1, j), node(i + 1, j + 1)]);
+                ec.extend([cell(i + 1, j), cell(i, j)]);
+            }
+        }
+    }
+    let edges = rt.decl_set(en.len() / 2, "edges");
+    let e2n = rt.decl_map(&edges, &nodes, 2, en, "e2n").unwrap();
+    let e2c = rt.decl_map(&edges, &cells, 2, ec, "e2c").unwrap();
+    let xy: Vec<f64> = (0..=NY)
+        .flat_map(|j| {
+            (0..=NX).flat_map(move |i| [i as f64 * 0.01, j as f64 * 0.01 + 0.001 * i as f64])
+        })
+        .collect();
+    let ncell = NX * NY;
+    let q: Vec<f64> = (0..ncell)
+        .flat_map(|c| [1.0 + 0.01 * (c % 7) as f64, 0.4, 0.01 * (c % 3) as f64, 2.5])
+        .collect();
+    let adt: Vec<f64> = (0..ncell).map(|c| 1.0 + (c % 5) as f64).collect();
+    rt.decl_const(1, &[0.4f64], "gm1").unwrap();
+    rt.decl_const(1, &[0.05f64], "eps").unwrap();
+    Mesh {
+        x: rt.decl_dat(&nodes, 2, &xy, "x").unwrap(),
+        q: rt.decl_dat(&cells, 4, &q, "q").unwrap(),
+        qold: rt.decl_dat(&cells, 4, &q, "qold").unwrap(),
+        adt: rt.decl_dat(&cells, 1, &adt, "adt").unwrap(),
+        res: rt.decl_dat_zeros(&cells, 4, "res").unwrap(),
+        rms: rt.decl_global(1, &[0.0], "rms").unwrap(),
+        cells,
+        edges,
+        e2n,
+        e2c,
+    }
+}
+
+fn res_calc(rt: &Runtime, m: &Mesh, k: &Kernel) {
+    rt.par_loop(
+        k,
+        &m.edges,
+        [
+            m.x.arg_via(&m.e2n, 0, READ),
+            m.x.arg_via(&m.e2n, 1, READ),
+            m.q.arg_via(&m.e2c, 0, READ),
+            m.q.arg_via(&m.e2c, 1, READ),
+            m.adt.arg_via(&m.e2c, 0, READ),
+            m.adt.arg_via(&m.e2c, 1, READ),
+            m.res.arg_via(&m.e2c, 0, INC),
+            m.res.arg_via(&m.e2c, 1, INC),
+        ],
+    )
+    .unwrap();
+}
+
+fn update(rt: &Runtime, m: &Mesh, k: &Kernel) {
+    rt.par_loop(
+        k,
+        &m.cells,
+        [
+            m.qold.arg(READ),
+            m.q.arg(WRITE),
+            m.res.arg(RW),
+            m.adt.arg(READ),
+            m.rms.arg(INC),
+        ],
+    )
+    .unwrap();
+}
+
+/// `update` in plain Rust, the cells split into `threads` contiguous ranges; returns the rms sum.
+fn plain_update(threads: usize, qold: &[f64], q: &mut [f64], res: &mut [f64], adt: &[f64]) -> f64 {
+    let chunk = adt.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = q
+            .chunks_mut(4 * chunk)
+            .zip(res.chunks_mut(4 * chunk))
+            .zip(qold.chunks(4 * chunk).zip(adt.chunks(chunk)))
+            .map(|((q, res), (qold, adt))| {
+                s.spawn(move || {
+                    let mut rms = 0.0;
+                    for c in 0..adt.len() {
+                        let adti = 1.0 / adt[c];
+                        for n in 4 * c..4 * c + 4 {
+                            let del = adti * res[n];
+                            q[n] = qold[n] - del;
+                            res[n] = 0.0;
+                            rms += del * del;
+                        }
+                    }
+                    rms
+                })
+            })
+            .collect();
+        parts.into_iter().map(|p| p.join().unwrap()).sum()
+    })
+}
+
+fn runtime(backend: &str, threads: usize, part: Option<usize>) -> Runtime {
+    let mut b = op2::builder()
+        .backend(backend)
+        .lazy(false)
+        .num_threads(threads);
+    if let Some(p) = part {
+        b = b.part_size(p);
+    }
+    b.build().expect("runtime")
+}
+
+fn backends(c: &mut Criterion) {
+    let res_k = Kernel::new("res_calc", RES_CALC).unwrap();
+    let upd_k = Kernel::new("update", UPDATE).unwrap();
+    let configs = [("seq", 1), ("openmp", 1), ("openmp", 2)];
+    // Default block sizes: the `OP2_PART_SIZE` of the environment would skew the comparison.
+    // SAFETY: no other thread reads the environment while the benchmark sets up.
+    unsafe { std::env::remove_var("OP2_PART_SIZE") };
+    let runs: Vec<(String, Runtime, Mesh)> = configs
+        .iter()
+        .map(|&(b, t)| {
+            let rt = runtime(b, t, None);
+            let m = mesh(&rt);
+            // Compile and plan before measuring.
+            res_calc(&rt, &m, &res_k);
+            update(&rt, &m, &upd_k);
+            (format!("{b}_{t}t"), rt, m)
+        })
+        .collect();
+    let mut g = c.benchmark_group("indirect_inc_edges_720k_cells");
+    for (name, rt, m) in &runs {
+        g.bench_function(name.as_str(), |b| b.iter(|| res_calc(rt, m, &res_k)));
+    }
+    g.finish();
+    let mut g = c.benchmark_group("direct_update_720k_cells");
+    for (name, rt, m) in &runs {
+        g.bench_function(name.as_str(), |b| b.iter(|| update(rt, m, &upd_k)));
+    }
+    // The hardware's ceiling: the same update hand-written in Rust on 1 and 2 threads.
+    let m = &runs[0].2;
+    let (qold, adt) = (m.qold.to_vec().unwrap(), m.adt.to_vec().unwrap());
+    let (mut q, mut res) = (m.q.to_vec().unwrap(), m.res.to_vec().unwrap());
+    for threads in [1, 2] {
+        g.bench_function(format!("plain_rust_{threads}t"), |b| {
+            b.iter(|| black_box(plain_update(threads, &qold, &mut q, &mut res, &adt)))
+        });
+    }
+    g.finish();
+}
+
+fn block_sizes(c: &mut Criterion) {
+    let res_k = Kernel::new("res_calc", RES_CALC).unwrap();
+    let mut g = c.benchmark_group("block_size_indirect_inc_2t");
+    for part in [256, 1024, 4096, 8192, 16384] {
+        let rt = runtime("openmp", 2, Some(part));
+        let m = mesh(&rt);
+        res_calc(&rt, &m, &res_k);
+        g.bench_function(part.to_string(), |b| b.iter(|| res_calc(&rt, &m, &res_k)));
+    }
+    g.finish();
+}
+
+mod harness {
+    //! Criterion's generated entry points (its macros emit undocumented items).
+    #![allow(missing_docs)]
+    use super::*;
+    criterion_group! {
+        name = benches;
+        config = Criterion::default()
+            .sample_size(20)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(4));
+        targets = backends, block_sizes
+    }
+}
+criterion_main!(harness::benches);
