@@ -148,8 +148,8 @@ fn plain_update(threads: usize, qold: &[f64], q: &mut [f64], res: &mut [f64], ad
             .map(|((q, res), (qold, adt))| {
                 s.spawn(move || {
                     let mut rms = 0.0;
-                    for c in 0..adt.len() {
-                        let adti = 1.0 / adt[c];
+                    for (c, a) in adt.iter().enumerate() {
+                        let adti = 1.0 / a;
                         for n in 4 * c..4 * c + 4 {
                             let del = adti * res[n];
                             q[n] = qold[n] - del;
