@@ -1,0 +1,79 @@
+//! backend-counting: an example of a backend crate written outside op2-rs. It wraps another backend
+//! (`OP2_COUNTING_INNER`, default `seq`), counts the loops it prepares and runs, and registers
+//! itself as `counting` with `op2::register_backend!`. Its tests run the conformance suite with one
+//! line, `op2_conformance::conformance_tests!("counting", backend_counting::LINKED);`.
+
+#![warn(missing_docs)]
+
+use op2::{Backend, BackendFactory, Carrier, Config, LoopInvocation, LoopSignature, PreparedLoop};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static PREPARED: AtomicU64 = AtomicU64::new(0);
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
+/// Loops prepared and runs made by every `counting` backend of this process so far.
+pub fn counts() -> (u64, u64) {
+    (
+        PREPARED.load(Ordering::Relaxed),
+        RUNS.load(Ordering::Relaxed),
+    )
+}
+
+/// Wraps a backend and counts its calls.
+pub struct CountingBackend {
+    inner: Box<dyn Backend>,
+}
+
+impl CountingBackend {
+    /// Wraps the backend named by `OP2_COUNTING_INNER` (default `seq`), made with `config`.
+    pub fn new(config: &Config) -> op2::Result<Self> {
+        let inner = std::env::var("OP2_COUNTING_INNER").unwrap_or_else(|_| "seq".into());
+        Ok(CountingBackend {
+            inner: (op2::find_backend(&inner)?.create)(config)?,
+        })
+    }
+
+    /// The wrapped backend's name.
+    pub fn inner_name(&self) -> &str {
+        self.inner.name()
+    }
+}
+
+impl Backend for CountingBackend {
+    fn name(&self) -> &str {
+        "counting"
+    }
+
+    fn prepare(&self, sig: &LoopSignature) -> op2::Result<Arc<dyn PreparedLoop>> {
+        PREPARED.fetch_add(1, Ordering::Relaxed);
+        Ok(Arc::new(CountingLoop(self.inner.prepare(sig)?)))
+    }
+
+    fn host_access(&self, carrier: &Carrier, write: bool) -> op2::Result<()> {
+        self.inner.host_access(carrier, write)
+    }
+}
+
+struct CountingLoop(Arc<dyn PreparedLoop>);
+
+impl PreparedLoop for CountingLoop {
+    fn run(&self, inv: &LoopInvocation<'_>) -> op2::Result<()> {
+        RUNS.fetch_add(1, Ordering::Relaxed);
+        self.0.run(inv)
+    }
+}
+
+fn create(config: &Config) -> op2::Result<Box<dyn Backend>> {
+    Ok(Box::new(CountingBackend::new(config)?))
+}
+
+op2::register_backend!(BackendFactory {
+    name: "counting",
+    feature: "",
+    description: "example third-party backend: counts the calls of another backend",
+    create,
+});
+
+/// Any item of this crate keeps it, with its registration, in a binary: tests name this one.
+pub static LINKED: &str = "backend-counting";

@@ -1,0 +1,155 @@
+//! Running the suite: each case on a fresh reference runtime (`seq`) and a fresh candidate runtime,
+//! compared; panics inside a backend are caught and reported as failures.
+
+use crate::cases::{Case, cases};
+use crate::outputs::compare;
+use crate::random::check_random;
+use op2::{Op2Error, Runtime};
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// Random loops run by default (on top of the named cases).
+pub const DEFAULT_RANDOM_CASES: u32 = 24;
+
+/// Name of the random-loop row in reports.
+pub const RANDOM_ROW: &str = "random_loops";
+
+/// How one case went on the candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Same outputs as the reference.
+    Pass,
+    /// Different outputs, an error, or a panic: the first difference or the message.
+    Fail(String),
+    /// Not run, and why.
+    Skipped(String),
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Pass => write!(f, "pass"),
+            Outcome::Fail(why) => write!(f, "FAIL: {why}"),
+            Outcome::Skipped(why) => write!(f, "skipped: {why}"),
+        }
+    }
+}
+
+/// One case's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseResult {
+    /// The case (or [`RANDOM_ROW`]).
+    pub case: String,
+    /// How it went.
+    pub outcome: Outcome,
+}
+
+/// A runtime on `backend` (lazy, settings otherwise from the environment).
+pub fn runtime(backend: &str) -> op2::Result<Runtime> {
+    op2::builder().backend(backend).lazy(true).build()
+}
+
+/// Whether `backend` can run here: registered in this binary and able to start (device present).
+pub fn probe(backend: &str) -> Result<(), String> {
+    match runtime(backend) {
+        Ok(_) => Ok(()),
+        Err(Op2Error::BackendNotEnabled { feature, .. }) => {
+            Err(format!("not built in (feature `{feature}`)"))
+        }
+        Err(Op2Error::UnknownBackend { .. }) => Err("not registered in this build".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic".into())
+}
+
+/// Runs one case on the reference and on `backend`, each on a fresh runtime, and compares.
+pub fn run_case(case: &Case, backend: &str) -> Outcome {
+    let reference = match runtime("seq").and_then(|rt| (case.run)(&rt)) {
+        Ok(o) => o,
+        Err(e) => return Outcome::Fail(format!("the reference itself failed: {e}")),
+    };
+    let candidate = catch_unwind(AssertUnwindSafe(|| {
+        runtime(backend).and_then(|rt| {
+            let out = (case.run)(&rt)?;
+            rt.flush()?;
+            Ok(out)
+        })
+    }));
+    match candidate {
+        Err(p) => Outcome::Fail(format!("panicked: {}", panic_message(p))),
+        Ok(Err(e)) => Outcome::Fail(format!("error: {e}")),
+        Ok(Ok(out)) => match compare(&reference, &out, case.tolerance) {
+            Ok(()) => Outcome::Pass,
+            Err(m) => Outcome::Fail(m.to_string()),
+        },
+    }
+}
+
+/// Runs the random loops on the reference and on `backend`.
+pub fn run_random(backend: &str, cases: u32) -> Outcome {
+    let result = catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
+        let reference = runtime("seq").map_err(|e| e.to_string())?;
+        let candidate = runtime(backend).map_err(|e| e.to_string())?;
+        check_random(&reference, &candidate, cases)
+    }));
+    match result {
+        Err(p) => Outcome::Fail(format!("panicked: {}", panic_message(p))),
+        Ok(Err(e)) => Outcome::Fail(e),
+        Ok(Ok(())) => Outcome::Pass,
+    }
+}
+
+/// Runs every named case and `random` random loops on `backend`; skips them all when the backend
+/// cannot run here.
+pub fn run_suite(backend: &str, random: u32) -> Vec<CaseResult> {
+    let all = cases();
+    if let Err(why) = probe(backend) {
+        return all
+            .iter()
+            .map(|c| c.name)
+            .chain([RANDOM_ROW])
+            .map(|case| CaseResult {
+                case: case.into(),
+                outcome: Outcome::Skipped(why.clone()),
+            })
+            .collect();
+    }
+    let mut results: Vec<CaseResult> = all
+        .iter()
+        .map(|c| CaseResult {
+            case: c.name.into(),
+            outcome: run_case(c, backend),
+        })
+        .collect();
+    if random > 0 {
+        results.push(CaseResult {
+            case: RANDOM_ROW.into(),
+            outcome: run_random(backend, random),
+        });
+    }
+    results
+}
+
+/// Runs the suite on `backend` and panics, listing every failure, unless all cases pass. For
+/// backend crates' own tests (see [`crate::conformance_tests!`]).
+pub fn assert_conforms(backend: &str) {
+    let results = run_suite(backend, DEFAULT_RANDOM_CASES);
+    let bad: Vec<String> = results
+        .iter()
+        .filter(|r| r.outcome != Outcome::Pass)
+        .map(|r| format!("  {}: {}", r.case, r.outcome))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "backend `{backend}` does not conform ({} of {} cases):\n{}",
+        bad.len(),
+        results.len(),
+        bad.join("\n")
+    );
+}
