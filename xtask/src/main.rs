@@ -1,7 +1,13 @@
 //! `cargo xtask`: project automation with no dependencies beyond std (see matklad/cargo-xtask).
 //!
 //! - `cargo xtask test [--install-deps]`: checks the system packages the suite needs (installing them
-//!   with apt when asked), then runs the workspace tests and the examples.
+//!   with apt when asked), then runs the workspace tests with every feature this machine supports,
+//!   the facade suite again on each other host backend, the conformance run and the examples.
+//! - `cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]`: every backend
+//!   (or the named ones) against the sequential reference, each in its own process; prints a table
+//!   of case x backend.
+
+mod conformance;
 
 use std::env;
 use std::path::PathBuf;
@@ -24,8 +30,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
+        Some("conformance") => conformance::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask test [--install-deps]");
+            eprintln!(
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]"
+            );
             Err("unknown or missing command".into())
         }
     };
@@ -98,14 +107,71 @@ fn cargo() -> Command {
     Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
+/// Whether the C compiler builds OpenMP code (gcc ships libgomp; clang needs libomp).
+fn have_openmp() -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg("printf 'int main(void){return 0;}' | cc -fopenmp -x c - -o /dev/null >/dev/null 2>&1")
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The Cargo features of host backends this machine can build and run.
+fn host_features() -> Vec<&'static str> {
+    let mut f = Vec::new();
+    if have_openmp() {
+        f.push("openmp");
+    } else {
+        eprintln!("xtask: the C compiler lacks OpenMP support; skipping the openmp backend");
+    }
+    f
+}
+
 fn test(args: &[String]) -> Result<(), String> {
     let install = args.iter().any(|a| a == "--install-deps");
     if let Some(bad) = args.iter().find(|a| *a != "--install-deps") {
         return Err(format!("unknown option `{bad}`"));
     }
     check_system_deps(install)?;
-    run(cargo().args(["test", "--workspace", "--all-targets"]))?;
+    let features = host_features();
+    let mut ws_features: Vec<String> = features.iter().map(|f| format!("op2/{f}")).collect();
+    ws_features.extend(features.iter().map(|f| format!("op2-conformance/{f}")));
+    let ws_features = ws_features.join(",");
+    let with_features = |cmd: &mut Command| {
+        if !ws_features.is_empty() {
+            cmd.args(["--features", &ws_features]);
+        }
+    };
+    let mut c = cargo();
+    c.args(["test", "--workspace", "--all-targets"]);
+    with_features(&mut c);
+    run(&mut c)?;
     run(cargo().args(["test", "--workspace", "--doc"]))?;
+    // The facade's suite computes its expected values independently; rerun it on the OpenMP
+    // backend with 1, 2 and 3 threads, small blocks on some runs so that its meshes span many.
+    if features.contains(&"openmp") {
+        for (threads, part) in [
+            ("1", None),
+            ("2", Some("32")),
+            ("3", None),
+            ("3", Some("16")),
+        ] {
+            let mut c = cargo();
+            c.args(["test", "-p", "op2", "--features", "openmp", "--tests"])
+                .env("OP2_TEST_BACKEND", "openmp")
+                .env("OMP_NUM_THREADS", threads);
+            match part {
+                Some(p) => c.env("OP2_PART_SIZE", p),
+                None => c.env_remove("OP2_PART_SIZE"),
+            };
+            run(&mut c)?;
+        }
+    }
+    let mut required = vec!["--require".to_string(), "seq".into()];
+    if features.contains(&"openmp") {
+        required.extend(["--require".into(), "openmp".into()]);
+    }
+    conformance::run(&required)?;
     run(cargo().args(["run", "--release", "-p", "op2", "--example", "midpoint"]))?;
     eprintln!("xtask: all tests passed");
     Ok(())

@@ -1,0 +1,206 @@
+//! `cargo xtask conformance`: probes which backends can run here, runs the conformance binary once
+//! per backend (and per thread count for `openmp`) in its own process, and prints case x backend.
+
+use crate::{cargo, host_features, root};
+use std::collections::BTreeMap;
+
+/// First-party backends, always shown (skipped with the reason when they cannot run).
+const FIRST_PARTY: &[&str] = &["seq", "openmp", "cuda", "opencl"];
+
+/// Thread counts the `openmp` backend is checked with.
+const OPENMP_THREADS: &[&str] = &["1", "2", "3"];
+
+struct Options {
+    backends: Vec<String>,
+    require: Vec<String>,
+    random: Option<String>,
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options {
+        backends: Vec::new(),
+        require: Vec::new(),
+        random: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("`{a}` needs a value"));
+        match a.as_str() {
+            "--backend" => o.backends.push(value()?),
+            "--require" => o.require.push(value()?),
+            "--random" => o.random = Some(value()?),
+            other => return Err(format!("unknown option `{other}`")),
+        }
+    }
+    Ok(o)
+}
+
+/// One column of the table: a backend, maybe with a thread count.
+struct Column {
+    label: String,
+    backend: String,
+    threads: Option<&'static str>,
+}
+
+/// Runs the conformance binary (built with the host backends' features) with `args`.
+fn runner(features: &str, args: &[&str], threads: Option<&str>) -> Result<(bool, String), String> {
+    let mut c = cargo();
+    c.current_dir(root())
+        .args(["run", "--quiet", "-p", "op2-conformance"]);
+    if !features.is_empty() {
+        c.args(["--features", features]);
+    }
+    c.arg("--").args(args);
+    if let Some(t) = threads {
+        c.env("OMP_NUM_THREADS", t);
+    }
+    let out = c
+        .output()
+        .map_err(|e| format!("running the conformance binary: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.code() == Some(2) || (stdout.is_empty() && !out.status.success()) {
+        return Err(format!(
+            "the conformance binary failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok((out.status.success(), stdout))
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let opts = parse(args)?;
+    let features = host_features().join(",");
+    eprintln!("xtask: building the conformance runner (features: {features:?})");
+    let (_, listed) = runner(&features, &["list"], None)?;
+    let registered: Vec<String> = listed
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .map(String::from)
+        .collect();
+    let mut names: Vec<String> = if opts.backends.is_empty() {
+        let mut n: Vec<String> = FIRST_PARTY.iter().map(|s| s.to_string()).collect();
+        n.extend(
+            registered
+                .iter()
+                .filter(|r| !n.contains(r))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        n
+    } else {
+        opts.backends.clone()
+    };
+    for r in &opts.require {
+        if !names.contains(r) {
+            names.push(r.clone());
+        }
+    }
+    let mut columns = Vec::new();
+    for name in &names {
+        if name == "openmp" && registered.contains(name) {
+            columns.extend(OPENMP_THREADS.iter().map(|&t| Column {
+                label: format!("openmp/{t}t"),
+                backend: name.clone(),
+                threads: Some(t),
+            }));
+        } else {
+            columns.push(Column {
+                label: name.clone(),
+                backend: name.clone(),
+                threads: None,
+            });
+        }
+    }
+
+    // case -> column label -> (status, detail)
+    let mut table: BTreeMap<String, BTreeMap<String, (String, String)>> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut failures = Vec::new();
+    let mut skipped_required = Vec::new();
+    for col in &columns {
+        eprintln!("xtask: conformance of `{}`", col.label);
+        let mut run_args = vec!["run", col.backend.as_str()];
+        if let Some(r) = &opts.random {
+            run_args.extend(["--random", r.as_str()]);
+        }
+        let (_, out) = runner(&features, &run_args, col.threads)?;
+        for line in out.lines() {
+            let mut parts = line.splitn(3, '\t');
+            let (Some(case), Some(status), detail) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let detail = detail.unwrap_or("").to_string();
+            if !order.iter().any(|c| c == case) {
+                order.push(case.to_string());
+            }
+            match status {
+                "FAIL" => failures.push(format!("{} / {case}: {detail}", col.label)),
+                "skipped" if opts.require.contains(&col.backend) => {
+                    skipped_required.push(format!("{}: {detail}", col.label))
+                }
+                _ => {}
+            }
+            table
+                .entry(case.to_string())
+                .or_default()
+                .insert(col.label.clone(), (status.to_string(), detail));
+        }
+    }
+
+    print_table(&order, &columns, &table);
+    skipped_required.dedup();
+    if !failures.is_empty() || !skipped_required.is_empty() {
+        for f in &failures {
+            eprintln!("FAIL {f}");
+        }
+        for s in &skipped_required {
+            eprintln!("required backend skipped: {s}");
+        }
+        return Err(format!(
+            "conformance: {} failure(s), {} required backend(s) skipped",
+            failures.len(),
+            skipped_required.len()
+        ));
+    }
+    eprintln!("xtask: conformance passed");
+    Ok(())
+}
+
+fn print_table(
+    order: &[String],
+    columns: &[Column],
+    table: &BTreeMap<String, BTreeMap<String, (String, String)>>,
+) {
+    let width = order.iter().map(String::len).max().unwrap_or(4).max(4);
+    let mut header = format!("{:width$}", "case");
+    for c in columns {
+        header.push_str(&format!("  {:>10}", c.label));
+    }
+    println!("{header}");
+    for case in order {
+        let mut line = format!("{case:width$}");
+        for c in columns {
+            let status = table
+                .get(case)
+                .and_then(|m| m.get(&c.label))
+                .map(|(s, _)| s.as_str())
+                .unwrap_or("-");
+            line.push_str(&format!("  {status:>10}"));
+        }
+        println!("{line}");
+    }
+    // Why each skipped column was skipped, once per column.
+    for c in columns {
+        let why = order.iter().find_map(|case| {
+            table
+                .get(case)
+                .and_then(|m| m.get(&c.label))
+                .filter(|(s, _)| s == "skipped")
+                .map(|(_, d)| d.clone())
+        });
+        if let Some(why) = why {
+            println!("{}: skipped: {why}", c.label);
+        }
+    }
+}
