@@ -31,7 +31,7 @@ pub use dtype::{DType, HostBuffer, Scalar};
 pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};
 pub use map::Map;
-pub use runtime::{Runtime, RuntimeBuilder};
+pub use runtime::{LoopTiming, Runtime, RuntimeBuilder};
 pub use set::{Set, SetSizes};
 pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
 

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -34,6 +35,68 @@ pub struct LoopRecord {
     consts: Vec<Arc<Carrier>>,
     start: usize,
     end: usize,
+    /// Bytes the loop moves by OP2's convention (see [`LoopTiming::bytes`]).
+    bytes: u64,
+}
+
+/// Time spent in one kernel's loops, like OP2's `op_timing_output`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopTiming {
+    /// The kernel's name.
+    pub kernel: String,
+    /// Loops run.
+    pub calls: u64,
+    /// Seconds spent running them (the backend's run, data locking included).
+    pub seconds: f64,
+    /// Bytes moved, by OP2's convention: each Dat once per loop (its iterated rows when direct,
+    /// its whole set when indirect), twice when it is both read and written; each map's rows once.
+    pub bytes: u64,
+}
+
+impl LoopTiming {
+    /// Achieved bandwidth in GB/s (10^9 bytes per second).
+    pub fn gb_per_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 / self.seconds / 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The bytes a loop moves by OP2's convention (see [`LoopTiming::bytes`]).
+fn loop_bytes(sig: &LoopSignature, carriers: &[Arc<Carrier>], maps: &[Map], rows: usize) -> u64 {
+    let mut seen: Vec<(u64, bool, bool)> = Vec::new(); // (id, reads, writes)
+    let mut size_of: Vec<u64> = Vec::new();
+    for (a, c) in sig.args.iter().zip(carriers) {
+        let CarrierKind::Dat(set) = c.kind() else {
+            continue;
+        };
+        let n = if a.kind == ArgKind::Direct {
+            rows
+        } else {
+            set.size()
+        };
+        let bytes = (n * c.dim() * c.dtype().size()) as u64;
+        match seen.iter_mut().position(|s| s.0 == c.id) {
+            Some(i) => {
+                seen[i].1 |= a.access.reads();
+                seen[i].2 |= a.access.writes();
+                size_of[i] = size_of[i].max(bytes);
+            }
+            None => {
+                seen.push((c.id, a.access.reads(), a.access.writes()));
+                size_of.push(bytes);
+            }
+        }
+    }
+    let dats: u64 = seen
+        .iter()
+        .zip(&size_of)
+        .map(|(&(_, r, w), &b)| if r && w { 2 * b } else { b })
+        .sum();
+    let map_bytes: u64 = maps.iter().map(|m| (rows * m.arity() * 4) as u64).sum();
+    dats + map_bytes
 }
 
 impl LoopRecord {
@@ -59,6 +122,8 @@ pub struct RuntimeShared {
     exec: Mutex<()>,
     executed: AtomicU64,
     recorded: AtomicU64,
+    /// Per-kernel run times, in order of first run.
+    timings: Mutex<Vec<LoopTiming>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -103,6 +168,7 @@ impl RuntimeShared {
             .iter()
             .map(|c| pointer(c.id).cast_const())
             .collect();
+        let started = Instant::now();
         rec.prepared.run(&LoopInvocation {
             sig: &rec.sig,
             set: &rec.set,
@@ -113,6 +179,22 @@ impl RuntimeShared {
             maps: &rec.maps,
             consts: &consts,
         })?;
+        let seconds = started.elapsed().as_secs_f64();
+        let mut timings = lock(&self.timings);
+        match timings.iter_mut().find(|t| t.kernel == kernel) {
+            Some(t) => {
+                t.calls += 1;
+                t.seconds += seconds;
+                t.bytes += rec.bytes;
+            }
+            None => timings.push(LoopTiming {
+                kernel: kernel.to_string(),
+                calls: 1,
+                seconds,
+                bytes: rec.bytes,
+            }),
+        }
+        drop(timings);
         self.executed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -297,6 +379,7 @@ impl Runtime {
                 exec: Mutex::new(()),
                 executed: AtomicU64::new(0),
                 recorded: AtomicU64::new(0),
+                timings: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -314,6 +397,16 @@ impl Runtime {
     /// Loops recorded but not yet run.
     pub fn pending_loops(&self) -> usize {
         lock(&self.shared.state).trace.len()
+    }
+
+    /// Time and bytes per kernel so far, in order of first run (OP2's timing output).
+    pub fn timings(&self) -> Vec<LoopTiming> {
+        lock(&self.shared.timings).clone()
+    }
+
+    /// Clears the per-kernel timings (for example after a warm-up).
+    pub fn reset_timings(&self) {
+        lock(&self.shared.timings).clear();
     }
 
     /// Loops run so far.
@@ -552,6 +645,7 @@ impl Runtime {
             id: c.id,
             sections: section::ALL,
         }));
+        let bytes = loop_bytes(&sig, &carriers, &maps, end);
         let record = Arc::new(LoopRecord {
             sig,
             prepared,
@@ -561,6 +655,7 @@ impl Runtime {
             consts,
             start: 0,
             end,
+            bytes,
         });
         self.shared.recorded.fetch_add(1, Ordering::Relaxed);
         lock(&self.shared.state).trace.push(Pending {

@@ -448,3 +448,32 @@ fn suite_runs_on_the_requested_backend() {
     // `OP2_TEST_BACKEND` reruns this suite on another backend; make sure it really does.
     assert_eq!(rt().backend_name(), common::backend());
 }
+
+#[test]
+fn timings_count_calls_and_bytes_by_op2_convention() {
+    let rt = rt();
+    let (nodes, edges, m) = chain(&rt, 101);
+    let x = rt.decl_dat_zeros::<f64>(&nodes, 2, "x").unwrap();
+    let w = rt.decl_dat_zeros::<f32>(&edges, 1, "w").unwrap();
+    let k = kernel(
+        "acc",
+        "void acc(const float *w, double *a, double *b) { a[0] += *w; b[1] += *w; }",
+    );
+    for _ in 0..3 {
+        rt.par_loop(
+            &k,
+            &edges,
+            [w.arg(READ), x.arg_via(&m, 0, INC), x.arg_via(&m, 1, INC)],
+        )
+        .unwrap();
+    }
+    rt.flush().unwrap();
+    let t = rt.timings();
+    assert_eq!(t.len(), 1);
+    assert_eq!((t[0].kernel.as_str(), t[0].calls), ("acc", 3));
+    // Per loop: w read once (100 x 4), x read and written (2 x 101 x 2 x 8), the map (100 x 2 x 4).
+    assert_eq!(t[0].bytes, 3 * (400 + 2 * 1616 + 800));
+    assert!(t[0].seconds > 0.0);
+    rt.reset_timings();
+    assert!(rt.timings().is_empty());
+}
