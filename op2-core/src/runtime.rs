@@ -48,8 +48,9 @@ pub struct LoopTiming {
     pub calls: u64,
     /// Seconds spent running them (the backend's run, data locking included).
     pub seconds: f64,
-    /// Bytes moved, by OP2's convention: each Dat once per loop (its iterated rows when direct,
-    /// its whole set when indirect), twice when it is both read and written; each map's rows once.
+    /// Bytes moved, by OP2's convention: each Dat once per loop (its iterated rows when direct; when
+    /// indirect its whole set, or the rows its map entries can reach if fewer), twice when it is both
+    /// read and written; each map's rows once.
     pub bytes: u64,
 }
 
@@ -66,34 +67,46 @@ impl LoopTiming {
 
 /// The bytes a loop moves by OP2's convention (see [`LoopTiming::bytes`]).
 fn loop_bytes(sig: &LoopSignature, carriers: &[Arc<Carrier>], maps: &[Map], rows: usize) -> u64 {
-    let mut seen: Vec<(u64, bool, bool)> = Vec::new(); // (id, reads, writes)
-    let mut size_of: Vec<u64> = Vec::new();
+    // Per Dat: (id, reads, writes, rows reached directly, map entries reached, its set's size).
+    let mut seen: Vec<(u64, bool, bool, usize, usize, usize)> = Vec::new();
     for (a, c) in sig.args.iter().zip(carriers) {
         let CarrierKind::Dat(set) = c.kind() else {
             continue;
         };
-        let n = if a.kind == ArgKind::Direct {
-            rows
-        } else {
-            set.size()
+        let (direct, entries) = match a.kind {
+            ArgKind::Direct => (rows, 0),
+            ArgKind::Indirect { .. } => (0, rows),
+            ArgKind::Row { arity, .. } => (0, rows * arity),
+            ArgKind::Global => (0, 0),
         };
-        let bytes = (n * c.dim() * c.dtype().size()) as u64;
-        match seen.iter_mut().position(|s| s.0 == c.id) {
-            Some(i) => {
-                seen[i].1 |= a.access.reads();
-                seen[i].2 |= a.access.writes();
-                size_of[i] = size_of[i].max(bytes);
+        match seen.iter_mut().find(|s| s.0 == c.id) {
+            Some(s) => {
+                s.1 |= a.access.reads();
+                s.2 |= a.access.writes();
+                s.3 = s.3.max(direct);
+                s.4 += entries;
             }
-            None => {
-                seen.push((c.id, a.access.reads(), a.access.writes()));
-                size_of.push(bytes);
-            }
+            None => seen.push((
+                c.id,
+                a.access.reads(),
+                a.access.writes(),
+                direct,
+                entries,
+                set.size(),
+            )),
         }
     }
     let dats: u64 = seen
         .iter()
-        .zip(&size_of)
-        .map(|(&(_, r, w), &b)| if r && w { 2 * b } else { b })
+        .map(|&(id, r, w, direct, entries, size)| {
+            let c = carriers
+                .iter()
+                .find(|c| c.id == id)
+                .expect("seen from carriers");
+            let n = direct.max(entries.min(size));
+            let b = (n * c.dim() * c.dtype().size()) as u64;
+            if r && w { 2 * b } else { b }
+        })
         .sum();
     let map_bytes: u64 = maps.iter().map(|m| (rows * m.arity() * 4) as u64).sum();
     dats + map_bytes

@@ -1,0 +1,95 @@
+//! Airfoil: the standard mesh's sizes, the mesh file round trip and its errors, and the solver on
+//! every backend against the hand-written baseline on a small mesh.
+
+use airfoil::{Airfoil, Baseline, Constants, Mesh, MeshError};
+
+#[test]
+fn standard_mesh_has_op2s_sizes() {
+    let m = Mesh::generate(400, 600);
+    assert_eq!(
+        (m.nnode(), m.ncell(), m.nedge(), m.nbedge()),
+        (721_801, 720_000, 1_438_600, 2_800)
+    );
+    // Nodes are rounded to 6 decimals, like the reference file.
+    assert!(
+        m.x.iter()
+            .all(|v| (v * 1e6 - (v * 1e6).round()).abs() < 1e-6)
+    );
+    // The airfoil wall (bound 1) is the unit chord around the origin after the transform.
+    let wall: Vec<usize> = (0..m.nbedge()).filter(|&b| m.bound[b] == 1).collect();
+    assert_eq!(wall.len(), 400);
+    for b in wall {
+        let n = m.bedge[2 * b] as usize;
+        let (x, y) = (m.x[2 * n], m.x[2 * n + 1]);
+        assert!((-0.01..=1.0).contains(&x) && y.abs() < 0.07, "({x}, {y})");
+    }
+}
+
+#[test]
+fn mesh_file_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new_grid.dat");
+    let m = Mesh::generate(6, 7);
+    m.write(&path).unwrap();
+    assert_eq!(Mesh::read(&path).unwrap(), m);
+}
+
+#[test]
+fn malformed_mesh_files_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.dat");
+    let cases: [(&str, usize, &str); 4] = [
+        ("2 1 0 0\n0 0\n1 x\n0 1 1 0\n", 3, "not a number"),
+        ("2 1 0 0\n0 0\n1 1\n0 1 5 0\n", 4, "index 5 outside 0..2"),
+        ("2 1 0 0\n0 0\n1 1 1\n", 3, "expected 2 fields"),
+        ("2 1 0 0\n0 0\n", 0, "file ends before"),
+    ];
+    for (text, line, reason) in cases {
+        std::fs::write(&path, text).unwrap();
+        match Mesh::read(&path) {
+            Err(MeshError::Malformed {
+                line: l, reason: r, ..
+            }) => {
+                assert_eq!(l, line, "{text:?}: {r}");
+                assert!(r.contains(reason), "{r}");
+            }
+            other => panic!("expected a malformed-file error, got {other:?}"),
+        }
+    }
+    assert!(matches!(
+        Mesh::read(&dir.path().join("missing.dat")),
+        Err(MeshError::Io { .. })
+    ));
+}
+
+/// Residuals and final state of `iters` iterations on `backend`.
+fn solve(backend: &str, mesh: &Mesh, iters: usize) -> (Vec<f64>, Vec<f64>) {
+    let rt = op2::builder().backend(backend).build().unwrap();
+    let a = Airfoil::new(&rt, mesh, &Constants::default()).unwrap();
+    let r = (0..iters).map(|_| a.step().unwrap()).collect();
+    (r, a.q().unwrap())
+}
+
+#[test]
+fn every_backend_matches_the_hand_written_solver() {
+    let mesh = Mesh::generate(20, 30);
+    let mut base = Baseline::new(&mesh, Constants::default());
+    let expected: Vec<f64> = (0..30).map(|_| base.step()).collect();
+    let backends: Vec<&str> = op2::backends().iter().map(|b| b.name).collect();
+    assert!(backends.contains(&"seq"));
+    for backend in backends {
+        let (res, q) = solve(backend, &mesh, 30);
+        for (i, (a, b)) in res.iter().zip(&expected).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-10 * b.abs(),
+                "{backend} iteration {i}: {a} vs {b}"
+            );
+        }
+        for (i, (a, b)) in q.iter().zip(base.q()).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-10 * b.abs().max(1.0),
+                "{backend} q[{i}]: {a} vs {b}"
+            );
+        }
+    }
+}
