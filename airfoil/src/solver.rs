@@ -275,6 +275,19 @@ impl Airfoil {
         Ok((self.rms.value()?[0] / self.cells.size() as f64).sqrt())
     }
 
+    /// Back to the initial state (q = qinf, everything else 0), keeping the compiled loops and
+    /// plans: for timing runs after a warm-up.
+    pub fn reset(&self, c: &Constants) -> Result<()> {
+        for (q, v) in self.p_q.data()?.iter_mut().zip(c.qinf.iter().cycle()) {
+            *q = *v;
+        }
+        self.p_qold.data()?.fill(0.0);
+        self.p_adt.data()?.fill(0.0);
+        self.p_res.data()?.fill(0.0);
+        self.rms.set_value(&[0.0])?;
+        self.maxerr.set_value(&[0.0])
+    }
+
     /// The flow state `q` (4 per cell).
     pub fn q(&self) -> Result<Vec<f64>> {
         self.p_q.to_vec()

@@ -3,8 +3,8 @@
 //! partials for Global reductions combined in thread order.
 
 use crate::emit::{
-    emit_consts, emit_gathers, emit_row_vectors, emit_wrapper_prologue, kernel_call_args,
-    reduction_args,
+    emit_consts, emit_gathers, emit_kernel, emit_row_vectors, emit_wrapper_prologue,
+    kernel_call_args, reduction_args,
 };
 use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
@@ -41,8 +41,7 @@ impl Codegen for OpenMpCodegen {
         );
         s.push_str("#include <stdint.h>\n#include <math.h>\n#include <omp.h>\n\n");
         emit_consts(&mut s, sig);
-        s.push_str(sig.kernel.source());
-        s.push_str("\n\n");
+        emit_kernel(&mut s, sig);
         let _ = writeln!(s, "{} {{", OPENMP_WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_wrapper_prologue(&mut s, sig);
         // One partial per thread and reduction, starting from the identity (INC) or the current

@@ -3,6 +3,8 @@
 //! - `cargo xtask test [--install-deps]`: checks the system packages the suite needs (installing them
 //!   with apt when asked), then runs the workspace tests with every feature this machine supports,
 //!   the facade suite again on each other host backend, the conformance run and the examples.
+//! - `cargo xtask bench [--iterations N] [--ij I J]`: Airfoil on the standard mesh on every usable
+//!   backend and thread count beside a hand-written Rust baseline and STREAM triad, one process.
 //! - `cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]`: every backend
 //!   (or the named ones) against the sequential reference, each in its own process; prints a table
 //!   of case x backend.
@@ -31,9 +33,10 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("conformance") => conformance::run(&args[1..]),
+        Some("bench") => bench(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J]"
             );
             Err("unknown or missing command".into())
         }
@@ -173,6 +176,19 @@ fn test(args: &[String]) -> Result<(), String> {
     }
     conformance::run(&required)?;
     run(cargo().args(["run", "--release", "-p", "op2", "--example", "midpoint"]))?;
+    // README command one: Airfoil on the default backend; it exits non-zero unless its residuals
+    // match OP2-Common's reference.
+    run(cargo().args(["run", "--release", "--example", "airfoil"]))?;
     eprintln!("xtask: all tests passed");
     Ok(())
+}
+
+fn bench(args: &[String]) -> Result<(), String> {
+    check_system_deps(false)?;
+    let mut c = cargo();
+    c.args(["run", "--release", "-p", "airfoil", "--bin", "airfoil-bench"]);
+    if !have_openmp() {
+        c.arg("--no-default-features");
+    }
+    run(c.arg("--").args(args))
 }

@@ -1,0 +1,236 @@
+//! `cargo xtask bench`: Airfoil on the standard mesh for every usable backend and thread count and
+//! the hand-written Rust baseline, in one process, with a STREAM-triad measurement: ms per iteration
+//! and per loop, ratio to the baseline, achieved bandwidth against the triad's.
+//!
+//! `airfoil-bench [--iterations N] [--ij I J]`
+
+use airfoil::format_residual;
+use airfoil::{Airfoil, Baseline, Constants, LOOPS, Mesh, REFERENCE_RESIDUALS, STANDARD_IJ};
+use std::time::Instant;
+
+/// One configuration's figures.
+struct Row {
+    name: String,
+    threads: usize,
+    ms_per_iter: f64,
+    loop_ms: [f64; 5],
+    bytes_per_iter: f64,
+    residual: f64,
+}
+
+/// Best-of-5 STREAM triad `a = b + s c` over 3 x 16M f64 (384 MB) on `threads` threads, GB/s.
+fn triad(threads: usize) -> f64 {
+    const N: usize = 16 << 20;
+    let (mut a, b, c) = (vec![0.0f64; N], vec![1.0f64; N], vec![2.0f64; N]);
+    let chunk = N.div_ceil(threads);
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for ((a, b), c) in a
+                .chunks_mut(chunk)
+                .zip(b.chunks(chunk))
+                .zip(c.chunks(chunk))
+            {
+                s.spawn(move || {
+                    for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+                        *a = b + 3.0 * c;
+                    }
+                });
+            }
+        });
+        best = best.min(t.elapsed().as_secs_f64());
+        std::hint::black_box(&a);
+    }
+    3.0 * 8.0 * N as f64 / best / 1e9
+}
+
+fn run_op2(mesh: &Mesh, backend: &str, threads: usize, iters: usize) -> Result<Row, String> {
+    let rt = op2::builder()
+        .backend(backend)
+        .num_threads(threads)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let a = Airfoil::new(&rt, mesh, &Constants::default()).map_err(|e| e.to_string())?;
+    // Warm-up outside the timing: compiling, planning, first touch. Then restart from scratch so
+    // the residual after `iters` iterations is comparable with the reference.
+    a.step().map_err(|e| e.to_string())?;
+    a.reset(&Constants::default()).map_err(|e| e.to_string())?;
+    rt.reset_timings();
+    let t = Instant::now();
+    let mut residual = 0.0;
+    for _ in 0..iters {
+        residual = a.step().map_err(|e| e.to_string())?;
+    }
+    let total = t.elapsed().as_secs_f64();
+    let timings = rt.timings();
+    let mut loop_ms = [0.0; 5];
+    for (i, name) in LOOPS.iter().enumerate() {
+        if let Some(t) = timings.iter().find(|t| t.kernel == *name) {
+            loop_ms[i] = 1e3 * t.seconds / iters as f64;
+        }
+    }
+    Ok(Row {
+        name: backend.into(),
+        threads,
+        ms_per_iter: 1e3 * total / iters as f64,
+        loop_ms,
+        bytes_per_iter: timings.iter().map(|t| t.bytes as f64).sum::<f64>() / iters as f64,
+        residual,
+    })
+}
+
+fn main() {
+    let mut iters = 100;
+    let mut ij = STANDARD_IJ;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut num = || -> usize {
+            it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+                eprintln!("usage: airfoil-bench [--iterations N] [--ij I J]");
+                std::process::exit(2)
+            })
+        };
+        match a.as_str() {
+            "--iterations" => iters = num().max(1),
+            "--ij" => ij = (num(), num()),
+            _ => {
+                eprintln!("usage: airfoil-bench [--iterations N] [--ij I J]");
+                std::process::exit(2)
+            }
+        }
+    }
+    let cores = std::thread::available_parallelism()
+        .map(usize::from)
+        .unwrap_or(1);
+    let mesh = Mesh::generate(ij.0, ij.1);
+    println!(
+        "Airfoil {}x{}: {} cells, {} edges; {iters} iterations per configuration; {cores} cores",
+        ij.0,
+        ij.1,
+        mesh.ncell(),
+        mesh.nedge()
+    );
+    let triads: Vec<(usize, f64)> = (1..=cores.clamp(1, 2))
+        .chain((cores > 2).then_some(cores))
+        .map(|t| (t, triad(t)))
+        .collect();
+    for (t, gbs) in &triads {
+        println!("STREAM triad, {t} thread(s): {gbs:.1} GB/s");
+    }
+    let triad_for = |t: usize| {
+        triads
+            .iter()
+            .rev()
+            .find(|(n, _)| *n <= t)
+            .map(|p| p.1)
+            .unwrap_or(f64::NAN)
+    };
+
+    // The baseline.
+    let mut base = Baseline::new(&mesh, Constants::default());
+    base.step(); // warm-up, then restart
+    let mut base = Baseline::new(&mesh, Constants::default());
+    let t = Instant::now();
+    let mut residual = 0.0;
+    for _ in 0..iters {
+        residual = base.step();
+    }
+    let mut rows = vec![Row {
+        name: "hand-written Rust".into(),
+        threads: 1,
+        ms_per_iter: 1e3 * t.elapsed().as_secs_f64() / iters as f64,
+        loop_ms: base.seconds.map(|s| 1e3 * s / iters as f64),
+        bytes_per_iter: f64::NAN,
+        residual,
+    }];
+
+    let mut configs: Vec<(String, usize)> = vec![("seq".into(), 1)];
+    let mut threads: Vec<usize> = vec![1, 2];
+    if cores > 2 {
+        threads.push(cores);
+    }
+    configs.extend(threads.into_iter().map(|t| ("openmp".to_string(), t)));
+    let registered: Vec<&str> = op2::backends().iter().map(|b| b.name).collect();
+    for (b, t) in configs {
+        if !registered.contains(&b.as_str()) {
+            println!("{b}: skipped (not built in)");
+            continue;
+        }
+        match run_op2(&mesh, &b, t, iters) {
+            Ok(r) => rows.push(r),
+            Err(e) => println!("{b} ({t} threads): skipped: {e}"),
+        }
+    }
+    // The library's byte count applies to the baseline too: same loops, same data.
+    let bytes = rows
+        .iter()
+        .find(|r| r.bytes_per_iter.is_finite())
+        .map(|r| r.bytes_per_iter);
+    if let Some(b) = bytes {
+        rows[0].bytes_per_iter = b;
+    }
+
+    let base_ms = rows[0].ms_per_iter;
+    println!(
+        "\n{:<18} {:>3} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>12}",
+        "configuration",
+        "thr",
+        "ms/iter",
+        "ratio",
+        "save",
+        "adt",
+        "res",
+        "bres",
+        "update",
+        "GB/s",
+        "%triad",
+        "residual"
+    );
+    for r in &rows {
+        let gbs = r.bytes_per_iter / (r.ms_per_iter * 1e-3) / 1e9;
+        println!(
+            "{:<18} {:>3} {:>9.2} {:>7.3} {:>9.2} {:>9.2} {:>9.2} {:>9.3} {:>9.2} {:>7.1} {:>6.0}% {:>12}",
+            r.name,
+            r.threads,
+            r.ms_per_iter,
+            r.ms_per_iter / base_ms,
+            r.loop_ms[0],
+            r.loop_ms[1],
+            r.loop_ms[2],
+            r.loop_ms[3],
+            r.loop_ms[4],
+            gbs,
+            100.0 * gbs / triad_for(r.threads),
+            format_residual(r.residual)
+        );
+    }
+    if let Some(b) = bytes {
+        println!(
+            "bytes moved per iteration (OP2's convention): {:.0} MB",
+            b / 1e6
+        );
+    }
+    // Same residuals everywhere; against OP2-Common's when the run stops at a reference point.
+    let first = format_residual(rows[0].residual);
+    let same = rows.iter().all(|r| format_residual(r.residual) == first);
+    println!(
+        "residuals {} across configurations",
+        if same { "agree" } else { "DIFFER" }
+    );
+    if ij == STANDARD_IJ && iters % 100 == 0 && iters <= 1000 {
+        let reference = REFERENCE_RESIDUALS[iters / 100 - 1];
+        println!(
+            "reference residual at {iters}: {reference} ({})",
+            if first == reference {
+                "matches"
+            } else {
+                "DIFFERS"
+            }
+        );
+    }
+    if !same {
+        std::process::exit(1);
+    }
+}
