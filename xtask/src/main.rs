@@ -186,7 +186,14 @@ fn test(args: &[String]) -> Result<(), String> {
 fn bench(args: &[String]) -> Result<(), String> {
     check_system_deps(false)?;
     let mut c = cargo();
-    c.args(["run", "--release", "-p", "airfoil", "--bin", "airfoil-bench"]);
+    c.args([
+        "run",
+        "--release",
+        "-p",
+        "airfoil",
+        "--bin",
+        "airfoil-bench",
+    ]);
     if !have_openmp() {
         c.arg("--no-default-features");
     }
