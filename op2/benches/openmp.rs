@@ -1,10 +1,10 @@
-//! Criterion benchmarks of the OpenMP backend on a 720,000-cell quad mesh (1200 x 600): an Airfoil
-//! `res_calc`-like indirect INC edge loop and an `update`-like direct loop with a Global reduction,
+//! Criterion benchmarks of the OpenMP backend on a 720,000-cell quad mesh (1200 x 600): Airfoil's
+//! `res_calc` (an indirect INC edge loop) and `update` (a direct loop with Global reductions),
 //! on `seq`, `openmp` with 1 thread and with 2 threads, side by side in one run; then the edge loop
 //! on 2 threads over block sizes 256..16384 (how [`op2::backend_openmp::OPENMP_MAX_BLOCK_SIZE`] was chosen).
 
 use criterion::{Criterion, black_box, criterion_group, criterion_main};
-use op2::{Dat, Global, INC, Kernel, Map, READ, RW, Runtime, Set, WRITE};
+use op2::{Dat, Global, INC, Kernel, MAX, Map, READ, RW, Runtime, Set, WRITE};
 use std::time::Duration;
 
 /// The mesh: 1200 x 600 cells under `cargo bench`; a small one when `cargo test --all-targets` runs
@@ -17,36 +17,8 @@ fn dims() -> (usize, usize) {
     }
 }
 
-const RES_CALC: &str = "void res_calc(const double *x1, const double *x2, const double *q1,
-    const double *q2, const double *adt1, const double *adt2, double *res1, double *res2) {
-  double dx = x1[0] - x2[0], dy = x1[1] - x2[1];
-  double ri = 1.0 / q1[0];
-  double p1 = gm1 * (q1[3] - 0.5 * ri * (q1[1] * q1[1] + q1[2] * q1[2]));
-  double vol1 = ri * (q1[1] * dy - q1[2] * dx);
-  ri = 1.0 / q2[0];
-  double p2 = gm1 * (q2[3] - 0.5 * ri * (q2[1] * q2[1] + q2[2] * q2[2]));
-  double vol2 = ri * (q2[1] * dy - q2[2] * dx);
-  double mu = 0.5 * ((*adt1) + (*adt2)) * eps;
-  double f = 0.5 * (vol1 * q1[0] + vol2 * q2[0]) + mu * (q1[0] - q2[0]);
-  res1[0] += f; res2[0] -= f;
-  f = 0.5 * (vol1 * q1[1] + p1 * dy + vol2 * q2[1] + p2 * dy) + mu * (q1[1] - q2[1]);
-  res1[1] += f; res2[1] -= f;
-  f = 0.5 * (vol1 * q1[2] - p1 * dx + vol2 * q2[2] - p2 * dx) + mu * (q1[2] - q2[2]);
-  res1[2] += f; res2[2] -= f;
-  f = 0.5 * (vol1 * (q1[3] + p1) + vol2 * (q2[3] + p2)) + mu * (q1[3] - q2[3]);
-  res1[3] += f; res2[3] -= f;
-}";
-
-const UPDATE: &str = "void update(const double *qold, double *q, double *res, const double *adt,
-    double *rms) {
-  double adti = 1.0 / (*adt);
-  for (int n = 0; n < 4; n++) {
-    double del = adti * res[n];
-    q[n] = qold[n] - del;
-    res[n] = 0.0;
-    *rms += del * del;
-  }
-}";
+/// Airfoil's own kernels: the edge loop is its `res_calc`, the direct loop its `update`.
+use airfoil::solver::{RES_CALC, UPDATE};
 
 /// The mesh and data of one runtime.
 struct Mesh {
@@ -60,6 +32,7 @@ struct Mesh {
     adt: Dat<f64>,
     res: Dat<f64>,
     rms: Global<f64>,
+    maxerr: Global<f64>,
 }
 
 fn mesh(rt: &Runtime) -> Mesh {
@@ -105,6 +78,7 @@ fn mesh(rt: &Runtime) -> Mesh {
         adt: rt.decl_dat(&cells, 1, &adt, "adt").unwrap(),
         res: rt.decl_dat_zeros(&cells, 4, "res").unwrap(),
         rms: rt.decl_global(1, &[0.0], "rms").unwrap(),
+        maxerr: rt.decl_global(1, &[0.0], "maxerr").unwrap(),
         cells,
         edges,
         e2n,
@@ -140,13 +114,21 @@ fn update(rt: &Runtime, m: &Mesh, k: &Kernel) {
             m.res.arg(RW),
             m.adt.arg(READ),
             m.rms.arg(INC),
+            m.maxerr.arg(MAX),
         ],
     )
     .unwrap();
 }
 
-/// `update` in plain Rust, the cells split into `threads` contiguous ranges; returns the rms sum.
-fn plain_update(threads: usize, qold: &[f64], q: &mut [f64], res: &mut [f64], adt: &[f64]) -> f64 {
+/// `update` in plain Rust, the cells split into `threads` contiguous ranges; returns the rms sum
+/// and the largest squared change.
+fn plain_update(
+    threads: usize,
+    qold: &[f64],
+    q: &mut [f64],
+    res: &mut [f64],
+    adt: &[f64],
+) -> (f64, f64) {
     let chunk = adt.len().div_ceil(threads);
     std::thread::scope(|s| {
         let parts: Vec<_> = q
@@ -155,7 +137,7 @@ fn plain_update(threads: usize, qold: &[f64], q: &mut [f64], res: &mut [f64], ad
             .zip(qold.chunks(4 * chunk).zip(adt.chunks(chunk)))
             .map(|((q, res), (qold, adt))| {
                 s.spawn(move || {
-                    let mut rms = 0.0;
+                    let (mut rms, mut max) = (0.0, 0.0f64);
                     for (c, a) in adt.iter().enumerate() {
                         let adti = 1.0 / a;
                         for n in 4 * c..4 * c + 4 {
@@ -163,13 +145,19 @@ fn plain_update(threads: usize, qold: &[f64], q: &mut [f64], res: &mut [f64], ad
                             q[n] = qold[n] - del;
                             res[n] = 0.0;
                             rms += del * del;
+                            if del * del > max {
+                                max = del * del;
+                            }
                         }
                     }
-                    rms
+                    (rms, max)
                 })
             })
             .collect();
-        parts.into_iter().map(|p| p.join().unwrap()).sum()
+        parts
+            .into_iter()
+            .map(|p| p.join().unwrap())
+            .fold((0.0, 0.0f64), |(r, m), (pr, pm)| (r + pr, m.max(pm)))
     })
 }
 
