@@ -156,7 +156,6 @@ impl OpenMpLoop {
             .args
             .iter()
             .zip(inv.carriers)
-            .filter(|(a, _)| a.access.writes())
             .filter_map(|(a, c)| {
                 let (slot, entries) = match a.kind {
                     ArgKind::Indirect { map, index, .. } => (map, MapAccess::Entry(index)),
@@ -172,6 +171,7 @@ impl OpenMpLoop {
                     access: a.access,
                 })
             })
+            .filter(PlanArg::needs_colouring)
             .collect()
     }
 }

@@ -1,4 +1,4 @@
-//! Criterion benchmarks of the OpenMP backend on a 720,000-cell quad mesh (1200 x 600): Airfoil's
+//! Criterion benchmarks of the OpenMP backend on Airfoil's standard 720,000-cell mesh: Airfoil's
 //! `res_calc` (an indirect INC edge loop) and `update` (a direct loop with Global reductions),
 //! on `seq`, `openmp` with 1 thread and with 2 threads, side by side in one run; then the edge loop
 //! on 2 threads over block sizes 256..16384 (how [`op2::backend_openmp::OPENMP_MAX_BLOCK_SIZE`] was chosen).
@@ -7,13 +7,14 @@ use criterion::{Criterion, black_box, criterion_group, criterion_main};
 use op2::{Dat, Global, INC, Kernel, MAX, Map, READ, RW, Runtime, Set, WRITE};
 use std::time::Duration;
 
-/// The mesh: 1200 x 600 cells under `cargo bench`; a small one when `cargo test --all-targets` runs
-/// each benchmark once as a smoke test (criterion passes `--bench` only to real runs).
+/// Airfoil's mesh: the standard I = 400, J = 600 under `cargo bench`; a small one when `cargo test
+/// --all-targets` runs each benchmark once as a smoke test (criterion passes `--bench` only to real
+/// runs).
 fn dims() -> (usize, usize) {
     if std::env::args().any(|a| a == "--bench") {
-        (1200, 600)
+        airfoil::STANDARD_IJ
     } else {
-        (60, 30)
+        (10, 10)
     }
 }
 
@@ -36,35 +37,19 @@ struct Mesh {
 }
 
 fn mesh(rt: &Runtime) -> Mesh {
-    let (nx, ny) = dims();
-    let node = |i: usize, j: usize| (i + j * (nx + 1)) as i32;
-    let cell = |i: usize, j: usize| (i + j * nx) as i32;
-    let nodes = rt.decl_set((nx + 1) * (ny + 1), "nodes");
-    let cells = rt.decl_set(nx * ny, "cells");
-    // Interior edges in Airfoil's order: j outer, i inner, the edge above and the edge right of
-    // each cell.
-    let (mut en, mut ec) = (Vec::new(), Vec::new());
-    for j in 0..ny {
-        for i in 0..nx {
-            if j + 1 < ny {
-                en.extend([node(i, j + 1), node(i + 1, j + 1)]);
-                ec.extend([cell(i, j), cell(i, j + 1)]);
-            }
-            if i + 1 < nx {
-                en.extend([node(i + 1, j), node(i + 1, j + 1)]);
-                ec.extend([cell(i + 1, j), cell(i, j)]);
-            }
-        }
-    }
-    let edges = rt.decl_set(en.len() / 2, "edges");
-    let e2n = rt.decl_map(&edges, &nodes, 2, en, "e2n").unwrap();
-    let e2c = rt.decl_map(&edges, &cells, 2, ec, "e2c").unwrap();
-    let xy: Vec<f64> = (0..=ny)
-        .flat_map(|j| {
-            (0..=nx).flat_map(move |i| [i as f64 * 0.01, j as f64 * 0.01 + 0.001 * i as f64])
-        })
-        .collect();
-    let ncell = nx * ny;
+    let (ni, nj) = dims();
+    let m = airfoil::Mesh::generate(ni, nj);
+    let nodes = rt.decl_set(m.nnode(), "nodes");
+    let cells = rt.decl_set(m.ncell(), "cells");
+    let edges = rt.decl_set(m.nedge(), "edges");
+    let e2n = rt
+        .decl_map(&edges, &nodes, 2, m.edge.clone(), "e2n")
+        .unwrap();
+    let e2c = rt
+        .decl_map(&edges, &cells, 2, m.ecell.clone(), "e2c")
+        .unwrap();
+    // A varied flow state, so that no loop sees only identical values.
+    let ncell = m.ncell();
     let q: Vec<f64> = (0..ncell)
         .flat_map(|c| [1.0 + 0.01 * (c % 7) as f64, 0.4, 0.01 * (c % 3) as f64, 2.5])
         .collect();
@@ -72,7 +57,7 @@ fn mesh(rt: &Runtime) -> Mesh {
     rt.decl_const(1, &[0.4f64], "gm1").unwrap();
     rt.decl_const(1, &[0.05f64], "eps").unwrap();
     Mesh {
-        x: rt.decl_dat(&nodes, 2, &xy, "x").unwrap(),
+        x: rt.decl_dat(&nodes, 2, &m.x, "x").unwrap(),
         q: rt.decl_dat(&cells, 4, &q, "q").unwrap(),
         qold: rt.decl_dat(&cells, 4, &q, "qold").unwrap(),
         adt: rt.decl_dat(&cells, 1, &adt, "adt").unwrap(),
