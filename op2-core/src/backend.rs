@@ -3,6 +3,7 @@
 
 use crate::carrier::Carrier;
 use crate::config::Config;
+use crate::device::{DataState, DeviceStats};
 use crate::error::{Op2Error, Result};
 use crate::map::Map;
 use crate::set::Set;
@@ -23,6 +24,16 @@ pub trait Backend: Send + Sync {
     /// device backends copy data home here. Host backends keep the default.
     fn host_access(&self, _carrier: &Carrier, _write: bool) -> Result<()> {
         Ok(())
+    }
+
+    /// Transfer counters of a device backend; `None` for host backends.
+    fn device_stats(&self) -> Option<DeviceStats> {
+        None
+    }
+
+    /// Where a carrier's valid data lives on a device backend; `None` for host backends.
+    fn data_state(&self, _carrier: u64) -> Option<DataState> {
+        None
     }
 }
 

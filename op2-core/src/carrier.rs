@@ -181,6 +181,22 @@ impl LoopLock<'_> {
             LoopLock::Write(g) => g.as_mut_ptr(),
         }
     }
+
+    /// The data's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            LoopLock::Read(g) => g.as_bytes(),
+            LoopLock::Write(g) => g.as_bytes(),
+        }
+    }
+
+    /// The data's bytes, writable under a `Write` lock (`None` under a `Read` lock).
+    pub fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        match self {
+            LoopLock::Read(_) => None,
+            LoopLock::Write(g) => Some(g.as_bytes_mut()),
+        }
+    }
 }
 
 /// Read-only view of host data; pending loops that write it have run.

@@ -23,6 +23,11 @@ pub struct Config {
     pub part_size: Option<usize>,
     /// Threads for threaded backends (`OMP_NUM_THREADS`).
     pub num_threads: Option<usize>,
+    /// OpenCL platform: an index or part of its name (`OP2_OPENCL_PLATFORM`); default any.
+    pub opencl_platform: Option<String>,
+    /// OpenCL device: an index within the platform(s) or part of its name (`OP2_OPENCL_DEVICE`);
+    /// default the first device with double precision.
+    pub opencl_device: Option<String>,
 }
 
 impl Default for Config {
@@ -36,6 +41,8 @@ impl Default for Config {
             dump_gencode: None,
             part_size: None,
             num_threads: None,
+            opencl_platform: None,
+            opencl_device: None,
         }
     }
 }
@@ -87,6 +94,8 @@ impl Config {
             let first = v.split(',').next().unwrap_or("");
             c.num_threads = Some(parse_positive("OMP_NUM_THREADS", first)?);
         }
+        c.opencl_platform = nonempty("OP2_OPENCL_PLATFORM").map(|v| v.trim().to_string());
+        c.opencl_device = nonempty("OP2_OPENCL_DEVICE").map(|v| v.trim().to_string());
         Ok(c)
     }
 }

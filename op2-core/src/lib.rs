@@ -10,6 +10,7 @@ pub mod arg;
 pub mod backend;
 pub mod carrier;
 pub mod config;
+pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod kernel;
@@ -27,6 +28,9 @@ pub use backend::{
 };
 pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite, LoopLock};
 pub use config::Config;
+pub use device::{
+    DataState, DeviceData, DeviceMemory, DeviceStats, LoopUse, Transfers, carrier_bytes,
+};
 pub use dtype::{DType, HostBuffer, Scalar};
 pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};

@@ -268,9 +268,23 @@ pub struct RuntimeBuilder {
     dump_gencode: Option<PathBuf>,
     part_size: Option<usize>,
     num_threads: Option<usize>,
+    opencl_platform: Option<String>,
+    opencl_device: Option<String>,
 }
 
 impl RuntimeBuilder {
+    /// The OpenCL platform, by index or part of its name (overrides `OP2_OPENCL_PLATFORM`).
+    pub fn opencl_platform(mut self, which: &str) -> Self {
+        self.opencl_platform = Some(which.into());
+        self
+    }
+
+    /// The OpenCL device, by index or part of its name (overrides `OP2_OPENCL_DEVICE`).
+    pub fn opencl_device(mut self, which: &str) -> Self {
+        self.opencl_device = Some(which.into());
+        self
+    }
+
     /// The backend by name (overrides `OP2_BACKEND`).
     pub fn backend(mut self, name: &str) -> Self {
         self.backend = Some(name.into());
@@ -346,6 +360,12 @@ impl RuntimeBuilder {
         if let Some(v) = self.num_threads {
             c.num_threads = Some(v);
         }
+        if let Some(v) = &self.opencl_platform {
+            c.opencl_platform = Some(v.clone());
+        }
+        if let Some(v) = &self.opencl_device {
+            c.opencl_device = Some(v.clone());
+        }
         for (key, v) in [("part_size", c.part_size), ("num_threads", c.num_threads)] {
             if v == Some(0) {
                 return Err(Op2Error::Config {
@@ -420,6 +440,17 @@ impl Runtime {
     /// Clears the per-kernel timings (for example after a warm-up).
     pub fn reset_timings(&self) {
         lock(&self.shared.timings).clear();
+    }
+
+    /// A device backend's transfer counters; `None` on host backends.
+    pub fn device_stats(&self) -> Option<crate::device::DeviceStats> {
+        self.shared.backend.device_stats()
+    }
+
+    /// Where a Dat's, Global's or Const's valid data lives on a device backend (by carrier id);
+    /// `None` on host backends.
+    pub fn data_state(&self, carrier: u64) -> Option<crate::device::DataState> {
+        self.shared.backend.data_state(carrier)
     }
 
     /// Loops run so far.

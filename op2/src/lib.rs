@@ -22,6 +22,8 @@
 
 pub use op2_core::*;
 
+#[cfg(feature = "opencl")]
+pub use backend_opencl;
 #[cfg(feature = "openmp")]
 pub use backend_openmp;
 #[cfg(feature = "seq")]
@@ -34,6 +36,8 @@ fn link_backends() {
     std::hint::black_box(&backend_seq::LINKED);
     #[cfg(feature = "openmp")]
     std::hint::black_box(&backend_openmp::LINKED);
+    #[cfg(feature = "opencl")]
+    std::hint::black_box(&backend_opencl::LINKED);
 }
 
 /// A runtime configured from the environment (`OP2_BACKEND`, `OP2_LAZY`, `OP2_CC`, ...).

@@ -1,0 +1,199 @@
+//! Choosing an OpenCL device (`OP2_OPENCL_PLATFORM`, `OP2_OPENCL_DEVICE`, else the first with
+//! double precision) and the device memory the data-state machine moves data through.
+
+use op2_core::{Config, DeviceMemory, Op2Error, Result};
+use opencl3::command_queue::{CL_BLOCKING, CommandQueue, enqueue_read_buffer, enqueue_write_buffer};
+use opencl3::context::Context;
+use opencl3::device::{CL_DEVICE_TYPE_ALL, Device};
+use opencl3::error_codes::ClError;
+use opencl3::event::Event;
+use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
+use opencl3::platform::get_platforms;
+use opencl3::types::cl_mem;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// Errors from the OpenCL runtime while running `what`.
+pub(crate) fn cl_err(what: &str) -> impl Fn(ClError) -> Op2Error + '_ {
+    move |e| Op2Error::Execution {
+        backend: "opencl".into(),
+        kernel: what.into(),
+        reason: format!("OpenCL error {} ({})", e.0, e),
+    }
+}
+
+fn unavailable(reason: String) -> Op2Error {
+    Op2Error::BackendUnavailable {
+        name: "opencl".into(),
+        reason,
+    }
+}
+
+/// The chosen device and what the backend needs to know about it.
+pub struct ChosenDevice {
+    /// The device.
+    pub device: Device,
+    /// Its name.
+    pub name: String,
+    /// Its platform's name and version, and the driver version (part of program cache keys).
+    pub identity: String,
+    /// Largest work-group.
+    pub max_work_group: usize,
+    /// `__local` memory per work-group, in bytes.
+    pub local_mem: usize,
+}
+
+/// Whether `which` (an index or part of a name, case-insensitive) selects item `index` named `name`.
+fn selects(which: &str, index: usize, name: &str) -> bool {
+    match which.parse::<usize>() {
+        Ok(i) => i == index,
+        Err(_) => name.to_lowercase().contains(&which.to_lowercase()),
+    }
+}
+
+/// Picks the device the configuration asks for, or the first with double precision.
+pub fn choose_device(config: &Config) -> Result<ChosenDevice> {
+    let platforms = get_platforms().map_err(|e| {
+        unavailable(format!(
+            "no OpenCL platform (is an ICD loader and driver installed? e.g. Debian's \
+             ocl-icd-libopencl1 and pocl-opencl-icd): {e}"
+        ))
+    })?;
+    if platforms.is_empty() {
+        return Err(unavailable("no OpenCL platform is installed".into()));
+    }
+    let mut seen = Vec::new();
+    let mut index = 0;
+    for (p_index, platform) in platforms.iter().enumerate() {
+        let p_name = platform.name().unwrap_or_default();
+        if let Some(which) = &config.opencl_platform {
+            if !selects(which, p_index, &p_name) {
+                continue;
+            }
+        }
+        let ids = platform.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default();
+        for id in ids {
+            let device = Device::new(id);
+            let name = device.name().unwrap_or_default();
+            let fp64 = device.double_fp_config().unwrap_or(0) != 0;
+            seen.push(format!(
+                "{index}: {name} ({p_name}){}",
+                if fp64 { "" } else { ", no double precision" }
+            ));
+            let chosen = match &config.opencl_device {
+                Some(which) => selects(which, index, &name),
+                None => fp64,
+            };
+            index += 1;
+            if chosen {
+                let identity = format!(
+                    "{p_name} {} / {name} / {}",
+                    platform.version().unwrap_or_default(),
+                    device.driver_version().unwrap_or_default()
+                );
+                return Ok(ChosenDevice {
+                    max_work_group: device.max_work_group_size().unwrap_or(1).max(1),
+                    local_mem: device.local_mem_size().unwrap_or(0) as usize,
+                    device,
+                    name,
+                    identity,
+                });
+            }
+        }
+    }
+    let wanted = match (&config.opencl_platform, &config.opencl_device) {
+        (None, None) => "a device with double precision".to_string(),
+        (p, d) => format!(
+            "platform {:?}, device {:?}",
+            p.as_deref().unwrap_or("any"),
+            d.as_deref().unwrap_or("any with double precision")
+        ),
+    };
+    Err(unavailable(format!(
+        "no OpenCL device matches {wanted}; devices found: [{}]",
+        seen.join("; ")
+    )))
+}
+
+/// A device buffer.
+pub struct ClBuffer(pub Buffer<u8>);
+
+impl ClBuffer {
+    /// The raw handle, for kernel arguments.
+    pub fn raw(&self) -> cl_mem {
+        self.0.get()
+    }
+}
+
+/// Device memory of one context, moved through one in-order queue.
+pub struct ClMemory {
+    pub(crate) context: Arc<Context>,
+    pub(crate) queue: Arc<CommandQueue>,
+}
+
+impl ClMemory {
+    /// A buffer holding `bytes`.
+    pub fn buffer_from(&self, bytes: &[u8]) -> Result<ClBuffer> {
+        let b = self.allocate(bytes.len().max(1))?;
+        if !bytes.is_empty() {
+            self.upload(&b, bytes)?;
+        }
+        Ok(b)
+    }
+}
+
+impl DeviceMemory for ClMemory {
+    type Buffer = ClBuffer;
+
+    fn allocate(&self, bytes: usize) -> Result<ClBuffer> {
+        // SAFETY: no host pointer is passed; the size is positive.
+        let b = unsafe {
+            Buffer::<u8>::create(
+                &self.context,
+                CL_MEM_READ_WRITE,
+                bytes.max(1),
+                std::ptr::null_mut(),
+            )
+        }
+        .map_err(cl_err("device allocation"))?;
+        Ok(ClBuffer(b))
+    }
+
+    fn upload(&self, buffer: &ClBuffer, host: &[u8]) -> Result<()> {
+        // SAFETY: a blocking write of `host.len()` bytes, which the buffer holds (callers allocate
+        // it with the carrier's size), from a live slice.
+        unsafe {
+            enqueue_write_buffer(
+                self.queue.get(),
+                buffer.raw(),
+                CL_BLOCKING,
+                0,
+                host.len(),
+                host.as_ptr() as *const c_void,
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map(|event| drop(Event::new(event)))
+        .map_err(|e| cl_err("host-to-device copy")(ClError(e)))
+    }
+
+    fn download(&self, buffer: &ClBuffer, host: &mut [u8]) -> Result<()> {
+        // SAFETY: a blocking read of `host.len()` bytes into a live slice; the in-order queue runs
+        // it after every kernel enqueued before.
+        unsafe {
+            enqueue_read_buffer(
+                self.queue.get(),
+                buffer.raw(),
+                CL_BLOCKING,
+                0,
+                host.len(),
+                host.as_mut_ptr() as *mut c_void,
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map(|event| drop(Event::new(event)))
+        .map_err(|e| cl_err("device-to-host copy")(ClError(e)))
+    }
+}

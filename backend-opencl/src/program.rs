@@ -1,0 +1,195 @@
+//! Building OpenCL programs once: a memory cache, and a disk cache of program binaries keyed like
+//! the host JIT cache (source, device and driver identity, build options).
+
+use crate::device::{ChosenDevice, cl_err};
+use op2_codegen::{OpenClUnit, StubParam};
+use op2_core::{Config, Op2Error, Result};
+use opencl3::context::Context;
+use opencl3::kernel::Kernel;
+use opencl3::program::Program;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Build options of every program: OpenCL C 1.2 (what PoCL and most drivers offer).
+/// Floating-point contraction is switched off in the source, as the host backends do with
+/// `-ffp-contract=off`, so kernels evaluate as written on every device.
+pub const BUILD_OPTIONS: &str = "-cl-std=CL1.2";
+
+/// A built program's stub, ready to launch.
+pub struct Compiled {
+    /// The stub; setting arguments and enqueueing must not interleave between threads.
+    pub kernel: Mutex<Kernel>,
+    /// Its parameters, in order.
+    pub params: Vec<StubParam>,
+    /// Largest work-group the stub can run with on this device.
+    pub max_work_group: usize,
+    _program: Program,
+}
+
+/// Counters of the program caches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProgramStats {
+    /// Programs built from source.
+    pub built: u64,
+    /// Programs built from a cached binary.
+    pub from_disk: u64,
+    /// Programs found in memory.
+    pub from_memory: u64,
+}
+
+/// The program caches of one backend.
+pub struct ProgramCache {
+    dir: PathBuf,
+    dump: Option<PathBuf>,
+    memory: Mutex<HashMap<String, Arc<Compiled>>>,
+    built: AtomicU64,
+    from_disk: AtomicU64,
+    from_memory: AtomicU64,
+}
+
+fn io(context: &'static str, path: &Path, source: std::io::Error) -> Op2Error {
+    Op2Error::Io {
+        context,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl ProgramCache {
+    /// Caches under `<cache dir>/opencl`.
+    pub fn new(config: &Config) -> Self {
+        ProgramCache {
+            dir: config.cache_dir.join("opencl"),
+            dump: config.dump_gencode.clone(),
+            memory: Mutex::new(HashMap::new()),
+            built: AtomicU64::new(0),
+            from_disk: AtomicU64::new(0),
+            from_memory: AtomicU64::new(0),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> ProgramStats {
+        ProgramStats {
+            built: self.built.load(Ordering::Relaxed),
+            from_disk: self.from_disk.load(Ordering::Relaxed),
+            from_memory: self.from_memory.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The cache key of a program on a device.
+    pub fn key(device: &ChosenDevice, source: &str) -> String {
+        let mut h = Sha256::new();
+        for part in [
+            "op2-rs opencl v1",
+            device.identity.as_str(),
+            BUILD_OPTIONS,
+            source,
+        ] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The unit's stub, built only when neither cache has it.
+    pub fn load(
+        &self,
+        context: &Context,
+        device: &ChosenDevice,
+        unit: &OpenClUnit,
+    ) -> Result<Arc<Compiled>> {
+        let key = Self::key(device, &unit.unit.source);
+        if let Some(c) = self
+            .memory
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            self.from_memory.fetch_add(1, Ordering::Relaxed);
+            return Ok(c.clone());
+        }
+        if let Some(dir) = &self.dump {
+            fs::create_dir_all(dir)
+                .map_err(|e| io("creating the OP2_DUMP_GENCODE directory", dir, e))?;
+            let path = dir.join(format!("{}_{}.cl", unit.unit.kernel, &key[..16]));
+            fs::write(&path, &unit.unit.source)
+                .map_err(|e| io("writing generated source", &path, e))?;
+        }
+        fs::create_dir_all(&self.dir).map_err(|e| io("creating the cache directory", &self.dir, e))?;
+        let bin = self.dir.join(format!("{key}.bin"));
+        let cached = fs::read(&bin)
+            .ok()
+            .and_then(|b| Program::create_and_build_from_binary(context, &[&b], BUILD_OPTIONS).ok());
+        let program = match cached {
+            Some(p) => {
+                self.from_disk.fetch_add(1, Ordering::Relaxed);
+                p
+            }
+            None => self.build(context, device, unit, &key, &bin)?,
+        };
+        let kernel = Kernel::create(&program, &unit.unit.entry).map_err(cl_err(&unit.unit.kernel))?;
+        let max_work_group = kernel
+            .get_work_group_size(device.device.id())
+            .unwrap_or(device.max_work_group)
+            .clamp(1, device.max_work_group);
+        let compiled = Arc::new(Compiled {
+            kernel: Mutex::new(kernel),
+            params: unit.params.clone(),
+            max_work_group,
+            _program: program,
+        });
+        self.memory
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, compiled.clone());
+        Ok(compiled)
+    }
+
+    fn build(
+        &self,
+        context: &Context,
+        device: &ChosenDevice,
+        unit: &OpenClUnit,
+        key: &str,
+        bin: &Path,
+    ) -> Result<Program> {
+        // The source stays beside the binary: it is what a user reads when something goes wrong.
+        let src = self.dir.join(format!("{key}.cl"));
+        write_atomically(&src, unit.unit.source.as_bytes())?;
+        let program = Program::create_and_build_from_source(context, &unit.unit.source, BUILD_OPTIONS)
+            .map_err(|log| Op2Error::Compile {
+                kernel: unit.unit.kernel.clone(),
+                cc: format!("the OpenCL C compiler of {}", device.name),
+                message: log,
+                source_path: src.clone(),
+            })?;
+        self.built.fetch_add(1, Ordering::Relaxed);
+        // A binary that cannot be saved only costs a rebuild next time.
+        if let Some(b) = program.get_binaries().ok().and_then(|mut v| v.pop()) {
+            if !b.is_empty() {
+                let _ = write_atomically(bin, &b);
+            }
+        }
+        Ok(program)
+    }
+}
+
+/// Writes through a temporary file and a rename, so readers see all of it or nothing.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!(
+        "tmp-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    fs::write(&tmp, bytes).map_err(|e| io("writing the OpenCL cache", &tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        io("installing into the OpenCL cache", path, e)
+    })
+}

@@ -1,0 +1,322 @@
+//! Device-data states (seed 003's table), shared by the device backends: where each carrier's valid
+//! copy lives, what a loop or a host access must allocate and transfer, and counters tests observe.
+
+use crate::access::Access;
+use crate::carrier::{Carrier, CarrierKind};
+use crate::error::Result;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// Where a carrier's valid data lives (PyOP2's device-data flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DataState {
+    /// No device memory yet; the host copy is the data.
+    DeviceUnallocated,
+    /// No host memory yet; the device copy is the data. op2-rs carriers always own host memory, so
+    /// the first-party backends never start here; the transitions exist for backends that create
+    /// data on the device.
+    HostUnallocated,
+    /// Valid on the device only.
+    Device,
+    /// Valid on the host only.
+    Host,
+    /// Valid on both.
+    Both,
+}
+
+/// What one loop does with one carrier, summed over the args that name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoopUse {
+    /// Some arg reads it (READ, RW, INC, MIN, MAX).
+    pub reads: bool,
+    /// Some arg modifies it.
+    pub writes: bool,
+    /// Every arg on it is a direct WRITE and the loop covers every element, so no old value
+    /// survives: the host copy need not travel to the device first. (An indirect WRITE may miss
+    /// elements, whose old values must then be on the device.)
+    pub overwrites_all: bool,
+}
+
+impl LoopUse {
+    /// Adds one arg's access to the summary; `direct_full` says the arg is direct and the loop
+    /// covers the whole set.
+    pub fn add(&mut self, access: Access, direct_full: bool, first: bool) {
+        let write_only = access == Access::Write && direct_full;
+        self.reads |= !write_only;
+        self.writes |= access.writes();
+        self.overwrites_all = if first {
+            write_only
+        } else {
+            self.overwrites_all && write_only
+        };
+    }
+}
+
+/// The work a transition asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Transfers {
+    /// Allocate device memory.
+    pub allocate_device: bool,
+    /// Copy host to device.
+    pub to_device: bool,
+    /// Allocate host memory.
+    pub allocate_host: bool,
+    /// Copy device to host.
+    pub to_host: bool,
+}
+
+impl DataState {
+    /// The transfers before a loop that uses the carrier as `u` says, and the state after it.
+    pub fn before_loop(self, u: LoopUse) -> (Transfers, DataState) {
+        use DataState::*;
+        let upload = !u.overwrites_all;
+        let t = |allocate_device, to_device| Transfers {
+            allocate_device,
+            to_device,
+            ..Transfers::default()
+        };
+        match (self, u.writes) {
+            (DeviceUnallocated, false) => (t(true, true), Both),
+            (DeviceUnallocated, true) => (t(true, upload), Device),
+            (Host, false) => (t(false, true), Both),
+            (Host, true) => (t(false, upload), Device),
+            (Both, false) => (t(false, false), Both),
+            (Both, true) | (Device, _) | (HostUnallocated, _) => (t(false, false), Device),
+        }
+    }
+
+    /// The transfers before the host reads (`write == false`, `data_ro()`) or may write (`data()`)
+    /// the carrier, and the state after.
+    pub fn before_host_access(self, write: bool) -> (Transfers, DataState) {
+        use DataState::*;
+        let down = |allocate_host| Transfers {
+            to_host: true,
+            allocate_host,
+            ..Transfers::default()
+        };
+        let after = if write { Host } else { Both };
+        match self {
+            Device => (down(false), after),
+            HostUnallocated => (down(true), after),
+            Both => (Transfers::default(), after),
+            Host | DeviceUnallocated => (Transfers::default(), self),
+        }
+    }
+}
+
+/// Transfer counters of a device backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeviceStats {
+    /// Device allocations.
+    pub allocations: u64,
+    /// Host-to-device copies.
+    pub to_device: u64,
+    /// Device-to-host copies.
+    pub to_host: u64,
+    /// Bytes copied host to device.
+    pub bytes_to_device: u64,
+    /// Bytes copied device to host.
+    pub bytes_to_host: u64,
+}
+
+/// Device memory as the state machine needs it; each device backend implements it.
+pub trait DeviceMemory: Send + Sync {
+    /// A device allocation.
+    type Buffer: Send + Sync;
+    /// Allocates `bytes` (at least one byte, so empty sets still get a buffer).
+    fn allocate(&self, bytes: usize) -> Result<Self::Buffer>;
+    /// Copies `host` to the start of `buffer`.
+    fn upload(&self, buffer: &Self::Buffer, host: &[u8]) -> Result<()>;
+    /// Copies the start of `buffer` into `host`.
+    fn download(&self, buffer: &Self::Buffer, host: &mut [u8]) -> Result<()>;
+}
+
+struct Entry<B> {
+    state: DataState,
+    buffer: Option<Arc<B>>,
+    /// Dropped carriers free their device memory at the next loop.
+    carrier: Weak<Carrier>,
+}
+
+/// Every carrier's device copy and state, for one device backend.
+pub struct DeviceData<M: DeviceMemory> {
+    memory: M,
+    entries: Mutex<HashMap<u64, Entry<M::Buffer>>>,
+    stats: Mutex<DeviceStats>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Bytes of a carrier's host data.
+pub fn carrier_bytes(c: &Carrier) -> usize {
+    let rows = match c.kind() {
+        CarrierKind::Dat(set) => set.total_size(),
+        CarrierKind::Global | CarrierKind::Const => 1,
+    };
+    rows * c.dim() * c.dtype().size()
+}
+
+impl<M: DeviceMemory> DeviceData<M> {
+    /// No carrier on the device yet.
+    pub fn new(memory: M) -> Self {
+        DeviceData {
+            memory,
+            entries: Mutex::new(HashMap::new()),
+            stats: Mutex::new(DeviceStats::default()),
+        }
+    }
+
+    /// The device memory.
+    pub fn memory(&self) -> &M {
+        &self.memory
+    }
+
+    /// The carrier's state ([`DataState::DeviceUnallocated`] when the backend never saw it).
+    pub fn state(&self, carrier: u64) -> DataState {
+        lock(&self.entries)
+            .get(&carrier)
+            .map_or(DataState::DeviceUnallocated, |e| e.state)
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> DeviceStats {
+        *lock(&self.stats)
+    }
+
+    /// Frees the device memory of carriers that no longer exist.
+    pub fn forget_dropped(&self) {
+        lock(&self.entries).retain(|_, e| e.carrier.strong_count() > 0);
+    }
+
+    /// Makes the carrier's device copy valid for a loop that uses it as `u`: allocates and copies
+    /// from `host` (the loop-locked host data) as the state table says, and returns the buffer.
+    pub fn for_loop(
+        &self,
+        carrier: &Arc<Carrier>,
+        host: &[u8],
+        u: LoopUse,
+    ) -> Result<Arc<M::Buffer>> {
+        let mut entries = lock(&self.entries);
+        let entry = entries.entry(carrier.id()).or_insert_with(|| Entry {
+            state: DataState::DeviceUnallocated,
+            buffer: None,
+            carrier: Arc::downgrade(carrier),
+        });
+        let (t, next) = entry.state.before_loop(u);
+        if t.allocate_device || entry.buffer.is_none() {
+            entry.buffer = Some(Arc::new(self.memory.allocate(host.len().max(1))?));
+            lock(&self.stats).allocations += 1;
+        }
+        let buffer = entry.buffer.clone().expect("allocated just above");
+        if t.to_device {
+            if !host.is_empty() {
+                self.memory.upload(&buffer, host)?;
+            }
+            let mut s = lock(&self.stats);
+            s.to_device += 1;
+            s.bytes_to_device += host.len() as u64;
+        }
+        entry.state = next;
+        Ok(buffer)
+    }
+
+    /// Records that a loop left the carrier's new value on the host only (reductions are combined
+    /// there), so the device copy is stale.
+    pub fn written_on_host(&self, carrier: u64) {
+        if let Some(e) = lock(&self.entries).get_mut(&carrier) {
+            e.state = DataState::Host;
+        }
+    }
+
+    /// Brings the carrier's data home before the host reads or writes it.
+    pub fn host_access(&self, carrier: &Carrier, write: bool) -> Result<()> {
+        let mut entries = lock(&self.entries);
+        let Some(entry) = entries.get_mut(&carrier.id()) else {
+            return Ok(());
+        };
+        let (t, next) = entry.state.before_host_access(write);
+        if t.to_host {
+            let buffer = entry
+                .buffer
+                .clone()
+                .expect("a carrier valid on the device has a device buffer");
+            let mut guard = carrier.lock_for_loop("device-to-host copy", true)?;
+            let host = guard
+                .bytes_mut()
+                .expect("a write lock gives mutable bytes");
+            if !host.is_empty() {
+                self.memory.download(&buffer, host)?;
+            }
+            let mut s = lock(&self.stats);
+            s.to_host += 1;
+            s.bytes_to_host += host.len() as u64;
+        }
+        entry.state = next;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DataState::*;
+
+    fn used(reads: bool, writes: bool, overwrites_all: bool) -> LoopUse {
+        LoopUse {
+            reads,
+            writes,
+            overwrites_all,
+        }
+    }
+
+    #[test]
+    fn loop_transitions_follow_seed_003() {
+        let read = used(true, false, false);
+        let rw = used(true, true, false);
+        let write_only = used(false, true, true);
+        let t = |s: DataState, u| {
+            let (t, n) = s.before_loop(u);
+            (t.allocate_device, t.to_device, n)
+        };
+        assert_eq!(t(DeviceUnallocated, read), (true, true, Both));
+        assert_eq!(t(DeviceUnallocated, rw), (true, true, Device));
+        assert_eq!(t(DeviceUnallocated, write_only), (true, false, Device));
+        assert_eq!(t(Device, read), (false, false, Device));
+        assert_eq!(t(Device, rw), (false, false, Device));
+        assert_eq!(t(Host, read), (false, true, Both));
+        assert_eq!(t(Host, rw), (false, true, Device));
+        assert_eq!(t(Host, write_only), (false, false, Device));
+        assert_eq!(t(Both, read), (false, false, Both));
+        assert_eq!(t(Both, rw), (false, false, Device));
+        assert_eq!(t(HostUnallocated, read), (false, false, Device));
+    }
+
+    #[test]
+    fn host_access_transitions_follow_seed_003() {
+        let t = |s: DataState, w| {
+            let (t, n) = s.before_host_access(w);
+            (t.to_host, t.allocate_host, n)
+        };
+        assert_eq!(t(Device, true), (true, false, Host));
+        assert_eq!(t(Device, false), (true, false, Both));
+        assert_eq!(t(Both, true), (false, false, Host));
+        assert_eq!(t(Both, false), (false, false, Both));
+        assert_eq!(t(Host, false), (false, false, Host));
+        assert_eq!(t(DeviceUnallocated, true), (false, false, DeviceUnallocated));
+        assert_eq!(t(HostUnallocated, false), (true, true, Both));
+    }
+
+    #[test]
+    fn loop_use_sums_args() {
+        let mut u = LoopUse::default();
+        u.add(Access::Write, true, true);
+        assert_eq!(u, used(false, true, true));
+        u.add(Access::Read, false, false);
+        assert_eq!(u, used(true, true, false));
+        let mut v = LoopUse::default();
+        v.add(Access::Write, false, true);
+        assert!(!v.overwrites_all && v.reads && v.writes);
+    }
+}
