@@ -63,11 +63,19 @@ fn malformed_mesh_files_name_the_line() {
 }
 
 /// Residuals and final state of `iters` iterations on `backend`.
-fn solve(backend: &str, mesh: &Mesh, iters: usize) -> (Vec<f64>, Vec<f64>) {
-    let rt = op2::builder().backend(backend).build().unwrap();
+/// `None` when the backend cannot run here (a device backend on a machine without the device;
+/// `cargo xtask test` requires the device backends it installs drivers for, in conformance).
+fn solve(backend: &str, mesh: &Mesh, iters: usize) -> Option<(Vec<f64>, Vec<f64>)> {
+    let rt = match op2::builder().backend(backend).build() {
+        Err(op2::Op2Error::BackendUnavailable { reason, .. }) if backend != "seq" => {
+            eprintln!("{backend}: unavailable here, not checked: {reason}");
+            return None;
+        }
+        other => other.unwrap(),
+    };
     let a = Airfoil::new(&rt, mesh, &Constants::default()).unwrap();
     let r = (0..iters).map(|_| a.step().unwrap()).collect();
-    (r, a.q().unwrap())
+    Some((r, a.q().unwrap()))
 }
 
 #[test]
@@ -78,7 +86,9 @@ fn every_backend_matches_the_hand_written_solver() {
     let backends: Vec<&str> = op2::backends().iter().map(|b| b.name).collect();
     assert!(backends.contains(&"seq"));
     for backend in backends {
-        let (res, q) = solve(backend, &mesh, 30);
+        let Some((res, q)) = solve(backend, &mesh, 30) else {
+            continue;
+        };
         for (i, (a, b)) in res.iter().zip(&expected).enumerate() {
             assert!(
                 (a - b).abs() <= 1e-10 * b.abs(),

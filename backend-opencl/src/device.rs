@@ -2,16 +2,18 @@
 //! double precision) and the device memory the data-state machine moves data through.
 
 use op2_core::{Config, DeviceMemory, Op2Error, Result};
-use opencl3::command_queue::{CL_BLOCKING, CommandQueue, enqueue_read_buffer, enqueue_write_buffer};
+use opencl3::command_queue::{
+    CL_BLOCKING, CommandQueue, enqueue_read_buffer, enqueue_write_buffer,
+};
 use opencl3::context::Context;
-use opencl3::device::{CL_DEVICE_TYPE_ALL, Device};
+use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, Device};
 use opencl3::error_codes::ClError;
 use opencl3::event::Event;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::platform::get_platforms;
 use opencl3::types::cl_mem;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Errors from the OpenCL runtime while running `what`.
 pub(crate) fn cl_err(what: &str) -> impl Fn(ClError) -> Op2Error + '_ {
@@ -41,6 +43,8 @@ pub struct ChosenDevice {
     pub max_work_group: usize,
     /// `__local` memory per work-group, in bytes.
     pub local_mem: usize,
+    /// Whether it is a CPU device (PoCL's, for one): work-items of a group run in sequence there.
+    pub is_cpu: bool,
 }
 
 /// Whether `which` (an index or part of a name, case-insensitive) selects item `index` named `name`.
@@ -53,6 +57,10 @@ fn selects(which: &str, index: usize, name: &str) -> bool {
 
 /// Picks the device the configuration asks for, or the first with double precision.
 pub fn choose_device(config: &Config) -> Result<ChosenDevice> {
+    // PoCL's platform and device discovery is not safe to run from several threads at once (tests
+    // create runtimes in parallel and saw empty device lists): discover one at a time.
+    static DISCOVERY: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = DISCOVERY.lock().unwrap_or_else(|e| e.into_inner());
     let platforms = get_platforms().map_err(|e| {
         unavailable(format!(
             "no OpenCL platform (is an ICD loader and driver installed? e.g. Debian's \
@@ -94,6 +102,7 @@ pub fn choose_device(config: &Config) -> Result<ChosenDevice> {
                 return Ok(ChosenDevice {
                     max_work_group: device.max_work_group_size().unwrap_or(1).max(1),
                     local_mem: device.local_mem_size().unwrap_or(0) as usize,
+                    is_cpu: device.dev_type().unwrap_or(0) & CL_DEVICE_TYPE_CPU != 0,
                     device,
                     name,
                     identity,

@@ -96,6 +96,42 @@ impl ProgramCache {
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 
+    /// Compiles the unit's source without building it for the device (the OpenCL front end only),
+    /// so that kernels that do not compile fail at `par_loop` with the compiler's message.
+    pub fn check(&self, context: &Context, device: &ChosenDevice, unit: &OpenClUnit) -> Result<()> {
+        let key = Self::key(device, &unit.unit.source);
+        if self
+            .memory
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&key)
+            || self.dir.join(format!("{key}.bin")).exists()
+        {
+            return Ok(());
+        }
+        let mut program = Program::create_from_source(context, &unit.unit.source)
+            .map_err(cl_err(&unit.unit.kernel))?;
+        if program
+            .compile(context.devices(), BUILD_OPTIONS, &[], &[])
+            .is_err()
+        {
+            let log = program
+                .get_build_log(device.device.id())
+                .unwrap_or_else(|e| format!("(no build log: {e})"));
+            fs::create_dir_all(&self.dir)
+                .map_err(|e| io("creating the cache directory", &self.dir, e))?;
+            let src = self.dir.join(format!("{key}.cl"));
+            write_atomically(&src, unit.unit.source.as_bytes())?;
+            return Err(Op2Error::Compile {
+                kernel: unit.unit.kernel.clone(),
+                cc: format!("the OpenCL C compiler of {}", device.name),
+                message: log,
+                source_path: src,
+            });
+        }
+        Ok(())
+    }
+
     /// The unit's stub, built only when neither cache has it.
     pub fn load(
         &self,
@@ -120,11 +156,12 @@ impl ProgramCache {
             fs::write(&path, &unit.unit.source)
                 .map_err(|e| io("writing generated source", &path, e))?;
         }
-        fs::create_dir_all(&self.dir).map_err(|e| io("creating the cache directory", &self.dir, e))?;
+        fs::create_dir_all(&self.dir)
+            .map_err(|e| io("creating the cache directory", &self.dir, e))?;
         let bin = self.dir.join(format!("{key}.bin"));
-        let cached = fs::read(&bin)
-            .ok()
-            .and_then(|b| Program::create_and_build_from_binary(context, &[&b], BUILD_OPTIONS).ok());
+        let cached = fs::read(&bin).ok().and_then(|b| {
+            Program::create_and_build_from_binary(context, &[&b], BUILD_OPTIONS).ok()
+        });
         let program = match cached {
             Some(p) => {
                 self.from_disk.fetch_add(1, Ordering::Relaxed);
@@ -132,7 +169,8 @@ impl ProgramCache {
             }
             None => self.build(context, device, unit, &key, &bin)?,
         };
-        let kernel = Kernel::create(&program, &unit.unit.entry).map_err(cl_err(&unit.unit.kernel))?;
+        let kernel =
+            Kernel::create(&program, &unit.unit.entry).map_err(cl_err(&unit.unit.kernel))?;
         let max_work_group = kernel
             .get_work_group_size(device.device.id())
             .unwrap_or(device.max_work_group)
@@ -161,13 +199,14 @@ impl ProgramCache {
         // The source stays beside the binary: it is what a user reads when something goes wrong.
         let src = self.dir.join(format!("{key}.cl"));
         write_atomically(&src, unit.unit.source.as_bytes())?;
-        let program = Program::create_and_build_from_source(context, &unit.unit.source, BUILD_OPTIONS)
-            .map_err(|log| Op2Error::Compile {
-                kernel: unit.unit.kernel.clone(),
-                cc: format!("the OpenCL C compiler of {}", device.name),
-                message: log,
-                source_path: src.clone(),
-            })?;
+        let program =
+            Program::create_and_build_from_source(context, &unit.unit.source, BUILD_OPTIONS)
+                .map_err(|log| Op2Error::Compile {
+                    kernel: unit.unit.kernel.clone(),
+                    cc: format!("the OpenCL C compiler of {}", device.name),
+                    message: log,
+                    source_path: src.clone(),
+                })?;
         self.built.fetch_add(1, Ordering::Relaxed);
         // A binary that cannot be saved only costs a rebuild next time.
         if let Some(b) = program.get_binaries().ok().and_then(|mut v| v.pop()) {

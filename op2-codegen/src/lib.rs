@@ -16,7 +16,7 @@ mod openmp;
 pub use emit::{CCodegen, WRAPPER_SIGNATURE};
 pub use jit::{JitCompiler, JitFunction, JitStats, jit_stats};
 pub use opencl::{
-    ArgPassing, BlockLayout, OPENCL_ENTRY, OpenClCodegen, OpenClEmitError, OpenClUnit, StagingLayout, StagingMode,
-    StubParam, rewrite_params,
+    ArgPassing, BlockLayout, OPENCL_ENTRY, OpenClCodegen, OpenClEmitError, OpenClUnit,
+    StagingLayout, StagingMode, StubParam, rewrite_params,
 };
 pub use openmp::{OPENMP_WRAPPER_SIGNATURE, OpenMpCodegen};

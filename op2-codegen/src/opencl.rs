@@ -55,9 +55,7 @@ impl BlockLayout {
     /// registers and only their addition is coloured (the OP2 scheme).
     pub fn kernel_by_colour(&self, sig: &LoopSignature) -> bool {
         sig.args.iter().zip(&self.arg_staging).any(|(a, s)| {
-            s.is_some_and(|s| {
-                a.access.writes() && self.stagings[s].mode == StagingMode::ReadWrite
-            })
+            s.is_some_and(|s| a.access.writes() && self.stagings[s].mode == StagingMode::ReadWrite)
         })
     }
 
@@ -127,7 +125,11 @@ pub enum ArgPassing {
 
 /// The OpenCL C emitter.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct OpenClCodegen;
+pub struct OpenClCodegen {
+    /// Combine Global reductions across a work-group with a tree (log2 steps, for GPUs) rather
+    /// than by one work-item in order (one barrier, for CPU devices).
+    pub tree_reductions: bool,
+}
 
 /// An emitted OpenCL program and the parameter order of its stub.
 #[derive(Debug, Clone)]
@@ -155,10 +157,15 @@ impl OpenClCodegen {
         let private = passing == ArgPassing::PrivateCopies;
         let name = sig.kernel.name();
         let mut s = String::new();
-        let _ = writeln!(s, "/* op2-rs generated OpenCL C: loop over kernel `{name}` */");
+        let _ = writeln!(
+            s,
+            "/* op2-rs generated OpenCL C: loop over kernel `{name}` */"
+        );
         // No contraction into fused multiply-adds: kernels evaluate as written, like the host
         // backends (`-ffp-contract=off`), so results do not depend on the device's FMA units.
-        s.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#pragma OPENCL FP_CONTRACT OFF\n");
+        s.push_str(
+            "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#pragma OPENCL FP_CONTRACT OFF\n",
+        );
         s.push_str(
             "typedef long int64_t;\ntypedef ulong uint64_t;\ntypedef int int32_t;\ntypedef uint uint32_t;\n",
         );
@@ -166,7 +173,13 @@ impl OpenClCodegen {
         for (c, bytes) in sig.consts.iter().zip(consts) {
             let values = format_values(c.dtype, bytes);
             if c.dim == 1 {
-                let _ = writeln!(s, "__constant {} {} = {};", c.dtype.c_name(), c.name, values[0]);
+                let _ = writeln!(
+                    s,
+                    "__constant {} {} = {};",
+                    c.dtype.c_name(),
+                    c.name,
+                    values[0]
+                );
             } else {
                 let _ = writeln!(
                     s,
@@ -202,8 +215,8 @@ impl OpenClCodegen {
         s.push_str(&source);
         s.push_str("\n\n");
         let params = match blocks {
-            None => emit_direct_stub(&mut s, sig, private),
-            Some(b) => emit_planned_stub(&mut s, sig, b, private),
+            None => emit_direct_stub(&mut s, sig, private, self.tree_reductions),
+            Some(b) => emit_planned_stub(&mut s, sig, b, private, self.tree_reductions),
         };
         Ok(OpenClUnit {
             unit: GeneratedUnit {
@@ -246,7 +259,9 @@ pub fn rewrite_params(source: &str, name: &str, params: &[String]) -> Option<Str
             continue;
         }
         if c == b'/' && bytes.get(i + 1) == Some(&b'*') {
-            i = source[i + 2..].find("*/").map_or(bytes.len(), |n| i + 2 + n + 2);
+            i = source[i + 2..]
+                .find("*/")
+                .map_or(bytes.len(), |n| i + 2 + n + 2);
             continue;
         }
         if c == b'"' || c == b'\'' {
@@ -317,9 +332,7 @@ fn format_values(dtype: DType, bytes: &[u8]) -> Vec<String> {
     chunks
         .map(|b| match dtype {
             DType::F64 => float_literal(f64::from_ne_bytes(b.try_into().unwrap()), ""),
-            DType::F32 => {
-                float_literal(f64::from(f32::from_ne_bytes(b.try_into().unwrap())), "f")
-            }
+            DType::F32 => float_literal(f64::from(f32::from_ne_bytes(b.try_into().unwrap())), "f"),
             DType::I32 => match i32::from_ne_bytes(b.try_into().unwrap()) {
                 i32::MIN => "(-2147483647 - 1)".into(),
                 v => v.to_string(),
@@ -389,14 +402,17 @@ fn emit_reduction_init(s: &mut String, sig: &LoopSignature) {
     }
 }
 
-/// Tree reduction of each accumulator across the work-group; work-item 0 writes the partial of
-/// work-group `slot`.
-fn emit_reduction_finish(s: &mut String, sig: &LoopSignature, slot: &str) {
+/// Combines each accumulator across the work-group; work-item 0 writes the partial of work-group
+/// `slot`. Components are unrolled here so that no barrier sits inside a loop of the generated
+/// code (CPU implementations such as PoCL run such loops far slower).
+fn emit_reduction_finish(s: &mut String, sig: &LoopSignature, slot: &str, tree: bool) {
     let reds = reduction_args(sig);
     if reds.is_empty() {
         return;
     }
-    s.push_str("  int op2_p = 1;\n  while (op2_p < op2_lsize) op2_p <<= 1;\n");
+    if tree {
+        s.push_str("  int op2_p = 1;\n  while (op2_p < op2_lsize) op2_p <<= 1;\n");
+    }
     for i in reds {
         let a = &sig.args[i];
         let t = a.dtype.c_name();
@@ -405,21 +421,34 @@ fn emit_reduction_finish(s: &mut String, sig: &LoopSignature, slot: &str) {
             Access::Max => "(op2_y > op2_x ? op2_y : op2_x)",
             _ => "(op2_x + op2_y)",
         };
-        let _ = writeln!(
-            s,
-            "  for (int op2_k = 0; op2_k < {dim}; op2_k++) {{\n    \
-             __local {t} *op2_r = (__local {t} *)op2_scratch;\n    \
-             op2_r[op2_lid] = arg{i}_r[op2_k];\n    \
-             barrier(CLK_LOCAL_MEM_FENCE);\n    \
-             for (int op2_s = op2_p >> 1; op2_s > 0; op2_s >>= 1) {{\n      \
-             if (op2_lid < op2_s && op2_lid + op2_s < op2_lsize) {{\n        \
-             {t} op2_x = op2_r[op2_lid], op2_y = op2_r[op2_lid + op2_s];\n        \
-             op2_r[op2_lid] = {combine};\n      }}\n      \
-             barrier(CLK_LOCAL_MEM_FENCE);\n    }}\n    \
-             if (op2_lid == 0) arg{i}_part[(size_t)({slot}) * {dim} + op2_k] = op2_r[0];\n    \
-             barrier(CLK_LOCAL_MEM_FENCE);\n  }}",
-            dim = a.dim
-        );
+        for k in 0..a.dim {
+            let _ = writeln!(
+                s,
+                "  {{\n    __local {t} *op2_r = (__local {t} *)op2_scratch;\n    \
+                 op2_r[op2_lid] = arg{i}_r[{k}];\n    barrier(CLK_LOCAL_MEM_FENCE);"
+            );
+            if tree {
+                let _ = writeln!(
+                    s,
+                    "    for (int op2_s = op2_p >> 1; op2_s > 0; op2_s >>= 1) {{\n      \
+                     if (op2_lid < op2_s && op2_lid + op2_s < op2_lsize) {{\n        \
+                     {t} op2_x = op2_r[op2_lid], op2_y = op2_r[op2_lid + op2_s];\n        \
+                     op2_r[op2_lid] = {combine};\n      }}\n      \
+                     barrier(CLK_LOCAL_MEM_FENCE);\n    }}\n    \
+                     if (op2_lid == 0) arg{i}_part[(size_t)({slot}) * {dim} + {k}] = op2_r[0];",
+                    dim = a.dim
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "    if (op2_lid == 0) {{\n      {t} op2_x = op2_r[0];\n      \
+                     for (int op2_j = 1; op2_j < op2_lsize; op2_j++) {{ {t} op2_y = op2_r[op2_j]; op2_x = {combine}; }}\n      \
+                     arg{i}_part[(size_t)({slot}) * {dim} + {k}] = op2_x;\n    }}",
+                    dim = a.dim
+                );
+            }
+            s.push_str("    barrier(CLK_LOCAL_MEM_FENCE);\n  }\n");
+        }
     }
 }
 
@@ -457,8 +486,16 @@ impl Around {
     }
 }
 
-fn emit_direct_stub(s: &mut String, sig: &LoopSignature, private: bool) -> Vec<StubParam> {
-    let mut decl = vec!["const int op2_start".to_string(), "const int op2_end".into()];
+fn emit_direct_stub(
+    s: &mut String,
+    sig: &LoopSignature,
+    private: bool,
+    tree: bool,
+) -> Vec<StubParam> {
+    let mut decl = vec![
+        "const int op2_start".to_string(),
+        "const int op2_end".into(),
+    ];
     let mut order = vec![StubParam::Start, StubParam::End];
     data_params(sig, &mut decl, &mut order);
     let reductions = !reduction_args(sig).is_empty();
@@ -494,8 +531,8 @@ fn emit_direct_stub(s: &mut String, sig: &LoopSignature, private: bool) -> Vec<S
         }
     }
     let call = format!("{}({})", sig.kernel.name(), call.join(", "));
-    let _ = writeln!(s, "  if (op2_e < op2_end) {}", around.wrap(&call));
-    emit_reduction_finish(s, sig, "get_group_id(0)");
+    let _ = writeln!(s, "  if (op2_e < op2_end) {};", around.wrap(&call));
+    emit_reduction_finish(s, sig, "get_group_id(0)", tree);
     s.push_str("}\n");
     order
 }
@@ -505,6 +542,7 @@ fn emit_planned_stub(
     sig: &LoopSignature,
     b: &BlockLayout,
     private_copies: bool,
+    tree: bool,
 ) -> Vec<StubParam> {
     let mut decl: Vec<String> = [
         "const int op2_start",
@@ -600,7 +638,10 @@ fn emit_planned_stub(
             .iter()
             .position(|&x| x == entry)
             .expect("the plan stages every entry an arg reaches");
-        format!("op2_s{k}[(size_t)op2_s{k}_local[(size_t){slot} * op2_plan_end + op2_e] * {}]", st.dim)
+        format!(
+            "op2_s{k}[(size_t)op2_s{k}_local[(size_t){slot} * op2_plan_end + op2_e] * {}]",
+            st.dim
+        )
     };
     let mut call = Vec::new();
     let mut around = Around::default();
@@ -669,7 +710,11 @@ fn emit_planned_stub(
                     s.push_str("    }\n");
                     if private_copies {
                         let d = a.dim;
-                        let _ = writeln!(s, "    {t} arg{i}_c[{}];\n    {t} *arg{i}_cv[{arity}];", arity * d);
+                        let _ = writeln!(
+                            s,
+                            "    {t} arg{i}_c[{}];\n    {t} *arg{i}_cv[{arity}];",
+                            arity * d
+                        );
                         for j in 0..arity {
                             let _ = writeln!(s, "    arg{i}_cv[{j}] = arg{i}_c + {};", j * d);
                             let _ = write!(
@@ -733,7 +778,8 @@ fn emit_planned_stub(
     s.push_str("  }\n  barrier(CLK_LOCAL_MEM_FENCE);\n");
     for (k, st) in b.stagings.iter().enumerate() {
         let (dim, src) = (st.dim, st.source_arg);
-        let target = format!("arg{src}[(size_t)op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]");
+        let target =
+            format!("arg{src}[(size_t)op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]");
         let op = match st.mode {
             StagingMode::Read => continue,
             StagingMode::Increment => "+=",
@@ -745,7 +791,7 @@ fn emit_planned_stub(
              {target} {op} op2_s{k}[op2_k];"
         );
     }
-    emit_reduction_finish(s, sig, "op2_slot");
+    emit_reduction_finish(s, sig, "op2_slot", tree);
     s.push_str("}\n");
     order
 }
@@ -762,11 +808,15 @@ mod tests {
         let out = rewrite_params(
             src,
             "inc",
-            &["__local double *a".into(), "__global const double *b".into()],
+            &[
+                "__local double *a".into(),
+                "__global const double *b".into(),
+            ],
         )
         .unwrap();
         assert_eq!(
-            out.matches("inc(__local double *a, __global const double *b)").count(),
+            out.matches("inc(__local double *a, __global const double *b)")
+                .count(),
             2,
             "{out}"
         );
@@ -836,8 +886,13 @@ mod tests {
             }],
             arg_staging: vec![None, Some(0), Some(0)],
         };
-        let u = OpenClCodegen
-            .emit(&sig, &[&1.4f64.to_ne_bytes()], Some(&blocks), ArgPassing::Qualified)
+        let u = OpenClCodegen::default()
+            .emit(
+                &sig,
+                &[&1.4f64.to_ne_bytes()],
+                Some(&blocks),
+                ArgPassing::Qualified,
+            )
             .unwrap();
         let src = &u.unit.source;
         assert!(src.contains("__constant double gam = 1.4;"));
@@ -845,7 +900,13 @@ mod tests {
         assert!(src.contains("op2_s0[op2_k] = 0;"));
         assert!(src.contains("+= op2_s0[op2_k];"));
         assert!(!blocks.kernel_by_colour(&sig));
-        assert_eq!(u.params.iter().filter(|p| matches!(p, StubParam::Data(_))).count(), 3);
+        assert_eq!(
+            u.params
+                .iter()
+                .filter(|p| matches!(p, StubParam::Data(_)))
+                .count(),
+            3
+        );
         assert_eq!(u.params.last(), Some(&StubParam::Shared));
     }
 }

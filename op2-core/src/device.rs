@@ -243,9 +243,7 @@ impl<M: DeviceMemory> DeviceData<M> {
                 .clone()
                 .expect("a carrier valid on the device has a device buffer");
             let mut guard = carrier.lock_for_loop("device-to-host copy", true)?;
-            let host = guard
-                .bytes_mut()
-                .expect("a write lock gives mutable bytes");
+            let host = guard.bytes_mut().expect("a write lock gives mutable bytes");
             if !host.is_empty() {
                 self.memory.download(&buffer, host)?;
             }
@@ -304,7 +302,10 @@ mod tests {
         assert_eq!(t(Both, true), (false, false, Host));
         assert_eq!(t(Both, false), (false, false, Both));
         assert_eq!(t(Host, false), (false, false, Host));
-        assert_eq!(t(DeviceUnallocated, true), (false, false, DeviceUnallocated));
+        assert_eq!(
+            t(DeviceUnallocated, true),
+            (false, false, DeviceUnallocated)
+        );
         assert_eq!(t(HostUnallocated, false), (true, true, Both));
     }
 

@@ -613,6 +613,15 @@ fn kernel_that_does_not_compile() {
 
 #[test]
 fn compiler_that_does_not_exist() {
+    if matches!(common::backend().as_str(), "opencl" | "cuda") {
+        // Device backends compile with their device's compiler: the host C compiler is unused.
+        let rt = op2::builder()
+            .backend(&common::backend())
+            .cc("/nonexistent/op2-cc")
+            .build();
+        assert!(rt.is_ok(), "{:?}", rt.err());
+        return;
+    }
     assert_err!(
         op2::builder()
             .backend(&common::backend())

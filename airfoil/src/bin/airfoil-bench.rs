@@ -152,6 +152,8 @@ fn main() {
         threads.push(cores);
     }
     configs.extend(threads.into_iter().map(|t| ("openmp".to_string(), t)));
+    // The OpenCL device (PoCL's CPU device here: every core, as its own thread pool).
+    configs.push(("opencl".to_string(), cores));
     let registered: Vec<&str> = op2::backends().iter().map(|b| b.name).collect();
     for (b, t) in configs {
         if !registered.contains(&b.as_str()) {

@@ -1,0 +1,214 @@
+//! The OpenCL backend's device-data states: every row of seed 003's table, observed through the
+//! backend's transfer counters and states, with the data checked after each move. Needs an OpenCL
+//! device with double precision (PoCL's CPU device in CI).
+
+#![cfg(feature = "opencl")]
+
+use op2::{Dat, DataState, DeviceStats, INC, Kernel, READ, RW, Runtime, WRITE};
+
+fn runtime() -> Runtime {
+    op2::builder()
+        .backend("opencl")
+        .lazy(false)
+        .build()
+        .unwrap_or_else(|e| panic!("the opencl backend needs an OpenCL device here: {e}"))
+}
+
+/// Counter changes since `before`: (allocations, host-to-device, device-to-host).
+fn delta(rt: &Runtime, before: DeviceStats) -> (u64, u64, u64) {
+    let now = rt.device_stats().expect("a device backend has counters");
+    (
+        now.allocations - before.allocations,
+        now.to_device - before.to_device,
+        now.to_host - before.to_host,
+    )
+}
+
+fn state<T: op2::Scalar>(rt: &Runtime, d: &Dat<T>) -> DataState {
+    rt.data_state(d.id())
+        .expect("a device backend tracks states")
+}
+
+struct Loops {
+    rt: Runtime,
+    cells: op2::Set,
+    /// out = 2 * in (in READ, out WRITE: out is overwritten whole).
+    copy: Kernel,
+    /// x = x + 1 (RW).
+    bump: Kernel,
+}
+
+fn loops() -> Loops {
+    let rt = runtime();
+    let cells = rt.decl_set(1000, "cells");
+    Loops {
+        copy: Kernel::new(
+            "twice",
+            "void twice(const double *i, double *o) { *o = 2 * *i; }",
+        )
+        .unwrap(),
+        bump: Kernel::new("bump", "void bump(double *x) { *x += 1; }").unwrap(),
+        rt,
+        cells,
+    }
+}
+
+fn values(n: usize) -> Vec<f64> {
+    (0..n).map(|i| i as f64 * 0.5).collect()
+}
+
+#[test]
+fn device_unallocated_rows() {
+    let l = loops();
+    let (rt, cells) = (&l.rt, &l.cells);
+    let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(cells, 1, "y").unwrap();
+    let z = rt.decl_dat(cells, 1, &values(1000), "z").unwrap();
+    assert_eq!(state(rt, &x), DataState::DeviceUnallocated);
+
+    // Read: alloc + h2d, BOTH. Write-only (direct WRITE of the whole set): alloc, no h2d, DEVICE.
+    let before = rt.device_stats().unwrap();
+    rt.par_loop(&l.copy, cells, [x.arg(READ), y.arg(WRITE)])
+        .unwrap();
+    assert_eq!(delta(rt, before), (2, 1, 0));
+    assert_eq!(state(rt, &x), DataState::Both);
+    assert_eq!(state(rt, &y), DataState::Device);
+
+    // Written (RW): alloc + h2d, DEVICE.
+    let before = rt.device_stats().unwrap();
+    rt.par_loop(&l.bump, cells, [z.arg(RW)]).unwrap();
+    assert_eq!(delta(rt, before), (1, 1, 0));
+    assert_eq!(state(rt, &z), DataState::Device);
+
+    let expect: Vec<f64> = values(1000).iter().map(|v| v + 1.0).collect();
+    assert_eq!(*z.data_ro().unwrap(), expect[..]);
+}
+
+#[test]
+fn device_and_both_rows() {
+    let l = loops();
+    let (rt, cells) = (&l.rt, &l.cells);
+    let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(cells, 1, "y").unwrap();
+    rt.par_loop(&l.copy, cells, [x.arg(READ), y.arg(WRITE)])
+        .unwrap();
+    let before = rt.device_stats().unwrap();
+    // DEVICE read stays DEVICE; BOTH read stays BOTH: no transfers.
+    let w = rt.decl_dat_zeros::<f64>(cells, 1, "w").unwrap();
+    rt.par_loop(&l.copy, cells, [y.arg(READ), w.arg(WRITE)])
+        .unwrap();
+    assert_eq!(delta(rt, before), (1, 0, 0), "only w is allocated");
+    assert_eq!(state(rt, &y), DataState::Device);
+    let before = rt.device_stats().unwrap();
+    rt.par_loop(&l.copy, cells, [x.arg(READ), w.arg(WRITE)])
+        .unwrap();
+    assert_eq!(delta(rt, before), (0, 0, 0));
+    assert_eq!(state(rt, &x), DataState::Both);
+    // DEVICE written stays DEVICE; BOTH written becomes DEVICE: no transfers.
+    let before = rt.device_stats().unwrap();
+    rt.par_loop(&l.bump, cells, [y.arg(RW)]).unwrap();
+    rt.par_loop(&l.bump, cells, [x.arg(RW)]).unwrap();
+    assert_eq!(delta(rt, before), (0, 0, 0));
+    assert_eq!(state(rt, &y), DataState::Device);
+    assert_eq!(state(rt, &x), DataState::Device);
+    // The device copies hold the results: x + 1 and 2x + 1.
+    let xs = values(1000);
+    assert_eq!(
+        *y.data_ro().unwrap(),
+        xs.iter().map(|v| 2.0 * v + 1.0).collect::<Vec<_>>()[..]
+    );
+    assert_eq!(
+        *x.data_ro().unwrap(),
+        xs.iter().map(|v| v + 1.0).collect::<Vec<_>>()[..]
+    );
+}
+
+#[test]
+fn host_rows_and_host_access() {
+    let l = loops();
+    let (rt, cells) = (&l.rt, &l.cells);
+    let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
+    rt.par_loop(&l.bump, cells, [x.arg(RW)]).unwrap();
+    assert_eq!(state(rt, &x), DataState::Device);
+
+    // data_ro() on DEVICE: d2h, BOTH. Again: nothing to copy.
+    let before = rt.device_stats().unwrap();
+    assert_eq!(x.data_ro().unwrap()[3], 2.5);
+    assert_eq!(state(rt, &x), DataState::Both);
+    drop(x.data_ro().unwrap());
+    assert_eq!(delta(rt, before), (0, 0, 1));
+
+    // data() on BOTH: no copy, HOST (the host may now change it).
+    let before = rt.device_stats().unwrap();
+    x.data().unwrap()[3] = 100.0;
+    assert_eq!(state(rt, &x), DataState::Host);
+    assert_eq!(delta(rt, before), (0, 0, 0));
+
+    // HOST read: h2d, BOTH; the device sees the host's change.
+    let y = rt.decl_dat_zeros::<f64>(cells, 1, "y").unwrap();
+    let before = rt.device_stats().unwrap();
+    rt.par_loop(&l.copy, cells, [x.arg(READ), y.arg(WRITE)])
+        .unwrap();
+    assert_eq!(delta(rt, before), (1, 1, 0));
+    assert_eq!(state(rt, &x), DataState::Both);
+    assert_eq!(y.data_ro().unwrap()[3], 200.0);
+
+    // data() on DEVICE: d2h, HOST.
+    rt.par_loop(&l.bump, cells, [x.arg(RW)]).unwrap();
+    let before = rt.device_stats().unwrap();
+    assert_eq!(x.data().unwrap()[3], 101.0);
+    assert_eq!(delta(rt, before), (0, 0, 1));
+    assert_eq!(state(rt, &x), DataState::Host);
+
+    // HOST written (RW): h2d, DEVICE.
+    let before = rt.device_stats().unwrap();
+    rt.par_loop(&l.bump, cells, [x.arg(RW)]).unwrap();
+    assert_eq!(delta(rt, before), (0, 1, 0));
+    assert_eq!(state(rt, &x), DataState::Device);
+
+    // HOST write-only: no h2d, DEVICE, and the host's old values are gone.
+    x.data().unwrap()[0] = -1.0;
+    assert_eq!(state(rt, &x), DataState::Host);
+    let before = rt.device_stats().unwrap();
+    let ones = rt.decl_dat(cells, 1, &vec![1.0; 1000], "ones").unwrap();
+    rt.par_loop(&l.copy, cells, [ones.arg(READ), x.arg(WRITE)])
+        .unwrap();
+    assert_eq!(delta(rt, before), (1, 1, 0), "only `ones` travels");
+    assert_eq!(state(rt, &x), DataState::Device);
+    assert!(x.data_ro().unwrap().iter().all(|&v| v == 2.0));
+}
+
+#[test]
+fn indirect_write_uploads_first() {
+    // An indirect WRITE may miss elements, whose old values must survive: not write-only.
+    let rt = runtime();
+    let edges = rt.decl_set(3, "edges");
+    let nodes = rt.decl_set(10, "nodes");
+    let e2n = rt
+        .decl_map(&edges, &nodes, 1, vec![2, 5, 7], "e2n")
+        .unwrap();
+    let n = rt.decl_dat(&nodes, 1, &values(10), "n").unwrap();
+    let k = Kernel::new("put", "void put(double *v) { *v = -1; }").unwrap();
+    let before = rt.device_stats().unwrap();
+    rt.par_loop(&k, &edges, [n.arg_via(&e2n, 0, WRITE)])
+        .unwrap();
+    assert_eq!(delta(&rt, before), (1, 1, 0));
+    let mut expect = values(10);
+    for i in [2, 5, 7] {
+        expect[i] = -1.0;
+    }
+    assert_eq!(*n.data_ro().unwrap(), expect[..]);
+}
+
+#[test]
+fn reductions_finish_on_the_host() {
+    let l = loops();
+    let (rt, cells) = (&l.rt, &l.cells);
+    let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
+    let g = rt.decl_global(1, &[10.0f64], "g").unwrap();
+    let k = Kernel::new("sum", "void sum(const double *x, double *g) { *g += *x; }").unwrap();
+    rt.par_loop(&k, cells, [x.arg(READ), g.arg(INC)]).unwrap();
+    assert_eq!(rt.data_state(g.id()), Some(DataState::Host));
+    // 10 + 0.5 * (0 + 1 + ... + 999), exact in binary floating point.
+    assert_eq!(g.value().unwrap(), [10.0 + 0.5 * 999.0 * 1000.0 / 2.0]);
+}
