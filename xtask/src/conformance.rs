@@ -39,11 +39,12 @@ fn parse(args: &[String]) -> Result<Options, String> {
 struct Column {
     label: String,
     backend: String,
-    threads: Option<&'static str>,
+    /// Extra environment (thread count, block size).
+    env: Vec<(&'static str, &'static str)>,
 }
 
 /// Runs the conformance binary (built with the host backends' features) with `args`.
-fn runner(features: &str, args: &[&str], threads: Option<&str>) -> Result<(bool, String), String> {
+fn runner(features: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(bool, String), String> {
     let mut c = cargo();
     c.current_dir(root())
         .args(["run", "--quiet", "-p", "op2-conformance"]);
@@ -51,9 +52,7 @@ fn runner(features: &str, args: &[&str], threads: Option<&str>) -> Result<(bool,
         c.args(["--features", features]);
     }
     c.arg("--").args(args);
-    if let Some(t) = threads {
-        c.env("OMP_NUM_THREADS", t);
-    }
+    c.envs(env.iter().copied());
     let out = c
         .output()
         .map_err(|e| format!("running the conformance binary: {e}"))?;
@@ -71,7 +70,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let opts = parse(args)?;
     let features = host_features().join(",");
     eprintln!("xtask: building the conformance runner (features: {features:?})");
-    let (_, listed) = runner(&features, &["list"], None)?;
+    let (_, listed) = runner(&features, &["list"], &[])?;
     let registered: Vec<String> = listed
         .lines()
         .filter_map(|l| l.split('\t').next())
@@ -101,14 +100,22 @@ pub fn run(args: &[String]) -> Result<(), String> {
             columns.extend(OPENMP_THREADS.iter().map(|&t| Column {
                 label: format!("openmp/{t}t"),
                 backend: name.clone(),
-                threads: Some(t),
+                env: vec![("OMP_NUM_THREADS", t)],
             }));
         } else {
             columns.push(Column {
                 label: name.clone(),
                 backend: name.clone(),
-                threads: None,
+                env: Vec::new(),
             });
+            // Small blocks too, so that every case's sets span many blocks and block colours.
+            if name == "opencl" && registered.contains(name) {
+                columns.push(Column {
+                    label: "opencl/b16".into(),
+                    backend: name.clone(),
+                    env: vec![("OP2_PART_SIZE", "16")],
+                });
+            }
         }
     }
 
@@ -123,7 +130,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         if let Some(r) = &opts.random {
             run_args.extend(["--random", r.as_str()]);
         }
-        let (_, out) = runner(&features, &run_args, col.threads)?;
+        let (_, out) = runner(&features, &run_args, &col.env)?;
         for line in out.lines() {
             let mut parts = line.splitn(3, '\t');
             let (Some(case), Some(status), detail) = (parts.next(), parts.next(), parts.next())
