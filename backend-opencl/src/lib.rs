@@ -9,7 +9,7 @@ mod device;
 mod program;
 
 pub use device::{ChosenDevice, choose_device};
-pub use program::{BUILD_OPTIONS, ProgramStats};
+pub use program::{BUILD_OPTIONS, ProgramStats, program_stats};
 
 use device::{ClBuffer, ClMemory, cl_err};
 use op2_codegen::{ArgPassing, BlockLayout, OpenClCodegen, StagingLayout, StagingMode, StubParam};
@@ -104,11 +104,6 @@ impl OpenClBackend {
     /// The device's name.
     pub fn device_name(&self) -> &str {
         &self.shared.device.name
-    }
-
-    /// Program cache counters.
-    pub fn program_stats(&self) -> ProgramStats {
-        self.shared.programs.stats()
     }
 }
 

@@ -41,14 +41,24 @@ pub struct ProgramStats {
     pub from_memory: u64,
 }
 
+static BUILT: AtomicU64 = AtomicU64::new(0);
+static FROM_DISK: AtomicU64 = AtomicU64::new(0);
+static FROM_MEMORY: AtomicU64 = AtomicU64::new(0);
+
+/// Program cache counters of this process, all OpenCL backends together.
+pub fn program_stats() -> ProgramStats {
+    ProgramStats {
+        built: BUILT.load(Ordering::Relaxed),
+        from_disk: FROM_DISK.load(Ordering::Relaxed),
+        from_memory: FROM_MEMORY.load(Ordering::Relaxed),
+    }
+}
+
 /// The program caches of one backend.
 pub struct ProgramCache {
     dir: PathBuf,
     dump: Option<PathBuf>,
     memory: Mutex<HashMap<String, Arc<Compiled>>>,
-    built: AtomicU64,
-    from_disk: AtomicU64,
-    from_memory: AtomicU64,
 }
 
 fn io(context: &'static str, path: &Path, source: std::io::Error) -> Op2Error {
@@ -66,18 +76,6 @@ impl ProgramCache {
             dir: config.cache_dir.join("opencl"),
             dump: config.dump_gencode.clone(),
             memory: Mutex::new(HashMap::new()),
-            built: AtomicU64::new(0),
-            from_disk: AtomicU64::new(0),
-            from_memory: AtomicU64::new(0),
-        }
-    }
-
-    /// Counters so far.
-    pub fn stats(&self) -> ProgramStats {
-        ProgramStats {
-            built: self.built.load(Ordering::Relaxed),
-            from_disk: self.from_disk.load(Ordering::Relaxed),
-            from_memory: self.from_memory.load(Ordering::Relaxed),
         }
     }
 
@@ -100,13 +98,9 @@ impl ProgramCache {
     /// so that kernels that do not compile fail at `par_loop` with the compiler's message.
     pub fn check(&self, context: &Context, device: &ChosenDevice, unit: &OpenClUnit) -> Result<()> {
         let key = Self::key(device, &unit.unit.source);
-        if self
-            .memory
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(&key)
-            || self.dir.join(format!("{key}.bin")).exists()
-        {
+        // A marker file records sources that compiled, so later processes skip the check.
+        let checked = self.dir.join(format!("{key}.ok"));
+        if checked.exists() {
             return Ok(());
         }
         let mut program = Program::create_from_source(context, &unit.unit.source)
@@ -129,6 +123,10 @@ impl ProgramCache {
                 source_path: src,
             });
         }
+        fs::create_dir_all(&self.dir)
+            .map_err(|e| io("creating the cache directory", &self.dir, e))?;
+        // Without the marker the next process only checks again.
+        let _ = write_atomically(&checked, b"");
         Ok(())
     }
 
@@ -146,7 +144,7 @@ impl ProgramCache {
             .unwrap_or_else(|e| e.into_inner())
             .get(&key)
         {
-            self.from_memory.fetch_add(1, Ordering::Relaxed);
+            FROM_MEMORY.fetch_add(1, Ordering::Relaxed);
             return Ok(c.clone());
         }
         if let Some(dir) = &self.dump {
@@ -164,7 +162,7 @@ impl ProgramCache {
         });
         let program = match cached {
             Some(p) => {
-                self.from_disk.fetch_add(1, Ordering::Relaxed);
+                FROM_DISK.fetch_add(1, Ordering::Relaxed);
                 p
             }
             None => self.build(context, device, unit, &key, &bin)?,
@@ -207,7 +205,7 @@ impl ProgramCache {
                     message: log,
                     source_path: src.clone(),
                 })?;
-        self.built.fetch_add(1, Ordering::Relaxed);
+        BUILT.fetch_add(1, Ordering::Relaxed);
         // A binary that cannot be saved only costs a rebuild next time.
         if let Some(b) = program.get_binaries().ok().and_then(|mut v| v.pop()) {
             if !b.is_empty() {

@@ -212,3 +212,45 @@ fn reductions_finish_on_the_host() {
     // 10 + 0.5 * (0 + 1 + ... + 999), exact in binary floating point.
     assert_eq!(g.value().unwrap(), [10.0 + 0.5 * 999.0 * 1000.0 / 2.0]);
 }
+
+#[test]
+fn programs_come_back_from_the_disk_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = format!("{}", std::process::id());
+    let k = Kernel::new(
+        "cached",
+        &format!("void cached(double *x) {{ *x = *x * 2 + {token}; }}"),
+    )
+    .unwrap();
+    let run = || {
+        let rt = op2::builder()
+            .backend("opencl")
+            .cache_dir(dir.path())
+            .build()
+            .unwrap();
+        let s = rt.decl_set(10, "s");
+        let x = rt.decl_dat(&s, 1, &values(10), "x").unwrap();
+        rt.par_loop(&k, &s, [x.arg(RW)]).unwrap();
+        assert_eq!(x.data_ro().unwrap()[2], 2.0 + token.parse::<f64>().unwrap());
+    };
+    let binaries = || {
+        let mut v: Vec<_> = std::fs::read_dir(dir.path().join("opencl"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "bin"))
+            .map(|e| (e.path(), e.metadata().unwrap().modified().unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = op2::backend_opencl::program_stats();
+    run();
+    let first = binaries();
+    assert_eq!(first.len(), 1, "one program binary cached: {first:?}");
+    assert!(op2::backend_opencl::program_stats().built > before.built);
+    // A new runtime has an empty memory cache: the program comes from the disk, unchanged.
+    let before = op2::backend_opencl::program_stats();
+    run();
+    assert!(op2::backend_opencl::program_stats().from_disk > before.from_disk);
+    assert_eq!(binaries(), first);
+}
