@@ -4,6 +4,7 @@
 //! elements run on work-items, increments are applied colour by colour, and the host launches block
 //! colours in sequence. Direct loops run one element per work-item, straight from global memory.
 
+use crate::emit::reduction_args;
 use op2_core::{Access, ArgKind, DType, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
 
@@ -357,15 +358,6 @@ fn float_literal(v: f64, suffix: &str) -> String {
     } else {
         format!("{v:?}")
     }
-}
-
-fn reduction_args(sig: &LoopSignature) -> Vec<usize> {
-    sig.args
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| a.kind == ArgKind::Global && a.access.is_reduction())
-        .map(|(i, _)| i)
-        .collect()
 }
 
 /// Declares each arg's buffer parameter and each reduction's partials.
