@@ -143,6 +143,11 @@ impl Backend for OpenClBackend {
         };
         Ok(Arc::new(OpenClLoop {
             sig: sig.clone(),
+            reductions: (0..sig.args.len())
+                .filter(|&i| {
+                    sig.args[i].kind == ArgKind::Global && sig.args[i].access.is_reduction()
+                })
+                .collect(),
             passing,
             shared: self.shared.clone(),
             programs: Mutex::new(HashMap::new()),
@@ -189,11 +194,7 @@ fn assumed_layout(sig: &LoopSignature) -> BlockLayout {
                 dim: a.dim,
                 entries,
                 wide_indices: false,
-                mode: match a.access {
-                    Access::Read => StagingMode::Read,
-                    Access::Inc => StagingMode::Increment,
-                    _ => StagingMode::ReadWrite,
-                },
+                mode: StagingMode::of([a.access]),
                 source_arg: i,
             });
             Some(stagings.len() - 1)
@@ -248,6 +249,8 @@ type ProgramKey = (Vec<Vec<u8>>, Option<BlockLayout>);
 
 struct OpenClLoop {
     sig: LoopSignature,
+    /// Positions of the Global reduction args.
+    reductions: Vec<usize>,
     /// How args reach the kernel, chosen when the loop was prepared.
     passing: ArgPassing,
     shared: Arc<Shared>,
@@ -419,14 +422,7 @@ impl OpenClLoop {
                 let args: Vec<usize> = (0..self.sig.args.len())
                     .filter(|&i| plan.arg_staging[i] == Some(k))
                     .collect();
-                let all = |m: Access| args.iter().all(|&i| self.sig.args[i].access == m);
-                let mode = if all(Access::Read) {
-                    StagingMode::Read
-                } else if all(Access::Inc) {
-                    StagingMode::Increment
-                } else {
-                    StagingMode::ReadWrite
-                };
+                let mode = StagingMode::of(args.iter().map(|&i| self.sig.args[i].access));
                 StagingLayout {
                     dtype: self.sig.args[args[0]].dtype,
                     dim: st.dim,
@@ -533,12 +529,7 @@ impl PreparedLoop for OpenClLoop {
             })
             .collect();
         let buffers = self.device_buffers(inv)?;
-        let reductions: Vec<usize> = (0..self.sig.args.len())
-            .filter(|&i| {
-                let a = &self.sig.args[i];
-                a.kind == ArgKind::Global && a.access.is_reduction()
-            })
-            .collect();
+        let reductions = &self.reductions;
         let partials_for = |slots: usize| -> Result<Vec<Option<ClBuffer>>> {
             (0..self.sig.args.len())
                 .map(|i| {
@@ -604,7 +595,7 @@ impl PreparedLoop for OpenClLoop {
                 )?;
             }
         }
-        for &i in &reductions {
+        for &i in reductions {
             let a = &self.sig.args[i];
             let part = partials[i].as_ref().expect("reductions have partials");
             let mut bytes = vec![0u8; slots * a.dim * a.dtype.size()];

@@ -22,6 +22,25 @@ pub enum StagingMode {
     ReadWrite,
 }
 
+impl StagingMode {
+    /// The mode of an area whose args have these access modes.
+    pub fn of(accesses: impl IntoIterator<Item = Access>) -> Self {
+        let (mut read, mut inc, mut other) = (false, false, false);
+        for a in accesses {
+            match a {
+                Access::Read => read = true,
+                Access::Inc => inc = true,
+                _ => other = true,
+            }
+        }
+        match (read, inc, other) {
+            (_, false, false) => StagingMode::Read,
+            (false, true, false) => StagingMode::Increment,
+            _ => StagingMode::ReadWrite,
+        }
+    }
+}
+
 /// One staging area of a plan, as the generated code needs it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StagingLayout {
