@@ -12,13 +12,12 @@ pub use device::{ChosenDevice, choose_device};
 pub use program::{BUILD_OPTIONS, ProgramStats, program_stats};
 
 use device::{ClBuffer, ClMemory, cl_err};
-use op2_codegen::{ArgPassing, BlockLayout, OpenClCodegen, StagingLayout, StagingMode, StubParam};
+use op2_codegen::{ArgPassing, BlockLayout, OpenClCodegen, StubParam};
 use op2_core::{
     Access, ArgKind, Backend, BackendFactory, Carrier, Config, DType, DataState, DeviceData,
-    DeviceMemory, DeviceStats, LoopInvocation, LoopSignature, LoopUse, Op2Error, PreparedLoop,
-    Result, carrier_bytes,
+    DeviceMemory, DeviceStats, LoopInvocation, LoopSignature, Op2Error, PreparedLoop, Result,
 };
-use op2_plan::{LocalIndices, MapAccess, Plan, PlanArg, PlanMap, PlanRequest, Planner};
+use op2_plan::{LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, Planner};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::types::{cl_int, cl_mem};
@@ -122,7 +121,7 @@ impl Backend for OpenClBackend {
             .collect();
         let zeros: Vec<&[u8]> = zeros.iter().map(Vec::as_slice).collect();
         let sh = &self.shared;
-        let layout = (!sig.is_direct()).then(|| assumed_layout(sig));
+        let layout = (!sig.is_direct()).then(|| BlockLayout::assuming_distinct_data(sig));
         let check = |passing| -> Result<()> {
             let unit = sh
                 .codegen
@@ -175,74 +174,8 @@ fn emit_error(sig: &LoopSignature, e: op2_codegen::OpenClEmitError) -> Op2Error 
     }
 }
 
-/// The block layout of a planned loop whose args all name different data: what `par_loop` can
-/// check the kernel against before any plan exists.
-fn assumed_layout(sig: &LoopSignature) -> BlockLayout {
-    let mut stagings = Vec::new();
-    let arg_staging = sig
-        .args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let entries = match a.kind {
-                ArgKind::Indirect { index, .. } => vec![index],
-                ArgKind::Row { arity, .. } => (0..arity).collect(),
-                ArgKind::Direct | ArgKind::Global => return None,
-            };
-            stagings.push(StagingLayout {
-                dtype: a.dtype,
-                dim: a.dim,
-                entries,
-                wide_indices: false,
-                mode: StagingMode::of([a.access]),
-                source_arg: i,
-            });
-            Some(stagings.len() - 1)
-        })
-        .collect();
-    BlockLayout {
-        stagings,
-        arg_staging,
-    }
-}
-
 /// A plan's arrays on the device.
-struct DevicePlan {
-    block_map: ClBuffer,
-    block_offsets: ClBuffer,
-    block_lengths: ClBuffer,
-    element_colours: ClBuffer,
-    block_colours: ClBuffer,
-    /// Per staging area: items, offsets, sizes, block-local indices.
-    staging: Vec<[ClBuffer; 4]>,
-}
-
-impl DevicePlan {
-    fn upload(mem: &ClMemory, plan: &Plan) -> Result<Self> {
-        let u32s = |v: &[u32]| mem.buffer_from(bytemuck::cast_slice(v));
-        let mut staging = Vec::with_capacity(plan.staging.len());
-        for s in &plan.staging {
-            let local = match &s.global_to_local {
-                LocalIndices::U16(v) => mem.buffer_from(bytemuck::cast_slice(v))?,
-                LocalIndices::U32(v) => mem.buffer_from(bytemuck::cast_slice(v))?,
-            };
-            staging.push([
-                mem.buffer_from(bytemuck::cast_slice(&s.local_to_global))?,
-                u32s(&s.offsets)?,
-                u32s(&s.sizes)?,
-                local,
-            ]);
-        }
-        Ok(DevicePlan {
-            block_map: u32s(&plan.block_map)?,
-            block_offsets: u32s(&plan.block_offsets)?,
-            block_lengths: u32s(&plan.block_lengths)?,
-            element_colours: u32s(&plan.element_colours)?,
-            block_colours: u32s(&plan.block_element_colours)?,
-            staging,
-        })
-    }
-}
+type DevicePlan = PlanBuffers<ClBuffer>;
 
 /// What shapes a program beyond the signature: the consts' values and the block layout.
 type ProgramKey = (Vec<Vec<u8>>, Option<BlockLayout>);
@@ -303,103 +236,29 @@ impl OpenClLoop {
         Ok(compiled)
     }
 
-    /// Makes every arg's data valid on the device, per carrier once, and returns each arg's buffer.
-    fn device_buffers(&self, inv: &LoopInvocation<'_>) -> Result<Vec<Arc<ClBuffer>>> {
-        let whole_set = inv.start == 0 && inv.end >= inv.set.total_size();
-        let mut uses: Vec<(u64, LoopUse)> = Vec::new();
-        for (a, c) in self.sig.args.iter().zip(inv.carriers) {
-            let direct_full = a.kind == ArgKind::Direct && whole_set;
-            match uses.iter_mut().find(|(id, _)| *id == c.id()) {
-                Some((_, u)) => u.add(a.access, direct_full, false),
-                None => {
-                    let mut u = LoopUse::default();
-                    u.add(a.access, direct_full, true);
-                    uses.push((c.id(), u));
-                }
-            }
-        }
-        let mut done: Vec<(u64, Arc<ClBuffer>)> = Vec::new();
-        let mut buffers = Vec::with_capacity(inv.carriers.len());
-        for (i, c) in inv.carriers.iter().enumerate() {
-            if let Some((_, b)) = done.iter().find(|(id, _)| *id == c.id()) {
-                buffers.push(b.clone());
-                continue;
-            }
-            let u = uses
-                .iter()
-                .find(|(id, _)| *id == c.id())
-                .map(|(_, u)| *u)
-                .expect("every carrier was summed above");
-            // SAFETY: the runtime locked this carrier's host data for the loop; it holds
-            // `carrier_bytes` bytes.
-            let host =
-                unsafe { std::slice::from_raw_parts(inv.args[i] as *const u8, carrier_bytes(c)) };
-            let b = self.shared.data.for_loop(c, host, u)?;
-            done.push((c.id(), b.clone()));
-            buffers.push(b);
-        }
-        Ok(buffers)
-    }
-
     fn plan(&self, inv: &LoopInvocation<'_>) -> Result<Arc<Plan>> {
-        let args: Vec<PlanArg<'_>> = self
-            .sig
-            .args
-            .iter()
-            .zip(inv.carriers)
-            .map(|(a, c)| {
-                let (map, entries) = match a.kind {
-                    ArgKind::Indirect { map, index, .. } => {
-                        (Some(PlanMap::from(&inv.maps[map])), MapAccess::Entry(index))
-                    }
-                    ArgKind::Row { map, .. } => {
-                        (Some(PlanMap::from(&inv.maps[map])), MapAccess::Row)
-                    }
-                    ArgKind::Direct | ArgKind::Global => (None, MapAccess::Row),
-                };
-                PlanArg {
-                    data: c.id(),
-                    dim: a.dim,
-                    elem_bytes: a.dtype.size(),
-                    map,
-                    entries,
-                    access: a.access,
-                }
-            })
-            .collect();
         let sh = &self.shared;
-        // Staging must fit the device's local memory (beside 8 bytes per work-item of reduction
-        // scratch): without a user block size, halve the block until it does.
-        let mut block_size = sh.block_size.unwrap_or(if sh.device.is_cpu {
-            OPENCL_CPU_BLOCK_SIZE
-        } else {
-            OPENCL_DEFAULT_BLOCK_SIZE
-        });
-        loop {
-            let plan = sh.planner.plan(&PlanRequest {
-                set: inv.set.id(),
-                end: inv.end,
-                block_size,
-                args: &args,
-            })?;
-            let needed =
-                plan.stats.max_staging_bytes + 8 * block_size.min(sh.device.max_work_group);
-            if needed <= sh.device.local_mem {
-                return Ok(plan);
-            }
-            if sh.block_size.is_some() || block_size == 1 {
-                return Err(Op2Error::Execution {
-                    backend: "opencl".into(),
-                    kernel: self.kernel_name().into(),
-                    reason: format!(
-                        "blocks of {block_size} elements stage {} bytes, more than the {} bytes of \
-                         local memory of {}; set a smaller OP2_PART_SIZE",
-                        plan.stats.max_staging_bytes, sh.device.local_mem, sh.device.name
-                    ),
-                });
-            }
-            block_size /= 2;
-        }
+        // Staging must fit the device's local memory beside 8 bytes per work-item of reduction
+        // scratch.
+        sh.planner.plan_to_fit(
+            inv.set.id(),
+            inv.end,
+            &PlanArg::of_loop(inv),
+            &LocalMemoryFit {
+                preferred: if sh.device.is_cpu {
+                    OPENCL_CPU_BLOCK_SIZE
+                } else {
+                    OPENCL_DEFAULT_BLOCK_SIZE
+                },
+                user: sh.block_size,
+                capacity: sh.device.local_mem,
+                scratch_per_thread: 8,
+                max_threads: sh.device.max_work_group,
+                backend: "opencl",
+                kernel: self.kernel_name(),
+                device: &sh.device.name,
+            },
+        )
     }
 
     fn device_plan(&self, plan: &Arc<Plan>) -> Result<Arc<DevicePlan>> {
@@ -408,35 +267,22 @@ impl OpenClLoop {
         if let Some((_, d)) = plans.get(&key) {
             return Ok(d.clone());
         }
-        let d = Arc::new(DevicePlan::upload(self.shared.memory(), plan)?);
+        let d = Arc::new(DevicePlan::upload(plan, |b| {
+            self.shared.memory().buffer_from(b)
+        })?);
         plans.insert(key, (plan.clone(), d.clone()));
         Ok(d)
     }
 
     fn layout(&self, plan: &Plan) -> BlockLayout {
-        let stagings = plan
-            .staging
-            .iter()
-            .enumerate()
-            .map(|(k, st)| {
-                let args: Vec<usize> = (0..self.sig.args.len())
-                    .filter(|&i| plan.arg_staging[i] == Some(k))
-                    .collect();
-                let mode = StagingMode::of(args.iter().map(|&i| self.sig.args[i].access));
-                StagingLayout {
-                    dtype: self.sig.args[args[0]].dtype,
-                    dim: st.dim,
-                    entries: st.entries.clone(),
-                    wide_indices: matches!(st.global_to_local, LocalIndices::U32(_)),
-                    mode,
-                    source_arg: args[0],
-                }
-            })
-            .collect();
-        BlockLayout {
-            stagings,
-            arg_staging: plan.arg_staging.clone(),
-        }
+        BlockLayout::of_plan(
+            &self.sig,
+            &plan.arg_staging,
+            plan.staging.iter().map(|st| {
+                let wide = matches!(st.global_to_local, LocalIndices::U32(_));
+                (st.dim, st.entries.clone(), wide)
+            }),
+        )
     }
 
     fn launch(&self, compiled: &Compiled, l: &Launch<'_>) -> Result<()> {
@@ -488,6 +334,9 @@ impl OpenClLoop {
                     ),
                     StubParam::Shared => kernel.set_arg_local_buffer(idx, l.shared_bytes.max(16)),
                     StubParam::Scratch => kernel.set_arg_local_buffer(idx, l.scratch_bytes.max(16)),
+                    StubParam::MapValues(_) | StubParam::MapRows(_) | StubParam::PartialCount => {
+                        unreachable!("OpenCL stubs take no maps and no final reduction")
+                    }
                 }
             }
             .map_err(&err)?;
@@ -528,7 +377,7 @@ impl PreparedLoop for OpenClLoop {
                 std::slice::from_raw_parts(*p as *const u8, c.dim * c.dtype.size())
             })
             .collect();
-        let buffers = self.device_buffers(inv)?;
+        let buffers = sh.data.for_invocation(inv)?;
         let reductions = &self.reductions;
         let partials_for = |slots: usize| -> Result<Vec<Option<ClBuffer>>> {
             (0..self.sig.args.len())

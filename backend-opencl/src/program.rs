@@ -2,7 +2,7 @@
 //! the host JIT cache (source, device and driver identity, build options).
 
 use crate::device::{ChosenDevice, cl_err};
-use op2_codegen::{OpenClUnit, StubParam};
+use op2_codegen::{OpenClUnit, StubParam, write_atomically};
 use op2_core::{Config, Op2Error, Result};
 use opencl3::context::Context;
 use opencl3::kernel::Kernel;
@@ -214,19 +214,4 @@ impl ProgramCache {
         }
         Ok(program)
     }
-}
-
-/// Writes through a temporary file and a rename, so readers see all of it or nothing.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let tmp = path.with_extension(format!(
-        "tmp-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    fs::write(&tmp, bytes).map_err(|e| io("writing the OpenCL cache", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        io("installing into the OpenCL cache", path, e)
-    })
 }

@@ -7,10 +7,10 @@
 
 use op2_codegen::{JitCompiler, OpenMpCodegen};
 use op2_core::{
-    ArgKind, Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, Op2Error,
+    Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, Op2Error,
     PreparedLoop, Result,
 };
-use op2_plan::{MapAccess, PlanArg, PlanMap, PlanRequest, Planner};
+use op2_plan::{PlanArg, PlanRequest, Planner};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -152,25 +152,8 @@ impl OpenMpLoop {
     /// The plan's colouring constraints: only args that modify data through maps matter here, since
     /// threads never stage data (elements of a block run in sequence on one thread).
     fn plan_args<'a>(inv: &'a LoopInvocation<'a>) -> Vec<PlanArg<'a>> {
-        inv.sig
-            .args
-            .iter()
-            .zip(inv.carriers)
-            .filter_map(|(a, c)| {
-                let (slot, entries) = match a.kind {
-                    ArgKind::Indirect { map, index, .. } => (map, MapAccess::Entry(index)),
-                    ArgKind::Row { map, .. } => (map, MapAccess::Row),
-                    ArgKind::Direct | ArgKind::Global => return None,
-                };
-                Some(PlanArg {
-                    data: c.id(),
-                    dim: a.dim,
-                    elem_bytes: a.dtype.size(),
-                    map: Some(PlanMap::from(&inv.maps[slot])),
-                    entries,
-                    access: a.access,
-                })
-            })
+        PlanArg::of_loop(inv)
+            .into_iter()
             .filter(PlanArg::needs_colouring)
             .collect()
     }

@@ -23,8 +23,8 @@ impl Codegen for CCodegen {
             sig.kernel.name()
         );
         s.push_str("#include <stdint.h>\n#include <math.h>\n\n");
-        emit_consts(&mut s, sig);
-        emit_kernel(&mut s, sig);
+        emit_consts(&mut s, sig, "static");
+        emit_kernel(&mut s, sig, HOST_INLINE);
         let _ = writeln!(s, "{} {{", WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_wrapper_prologue(&mut s, sig);
         emit_row_vectors(&mut s, sig, "  ");
@@ -78,12 +78,13 @@ pub(crate) fn reduction_args(sig: &LoopSignature) -> Vec<usize> {
 /// inline a large externally visible function called once (Airfoil's `adt_calc` stayed a call, 30%
 /// slower than the same loop written in Rust), and inlining is what lets it see through the
 /// wrapper's pointers. A definition after a `static` declaration keeps internal linkage in C.
-pub(crate) fn emit_kernel(s: &mut String, sig: &LoopSignature) {
+/// `inline` spells how: [`HOST_INLINE`] in C, CUDA's `__device__ __forceinline__` on devices.
+pub(crate) fn emit_kernel(s: &mut String, sig: &LoopSignature, inline: &str) {
     if let Some(params) = sig.kernel.params() {
         let list: Vec<&str> = params.iter().map(|p| p.text.as_str()).collect();
         let _ = writeln!(
             s,
-            "static inline __attribute__((always_inline)) void {}({});",
+            "static {inline} void {}({});",
             sig.kernel.name(),
             if list.is_empty() {
                 "void".to_string()
@@ -96,13 +97,17 @@ pub(crate) fn emit_kernel(s: &mut String, sig: &LoopSignature) {
     s.push_str("\n\n");
 }
 
-/// File-scope declarations of the consts the kernel mentions; the wrapper fills them on entry.
-pub(crate) fn emit_consts(s: &mut String, sig: &LoopSignature) {
+/// How a host unit inlines the kernel.
+pub(crate) const HOST_INLINE: &str = "inline __attribute__((always_inline))";
+
+/// File-scope declarations of the consts the kernel mentions, with `storage` (`static` in C: the
+/// wrapper fills them on entry; `__constant__` in CUDA: the backend copies them in).
+pub(crate) fn emit_consts(s: &mut String, sig: &LoopSignature, storage: &str) {
     for c in &sig.consts {
         if c.dim == 1 {
-            let _ = writeln!(s, "static {} {};", c.dtype.c_name(), c.name);
+            let _ = writeln!(s, "{storage} {} {};", c.dtype.c_name(), c.name);
         } else {
-            let _ = writeln!(s, "static {} {}[{}];", c.dtype.c_name(), c.name, c.dim);
+            let _ = writeln!(s, "{storage} {} {}[{}];", c.dtype.c_name(), c.name, c.dim);
         }
     }
     if !sig.consts.is_empty() {

@@ -233,6 +233,21 @@ impl JitCompiler {
     }
 }
 
+/// Writes a cache file through a temporary file and a rename, so that readers (other threads or
+/// processes) see all of it or nothing.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!(
+        "tmp-{}-{}",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    fs::write(&tmp, bytes).map_err(|e| io("writing a cache file", &tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        io("installing a cache file", path, e)
+    })
+}
+
 fn verify(bytes: &[u8]) -> bool {
     if bytes.len() < TRAILER_LEN {
         return false;

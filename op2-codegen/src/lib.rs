@@ -4,19 +4,21 @@
 //! followed by the wrapper, so the kernel inlines); [`JitCompiler`] compiles it with the system C
 //! compiler into a shared library cached on disk and in memory, and loads it for good.
 //! [`OpenMpCodegen`] is the threaded dialect: the same kernel call inside a plan-driven OpenMP loop.
-//! [`OpenClCodegen`] is the device dialect: an OpenCL C stub staging data through `__local` memory.
+//! [`OpenClCodegen`] is the device dialect: stubs (written once for every device dialect, in
+//! `device.rs`) staging data through local memory per plan block.
 
 #![warn(missing_docs)]
 
+mod device;
 mod emit;
 mod jit;
 mod opencl;
 mod openmp;
 
+pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam};
 pub use emit::{CCodegen, WRAPPER_SIGNATURE};
-pub use jit::{JitCompiler, JitFunction, JitStats, jit_stats};
+pub use jit::{JitCompiler, JitFunction, JitStats, jit_stats, write_atomically};
 pub use opencl::{
-    ArgPassing, BlockLayout, OPENCL_ENTRY, OpenClCodegen, OpenClEmitError, OpenClUnit,
-    StagingLayout, StagingMode, StubParam, rewrite_params,
+    ArgPassing, OPENCL_ENTRY, OpenClCodegen, OpenClEmitError, OpenClUnit, rewrite_params,
 };
 pub use openmp::{OPENMP_WRAPPER_SIGNATURE, OpenMpCodegen};

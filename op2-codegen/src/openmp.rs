@@ -3,7 +3,7 @@
 //! partials for Global reductions combined in thread order.
 
 use crate::emit::{
-    emit_consts, emit_gathers, emit_kernel, emit_row_vectors, emit_wrapper_prologue,
+    HOST_INLINE, emit_consts, emit_gathers, emit_kernel, emit_row_vectors, emit_wrapper_prologue,
     kernel_call_args, reduction_args,
 };
 use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
@@ -40,8 +40,8 @@ impl Codegen for OpenMpCodegen {
             sig.kernel.name()
         );
         s.push_str("#include <stdint.h>\n#include <math.h>\n#include <omp.h>\n\n");
-        emit_consts(&mut s, sig);
-        emit_kernel(&mut s, sig);
+        emit_consts(&mut s, sig, "static");
+        emit_kernel(&mut s, sig, HOST_INLINE);
         let _ = writeln!(s, "{} {{", OPENMP_WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_wrapper_prologue(&mut s, sig);
         // One partial per thread and reduction, starting from the identity (INC) or the current

@@ -116,6 +116,7 @@ pub const FIRST_PARTY_BACKENDS: &[(&str, &str)] = &[
     ("seq", "seq"),
     ("openmp", "openmp"),
     ("cuda", "cuda"),
+    ("cuda-emulator", "cuda"),
     ("opencl", "opencl"),
 ];
 

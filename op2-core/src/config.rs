@@ -28,6 +28,21 @@ pub struct Config {
     /// OpenCL device: an index within the platform(s) or part of its name (`OP2_OPENCL_DEVICE`);
     /// default the first device with double precision.
     pub opencl_device: Option<String>,
+    /// CUDA device ordinal (`OP2_CUDA_DEVICE`); default 0.
+    pub cuda_device: Option<usize>,
+    /// How the CUDA backend keeps indirect increments race-free (`OP2_CUDA_STRATEGY`: `colour`,
+    /// staging per plan block with block colours launched in turn, or `atomics`, `atomicAdd`
+    /// straight to global memory in one launch); default the backend's.
+    pub cuda_strategy: Option<String>,
+    /// The virtual architecture NVRTC compiles for (`OP2_CUDA_ARCH`, e.g. `compute_90` or `90`);
+    /// default the device's.
+    pub cuda_arch: Option<String>,
+    /// The NVRTC library, a file or the directory holding it (`OP2_NVRTC`); default the dynamic
+    /// loader's search (`libnvrtc.so.13`, `.12`, ...) and the CUDA toolkit's usual places.
+    pub nvrtc: Option<PathBuf>,
+    /// Wait for every loop to finish on a device backend (`OP2_CUDA_SYNC=1`), so that per-loop
+    /// timings are device times, as OP2's own CUDA code does; default off (loops queue up).
+    pub cuda_sync: bool,
 }
 
 impl Default for Config {
@@ -43,6 +58,11 @@ impl Default for Config {
             num_threads: None,
             opencl_platform: None,
             opencl_device: None,
+            cuda_device: None,
+            cuda_strategy: None,
+            cuda_arch: None,
+            nvrtc: None,
+            cuda_sync: false,
         }
     }
 }
@@ -96,6 +116,15 @@ impl Config {
         }
         c.opencl_platform = nonempty("OP2_OPENCL_PLATFORM").map(|v| v.trim().to_string());
         c.opencl_device = nonempty("OP2_OPENCL_DEVICE").map(|v| v.trim().to_string());
+        if let Some(v) = nonempty("OP2_CUDA_DEVICE") {
+            c.cuda_device = Some(parse_index("OP2_CUDA_DEVICE", &v)?);
+        }
+        c.cuda_strategy = nonempty("OP2_CUDA_STRATEGY").map(|v| v.trim().to_string());
+        c.cuda_arch = nonempty("OP2_CUDA_ARCH").map(|v| v.trim().to_string());
+        c.nvrtc = nonempty("OP2_NVRTC").map(|v| PathBuf::from(v.trim()));
+        if let Some(v) = nonempty("OP2_CUDA_SYNC") {
+            c.cuda_sync = parse_bool("OP2_CUDA_SYNC", &v)?;
+        }
         Ok(c)
     }
 }
@@ -123,6 +152,14 @@ fn parse_positive(key: &str, v: &str) -> Result<usize> {
     }
 }
 
+fn parse_index(key: &str, v: &str) -> Result<usize> {
+    v.trim().parse::<usize>().map_err(|_| Op2Error::Config {
+        key: key.into(),
+        value: v.into(),
+        reason: "expected a device number (0, 1, ...)".into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +176,18 @@ mod tests {
         assert!(!c.lazy);
         assert_eq!(c.cflags, ["-g", "-O1"]);
         assert_eq!(c.num_threads, Some(3));
+        let c = Config::from_vars(|k| match k {
+            "OP2_CUDA_DEVICE" => Some("1".into()),
+            "OP2_CUDA_STRATEGY" => Some(" atomics ".into()),
+            "OP2_NVRTC" => Some("/opt/nvrtc/lib".into()),
+            "OP2_CUDA_SYNC" => Some("1".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(c.cuda_device, Some(1));
+        assert_eq!(c.cuda_strategy.as_deref(), Some("atomics"));
+        assert_eq!(c.nvrtc, Some(PathBuf::from("/opt/nvrtc/lib")));
+        assert!(c.cuda_sync);
     }
 
     #[test]
@@ -150,6 +199,10 @@ mod tests {
         assert!(matches!(bad("OP2_PART_SIZE", "0"), Op2Error::Config { .. }));
         assert!(matches!(
             bad("OMP_NUM_THREADS", "many"),
+            Op2Error::Config { .. }
+        ));
+        assert!(matches!(
+            bad("OP2_CUDA_DEVICE", "first"),
             Op2Error::Config { .. }
         ));
     }

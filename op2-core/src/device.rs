@@ -2,8 +2,10 @@
 //! copy lives, what a loop or a host access must allocate and transfer, and counters tests observe.
 
 use crate::access::Access;
+use crate::backend::LoopInvocation;
 use crate::carrier::{Carrier, CarrierKind};
 use crate::error::Result;
+use crate::signature::ArgKind;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -220,6 +222,42 @@ impl<M: DeviceMemory> DeviceData<M> {
         }
         entry.state = next;
         Ok(buffer)
+    }
+
+    /// Makes every arg's data valid on the device for one run of a loop, per carrier once (what
+    /// all the args on a carrier do decides its transfers), and returns each arg's buffer.
+    pub fn for_invocation(&self, inv: &LoopInvocation<'_>) -> Result<Vec<Arc<M::Buffer>>> {
+        let whole_set = inv.start == 0 && inv.end >= inv.set.total_size();
+        let mut uses: Vec<(u64, LoopUse)> = Vec::new();
+        for (a, c) in inv.sig.args.iter().zip(inv.carriers) {
+            let direct_full = a.kind == ArgKind::Direct && whole_set;
+            match uses.iter_mut().find(|(id, _)| *id == c.id()) {
+                Some((_, u)) => u.add(a.access, direct_full, false),
+                None => {
+                    let mut u = LoopUse::default();
+                    u.add(a.access, direct_full, true);
+                    uses.push((c.id(), u));
+                }
+            }
+        }
+        let mut buffers: Vec<Arc<M::Buffer>> = Vec::with_capacity(inv.carriers.len());
+        for (i, c) in inv.carriers.iter().enumerate() {
+            if let Some(j) = inv.carriers[..i].iter().position(|d| d.id() == c.id()) {
+                buffers.push(buffers[j].clone());
+                continue;
+            }
+            let u = uses
+                .iter()
+                .find(|(id, _)| *id == c.id())
+                .map(|(_, u)| *u)
+                .expect("every carrier was summed above");
+            // SAFETY: the runtime locked this carrier's host data for the loop; it holds
+            // `carrier_bytes` bytes.
+            let host =
+                unsafe { std::slice::from_raw_parts(inv.args[i] as *const u8, carrier_bytes(c)) };
+            buffers.push(self.for_loop(c, host, u)?);
+        }
+        Ok(buffers)
     }
 
     /// Records that a loop left the carrier's new value on the host only (reductions are combined

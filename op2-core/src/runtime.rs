@@ -270,9 +270,45 @@ pub struct RuntimeBuilder {
     num_threads: Option<usize>,
     opencl_platform: Option<String>,
     opencl_device: Option<String>,
+    cuda_device: Option<usize>,
+    cuda_strategy: Option<String>,
+    cuda_arch: Option<String>,
+    nvrtc: Option<PathBuf>,
+    cuda_sync: Option<bool>,
 }
 
 impl RuntimeBuilder {
+    /// The CUDA device ordinal (overrides `OP2_CUDA_DEVICE`).
+    pub fn cuda_device(mut self, ordinal: usize) -> Self {
+        self.cuda_device = Some(ordinal);
+        self
+    }
+
+    /// The CUDA backend's strategy for indirect increments, `colour` or `atomics` (overrides
+    /// `OP2_CUDA_STRATEGY`).
+    pub fn cuda_strategy(mut self, strategy: &str) -> Self {
+        self.cuda_strategy = Some(strategy.into());
+        self
+    }
+
+    /// The architecture NVRTC compiles for, e.g. `compute_90` (overrides `OP2_CUDA_ARCH`).
+    pub fn cuda_arch(mut self, arch: &str) -> Self {
+        self.cuda_arch = Some(arch.into());
+        self
+    }
+
+    /// The NVRTC library file or its directory (overrides `OP2_NVRTC`).
+    pub fn nvrtc(mut self, path: impl Into<PathBuf>) -> Self {
+        self.nvrtc = Some(path.into());
+        self
+    }
+
+    /// Whether a device backend waits for each loop to finish (overrides `OP2_CUDA_SYNC`).
+    pub fn cuda_sync(mut self, sync: bool) -> Self {
+        self.cuda_sync = Some(sync);
+        self
+    }
+
     /// The OpenCL platform, by index or part of its name (overrides `OP2_OPENCL_PLATFORM`).
     pub fn opencl_platform(mut self, which: &str) -> Self {
         self.opencl_platform = Some(which.into());
@@ -365,6 +401,21 @@ impl RuntimeBuilder {
         }
         if let Some(v) = &self.opencl_device {
             c.opencl_device = Some(v.clone());
+        }
+        if let Some(v) = self.cuda_device {
+            c.cuda_device = Some(v);
+        }
+        if let Some(v) = &self.cuda_strategy {
+            c.cuda_strategy = Some(v.clone());
+        }
+        if let Some(v) = &self.cuda_arch {
+            c.cuda_arch = Some(v.clone());
+        }
+        if let Some(v) = &self.nvrtc {
+            c.nvrtc = Some(v.clone());
+        }
+        if let Some(v) = self.cuda_sync {
+            c.cuda_sync = v;
         }
         for (key, v) in [("part_size", c.part_size), ("num_threads", c.num_threads)] {
             if v == Some(0) {

@@ -1,7 +1,7 @@
 //! Building one plan: blocks, staging maps (local-to-global and global-to-local), element and block
 //! colours.
 
-use op2_core::{Access, Map, Op2Error, Result};
+use op2_core::{Access, ArgKind, LoopInvocation, Map, Op2Error, Result};
 use std::collections::HashMap;
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -59,7 +59,34 @@ pub struct PlanArg<'a> {
     pub access: Access,
 }
 
-impl PlanArg<'_> {
+impl<'a> PlanArg<'a> {
+    /// Every arg of one run of a loop, in order (direct args and Globals have no map).
+    pub fn of_loop(inv: &LoopInvocation<'a>) -> Vec<PlanArg<'a>> {
+        let maps: &'a [Map] = inv.maps;
+        inv.sig
+            .args
+            .iter()
+            .zip(inv.carriers)
+            .map(|(a, c)| {
+                let (map, entries) = match a.kind {
+                    ArgKind::Indirect { map, index, .. } => {
+                        (Some(PlanMap::from(&maps[map])), MapAccess::Entry(index))
+                    }
+                    ArgKind::Row { map, .. } => (Some(PlanMap::from(&maps[map])), MapAccess::Row),
+                    ArgKind::Direct | ArgKind::Global => (None, MapAccess::Row),
+                };
+                PlanArg {
+                    data: c.id(),
+                    dim: a.dim,
+                    elem_bytes: a.dtype.size(),
+                    map,
+                    entries,
+                    access: a.access,
+                }
+            })
+            .collect()
+    }
+
     /// Whether this arg modifies data through a map, so that elements touching the same item conflict.
     pub fn needs_colouring(&self) -> bool {
         self.map.is_some() && matches!(self.access, Access::Inc | Access::Rw | Access::Write)

@@ -9,10 +9,12 @@
 
 #![warn(missing_docs)]
 
+mod buffers;
 mod build;
 mod planner;
 
+pub use buffers::PlanBuffers;
 pub use build::{
     LocalIndices, MapAccess, Plan, PlanArg, PlanMap, PlanRequest, PlanStats, Staging, build_plan,
 };
-pub use planner::{DEFAULT_BLOCK_SIZE, Planner, PlannerStats, block_size};
+pub use planner::{DEFAULT_BLOCK_SIZE, LocalMemoryFit, Planner, PlannerStats, block_size};

@@ -1,7 +1,7 @@
 //! The plan cache: a loop in a time-stepping loop plans once.
 
-use crate::build::{MapAccess, Plan, PlanRequest, build_plan};
-use op2_core::{Access, Result};
+use crate::build::{MapAccess, Plan, PlanArg, PlanRequest, build_plan};
+use op2_core::{Access, Op2Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -85,6 +85,45 @@ impl Planner {
         Ok(plan)
     }
 
+    /// The plan of a device backend, whose blocks must fit its local (shared) memory: blocks of
+    /// `fit.preferred` elements, or of the user's `fit.user` size, halved until a block's staging
+    /// plus `fit.scratch_per_thread` bytes per thread (of at most `fit.max_threads`) fit in
+    /// `fit.capacity` bytes. A size the user chose is kept: if it does not fit, the error says so.
+    pub fn plan_to_fit(
+        &self,
+        set: u64,
+        end: usize,
+        args: &[PlanArg<'_>],
+        fit: &LocalMemoryFit<'_>,
+    ) -> Result<Arc<Plan>> {
+        let mut block_size = fit.user.unwrap_or(fit.preferred).max(1);
+        loop {
+            let plan = self.plan(&PlanRequest {
+                set,
+                end,
+                block_size,
+                args,
+            })?;
+            let needed = plan.stats.max_staging_bytes
+                + fit.scratch_per_thread * block_size.min(fit.max_threads);
+            if needed <= fit.capacity {
+                return Ok(plan);
+            }
+            if fit.user.is_some() || block_size == 1 {
+                return Err(Op2Error::Execution {
+                    backend: fit.backend.into(),
+                    kernel: fit.kernel.into(),
+                    reason: format!(
+                        "blocks of {block_size} elements stage {} bytes, more than the {} bytes of \
+                         local memory of {}; set a smaller OP2_PART_SIZE",
+                        plan.stats.max_staging_bytes, fit.capacity, fit.device
+                    ),
+                });
+            }
+            block_size /= 2;
+        }
+    }
+
     /// Plans built and reused so far.
     pub fn stats(&self) -> PlannerStats {
         PlannerStats {
@@ -92,6 +131,27 @@ impl Planner {
             reused: self.reused.load(Ordering::Relaxed),
         }
     }
+}
+
+/// What a device block must fit in, for [`Planner::plan_to_fit`].
+#[derive(Debug, Clone)]
+pub struct LocalMemoryFit<'a> {
+    /// Block size the backend prefers.
+    pub preferred: usize,
+    /// Block size the user chose (`OP2_PART_SIZE`), kept as given.
+    pub user: Option<usize>,
+    /// Bytes of local (shared) memory per block.
+    pub capacity: usize,
+    /// Bytes each thread needs beside the staging (reduction scratch).
+    pub scratch_per_thread: usize,
+    /// Threads per block at most (a block of more elements runs them in rounds).
+    pub max_threads: usize,
+    /// Backend, kernel and device, for the error when a user's block size does not fit.
+    pub backend: &'a str,
+    /// The loop's kernel.
+    pub kernel: &'a str,
+    /// The device's name.
+    pub device: &'a str,
 }
 
 /// The block size to plan with: `OP2_PART_SIZE` (or the builder's `part_size`) when set, else the

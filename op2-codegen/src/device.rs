@@ -1,0 +1,799 @@
+//! What the device dialects (OpenCL C and CUDA) share: the block layout of planned loops, the stub
+//! parameters, and the stubs themselves, written once against a [`Dialect`] that spells work-item
+//! ids, barriers, address spaces and kernel calls. Loops through maps run one plan block per
+//! work-group (thread block): indirect data is staged into local (shared) memory, elements run on
+//! work-items, increments are applied colour by colour, and the host launches block colours in
+//! sequence (seed 003, the OP2 paper). Direct loops run one element per work-item.
+
+use crate::emit::reduction_args;
+use op2_core::{Access, ArgKind, ArgSig, DType, LoopSignature};
+use std::fmt::Write;
+
+/// How one staging area (a unique Dat and map pair) is filled and emptied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StagingMode {
+    /// Only read: staged in, never written back.
+    Read,
+    /// Only incremented: starts at zero, added back to global memory.
+    Increment,
+    /// Read and written (RW, WRITE, or mixed modes): staged in, stored back.
+    ReadWrite,
+}
+
+impl StagingMode {
+    /// The mode of an area whose args have these access modes.
+    pub fn of(accesses: impl IntoIterator<Item = Access>) -> Self {
+        let (mut read, mut inc, mut other) = (false, false, false);
+        for a in accesses {
+            match a {
+                Access::Read => read = true,
+                Access::Inc => inc = true,
+                _ => other = true,
+            }
+        }
+        match (read, inc, other) {
+            (_, false, false) => StagingMode::Read,
+            (false, true, false) => StagingMode::Increment,
+            _ => StagingMode::ReadWrite,
+        }
+    }
+}
+
+/// One staging area of a plan, as the generated code needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StagingLayout {
+    /// Element type of the staged data.
+    pub dtype: DType,
+    /// Values per staged item.
+    pub dim: usize,
+    /// The map entries staged, in the plan's slot order.
+    pub entries: Vec<usize>,
+    /// Whether block-local indices are 32-bit (else 16-bit).
+    pub wide_indices: bool,
+    /// How the area is filled and emptied.
+    pub mode: StagingMode,
+    /// An arg on this data, whose buffer the stub stages from and to.
+    pub source_arg: usize,
+}
+
+/// The block structure of a planned loop: which args share which staging area. This depends on
+/// which args name the same Dat, so it is part of a program's key beside the signature.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BlockLayout {
+    /// The staging areas, in the plan's order.
+    pub stagings: Vec<StagingLayout>,
+    /// For each arg: its staging area, if it is indirect.
+    pub arg_staging: Vec<Option<usize>>,
+}
+
+impl BlockLayout {
+    /// The layout of a planned loop whose args all name different data: what `par_loop` can check
+    /// a kernel against before any plan exists.
+    pub fn assuming_distinct_data(sig: &LoopSignature) -> Self {
+        let mut stagings = Vec::new();
+        let arg_staging = sig
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let entries = match a.kind {
+                    ArgKind::Indirect { index, .. } => vec![index],
+                    ArgKind::Row { arity, .. } => (0..arity).collect(),
+                    ArgKind::Direct | ArgKind::Global => return None,
+                };
+                stagings.push(StagingLayout {
+                    dtype: a.dtype,
+                    dim: a.dim,
+                    entries,
+                    wide_indices: false,
+                    mode: StagingMode::of([a.access]),
+                    source_arg: i,
+                });
+                Some(stagings.len() - 1)
+            })
+            .collect();
+        BlockLayout {
+            stagings,
+            arg_staging,
+        }
+    }
+
+    /// The layout of a plan: `arg_staging` assigns args to staging areas as the plan does, and
+    /// `areas` gives each area's dim, staged map entries and whether its block-local indices need
+    /// 32 bits. Each area's mode follows the access modes of the args that share it.
+    pub fn of_plan(
+        sig: &LoopSignature,
+        arg_staging: &[Option<usize>],
+        areas: impl IntoIterator<Item = (usize, Vec<usize>, bool)>,
+    ) -> Self {
+        let stagings = areas
+            .into_iter()
+            .enumerate()
+            .map(|(k, (dim, entries, wide_indices))| {
+                let args: Vec<usize> = (0..sig.args.len())
+                    .filter(|&i| arg_staging[i] == Some(k))
+                    .collect();
+                StagingLayout {
+                    dtype: sig.args[args[0]].dtype,
+                    dim,
+                    entries,
+                    wide_indices,
+                    mode: StagingMode::of(args.iter().map(|&i| sig.args[i].access)),
+                    source_arg: args[0],
+                }
+            })
+            .collect();
+        BlockLayout {
+            stagings,
+            arg_staging: arg_staging.to_vec(),
+        }
+    }
+
+    /// Whether the kernel itself must run colour by colour inside a block: some arg modifies staged
+    /// data that is also read or written otherwise (RW, WRITE), so two elements of a block that
+    /// touch one item must not run at the same time. Pure increments are instead accumulated in
+    /// registers and only their addition is coloured (the OP2 scheme).
+    pub fn kernel_by_colour(&self, sig: &LoopSignature) -> bool {
+        sig.args.iter().zip(&self.arg_staging).any(|(a, s)| {
+            s.is_some_and(|s| a.access.writes() && self.stagings[s].mode == StagingMode::ReadWrite)
+        })
+    }
+
+    /// Whether indirect arg `i` increments a private copy (applied colour by colour afterwards).
+    pub(crate) fn private_increment(&self, sig: &LoopSignature, i: usize) -> bool {
+        match self.arg_staging[i] {
+            Some(s) => {
+                self.stagings[s].mode == StagingMode::Increment && !self.kernel_by_colour(sig)
+            }
+            None => false,
+        }
+    }
+}
+
+/// One parameter of a generated device stub, in order; the backend sets them from this list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StubParam {
+    /// `int`: first element (direct loops) or first element to run (planned loops).
+    Start,
+    /// `int`: one past the last element to run.
+    End,
+    /// `int`: position in the plan's block map of this launch's first block.
+    BlockOffset,
+    /// `int`: elements planned (the stride of the block-local index arrays).
+    PlanEnd,
+    /// `uint*`: the plan's blocks ordered by colour.
+    BlockMap,
+    /// `uint*`: first element of each block.
+    BlockOffsets,
+    /// `uint*`: elements of each block.
+    BlockLengths,
+    /// `uint*`: colour of each element within its block.
+    ElementColours,
+    /// `uint*`: element colours of each block.
+    BlockElementColours,
+    /// The buffer of arg `i` (a Dat's or a Global's data).
+    Data(usize),
+    /// `int*`: staging area `s`'s local-to-global indices, all blocks concatenated.
+    StagingItems(usize),
+    /// `uint*`: start of each block's segment of [`StubParam::StagingItems`].
+    StagingOffsets(usize),
+    /// `uint*`: items each block stages.
+    StagingSizes(usize),
+    /// `ushort*` or `uint*`: block-local index of each staged map entry of each element.
+    StagingLocal(usize),
+    /// Reduction arg `i`'s per-work-group partial results (`dim` values per work-group).
+    Partials(usize),
+    /// `__local` bytes for staging (the plan's largest block). OpenCL only: CUDA stubs take their
+    /// shared memory from the launch.
+    Shared,
+    /// `__local` bytes for work-group reductions (8 per work-item). OpenCL only.
+    Scratch,
+    /// `int*`: map slot `m`'s values, entry-major (entry `j` of element `e` at `j * rows + e`), so
+    /// that neighbouring threads read neighbouring values.
+    MapValues(usize),
+    /// `int`: rows of map slot `m` (the stride of [`StubParam::MapValues`]).
+    MapRows(usize),
+    /// `int`: partial results to combine (the final reduction kernel's).
+    PartialCount,
+}
+
+/// The device dialect a stub is spelled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// OpenCL C 1.2.
+    OpenCl,
+    /// CUDA C++ (NVRTC).
+    Cuda,
+}
+
+impl Dialect {
+    /// Qualifier of pointers into global memory.
+    fn global(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "__global ",
+            Dialect::Cuda => "",
+        }
+    }
+
+    /// Qualifier of pointers into memory shared by a work-group.
+    fn shared(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "__local ",
+            Dialect::Cuda => "",
+        }
+    }
+
+    fn barrier(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "barrier(CLK_LOCAL_MEM_FENCE)",
+            Dialect::Cuda => "__syncthreads()",
+        }
+    }
+
+    fn local_id(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "(int)get_local_id(0)",
+            Dialect::Cuda => "(int)threadIdx.x",
+        }
+    }
+
+    fn local_size(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "(int)get_local_size(0)",
+            Dialect::Cuda => "(int)blockDim.x",
+        }
+    }
+
+    fn group_id(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "(int)get_group_id(0)",
+            Dialect::Cuda => "(int)blockIdx.x",
+        }
+    }
+
+    fn global_id(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "(int)get_global_id(0)",
+            Dialect::Cuda => "(int)(blockIdx.x * blockDim.x + threadIdx.x)",
+        }
+    }
+
+    /// The integer type of offsets into large buffers (NVRTC has no `size_t` without headers).
+    pub(crate) fn wide(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "size_t",
+            Dialect::Cuda => "long",
+        }
+    }
+
+    /// How the stub hands a pointer into address space `space` to the user's kernel. OpenCL C
+    /// converts `void *` to the parameter's type implicitly; CUDA is C++, where `op2_any`'s
+    /// conversion operator produces whatever pointer type the parameter has (`const double *`,
+    /// `double **`, ...), so the kernel's own parameter list is never rewritten.
+    pub(crate) fn pass(self, space: &str, expr: &str) -> String {
+        match self {
+            Dialect::OpenCl => format!("({space}void *)({expr})"),
+            Dialect::Cuda => format!("op2_any{{(void *)({expr})}}"),
+        }
+    }
+
+    /// The stub's opening line. CUDA stubs are `extern "C"` (unmangled names for the driver) and
+    /// declare the launch's dynamic shared memory.
+    pub(crate) fn kernel_head(self, entry: &str, decl: &[String], shared_memory: bool) -> String {
+        match self {
+            Dialect::OpenCl => format!("__kernel void {entry}({}) {{\n", decl.join(", ")),
+            Dialect::Cuda => {
+                let mut s = format!(
+                    "extern \"C\" __global__ void {entry}({}) {{\n",
+                    decl.join(", ")
+                );
+                if shared_memory {
+                    s.push_str("  extern __shared__ __align__(16) char op2_shared[];\n");
+                }
+                s
+            }
+        }
+    }
+}
+
+/// Declares each arg's buffer parameter and each reduction's partials.
+pub(crate) fn data_params(
+    sig: &LoopSignature,
+    d: Dialect,
+    decl: &mut Vec<String>,
+    order: &mut Vec<StubParam>,
+) {
+    let g = d.global();
+    for (i, a) in sig.args.iter().enumerate() {
+        decl.push(format!("{g}{} *arg{i}", a.dtype.c_name()));
+        order.push(StubParam::Data(i));
+    }
+    for i in reduction_args(sig) {
+        decl.push(format!("{g}{} *arg{i}_part", sig.args[i].dtype.c_name()));
+        order.push(StubParam::Partials(i));
+    }
+}
+
+/// Private accumulators of Global reductions: INC from zero (the host or the final kernel adds the
+/// old value), MIN and MAX from the current value.
+pub(crate) fn emit_reduction_init(s: &mut String, sig: &LoopSignature) {
+    for i in reduction_args(sig) {
+        let a = &sig.args[i];
+        let _ = writeln!(s, "  {} arg{i}_r[{}];", a.dtype.c_name(), a.dim);
+        let init = if a.access == Access::Inc {
+            "0".to_string()
+        } else {
+            format!("arg{i}[op2_k]")
+        };
+        let _ = writeln!(
+            s,
+            "  for (int op2_k = 0; op2_k < {}; op2_k++) arg{i}_r[op2_k] = {init};",
+            a.dim
+        );
+    }
+}
+
+/// C expression combining `op2_x` (so far) and `op2_y` (next) under a reduction's access.
+pub(crate) fn combine_expr(access: Access) -> &'static str {
+    match access {
+        Access::Min => "(op2_y < op2_x ? op2_y : op2_x)",
+        Access::Max => "(op2_y > op2_x ? op2_y : op2_x)",
+        _ => "(op2_x + op2_y)",
+    }
+}
+
+/// Combines `input` (one value per work-item, of C type `t`) across the work-group through the
+/// scratch memory `op2_scratch`, then work-item 0 runs `output(result)`. A tree (log2 steps, for
+/// GPUs; needs `op2_p`, the power of two at or above the group size) or one work-item in order (one
+/// barrier, for CPU devices). No barrier sits inside a loop unless `tree` is set (CPU
+/// implementations such as PoCL run such loops far slower).
+pub(crate) fn emit_group_combine(
+    s: &mut String,
+    d: Dialect,
+    tree: bool,
+    t: &str,
+    access: Access,
+    input: &str,
+    output: impl FnOnce(&str) -> String,
+) {
+    let (sh, barrier) = (d.shared(), d.barrier());
+    let combine = combine_expr(access);
+    let _ = writeln!(
+        s,
+        "  {{\n    {sh}{t} *op2_r = ({sh}{t} *)op2_scratch;\n    \
+         op2_r[op2_lid] = {input};\n    {barrier};"
+    );
+    if tree {
+        let _ = writeln!(
+            s,
+            "    for (int op2_s = op2_p >> 1; op2_s > 0; op2_s >>= 1) {{\n      \
+             if (op2_lid < op2_s && op2_lid + op2_s < op2_lsize) {{\n        \
+             {t} op2_x = op2_r[op2_lid], op2_y = op2_r[op2_lid + op2_s];\n        \
+             op2_r[op2_lid] = {combine};\n      }}\n      \
+             {barrier};\n    }}\n    \
+             if (op2_lid == 0) {{ {} }}",
+            output("op2_r[0]")
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "    if (op2_lid == 0) {{\n      {t} op2_x = op2_r[0];\n      \
+             for (int op2_j = 1; op2_j < op2_lsize; op2_j++) {{ {t} op2_y = op2_r[op2_j]; op2_x = {combine}; }}\n      \
+             {}\n    }}",
+            output("op2_x")
+        );
+    }
+    let _ = writeln!(s, "    {barrier};\n  }}");
+}
+
+/// Combines each reduction accumulator across the work-group; work-item 0 writes the partial of
+/// work-group `slot`. Components are unrolled so that no barrier sits inside a loop of the
+/// generated code when `tree` is off.
+pub(crate) fn emit_reduction_finish(
+    s: &mut String,
+    sig: &LoopSignature,
+    slot: &str,
+    tree: bool,
+    d: Dialect,
+) {
+    let reds = reduction_args(sig);
+    if reds.is_empty() {
+        return;
+    }
+    if tree {
+        s.push_str("  int op2_p = 1;\n  while (op2_p < op2_lsize) op2_p <<= 1;\n");
+    }
+    let wide = d.wide();
+    for i in reds {
+        let a = &sig.args[i];
+        for k in 0..a.dim {
+            emit_group_combine(
+                s,
+                d,
+                tree,
+                a.dtype.c_name(),
+                a.access,
+                &format!("arg{i}_r[{k}]"),
+                |r| {
+                    format!(
+                        "arg{i}_part[({wide})({slot}) * {dim} + {k}] = {r};",
+                        dim = a.dim
+                    )
+                },
+            );
+        }
+    }
+}
+
+/// Statements around one kernel call: copies into private arrays before, and back after.
+#[derive(Default)]
+pub(crate) struct Around {
+    pub(crate) pre: String,
+    pub(crate) post: String,
+}
+
+impl Around {
+    /// Gives arg `i` a private copy `arg{i}_c` of the `n` values at `src` (written back when the arg
+    /// modifies them); returns its declaration.
+    pub(crate) fn copy(&mut self, i: usize, a: &ArgSig, n: usize, src: &str) -> String {
+        let _ = write!(
+            self.pre,
+            " for (int op2_k = 0; op2_k < {n}; op2_k++) arg{i}_c[op2_k] = ({src})[op2_k];"
+        );
+        if a.access.writes() {
+            let _ = write!(
+                self.post,
+                " for (int op2_k = 0; op2_k < {n}; op2_k++) ({src})[op2_k] = arg{i}_c[op2_k];"
+            );
+        }
+        format!("{} arg{i}_c[{n}];", a.dtype.c_name())
+    }
+
+    /// Wraps `call` with the copies.
+    pub(crate) fn wrap(&self, call: &str) -> String {
+        if self.pre.is_empty() && self.post.is_empty() {
+            call.to_string()
+        } else {
+            format!("{{{} {call};{} }}", self.pre, self.post)
+        }
+    }
+}
+
+/// One element per work-item, straight from global memory; `private` hands the kernel private
+/// copies (OpenCL's [`crate::ArgPassing::PrivateCopies`]).
+pub(crate) fn emit_direct_stub(
+    s: &mut String,
+    sig: &LoopSignature,
+    entry: &str,
+    d: Dialect,
+    private: bool,
+    tree: bool,
+) -> Vec<StubParam> {
+    let mut decl = vec![
+        "const int op2_start".to_string(),
+        "const int op2_end".into(),
+    ];
+    let mut order = vec![StubParam::Start, StubParam::End];
+    data_params(sig, d, &mut decl, &mut order);
+    let reductions = !reduction_args(sig).is_empty();
+    if reductions && d == Dialect::OpenCl {
+        decl.push("__local char *op2_scratch".into());
+        order.push(StubParam::Scratch);
+    }
+    s.push_str(&d.kernel_head(entry, &decl, reductions));
+    if reductions {
+        let _ = writeln!(
+            s,
+            "  const int op2_lid = {};\n  const int op2_lsize = {};",
+            d.local_id(),
+            d.local_size()
+        );
+        if d == Dialect::Cuda {
+            s.push_str("  char *op2_scratch = op2_shared;\n");
+        }
+    }
+    let _ = writeln!(s, "  const int op2_e = op2_start + {};", d.global_id());
+    emit_reduction_init(s, sig);
+    let wide = d.wide();
+    let mut around = Around::default();
+    let mut call = Vec::new();
+    for (i, a) in sig.args.iter().enumerate() {
+        let src = match a.kind {
+            ArgKind::Global if a.access.is_reduction() => {
+                call.push(d.pass("", &format!("arg{i}_r")));
+                continue;
+            }
+            ArgKind::Direct => format!("arg{i} + ({wide})op2_e * {}", a.dim),
+            _ => format!("arg{i}"),
+        };
+        if private {
+            let decl = around.copy(i, a, a.dim, &src);
+            let _ = writeln!(s, "  {decl}");
+            call.push(d.pass("", &format!("arg{i}_c")));
+        } else {
+            call.push(d.pass(d.global(), &src));
+        }
+    }
+    let call = format!("{}({})", sig.kernel.name(), call.join(", "));
+    let _ = writeln!(s, "  if (op2_e < op2_end) {};", around.wrap(&call));
+    emit_reduction_finish(s, sig, d.group_id(), tree, d);
+    s.push_str("}\n");
+    order
+}
+
+/// The staged item of map entry `entry` of the current element `op2_e` in staging area `k`.
+fn staged_item(b: &BlockLayout, d: Dialect, k: usize, entry: usize) -> String {
+    let st = &b.stagings[k];
+    let slot = st
+        .entries
+        .iter()
+        .position(|&x| x == entry)
+        .expect("the plan stages every entry an arg reaches");
+    let wide = d.wide();
+    format!(
+        "op2_s{k}[({wide})op2_s{k}_local[({wide}){slot} * op2_plan_end + op2_e] * {}]",
+        st.dim
+    )
+}
+
+/// One plan block per work-group: stage in, run the elements (colour by colour where they modify
+/// staged data), apply private increments colour by colour, stage out, reduce.
+pub(crate) fn emit_planned_stub(
+    s: &mut String,
+    sig: &LoopSignature,
+    b: &BlockLayout,
+    entry: &str,
+    d: Dialect,
+    private_copies: bool,
+    tree: bool,
+) -> Vec<StubParam> {
+    let (g, sh, wide, barrier) = (d.global(), d.shared(), d.wide(), d.barrier());
+    let mut decl: Vec<String> = vec![
+        "const int op2_start".into(),
+        "const int op2_end".into(),
+        "const int op2_block_offset".into(),
+        "const int op2_plan_end".into(),
+        format!("{g}const uint *op2_block_map"),
+        format!("{g}const uint *op2_block_offsets"),
+        format!("{g}const uint *op2_block_lengths"),
+        format!("{g}const uint *op2_element_colours"),
+        format!("{g}const uint *op2_block_ncolours"),
+    ];
+    let mut order = vec![
+        StubParam::Start,
+        StubParam::End,
+        StubParam::BlockOffset,
+        StubParam::PlanEnd,
+        StubParam::BlockMap,
+        StubParam::BlockOffsets,
+        StubParam::BlockLengths,
+        StubParam::ElementColours,
+        StubParam::BlockElementColours,
+    ];
+    data_params(sig, d, &mut decl, &mut order);
+    for (k, st) in b.stagings.iter().enumerate() {
+        let local_t = if st.wide_indices { "uint" } else { "ushort" };
+        decl.push(format!("{g}const int *op2_s{k}_items"));
+        decl.push(format!("{g}const uint *op2_s{k}_offsets"));
+        decl.push(format!("{g}const uint *op2_s{k}_sizes"));
+        decl.push(format!("{g}const {local_t} *op2_s{k}_local"));
+        order.extend([
+            StubParam::StagingItems(k),
+            StubParam::StagingOffsets(k),
+            StubParam::StagingSizes(k),
+            StubParam::StagingLocal(k),
+        ]);
+    }
+    let reductions = !reduction_args(sig).is_empty();
+    if d == Dialect::OpenCl {
+        decl.push("__local char *op2_shared".into());
+        order.push(StubParam::Shared);
+        if reductions {
+            decl.push("__local char *op2_scratch".into());
+            order.push(StubParam::Scratch);
+        }
+    }
+    s.push_str(&d.kernel_head(entry, &decl, true));
+    let _ = writeln!(
+        s,
+        "  const int op2_lid = {};\n  const int op2_lsize = {};\n  \
+         const int op2_slot = op2_block_offset + {};\n  \
+         const uint op2_b = op2_block_map[op2_slot];\n  \
+         const int op2_first = op2_block_offsets[op2_b];\n  \
+         const int op2_nelem = op2_block_lengths[op2_b];\n  \
+         const int op2_ncol = op2_block_ncolours[op2_b];\n  int op2_bytes = 0;",
+        d.local_id(),
+        d.local_size(),
+        d.group_id()
+    );
+    // Staging areas, laid out as the plan counted them (each rounded up to 16 bytes).
+    for (k, st) in b.stagings.iter().enumerate() {
+        let t = st.dtype.c_name();
+        let (dim, src) = (st.dim, st.source_arg);
+        let _ = writeln!(
+            s,
+            "  const int op2_s{k}_n = op2_s{k}_sizes[op2_b];\n  \
+             {g}const int *op2_s{k}_map = op2_s{k}_items + op2_s{k}_offsets[op2_b];\n  \
+             {sh}{t} *op2_s{k} = ({sh}{t} *)(op2_shared + op2_bytes);\n  \
+             op2_bytes += OP2_ROUND_UP(op2_s{k}_n * {dim} * (int)sizeof({t}));"
+        );
+        let fill = match st.mode {
+            StagingMode::Increment => "0".to_string(),
+            _ => {
+                format!("arg{src}[({wide})op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "  for (int op2_k = op2_lid; op2_k < op2_s{k}_n * {dim}; op2_k += op2_lsize) \
+             op2_s{k}[op2_k] = {fill};"
+        );
+    }
+    if reductions && d == Dialect::Cuda {
+        // Reduction scratch follows this block's staging: the launch gives the plan's largest
+        // staging plus 8 bytes per thread.
+        s.push_str("  char *op2_scratch = op2_shared + op2_bytes;\n");
+    }
+    let _ = writeln!(s, "  {barrier};");
+    emit_reduction_init(s, sig);
+    let by_colour = b.kernel_by_colour(sig);
+    // Every work-item runs the same number of rounds, so all of them reach every barrier.
+    s.push_str(
+        "  for (int op2_i0 = 0; op2_i0 < op2_nelem; op2_i0 += op2_lsize) {\n    \
+         const int op2_i = op2_i0 + op2_lid;\n    \
+         const int op2_e = op2_first + op2_i;\n    \
+         const int op2_active = op2_i < op2_nelem && op2_e >= op2_start && op2_e < op2_end;\n    \
+         const int op2_col = op2_active ? (int)op2_element_colours[op2_e] : -1;\n",
+    );
+    let mut call = Vec::new();
+    let mut around = Around::default();
+    for (i, a) in sig.args.iter().enumerate() {
+        let t = a.dtype.c_name();
+        let private = b.private_increment(sig, i);
+        match a.kind {
+            ArgKind::Direct | ArgKind::Global if private_copies && !a.access.is_reduction() => {
+                let src = match a.kind {
+                    ArgKind::Direct => format!("arg{i} + ({wide})op2_e * {}", a.dim),
+                    _ => format!("arg{i}"),
+                };
+                let decl = around.copy(i, a, a.dim, &src);
+                let _ = writeln!(s, "    {decl}");
+                call.push(d.pass("", &format!("arg{i}_c")));
+            }
+            ArgKind::Direct => call.push(d.pass(g, &format!("arg{i} + ({wide})op2_e * {}", a.dim))),
+            ArgKind::Global if a.access.is_reduction() => {
+                call.push(d.pass("", &format!("arg{i}_r")))
+            }
+            ArgKind::Global => call.push(d.pass(g, &format!("arg{i}"))),
+            ArgKind::Indirect { index, .. } => {
+                let k = b.arg_staging[i].expect("indirect args are staged");
+                if private {
+                    let _ = writeln!(
+                        s,
+                        "    {t} arg{i}_l[{d}];\n    for (int op2_k = 0; op2_k < {d}; op2_k++) arg{i}_l[op2_k] = 0;",
+                        d = a.dim
+                    );
+                    call.push(d.pass("", &format!("arg{i}_l")));
+                } else {
+                    let _ = writeln!(
+                        s,
+                        "    {sh}{t} *arg{i}_p = op2_s{k};\n    if (op2_active) arg{i}_p = &{};",
+                        staged_item(b, d, k, index)
+                    );
+                    if private_copies {
+                        let decl = around.copy(i, a, a.dim, &format!("arg{i}_p"));
+                        let _ = writeln!(s, "    {decl}");
+                        call.push(d.pass("", &format!("arg{i}_c")));
+                    } else {
+                        call.push(d.pass(sh, &format!("arg{i}_p")));
+                    }
+                }
+            }
+            ArgKind::Row { arity, .. } => {
+                let k = b.arg_staging[i].expect("indirect args are staged");
+                if private {
+                    let _ = writeln!(
+                        s,
+                        "    {t} arg{i}_l[{n}];\n    for (int op2_k = 0; op2_k < {n}; op2_k++) arg{i}_l[op2_k] = 0;\n    {t} *arg{i}_vec[{arity}];",
+                        n = arity * a.dim
+                    );
+                    for j in 0..arity {
+                        let _ = writeln!(s, "    arg{i}_vec[{j}] = arg{i}_l + {};", j * a.dim);
+                    }
+                } else {
+                    let _ = writeln!(
+                        s,
+                        "    {sh}{t} *arg{i}_vec[{arity}];\n    if (op2_active) {{"
+                    );
+                    for j in 0..arity {
+                        let _ =
+                            writeln!(s, "      arg{i}_vec[{j}] = &{};", staged_item(b, d, k, j));
+                    }
+                    s.push_str("    }\n");
+                    if private_copies {
+                        let dim = a.dim;
+                        let _ = writeln!(
+                            s,
+                            "    {t} arg{i}_c[{}];\n    {t} *arg{i}_cv[{arity}];",
+                            arity * dim
+                        );
+                        for j in 0..arity {
+                            let _ = writeln!(s, "    arg{i}_cv[{j}] = arg{i}_c + {};", j * dim);
+                            let _ = write!(
+                                around.pre,
+                                " for (int op2_k = 0; op2_k < {dim}; op2_k++) arg{i}_c[{} + op2_k] = arg{i}_vec[{j}][op2_k];",
+                                j * dim
+                            );
+                            if a.access.writes() {
+                                let _ = write!(
+                                    around.post,
+                                    " for (int op2_k = 0; op2_k < {dim}; op2_k++) arg{i}_vec[{j}][op2_k] = arg{i}_c[{} + op2_k];",
+                                    j * dim
+                                );
+                            }
+                        }
+                        call.push(d.pass("", &format!("arg{i}_cv")));
+                        continue;
+                    }
+                }
+                call.push(d.pass("", &format!("arg{i}_vec")));
+            }
+        }
+    }
+    let call = around.wrap(&format!("{}({})", sig.kernel.name(), call.join(", ")));
+    if by_colour {
+        let _ = writeln!(
+            s,
+            "    for (int op2_c = 0; op2_c < op2_ncol; op2_c++) {{\n      \
+             if (op2_col == op2_c) {call};\n      {barrier};\n    }}"
+        );
+    } else {
+        let _ = writeln!(s, "    if (op2_active) {call};");
+        let privates: Vec<usize> = (0..sig.args.len())
+            .filter(|&i| b.private_increment(sig, i))
+            .collect();
+        if !privates.is_empty() {
+            s.push_str(
+                "    for (int op2_c = 0; op2_c < op2_ncol; op2_c++) {\n      if (op2_col == op2_c) {\n",
+            );
+            for i in privates {
+                let a = &sig.args[i];
+                let k = b.arg_staging[i].expect("indirect args are staged");
+                let entries: Vec<(usize, usize)> = match a.kind {
+                    ArgKind::Indirect { index, .. } => vec![(index, 0)],
+                    ArgKind::Row { arity, .. } => (0..arity).map(|j| (j, j * a.dim)).collect(),
+                    _ => unreachable!("only indirect args increment privately"),
+                };
+                for (entry, off) in entries {
+                    let _ = writeln!(
+                        s,
+                        "        {{ {sh}{t} *op2_d = &{}; for (int op2_k = 0; op2_k < {d}; op2_k++) op2_d[op2_k] += arg{i}_l[{off} + op2_k]; }}",
+                        staged_item(b, d, k, entry),
+                        t = a.dtype.c_name(),
+                        d = a.dim
+                    );
+                }
+            }
+            let _ = writeln!(s, "      }}\n      {barrier};\n    }}");
+        }
+    }
+    let _ = writeln!(s, "  }}\n  {barrier};");
+    for (k, st) in b.stagings.iter().enumerate() {
+        let (dim, src) = (st.dim, st.source_arg);
+        let target =
+            format!("arg{src}[({wide})op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]");
+        let op = match st.mode {
+            StagingMode::Read => continue,
+            StagingMode::Increment => "+=",
+            StagingMode::ReadWrite => "=",
+        };
+        let _ = writeln!(
+            s,
+            "  for (int op2_k = op2_lid; op2_k < op2_s{k}_n * {dim}; op2_k += op2_lsize) \
+             {target} {op} op2_s{k}[op2_k];"
+        );
+    }
+    emit_reduction_finish(s, sig, "op2_slot", tree, d);
+    s.push_str("}\n");
+    order
+}

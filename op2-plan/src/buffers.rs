@@ -1,0 +1,46 @@
+//! A plan's arrays as a device backend keeps them: one device buffer per array, uploaded once per
+//! plan, of whatever buffer type the backend's device has.
+
+use crate::build::{LocalIndices, Plan};
+use op2_core::Result;
+
+/// A plan's arrays in device buffers of type `B`.
+pub struct PlanBuffers<B> {
+    /// [`Plan::block_map`].
+    pub block_map: B,
+    /// [`Plan::block_offsets`].
+    pub block_offsets: B,
+    /// [`Plan::block_lengths`].
+    pub block_lengths: B,
+    /// [`Plan::element_colours`].
+    pub element_colours: B,
+    /// [`Plan::block_element_colours`].
+    pub block_colours: B,
+    /// Per staging area: its local-to-global items, offsets, sizes and block-local indices.
+    pub staging: Vec<[B; 4]>,
+}
+
+impl<B> PlanBuffers<B> {
+    /// Copies every array of `plan` to the device with `upload` (bytes in, buffer out).
+    pub fn upload(plan: &Plan, mut upload: impl FnMut(&[u8]) -> Result<B>) -> Result<Self> {
+        let mut staging = Vec::with_capacity(plan.staging.len());
+        for s in &plan.staging {
+            let items = upload(bytemuck::cast_slice(&s.local_to_global))?;
+            let offsets = upload(bytemuck::cast_slice(&s.offsets))?;
+            let sizes = upload(bytemuck::cast_slice(&s.sizes))?;
+            let local = match &s.global_to_local {
+                LocalIndices::U16(v) => upload(bytemuck::cast_slice(v))?,
+                LocalIndices::U32(v) => upload(bytemuck::cast_slice(v))?,
+            };
+            staging.push([items, offsets, sizes, local]);
+        }
+        Ok(PlanBuffers {
+            block_map: upload(bytemuck::cast_slice(&plan.block_map))?,
+            block_offsets: upload(bytemuck::cast_slice(&plan.block_offsets))?,
+            block_lengths: upload(bytemuck::cast_slice(&plan.block_lengths))?,
+            element_colours: upload(bytemuck::cast_slice(&plan.element_colours))?,
+            block_colours: upload(bytemuck::cast_slice(&plan.block_element_colours))?,
+            staging,
+        })
+    }
+}
