@@ -4,17 +4,22 @@
 //! followed by the wrapper, so the kernel inlines); [`JitCompiler`] compiles it with the system C
 //! compiler into a shared library cached on disk and in memory, and loads it for good.
 //! [`OpenMpCodegen`] is the threaded dialect: the same kernel call inside a plan-driven OpenMP loop.
-//! [`OpenClCodegen`] is the device dialect: stubs (written once for every device dialect, in
-//! `device.rs`) staging data through local memory per plan block.
+//! [`OpenClCodegen`] and [`CudaCodegen`] are the device dialects: stubs (shared between the two)
+//! staging data through local (shared) memory per plan block, and CUDA's atomics stub.
 
 #![warn(missing_docs)]
 
+mod cuda;
 mod device;
 mod emit;
 mod jit;
 mod opencl;
 mod openmp;
 
+pub use cuda::{
+    CUDA_EMULATION_ENTRY, CUDA_EMULATION_PRELUDE, CUDA_ENTRY, CUDA_FINISH_ENTRY, CudaCodegen,
+    CudaStub, CudaUnit, EMULATION_LAUNCH_FINISH, EMULATION_LAUNCH_STUB, EMULATION_SET_CONST,
+};
 pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam};
 pub use emit::{CCodegen, WRAPPER_SIGNATURE};
 pub use jit::{JitCompiler, JitFunction, JitStats, jit_stats, write_atomically};
