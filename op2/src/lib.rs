@@ -22,6 +22,8 @@
 
 pub use op2_core::*;
 
+#[cfg(feature = "cuda")]
+pub use backend_cuda;
 #[cfg(feature = "opencl")]
 pub use backend_opencl;
 #[cfg(feature = "openmp")]
@@ -38,6 +40,8 @@ fn link_backends() {
     std::hint::black_box(&backend_openmp::LINKED);
     #[cfg(feature = "opencl")]
     std::hint::black_box(&backend_opencl::LINKED);
+    #[cfg(feature = "cuda")]
+    std::hint::black_box(&backend_cuda::LINKED);
 }
 
 /// A runtime configured from the environment (`OP2_BACKEND`, `OP2_LAZY`, `OP2_CC`, ...).

@@ -1,17 +1,80 @@
-//! The OpenCL backend's device-data states: every row of seed 003's table, observed through the
-//! backend's transfer counters and states, with the data checked after each move. Needs an OpenCL
-//! device with double precision (PoCL's CPU device in CI).
+//! The device backends' data states: every row of seed 003's table, observed through each
+//! backend's transfer counters and states, with the data checked after each move. Runs on every
+//! device backend built in: `opencl` (needs an OpenCL device with double precision: PoCL's CPU
+//! device in CI), `cuda-emulator`, and `cuda` where a GPU is present (else it says it skipped,
+//! unless `OP2_REQUIRE_CUDA` is set).
 
-#![cfg(feature = "opencl")]
+#![cfg(any(feature = "opencl", feature = "cuda"))]
 
 use op2::{Dat, DataState, DeviceStats, INC, Kernel, READ, RW, Runtime, WRITE};
 
-fn runtime() -> Runtime {
-    op2::builder()
-        .backend("opencl")
-        .lazy(false)
-        .build()
-        .unwrap_or_else(|e| panic!("the opencl backend needs an OpenCL device here: {e}"))
+/// The whole table as tests of one backend: `(module, backend name, state of a Global after a
+/// reduction)` (OpenCL combines partials on the host; CUDA finishes them on the device).
+macro_rules! state_table_tests {
+    ($module:ident, $backend:expr, $after_reduction:expr) => {
+        mod $module {
+            use super::*;
+
+            fn runtime() -> Option<Runtime> {
+                super::runtime($backend)
+            }
+
+            #[test]
+            fn device_unallocated_rows() {
+                if let Some(rt) = runtime() {
+                    super::device_unallocated_rows(rt)
+                }
+            }
+
+            #[test]
+            fn device_and_both_rows() {
+                if let Some(rt) = runtime() {
+                    super::device_and_both_rows(rt)
+                }
+            }
+
+            #[test]
+            fn host_rows_and_host_access() {
+                if let Some(rt) = runtime() {
+                    super::host_rows_and_host_access(rt)
+                }
+            }
+
+            #[test]
+            fn indirect_write_uploads_first() {
+                if let Some(rt) = runtime() {
+                    super::indirect_write_uploads_first(rt)
+                }
+            }
+
+            #[test]
+            fn reductions_leave_the_global_where_they_finish() {
+                if let Some(rt) = runtime() {
+                    super::reductions(rt, $after_reduction)
+                }
+            }
+        }
+    };
+}
+
+#[cfg(feature = "opencl")]
+state_table_tests!(opencl, "opencl", DataState::Host);
+#[cfg(feature = "cuda")]
+state_table_tests!(cuda_emulator, "cuda-emulator", DataState::Device);
+#[cfg(feature = "cuda")]
+state_table_tests!(cuda, "cuda", DataState::Device);
+
+/// An eager runtime on `backend`. `cuda` needs a GPU: without one the test returns early (and
+/// says so), unless `OP2_REQUIRE_CUDA` is set.
+fn runtime(backend: &str) -> Option<Runtime> {
+    match op2::builder().backend(backend).lazy(false).build() {
+        Ok(rt) => Some(rt),
+        Err(e) if backend == "cuda" && std::env::var_os("OP2_REQUIRE_CUDA").is_none() => {
+            eprintln!("skipped on cuda: {e}");
+            None
+        }
+        Err(e) => panic!("the {backend} backend cannot run here: {e}"),
+    }
 }
 
 /// Counter changes since `before`: (allocations, host-to-device, device-to-host).
@@ -38,8 +101,7 @@ struct Loops {
     bump: Kernel,
 }
 
-fn loops() -> Loops {
-    let rt = runtime();
+fn loops(rt: Runtime) -> Loops {
     let cells = rt.decl_set(1000, "cells");
     Loops {
         copy: Kernel::new(
@@ -57,9 +119,8 @@ fn values(n: usize) -> Vec<f64> {
     (0..n).map(|i| i as f64 * 0.5).collect()
 }
 
-#[test]
-fn device_unallocated_rows() {
-    let l = loops();
+fn device_unallocated_rows(rt: Runtime) {
+    let l = loops(rt);
     let (rt, cells) = (&l.rt, &l.cells);
     let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(cells, 1, "y").unwrap();
@@ -84,9 +145,8 @@ fn device_unallocated_rows() {
     assert_eq!(*z.data_ro().unwrap(), expect[..]);
 }
 
-#[test]
-fn device_and_both_rows() {
-    let l = loops();
+fn device_and_both_rows(rt: Runtime) {
+    let l = loops(rt);
     let (rt, cells) = (&l.rt, &l.cells);
     let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(cells, 1, "y").unwrap();
@@ -123,9 +183,8 @@ fn device_and_both_rows() {
     );
 }
 
-#[test]
-fn host_rows_and_host_access() {
-    let l = loops();
+fn host_rows_and_host_access(rt: Runtime) {
+    let l = loops(rt);
     let (rt, cells) = (&l.rt, &l.cells);
     let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
     rt.par_loop(&l.bump, cells, [x.arg(RW)]).unwrap();
@@ -178,10 +237,8 @@ fn host_rows_and_host_access() {
     assert!(x.data_ro().unwrap().iter().all(|&v| v == 2.0));
 }
 
-#[test]
-fn indirect_write_uploads_first() {
+fn indirect_write_uploads_first(rt: Runtime) {
     // An indirect WRITE may miss elements, whose old values must survive: not write-only.
-    let rt = runtime();
     let edges = rt.decl_set(3, "edges");
     let nodes = rt.decl_set(10, "nodes");
     let e2n = rt
@@ -200,21 +257,21 @@ fn indirect_write_uploads_first() {
     assert_eq!(*n.data_ro().unwrap(), expect[..]);
 }
 
-#[test]
-fn reductions_finish_on_the_host() {
-    let l = loops();
+fn reductions(rt: Runtime, after: DataState) {
+    let l = loops(rt);
     let (rt, cells) = (&l.rt, &l.cells);
     let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
     let g = rt.decl_global(1, &[10.0f64], "g").unwrap();
     let k = Kernel::new("sum", "void sum(const double *x, double *g) { *g += *x; }").unwrap();
     rt.par_loop(&k, cells, [x.arg(READ), g.arg(INC)]).unwrap();
-    assert_eq!(rt.data_state(g.id()), Some(DataState::Host));
+    assert_eq!(rt.data_state(g.id()), Some(after));
     // 10 + 0.5 * (0 + 1 + ... + 999), exact in binary floating point.
     assert_eq!(g.value().unwrap(), [10.0 + 0.5 * 999.0 * 1000.0 / 2.0]);
 }
 
+#[cfg(feature = "opencl")]
 #[test]
-fn programs_come_back_from_the_disk_cache() {
+fn opencl_programs_come_back_from_the_disk_cache() {
     let dir = tempfile::tempdir().unwrap();
     let token = format!("{}", std::process::id());
     let k = Kernel::new(

@@ -644,13 +644,17 @@ fn unknown_backend_lists_the_available_ones() {
 
 #[test]
 fn first_party_backend_without_its_feature() {
-    // Some first-party backend is left out of every build this suite runs in (the device ones
-    // need their features); asking for it names the feature instead of failing as unknown.
+    // Asking for a first-party backend left out of the build names its feature instead of failing
+    // as unknown. The build with every feature has none left out; `cargo xtask test` reruns this
+    // suite with one backend feature at a time, where the others are.
     let built: Vec<&str> = op2::backends().iter().map(|b| b.name).collect();
-    let absent = op2::FIRST_PARTY_BACKENDS
+    let Some(absent) = op2::FIRST_PARTY_BACKENDS
         .iter()
         .find(|b| !built.contains(&b.0))
-        .expect("a first-party backend outside this build");
+    else {
+        eprintln!("every first-party backend is built in: checked by the single-feature reruns");
+        return;
+    };
     assert_err!(
         op2::builder().backend(absent.0).build(),
         Op2Error::BackendNotEnabled { .. }
