@@ -5,7 +5,7 @@ use crate::{cargo, host_features, root};
 use std::collections::BTreeMap;
 
 /// First-party backends, always shown (skipped with the reason when they cannot run).
-const FIRST_PARTY: &[&str] = &["seq", "openmp", "cuda", "opencl"];
+const FIRST_PARTY: &[&str] = &["seq", "openmp", "cuda", "cuda-emulator", "opencl"];
 
 /// Thread counts the `openmp` backend is checked with.
 const OPENMP_THREADS: &[&str] = &["1", "2", "3"];
@@ -101,6 +101,23 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 label: format!("openmp/{t}t"),
                 backend: name.clone(),
                 env: vec![("OMP_NUM_THREADS", t)],
+            }));
+        } else if name.starts_with("cuda") && registered.contains(name) {
+            // Both strategies, and colouring with small blocks so that every case's sets span
+            // many blocks and block colours.
+            let short = if name == "cuda" { "cuda" } else { "emu" };
+            let columns_of: [(&str, Vec<(&'static str, &'static str)>); 3] = [
+                ("colour", vec![("OP2_CUDA_STRATEGY", "colour")]),
+                ("atomics", vec![("OP2_CUDA_STRATEGY", "atomics")]),
+                (
+                    "b16",
+                    vec![("OP2_CUDA_STRATEGY", "colour"), ("OP2_PART_SIZE", "16")],
+                ),
+            ];
+            columns.extend(columns_of.into_iter().map(|(what, env)| Column {
+                label: format!("{short}/{what}"),
+                backend: name.clone(),
+                env,
             }));
         } else {
             columns.push(Column {

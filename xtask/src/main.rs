@@ -1,9 +1,9 @@
 //! `cargo xtask`: project automation with no dependencies beyond std (see matklad/cargo-xtask).
 //!
 //! - `cargo xtask test [--install-deps]`: checks the system packages the suite needs (installing them
-//!   with apt when asked: gcc, and PoCL for OpenCL), then runs the workspace tests with every backend
-//!   feature this machine supports, the facade suite again on each other backend, the conformance
-//!   run and the examples.
+//!   when asked: gcc and PoCL for OpenCL with apt, NVRTC for CUDA from PyPI into `target/nvrtc`),
+//!   then runs the workspace tests with every backend feature this machine supports, the facade
+//!   suite again on each other backend, the conformance run and the examples.
 //! - `cargo xtask bench [--iterations N] [--ij I J]`: Airfoil on the standard mesh on every usable
 //!   backend and thread count beside a hand-written Rust baseline and STREAM triad, one process.
 //! - `cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]`: every backend
@@ -44,6 +44,54 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         required: false,
     },
 ];
+
+/// Where `--install-deps` puts NVRTC (the PyPI wheel of CUDA 12.8's), relative to the workspace.
+const NVRTC_TARGET: &str = "target/nvrtc";
+
+/// The wheel: NVRTC runs without a GPU, so CI compiles every generated CUDA kernel with it.
+const NVRTC_WHEEL: &str = "nvidia-cuda-nvrtc-cu12==12.8.93";
+
+/// The directory holding the installed `libnvrtc.so.12`.
+fn nvrtc_dir() -> PathBuf {
+    root().join(NVRTC_TARGET).join("nvidia/cuda_nvrtc/lib")
+}
+
+/// NVRTC for the CUDA tests: `OP2_NVRTC` when the user set it, else the copy `--install-deps`
+/// installed, else none (the CUDA tests then check the emulator only).
+fn nvrtc() -> Option<PathBuf> {
+    if let Some(p) = env::var_os("OP2_NVRTC") {
+        return Some(PathBuf::from(p));
+    }
+    let d = nvrtc_dir();
+    d.join("libnvrtc.so.12").exists().then_some(d)
+}
+
+/// Installs NVRTC from PyPI (pip, itself from apt when missing).
+fn install_nvrtc() -> Result<(), String> {
+    if !sh_ok("python3 -m pip --version") {
+        run(Command::new("apt-get").args([
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "python3-pip",
+        ]))?;
+    }
+    let target = root().join(NVRTC_TARGET);
+    run(Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--break-system-packages",
+            "--upgrade",
+            "--target",
+        ])
+        .arg(&target)
+        .arg(NVRTC_WHEEL))
+}
 
 /// An ICD loader and at least one driver registered with it.
 const OPENCL_CHECK: &str =
@@ -128,6 +176,21 @@ fn check_system_deps(install: bool) -> Result<(), String> {
         .args(&packages))
 }
 
+/// Installs NVRTC when asked and missing; says what the CUDA tests will check either way.
+fn check_nvrtc(install: bool) -> Result<Option<PathBuf>, String> {
+    if nvrtc().is_none() {
+        if install {
+            install_nvrtc()?;
+        } else {
+            eprintln!(
+                "xtask: no NVRTC (set OP2_NVRTC, or `cargo xtask test --install-deps` installs \
+                 {NVRTC_WHEEL} from PyPI into {NVRTC_TARGET}): the CUDA tests check the emulator only"
+            );
+        }
+    }
+    Ok(nvrtc())
+}
+
 fn run(cmd: &mut Command) -> Result<(), String> {
     eprintln!("xtask: running {cmd:?}");
     let status = cmd
@@ -167,6 +230,9 @@ fn host_features() -> Vec<&'static str> {
     } else {
         eprintln!("xtask: no OpenCL driver is installed; skipping the opencl backend");
     }
+    // CUDA builds anywhere (the driver and NVRTC are opened at run time); its host emulator runs
+    // everywhere, the `cuda` backend itself where there is a GPU.
+    f.push("cuda");
     f
 }
 
@@ -176,6 +242,15 @@ fn test(args: &[String]) -> Result<(), String> {
         return Err(format!("unknown option `{bad}`"));
     }
     check_system_deps(install)?;
+    let nvrtc = check_nvrtc(install)?;
+    // The CUDA tests compile every generated kernel with NVRTC when it is there, and must.
+    let cuda_env: Vec<(&str, std::ffi::OsString)> = match &nvrtc {
+        Some(d) => vec![
+            ("OP2_NVRTC", d.clone().into_os_string()),
+            ("OP2_REQUIRE_NVRTC", "1".into()),
+        ],
+        None => Vec::new(),
+    };
     let features = host_features();
     let mut ws_features: Vec<String> = features.iter().map(|f| format!("op2/{f}")).collect();
     ws_features.extend(features.iter().map(|f| format!("op2-conformance/{f}")));
@@ -188,7 +263,7 @@ fn test(args: &[String]) -> Result<(), String> {
     let mut c = cargo();
     c.args(["test", "--workspace", "--all-targets"]);
     with_features(&mut c);
-    run(&mut c)?;
+    run(c.envs(cuda_env.iter().cloned()))?;
     run(cargo().args(["test", "--workspace", "--doc"]))?;
     // The facade's suite computes its expected values independently; rerun it on the OpenMP
     // backend with 1, 2 and 3 threads, small blocks on some runs so that its meshes span many.
@@ -219,9 +294,30 @@ fn test(args: &[String]) -> Result<(), String> {
         }
         run(c.env("OP2_TEST_BACKEND", "opencl"))?;
     }
+    // The facade suite on the CUDA backend's generated code, run by the host emulator: the
+    // default strategy, then colouring with small blocks.
+    if features.contains(&"cuda") {
+        for (strategy, part) in [(None, None), (Some("colour"), Some("32"))] {
+            let mut c = cargo();
+            c.args(["test", "-p", "op2", "--features", "cuda"]);
+            for t in ["classic", "errors", "laziness", "random_meshes", "registry"] {
+                c.args(["--test", t]);
+            }
+            c.env("OP2_TEST_BACKEND", "cuda-emulator");
+            match strategy {
+                Some(s) => c.env("OP2_CUDA_STRATEGY", s),
+                None => c.env_remove("OP2_CUDA_STRATEGY"),
+            };
+            match part {
+                Some(p) => c.env("OP2_PART_SIZE", p),
+                None => c.env_remove("OP2_PART_SIZE"),
+            };
+            run(&mut c)?;
+        }
+    }
     let mut required = vec!["--require".to_string(), "seq".into()];
-    for f in ["openmp", "opencl"] {
-        if features.contains(&f) {
+    for f in ["openmp", "opencl", "cuda-emulator"] {
+        if features.contains(&f) || (f == "cuda-emulator" && features.contains(&"cuda")) {
             required.extend(["--require".into(), f.into()]);
         }
     }
