@@ -29,7 +29,7 @@ pub use ptx::{NVRTC_OPTIONS, PtxCompiler, PtxStats, ptx_stats};
 
 use op2_codegen::{BlockLayout, CudaCodegen, CudaStub, CudaUnit, StubParam};
 use op2_core::{
-    Access, ArgKind, Backend, BackendFactory, Carrier, Config, DataState, DeviceData, DeviceStats,
+    Access, Backend, BackendFactory, Carrier, Config, DataState, DeviceData, DeviceStats,
     LoopInvocation, LoopSignature, Op2Error, PreparedLoop, Result,
 };
 use op2_plan::{LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, Planner};
@@ -219,11 +219,7 @@ impl<G: Gpu> Backend for CudaBackend<G> {
         let unit = CudaCodegen.emit(sig, &expected_stub(sig, self.shared.strategy));
         self.shared.gpu().check(&unit)?;
         Ok(Arc::new(CudaLoop {
-            reductions: (0..sig.args.len())
-                .filter(|&i| {
-                    sig.args[i].kind == ArgKind::Global && sig.args[i].access.is_reduction()
-                })
-                .collect(),
+            reductions: sig.reduction_args(),
             sig: sig.clone(),
             shared: self.shared.clone(),
             programs: Mutex::new(HashMap::new()),
@@ -307,12 +303,16 @@ impl<G: Gpu> CudaLoop<G> {
             }
         };
         let mut last = lock(&loaded.consts);
+        let mut changed = false;
         for (j, (c, bytes)) in self.sig.consts.iter().zip(consts).enumerate() {
             if last.as_ref().is_none_or(|l| l[j] != *bytes) {
                 self.gpu().set_const(&loaded.program, j, &c.name, bytes)?;
+                changed = true;
             }
         }
-        *last = Some(consts.iter().map(|c| c.to_vec()).collect());
+        if changed {
+            *last = Some(consts.iter().map(|c| c.to_vec()).collect());
+        }
         drop(last);
         Ok(loaded)
     }
@@ -463,16 +463,7 @@ impl<G: Gpu> PreparedLoop for CudaLoop<G> {
         }
         let sh = &self.shared;
         sh.data.forget_dropped();
-        // SAFETY: the runtime locked each const for the run; each holds `dim` values of its type.
-        let consts: Vec<&[u8]> = self
-            .sig
-            .consts
-            .iter()
-            .zip(inv.consts)
-            .map(|(c, p)| unsafe {
-                std::slice::from_raw_parts(*p as *const u8, c.dim * c.dtype.size())
-            })
-            .collect();
+        let consts = inv.const_bytes();
         let buffers = sh.data.for_invocation(inv)?;
         let limits = self.gpu().limits();
         let scratch = |threads: usize| {

@@ -14,8 +14,8 @@ pub use program::{BUILD_OPTIONS, ProgramStats, program_stats};
 use device::{ClBuffer, ClMemory, cl_err};
 use op2_codegen::{ArgPassing, BlockLayout, OpenClCodegen, StubParam};
 use op2_core::{
-    Access, ArgKind, Backend, BackendFactory, Carrier, Config, DType, DataState, DeviceData,
-    DeviceMemory, DeviceStats, LoopInvocation, LoopSignature, Op2Error, PreparedLoop, Result,
+    Access, Backend, BackendFactory, Carrier, Config, DType, DataState, DeviceData, DeviceMemory,
+    DeviceStats, LoopInvocation, LoopSignature, Op2Error, PreparedLoop, Result,
 };
 use op2_plan::{LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, Planner};
 use opencl3::command_queue::CommandQueue;
@@ -142,11 +142,7 @@ impl Backend for OpenClBackend {
         };
         Ok(Arc::new(OpenClLoop {
             sig: sig.clone(),
-            reductions: (0..sig.args.len())
-                .filter(|&i| {
-                    sig.args[i].kind == ArgKind::Global && sig.args[i].access.is_reduction()
-                })
-                .collect(),
+            reductions: sig.reduction_args(),
             passing,
             shared: self.shared.clone(),
             programs: Mutex::new(HashMap::new()),
@@ -367,16 +363,7 @@ impl PreparedLoop for OpenClLoop {
         }
         let sh = &self.shared;
         sh.data.forget_dropped();
-        // SAFETY: the runtime locked each const for the run; each holds `dim` values of its type.
-        let consts: Vec<&[u8]> = self
-            .sig
-            .consts
-            .iter()
-            .zip(inv.consts)
-            .map(|(c, p)| unsafe {
-                std::slice::from_raw_parts(*p as *const u8, c.dim * c.dtype.size())
-            })
-            .collect();
+        let consts = inv.const_bytes();
         let buffers = sh.data.for_invocation(inv)?;
         let reductions = &self.reductions;
         let partials_for = |slots: usize| -> Result<Vec<Option<ClBuffer>>> {

@@ -66,12 +66,7 @@ impl Codegen for CCodegen {
 
 /// Positions of the Global reduction args (INC, MIN, MAX).
 pub(crate) fn reduction_args(sig: &LoopSignature) -> Vec<usize> {
-    sig.args
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| a.kind == ArgKind::Global && a.access.is_reduction())
-        .map(|(i, _)| i)
-        .collect()
+    sig.reduction_args()
 }
 
 /// The kernel, preceded by a declaration that makes it `static` and always inlined: GCC does not

@@ -64,6 +64,20 @@ pub struct LoopInvocation<'a> {
 }
 
 impl LoopInvocation<'_> {
+    /// Each const's bytes (`sig.consts[i]`'s `dim` values), as locked for this run.
+    pub fn const_bytes(&self) -> Vec<&[u8]> {
+        self.sig
+            .consts
+            .iter()
+            .zip(self.consts)
+            // SAFETY: the runtime locked each const for the run; each holds `dim` values of its
+            // type, and the locks outlive the invocation.
+            .map(|(c, p)| unsafe {
+                std::slice::from_raw_parts(*p as *const u8, c.dim * c.dtype.size())
+            })
+            .collect()
+    }
+
     /// Pointers to each map slot's values, in slot order.
     pub fn map_pointers(&self) -> Vec<*const i32> {
         self.maps.iter().map(|m| m.values().as_ptr()).collect()

@@ -90,8 +90,13 @@ impl LoopSignature {
 
     /// True when some Global arg is a reduction (INC, MIN, MAX).
     pub fn has_reductions(&self) -> bool {
-        self.args
-            .iter()
-            .any(|a| a.kind == ArgKind::Global && a.access.is_reduction())
+        !self.reduction_args().is_empty()
+    }
+
+    /// Positions of the Global args that are reductions (INC, MIN, MAX).
+    pub fn reduction_args(&self) -> Vec<usize> {
+        (0..self.args.len())
+            .filter(|&i| self.args[i].kind == ArgKind::Global && self.args[i].access.is_reduction())
+            .collect()
     }
 }
