@@ -125,11 +125,6 @@ impl EmulatedGpu {
         Ok(EmulatedGpu { jit, ptx })
     }
 
-    /// The PTX compiler, when units are also compiled with NVRTC.
-    pub fn ptx_compiler(&self) -> Option<&PtxCompiler> {
-        self.ptx.as_ref()
-    }
-
     fn call(
         &self,
         program: &EmulatedProgram,

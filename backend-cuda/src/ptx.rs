@@ -4,7 +4,7 @@
 //! corrupt file is compiled again rather than handed to the driver.
 
 use crate::nvrtc::{CompileFailure, Nvrtc};
-use op2_codegen::{CudaUnit, write_atomically};
+use op2_codegen::{CudaUnit, dump_source, write_atomically};
 use op2_core::{Config, Op2Error, Result};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -82,11 +82,6 @@ impl PtxCompiler {
         }
     }
 
-    /// The target architecture.
-    pub fn arch(&self) -> &str {
-        &self.arch
-    }
-
     /// NVRTC's version and the architecture, for messages: `NVRTC 12.8 (compute_90)`.
     pub fn identity(&self) -> String {
         let (major, minor) = self.nvrtc.version;
@@ -125,10 +120,7 @@ impl PtxCompiler {
             return Ok(p.clone());
         }
         if let Some(dir) = &self.dump {
-            fs::create_dir_all(dir)
-                .map_err(|e| io("creating the OP2_DUMP_GENCODE directory", dir, e))?;
-            let path = dir.join(format!("{}_{}.cu", unit.unit.kernel, &key[..16]));
-            fs::write(&path, source).map_err(|e| io("writing generated source", &path, e))?;
+            dump_source(dir, &unit.unit.kernel, &key, "cu", source)?;
         }
         fs::DirBuilder::new()
             .recursive(true)

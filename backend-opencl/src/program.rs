@@ -2,7 +2,7 @@
 //! the host JIT cache (source, device and driver identity, build options).
 
 use crate::device::{ChosenDevice, cl_err};
-use op2_codegen::{OpenClUnit, StubParam, write_atomically};
+use op2_codegen::{OpenClUnit, StubParam, dump_source, write_atomically};
 use op2_core::{Config, Op2Error, Result};
 use opencl3::context::Context;
 use opencl3::kernel::Kernel;
@@ -148,11 +148,7 @@ impl ProgramCache {
             return Ok(c.clone());
         }
         if let Some(dir) = &self.dump {
-            fs::create_dir_all(dir)
-                .map_err(|e| io("creating the OP2_DUMP_GENCODE directory", dir, e))?;
-            let path = dir.join(format!("{}_{}.cl", unit.unit.kernel, &key[..16]));
-            fs::write(&path, &unit.unit.source)
-                .map_err(|e| io("writing generated source", &path, e))?;
+            dump_source(dir, &unit.unit.kernel, &key, "cl", &unit.unit.source)?;
         }
         fs::create_dir_all(&self.dir)
             .map_err(|e| io("creating the cache directory", &self.dir, e))?;

@@ -146,10 +146,7 @@ impl JitCompiler {
             return Ok(*f);
         }
         if let Some(dir) = &self.dump_dir {
-            fs::create_dir_all(dir)
-                .map_err(|e| io("creating the OP2_DUMP_GENCODE directory", dir, e))?;
-            let path = dir.join(format!("{}_{}.c", unit.kernel, &key[..16]));
-            fs::write(&path, &unit.source).map_err(|e| io("writing generated source", &path, e))?;
+            dump_source(dir, &unit.kernel, &key, "c", &unit.source)?;
         }
         let lib = self.cache_dir.join(format!("{key}.so"));
         let f = match fs::read(&lib) {
@@ -231,6 +228,14 @@ impl JitCompiler {
         COMPILES.fetch_add(1, Ordering::Relaxed);
         open(lib, &unit.entry)
     }
+}
+
+/// Writes a generated source into the `OP2_DUMP_GENCODE` directory `dir`, as
+/// `<kernel>_<first 16 characters of its cache key>.<ext>`.
+pub fn dump_source(dir: &Path, kernel: &str, key: &str, ext: &str, source: &str) -> Result<()> {
+    fs::create_dir_all(dir).map_err(|e| io("creating the OP2_DUMP_GENCODE directory", dir, e))?;
+    let path = dir.join(format!("{kernel}_{}.{ext}", &key[..key.len().min(16)]));
+    fs::write(&path, source).map_err(|e| io("writing generated source", &path, e))
 }
 
 /// Writes a cache file through a temporary file and a rename, so that readers (other threads or

@@ -22,7 +22,7 @@ pub use cuda::{
 };
 pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam};
 pub use emit::{CCodegen, WRAPPER_SIGNATURE};
-pub use jit::{JitCompiler, JitFunction, JitStats, jit_stats, write_atomically};
+pub use jit::{JitCompiler, JitFunction, JitStats, dump_source, jit_stats, write_atomically};
 pub use opencl::{
     ArgPassing, OPENCL_ENTRY, OpenClCodegen, OpenClEmitError, OpenClUnit, rewrite_params,
 };
