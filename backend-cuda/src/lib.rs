@@ -27,7 +27,7 @@ pub use gpu::{Entry, Gpu, GpuBuffer, GpuLimits, LaunchArg, LaunchShape};
 pub use nvrtc::{CompileFailure, Nvrtc, parse_arch};
 pub use ptx::{NVRTC_OPTIONS, PtxCompiler, PtxStats, ptx_stats};
 
-use op2_codegen::{BlockLayout, CudaCodegen, CudaStub, CudaUnit, StubParam};
+use op2_codegen::{BlockLayout, CudaCodegen, CudaStub, CudaUnit, StubParam, const_symbol};
 use op2_core::{
     Access, Backend, BackendFactory, Carrier, Config, DataState, DeviceData, DeviceStats,
     LoopInvocation, LoopSignature, Op2Error, PreparedLoop, Result,
@@ -306,7 +306,8 @@ impl<G: Gpu> CudaLoop<G> {
         let mut changed = false;
         for (j, (c, bytes)) in self.sig.consts.iter().zip(consts).enumerate() {
             if last.as_ref().is_none_or(|l| l[j] != *bytes) {
-                self.gpu().set_const(&loaded.program, j, &c.name, bytes)?;
+                self.gpu()
+                    .set_const(&loaded.program, j, &const_symbol(&c.name), bytes)?;
                 changed = true;
             }
         }

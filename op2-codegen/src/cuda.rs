@@ -12,7 +12,7 @@ use crate::device::{
     BlockLayout, Dialect, StubParam, combine_expr, data_params, emit_direct_stub,
     emit_group_combine, emit_planned_stub, emit_reduction_finish, emit_reduction_init,
 };
-use crate::emit::{emit_consts, emit_kernel, reduction_args};
+use crate::emit::{const_symbol, emit_consts, emit_kernel, kernel_symbol, reduction_args};
 use op2_core::{Access, ArgKind, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
 
@@ -212,39 +212,40 @@ fn emit_atomic_stub(s: &mut String, sig: &LoopSignature) -> Vec<StubParam> {
         let (t, dim) = (a.dtype.c_name(), a.dim);
         let increments = a.access == Access::Inc;
         match a.kind {
-            ArgKind::Direct => call.push(d.pass("", &format!("arg{i} + (long)op2_e * {dim}"))),
+            ArgKind::Direct => call.push(d.pass("", &format!("op2_arg{i} + (long)op2_e * {dim}"))),
             ArgKind::Global if a.access.is_reduction() => {
-                call.push(d.pass("", &format!("arg{i}_r")))
+                call.push(d.pass("", &format!("op2_arg{i}_r")))
             }
-            ArgKind::Global => call.push(d.pass("", &format!("arg{i}"))),
+            ArgKind::Global => call.push(d.pass("", &format!("op2_arg{i}"))),
             ArgKind::Indirect { map, index, .. } if increments => {
                 let _ = writeln!(
                     s,
-                    "    {t} arg{i}_l[{dim}];\n    for (int op2_k = 0; op2_k < {dim}; op2_k++) arg{i}_l[op2_k] = 0;"
+                    "    {t} op2_arg{i}_l[{dim}];\n    for (int op2_k = 0; op2_k < {dim}; op2_k++) op2_arg{i}_l[op2_k] = 0;"
                 );
-                call.push(d.pass("", &format!("arg{i}_l")));
+                call.push(d.pass("", &format!("op2_arg{i}_l")));
                 let _ = writeln!(
                     atomics,
-                    "    for (int op2_k = 0; op2_k < {dim}; op2_k++) op2_atomic_add(&arg{i}[{} * {dim} + op2_k], arg{i}_l[op2_k]);",
+                    "    for (int op2_k = 0; op2_k < {dim}; op2_k++) op2_atomic_add(&op2_arg{i}[{} * {dim} + op2_k], op2_arg{i}_l[op2_k]);",
                     target(map, index)
                 );
             }
             ArgKind::Indirect { map, index, .. } => {
-                call.push(d.pass("", &format!("arg{i} + {} * {dim}", target(map, index))))
+                call.push(d.pass("", &format!("op2_arg{i} + {} * {dim}", target(map, index))))
             }
             ArgKind::Row { map, arity } => {
-                let _ = writeln!(s, "    {t} *arg{i}_vec[{arity}];");
+                let _ = writeln!(s, "    {t} *op2_arg{i}_vec[{arity}];");
                 if increments {
                     let n = arity * dim;
                     let _ = writeln!(
                         s,
-                        "    {t} arg{i}_l[{n}];\n    for (int op2_k = 0; op2_k < {n}; op2_k++) arg{i}_l[op2_k] = 0;"
+                        "    {t} op2_arg{i}_l[{n}];\n    for (int op2_k = 0; op2_k < {n}; op2_k++) op2_arg{i}_l[op2_k] = 0;"
                     );
                     for j in 0..arity {
-                        let _ = writeln!(s, "    arg{i}_vec[{j}] = arg{i}_l + {};", j * dim);
+                        let _ =
+                            writeln!(s, "    op2_arg{i}_vec[{j}] = op2_arg{i}_l + {};", j * dim);
                         let _ = writeln!(
                             atomics,
-                            "    for (int op2_k = 0; op2_k < {dim}; op2_k++) op2_atomic_add(&arg{i}[{} * {dim} + op2_k], arg{i}_l[{} + op2_k]);",
+                            "    for (int op2_k = 0; op2_k < {dim}; op2_k++) op2_atomic_add(&op2_arg{i}[{} * {dim} + op2_k], op2_arg{i}_l[{} + op2_k]);",
                             target(map, j),
                             j * dim
                         );
@@ -253,16 +254,21 @@ fn emit_atomic_stub(s: &mut String, sig: &LoopSignature) -> Vec<StubParam> {
                     for j in 0..arity {
                         let _ = writeln!(
                             s,
-                            "    arg{i}_vec[{j}] = arg{i} + {} * {dim};",
+                            "    op2_arg{i}_vec[{j}] = op2_arg{i} + {} * {dim};",
                             target(map, j)
                         );
                     }
                 }
-                call.push(d.pass("", &format!("arg{i}_vec")));
+                call.push(d.pass("", &format!("op2_arg{i}_vec")));
             }
         }
     }
-    let _ = writeln!(s, "    {}({});", sig.kernel.name(), call.join(", "));
+    let _ = writeln!(
+        s,
+        "    {}({});",
+        kernel_symbol(sig.kernel.name()),
+        call.join(", ")
+    );
     s.push_str(&atomics);
     s.push_str("  }\n");
     emit_reduction_finish(s, sig, "(int)blockIdx.x", true, d);
@@ -278,8 +284,8 @@ fn emit_finish_kernel(s: &mut String, sig: &LoopSignature) -> Vec<StubParam> {
     let mut params = vec![StubParam::PartialCount];
     for i in reduction_args(sig) {
         let t = sig.args[i].dtype.c_name();
-        decls.push(format!("{t} *arg{i}"));
-        decls.push(format!("const {t} *arg{i}_part"));
+        decls.push(format!("{t} *op2_arg{i}"));
+        decls.push(format!("const {t} *op2_arg{i}_part"));
         params.extend([StubParam::Data(i), StubParam::Partials(i)]);
     }
     s.push_str(&d.kernel_head(CUDA_FINISH_ENTRY, &decls, true));
@@ -296,18 +302,20 @@ fn emit_finish_kernel(s: &mut String, sig: &LoopSignature) -> Vec<StubParam> {
             let init = if a.access == Access::Inc {
                 "0".to_string()
             } else {
-                format!("arg{i}[{k}]")
+                format!("op2_arg{i}[{k}]")
             };
             let _ = writeln!(
                 s,
                 "  {{\n  {t} op2_v = {init};\n  \
                  for (int op2_j = op2_lid; op2_j < op2_nparts; op2_j += op2_lsize) {{ \
-                 {t} op2_x = op2_v, op2_y = arg{i}_part[(long)op2_j * {dim} + {k}]; op2_v = {combine}; }}",
+                 {t} op2_x = op2_v, op2_y = op2_arg{i}_part[(long)op2_j * {dim} + {k}]; op2_v = {combine}; }}",
                 dim = a.dim
             );
             emit_group_combine(s, d, true, t, a.access, "op2_v", |r| match a.access {
-                Access::Inc => format!("arg{i}[{k}] += {r};"),
-                _ => format!("{t} op2_x = arg{i}[{k}], op2_y = {r}; arg{i}[{k}] = {combine};"),
+                Access::Inc => format!("op2_arg{i}[{k}] += {r};"),
+                _ => format!(
+                    "{t} op2_x = op2_arg{i}[{k}], op2_y = {r}; op2_arg{i}[{k}] = {combine};"
+                ),
             });
             s.push_str("  }\n");
         }
@@ -365,8 +373,8 @@ fn emit_emulation_trampolines(
     for (j, c) in sig.consts.iter().enumerate() {
         let _ = writeln!(
             s,
-            "    case {j}: memcpy((void *)&{n}, op2_p[0], sizeof({n})); return 0;",
-            n = c.name
+            "    case {j}: ::memcpy((void *)&{n}, op2_p[0], sizeof({n})); return 0;",
+            n = const_symbol(&c.name)
         );
     }
     s.push_str(
@@ -526,18 +534,17 @@ mod tests {
         let sig = res_calc_like();
         let u = CudaCodegen.emit(&sig, &CudaStub::Atomic);
         let src = &u.unit.source;
-        assert!(src.contains("__constant__ double gam;"), "{src}");
+        assert!(src.contains("__constant__ double op2_const_gam;"), "{src}");
+        assert!(src.contains("#define gam op2_const_gam"));
         assert!(src.contains(
             "static __device__ __forceinline__ void flux(const double * x[2], double * r0, double * r1, double * s);"
         ));
         assert!(src.contains(
-            "op2_atomic_add(&arg1[(long)op2_map1[(long)0 * op2_map1_rows + op2_e] * 1 + op2_k], arg1_l[op2_k]);"
+            "op2_atomic_add(&op2_arg1[(long)op2_map1[(long)0 * op2_map1_rows + op2_e] * 1 + op2_k], op2_arg1_l[op2_k]);"
         ));
-        assert!(
-            src.contains(
-                "arg0_vec[1] = arg0 + (long)op2_map0[(long)1 * op2_map0_rows + op2_e] * 2;"
-            )
-        );
+        assert!(src.contains(
+            "op2_arg0_vec[1] = op2_arg0 + (long)op2_map0[(long)1 * op2_map0_rows + op2_e] * 2;"
+        ));
         assert_eq!(
             u.params,
             [
@@ -612,16 +619,16 @@ mod tests {
         sig.args[3].access = Access::Max;
         let u = CudaCodegen.emit(&sig, &CudaStub::Direct);
         let src = &u.unit.source;
-        assert!(src.contains("extern \"C\" __global__ void op2_finish(const int op2_nparts, double *arg3, const double *arg3_part)"));
-        assert!(src.contains("double op2_v = arg3[0];"));
-        assert!(src.contains("arg3[0] = (op2_y > op2_x ? op2_y : op2_x);"));
+        assert!(src.contains("extern \"C\" __global__ void op2_finish(const int op2_nparts, double *op2_arg3, const double *op2_arg3_part)"));
+        assert!(src.contains("double op2_v = op2_arg3[0];"));
+        assert!(src.contains("op2_arg3[0] = (op2_y > op2_x ? op2_y : op2_x);"));
         assert!(!src.contains("op2_atomic_add"));
     }
 
     #[test]
     fn declarations_give_their_types() {
         assert_eq!(decl_type("const int op2_start"), "const int");
-        assert_eq!(decl_type("double *arg0"), "double *");
+        assert_eq!(decl_type("double *op2_arg0"), "double *");
         assert_eq!(decl_type("const ushort *op2_s0_local"), "const ushort *");
     }
 }

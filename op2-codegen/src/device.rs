@@ -5,7 +5,7 @@
 //! work-items, increments are applied colour by colour, and the host launches block colours in
 //! sequence (seed 003, the OP2 paper). Direct loops run one element per work-item.
 
-use crate::emit::reduction_args;
+use crate::emit::{kernel_symbol, reduction_args};
 use op2_core::{Access, ArgKind, ArgSig, DType, LoopSignature};
 use std::fmt::Write;
 
@@ -305,11 +305,14 @@ pub(crate) fn data_params(
 ) {
     let g = d.global();
     for (i, a) in sig.args.iter().enumerate() {
-        decl.push(format!("{g}{} *arg{i}", a.dtype.c_name()));
+        decl.push(format!("{g}{} *op2_arg{i}", a.dtype.c_name()));
         order.push(StubParam::Data(i));
     }
     for i in reduction_args(sig) {
-        decl.push(format!("{g}{} *arg{i}_part", sig.args[i].dtype.c_name()));
+        decl.push(format!(
+            "{g}{} *op2_arg{i}_part",
+            sig.args[i].dtype.c_name()
+        ));
         order.push(StubParam::Partials(i));
     }
 }
@@ -319,15 +322,15 @@ pub(crate) fn data_params(
 pub(crate) fn emit_reduction_init(s: &mut String, sig: &LoopSignature) {
     for i in reduction_args(sig) {
         let a = &sig.args[i];
-        let _ = writeln!(s, "  {} arg{i}_r[{}];", a.dtype.c_name(), a.dim);
+        let _ = writeln!(s, "  {} op2_arg{i}_r[{}];", a.dtype.c_name(), a.dim);
         let init = if a.access == Access::Inc {
             "0".to_string()
         } else {
-            format!("arg{i}[op2_k]")
+            format!("op2_arg{i}[op2_k]")
         };
         let _ = writeln!(
             s,
-            "  for (int op2_k = 0; op2_k < {}; op2_k++) arg{i}_r[op2_k] = {init};",
+            "  for (int op2_k = 0; op2_k < {}; op2_k++) op2_arg{i}_r[op2_k] = {init};",
             a.dim
         );
     }
@@ -413,10 +416,10 @@ pub(crate) fn emit_reduction_finish(
                 tree,
                 a.dtype.c_name(),
                 a.access,
-                &format!("arg{i}_r[{k}]"),
+                &format!("op2_arg{i}_r[{k}]"),
                 |r| {
                     format!(
-                        "arg{i}_part[({wide})({slot}) * {dim} + {k}] = {r};",
+                        "op2_arg{i}_part[({wide})({slot}) * {dim} + {k}] = {r};",
                         dim = a.dim
                     )
                 },
@@ -433,20 +436,38 @@ pub(crate) struct Around {
 }
 
 impl Around {
-    /// Gives arg `i` a private copy `arg{i}_c` of the `n` values at `src` (written back when the arg
+    /// Gives arg `i` a private copy `op2_arg{i}_c` of the `n` values at `src` (written back when the arg
     /// modifies them); returns its declaration.
     pub(crate) fn copy(&mut self, i: usize, a: &ArgSig, n: usize, src: &str) -> String {
+        self.copy_part(a.access, &format!("op2_arg{i}_c"), 0, n, src);
+        format!("{} op2_arg{i}_c[{n}];", a.dtype.c_name())
+    }
+
+    /// Copies the `n` values at `src` into `copy[offset..]` before the call, and back after it
+    /// when `access` modifies them. An increment starts from zero and is added back, so that two
+    /// args on the same data each count (as through aliasing pointers on the host).
+    pub(crate) fn copy_part(
+        &mut self,
+        access: Access,
+        copy: &str,
+        offset: usize,
+        n: usize,
+        src: &str,
+    ) {
+        let (fill, back) = match access {
+            Access::Inc => ("0".to_string(), "+="),
+            _ => (format!("({src})[op2_k]"), "="),
+        };
         let _ = write!(
             self.pre,
-            " for (int op2_k = 0; op2_k < {n}; op2_k++) arg{i}_c[op2_k] = ({src})[op2_k];"
+            " for (int op2_k = 0; op2_k < {n}; op2_k++) {copy}[{offset} + op2_k] = {fill};"
         );
-        if a.access.writes() {
+        if access.writes() {
             let _ = write!(
                 self.post,
-                " for (int op2_k = 0; op2_k < {n}; op2_k++) ({src})[op2_k] = arg{i}_c[op2_k];"
+                " for (int op2_k = 0; op2_k < {n}; op2_k++) ({src})[op2_k] {back} {copy}[{offset} + op2_k];"
             );
         }
-        format!("{} arg{i}_c[{n}];", a.dtype.c_name())
     }
 
     /// Wraps `call` with the copies.
@@ -500,21 +521,21 @@ pub(crate) fn emit_direct_stub(
     for (i, a) in sig.args.iter().enumerate() {
         let src = match a.kind {
             ArgKind::Global if a.access.is_reduction() => {
-                call.push(d.pass("", &format!("arg{i}_r")));
+                call.push(d.pass("", &format!("op2_arg{i}_r")));
                 continue;
             }
-            ArgKind::Direct => format!("arg{i} + ({wide})op2_e * {}", a.dim),
-            _ => format!("arg{i}"),
+            ArgKind::Direct => format!("op2_arg{i} + ({wide})op2_e * {}", a.dim),
+            _ => format!("op2_arg{i}"),
         };
         if private {
             let decl = around.copy(i, a, a.dim, &src);
             let _ = writeln!(s, "  {decl}");
-            call.push(d.pass("", &format!("arg{i}_c")));
+            call.push(d.pass("", &format!("op2_arg{i}_c")));
         } else {
             call.push(d.pass(d.global(), &src));
         }
     }
-    let call = format!("{}({})", sig.kernel.name(), call.join(", "));
+    let call = format!("{}({})", kernel_symbol(sig.kernel.name()), call.join(", "));
     let _ = writeln!(s, "  if (op2_e < op2_end) {};", around.wrap(&call));
     emit_reduction_finish(s, sig, d.group_id(), tree, d);
     s.push_str("}\n");
@@ -620,7 +641,7 @@ pub(crate) fn emit_planned_stub(
         let fill = match st.mode {
             StagingMode::Increment => "0".to_string(),
             _ => {
-                format!("arg{src}[({wide})op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]")
+                format!("op2_arg{src}[({wide})op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]")
             }
         };
         let _ = writeln!(
@@ -653,39 +674,41 @@ pub(crate) fn emit_planned_stub(
         match a.kind {
             ArgKind::Direct | ArgKind::Global if private_copies && !a.access.is_reduction() => {
                 let src = match a.kind {
-                    ArgKind::Direct => format!("arg{i} + ({wide})op2_e * {}", a.dim),
-                    _ => format!("arg{i}"),
+                    ArgKind::Direct => format!("op2_arg{i} + ({wide})op2_e * {}", a.dim),
+                    _ => format!("op2_arg{i}"),
                 };
                 let decl = around.copy(i, a, a.dim, &src);
                 let _ = writeln!(s, "    {decl}");
-                call.push(d.pass("", &format!("arg{i}_c")));
+                call.push(d.pass("", &format!("op2_arg{i}_c")));
             }
-            ArgKind::Direct => call.push(d.pass(g, &format!("arg{i} + ({wide})op2_e * {}", a.dim))),
+            ArgKind::Direct => {
+                call.push(d.pass(g, &format!("op2_arg{i} + ({wide})op2_e * {}", a.dim)))
+            }
             ArgKind::Global if a.access.is_reduction() => {
-                call.push(d.pass("", &format!("arg{i}_r")))
+                call.push(d.pass("", &format!("op2_arg{i}_r")))
             }
-            ArgKind::Global => call.push(d.pass(g, &format!("arg{i}"))),
+            ArgKind::Global => call.push(d.pass(g, &format!("op2_arg{i}"))),
             ArgKind::Indirect { index, .. } => {
                 let k = b.arg_staging[i].expect("indirect args are staged");
                 if private {
                     let _ = writeln!(
                         s,
-                        "    {t} arg{i}_l[{d}];\n    for (int op2_k = 0; op2_k < {d}; op2_k++) arg{i}_l[op2_k] = 0;",
+                        "    {t} op2_arg{i}_l[{d}];\n    for (int op2_k = 0; op2_k < {d}; op2_k++) op2_arg{i}_l[op2_k] = 0;",
                         d = a.dim
                     );
-                    call.push(d.pass("", &format!("arg{i}_l")));
+                    call.push(d.pass("", &format!("op2_arg{i}_l")));
                 } else {
                     let _ = writeln!(
                         s,
-                        "    {sh}{t} *arg{i}_p = op2_s{k};\n    if (op2_active) arg{i}_p = &{};",
+                        "    {sh}{t} *op2_arg{i}_p = op2_s{k};\n    if (op2_active) op2_arg{i}_p = &{};",
                         staged_item(b, d, k, index)
                     );
                     if private_copies {
-                        let decl = around.copy(i, a, a.dim, &format!("arg{i}_p"));
+                        let decl = around.copy(i, a, a.dim, &format!("op2_arg{i}_p"));
                         let _ = writeln!(s, "    {decl}");
-                        call.push(d.pass("", &format!("arg{i}_c")));
+                        call.push(d.pass("", &format!("op2_arg{i}_c")));
                     } else {
-                        call.push(d.pass(sh, &format!("arg{i}_p")));
+                        call.push(d.pass(sh, &format!("op2_arg{i}_p")));
                     }
                 }
             }
@@ -694,53 +717,57 @@ pub(crate) fn emit_planned_stub(
                 if private {
                     let _ = writeln!(
                         s,
-                        "    {t} arg{i}_l[{n}];\n    for (int op2_k = 0; op2_k < {n}; op2_k++) arg{i}_l[op2_k] = 0;\n    {t} *arg{i}_vec[{arity}];",
+                        "    {t} op2_arg{i}_l[{n}];\n    for (int op2_k = 0; op2_k < {n}; op2_k++) op2_arg{i}_l[op2_k] = 0;\n    {t} *op2_arg{i}_vec[{arity}];",
                         n = arity * a.dim
                     );
                     for j in 0..arity {
-                        let _ = writeln!(s, "    arg{i}_vec[{j}] = arg{i}_l + {};", j * a.dim);
+                        let _ =
+                            writeln!(s, "    op2_arg{i}_vec[{j}] = op2_arg{i}_l + {};", j * a.dim);
                     }
                 } else {
                     let _ = writeln!(
                         s,
-                        "    {sh}{t} *arg{i}_vec[{arity}];\n    if (op2_active) {{"
+                        "    {sh}{t} *op2_arg{i}_vec[{arity}];\n    if (op2_active) {{"
                     );
                     for j in 0..arity {
-                        let _ =
-                            writeln!(s, "      arg{i}_vec[{j}] = &{};", staged_item(b, d, k, j));
+                        let _ = writeln!(
+                            s,
+                            "      op2_arg{i}_vec[{j}] = &{};",
+                            staged_item(b, d, k, j)
+                        );
                     }
                     s.push_str("    }\n");
                     if private_copies {
                         let dim = a.dim;
                         let _ = writeln!(
                             s,
-                            "    {t} arg{i}_c[{}];\n    {t} *arg{i}_cv[{arity}];",
+                            "    {t} op2_arg{i}_c[{}];\n    {t} *op2_arg{i}_cv[{arity}];",
                             arity * dim
                         );
                         for j in 0..arity {
-                            let _ = writeln!(s, "    arg{i}_cv[{j}] = arg{i}_c + {};", j * dim);
-                            let _ = write!(
-                                around.pre,
-                                " for (int op2_k = 0; op2_k < {dim}; op2_k++) arg{i}_c[{} + op2_k] = arg{i}_vec[{j}][op2_k];",
-                                j * dim
+                            let _ =
+                                writeln!(s, "    op2_arg{i}_cv[{j}] = op2_arg{i}_c + {};", j * dim);
+                            around.copy_part(
+                                a.access,
+                                &format!("op2_arg{i}_c"),
+                                j * dim,
+                                dim,
+                                &format!("op2_arg{i}_vec[{j}]"),
                             );
-                            if a.access.writes() {
-                                let _ = write!(
-                                    around.post,
-                                    " for (int op2_k = 0; op2_k < {dim}; op2_k++) arg{i}_vec[{j}][op2_k] = arg{i}_c[{} + op2_k];",
-                                    j * dim
-                                );
-                            }
                         }
-                        call.push(d.pass("", &format!("arg{i}_cv")));
+                        call.push(d.pass("", &format!("op2_arg{i}_cv")));
                         continue;
                     }
                 }
-                call.push(d.pass("", &format!("arg{i}_vec")));
+                call.push(d.pass("", &format!("op2_arg{i}_vec")));
             }
         }
     }
-    let call = around.wrap(&format!("{}({})", sig.kernel.name(), call.join(", ")));
+    let call = around.wrap(&format!(
+        "{}({})",
+        kernel_symbol(sig.kernel.name()),
+        call.join(", ")
+    ));
     if by_colour {
         let _ = writeln!(
             s,
@@ -767,7 +794,7 @@ pub(crate) fn emit_planned_stub(
                 for (entry, off) in entries {
                     let _ = writeln!(
                         s,
-                        "        {{ {sh}{t} *op2_d = &{}; for (int op2_k = 0; op2_k < {d}; op2_k++) op2_d[op2_k] += arg{i}_l[{off} + op2_k]; }}",
+                        "        {{ {sh}{t} *op2_d = &{}; for (int op2_k = 0; op2_k < {d}; op2_k++) op2_d[op2_k] += op2_arg{i}_l[{off} + op2_k]; }}",
                         staged_item(b, d, k, entry),
                         t = a.dtype.c_name(),
                         d = a.dim
@@ -781,7 +808,7 @@ pub(crate) fn emit_planned_stub(
     for (k, st) in b.stagings.iter().enumerate() {
         let (dim, src) = (st.dim, st.source_arg);
         let target =
-            format!("arg{src}[({wide})op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]");
+            format!("op2_arg{src}[({wide})op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]");
         let op = match st.mode {
             StagingMode::Read => continue,
             StagingMode::Increment => "+=",

@@ -21,7 +21,7 @@ pub use cuda::{
     CudaStub, CudaUnit, EMULATION_LAUNCH_FINISH, EMULATION_LAUNCH_STUB, EMULATION_SET_CONST,
 };
 pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam};
-pub use emit::{CCodegen, WRAPPER_SIGNATURE};
+pub use emit::{CCodegen, WRAPPER_SIGNATURE, const_symbol, kernel_symbol};
 pub use jit::{JitCompiler, JitFunction, JitStats, dump_source, jit_stats, write_atomically};
 pub use opencl::{
     ArgPassing, OPENCL_ENTRY, OpenClCodegen, OpenClEmitError, OpenClUnit, rewrite_params,

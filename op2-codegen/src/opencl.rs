@@ -3,6 +3,7 @@
 //! stubs themselves are shared with CUDA, in [`crate::device`]).
 
 use crate::device::{BlockLayout, Dialect, StubParam, emit_direct_stub, emit_planned_stub};
+use crate::emit::{close_user_names, const_symbol, open_user_names};
 use op2_core::{ArgKind, DType, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
 
@@ -77,7 +78,7 @@ impl OpenClCodegen {
                     s,
                     "__constant {} {} = {};",
                     c.dtype.c_name(),
-                    c.name,
+                    const_symbol(&c.name),
                     values[0]
                 );
             } else {
@@ -85,7 +86,7 @@ impl OpenClCodegen {
                     s,
                     "__constant {} {}[{}] = {{{}}};",
                     c.dtype.c_name(),
-                    c.name,
+                    const_symbol(&c.name),
                     c.dim,
                     values.join(", ")
                 );
@@ -111,9 +112,13 @@ impl OpenClCodegen {
                 "kernel `{name}`: could not find its definition to add address-space qualifiers"
             ))
         })?;
-        let _ = writeln!(s, "\nvoid {name}({});", qualified.join(", "));
+        s.push('\n');
+        open_user_names(&mut s, sig);
+        let _ = writeln!(s, "void {name}({});", qualified.join(", "));
         s.push_str(&source);
-        s.push_str("\n\n");
+        s.push('\n');
+        close_user_names(&mut s, sig);
+        s.push('\n');
         let (entry, tree) = (OPENCL_ENTRY, self.tree_reductions);
         let params = match blocks {
             None => emit_direct_stub(&mut s, sig, entry, Dialect::OpenCl, private, tree),
@@ -360,7 +365,7 @@ mod tests {
             )
             .unwrap();
         let src = &u.unit.source;
-        assert!(src.contains("__constant double gam = 1.4;"));
+        assert!(src.contains("__constant double op2_const_gam = 1.4;"));
         assert!(src.contains("void flux(__global const double * x, double * r0, double * r1) {"));
         assert!(src.contains("op2_s0[op2_k] = 0;"));
         assert!(src.contains("+= op2_s0[op2_k];"));

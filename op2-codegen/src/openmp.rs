@@ -3,8 +3,8 @@
 //! partials for Global reductions combined in thread order.
 
 use crate::emit::{
-    HOST_INLINE, emit_consts, emit_gathers, emit_kernel, emit_row_vectors, emit_wrapper_prologue,
-    kernel_call_args, reduction_args,
+    HOST_INLINE, combine_into, emit_consts, emit_gathers, emit_kernel, emit_row_vectors,
+    emit_wrapper_prologue, kernel_call_args, kernel_symbol, reduction_args,
 };
 use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
@@ -14,7 +14,7 @@ use std::fmt::Write;
 /// statically across the threads (loops that modify nothing through maps); otherwise colour `c` runs
 /// blocks `block_map[colour_offsets[c] .. colour_offsets[c + 1]]`, block `b` being elements
 /// `block_offsets[b] .. block_offsets[b] + block_lengths[b]` (clipped to `start..end`).
-pub const OPENMP_WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) void NAME(int64_t start, int64_t end, void *const *args, const int32_t *const *maps, const void *const *consts, int32_t nthreads, int32_t ncolours, const uint64_t *colour_offsets, const uint32_t *block_map, const uint32_t *block_offsets, const uint32_t *block_lengths)";
+pub const OPENMP_WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) void NAME(int64_t op2_start, int64_t op2_end, void *const *op2_args, const int32_t *const *op2_maps, const void *const *op2_consts, int32_t op2_nthreads, int32_t op2_ncolours, const uint64_t *op2_colour_offsets, const uint32_t *op2_block_map, const uint32_t *op2_block_offsets, const uint32_t *op2_block_lengths)";
 
 /// Emits C with OpenMP pragmas; compile with `-fopenmp`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -24,13 +24,18 @@ impl Codegen for OpenMpCodegen {
     fn emit(&self, sig: &LoopSignature) -> GeneratedUnit {
         let entry = format!("op2_omp_{}", sig.kernel.name());
         let reductions = reduction_args(sig);
-        let mut call = kernel_call_args(sig, "n");
+        let mut call = kernel_call_args(sig, "op2_n");
         for &i in &reductions {
-            call[i] = format!("(void *)arg{i}_l");
+            call[i] = format!("(void *)op2_arg{i}_l");
         }
         let body = |s: &mut String, indent: &str| {
-            emit_gathers(s, sig, "n", indent);
-            let _ = writeln!(s, "{indent}{}({});", sig.kernel.name(), call.join(", "));
+            emit_gathers(s, sig, "op2_n", indent);
+            let _ = writeln!(
+                s,
+                "{indent}{}({});",
+                kernel_symbol(sig.kernel.name()),
+                call.join(", ")
+            );
         };
 
         let mut s = String::new();
@@ -51,77 +56,77 @@ impl Codegen for OpenMpCodegen {
             let a = &sig.args[i];
             let t = a.dtype.c_name();
             let d = a.dim;
-            let _ = writeln!(s, "  {t} arg{i}_part[nthreads * {d}];");
+            let _ = writeln!(s, "  {t} op2_arg{i}_part[op2_nthreads * {d}];");
             let init = if a.access == Access::Inc {
                 format!("({t})0")
             } else {
-                format!("arg{i}[k % {d}]")
+                format!("op2_arg{i}[op2_k % {d}]")
             };
             let _ = writeln!(
                 s,
-                "  for (int64_t k = 0; k < (int64_t)nthreads * {d}; k++) arg{i}_part[k] = {init};"
+                "  for (int64_t op2_k = 0; op2_k < (int64_t)op2_nthreads * {d}; op2_k++) op2_arg{i}_part[op2_k] = {init};"
             );
         }
         // firstprivate copies the pointers into locals of each thread's outlined function. Read
         // from the shared context instead, they would be reloaded after every store through a
         // kernel pointer (which might alias the context), costing the loop its registers.
-        let mut private: Vec<String> = (0..sig.args.len()).map(|i| format!("arg{i}")).collect();
-        private.extend((0..sig.n_maps).map(|m| format!("map{m}")));
+        let mut private: Vec<String> = (0..sig.args.len()).map(|i| format!("op2_arg{i}")).collect();
+        private.extend((0..sig.n_maps).map(|m| format!("op2_map{m}")));
         private.extend(
             [
-                "start",
-                "end",
-                "ncolours",
-                "colour_offsets",
-                "block_map",
-                "block_offsets",
-                "block_lengths",
+                "op2_start",
+                "op2_end",
+                "op2_ncolours",
+                "op2_colour_offsets",
+                "op2_block_map",
+                "op2_block_offsets",
+                "op2_block_lengths",
             ]
             .map(String::from),
         );
         let _ = writeln!(
             s,
-            "  #pragma omp parallel num_threads(nthreads) firstprivate({})\n  {{",
+            "  #pragma omp parallel num_threads(op2_nthreads) firstprivate({})\n  {{",
             private.join(", ")
         );
-        s.push_str("    const int tid = omp_get_thread_num();\n");
-        s.push_str("    const int nt = omp_get_num_threads();\n");
+        s.push_str("    const int op2_tid = omp_get_thread_num();\n");
+        s.push_str("    const int op2_nt = omp_get_num_threads();\n");
         emit_row_vectors(&mut s, sig, "    ");
         for &i in &reductions {
             let a = &sig.args[i];
-            let _ = writeln!(s, "    {} arg{i}_l[{}];", a.dtype.c_name(), a.dim);
+            let _ = writeln!(s, "    {} op2_arg{i}_l[{}];", a.dtype.c_name(), a.dim);
             let _ = writeln!(
                 s,
-                "    for (int k = 0; k < {0}; k++) arg{i}_l[k] = arg{i}_part[(int64_t)tid * {0} + k];",
+                "    for (int op2_k = 0; op2_k < {0}; op2_k++) op2_arg{i}_l[op2_k] = op2_arg{i}_part[(int64_t)op2_tid * {0} + op2_k];",
                 a.dim
             );
         }
-        s.push_str("    if (ncolours == 0) {\n");
-        s.push_str("      const int64_t len = end - start;\n");
-        s.push_str("      const int64_t lo = start + len * tid / nt;\n");
-        s.push_str("      const int64_t hi = start + len * (tid + 1) / nt;\n");
-        s.push_str("      for (int64_t n = lo; n < hi; n++) {\n");
+        s.push_str("    if (op2_ncolours == 0) {\n");
+        s.push_str("      const int64_t op2_len = op2_end - op2_start;\n");
+        s.push_str("      const int64_t op2_lo = op2_start + op2_len * op2_tid / op2_nt;\n");
+        s.push_str("      const int64_t op2_hi = op2_start + op2_len * (op2_tid + 1) / op2_nt;\n");
+        s.push_str("      for (int64_t op2_n = op2_lo; op2_n < op2_hi; op2_n++) {\n");
         body(&mut s, "        ");
         s.push_str("      }\n");
         s.push_str("    } else {\n");
-        s.push_str("      for (int32_t c = 0; c < ncolours; c++) {\n");
+        s.push_str("      for (int32_t op2_c = 0; op2_c < op2_ncolours; op2_c++) {\n");
         // `omp for` ends with a barrier: a colour's writes are done before the next colour starts.
         s.push_str("        #pragma omp for schedule(static)\n");
         s.push_str(
-            "        for (int64_t b = (int64_t)colour_offsets[c]; b < (int64_t)colour_offsets[c + 1]; b++) {\n",
+            "        for (int64_t op2_b = (int64_t)op2_colour_offsets[op2_c]; op2_b < (int64_t)op2_colour_offsets[op2_c + 1]; op2_b++) {\n",
         );
-        s.push_str("          const uint32_t blk = block_map[b];\n");
-        s.push_str("          int64_t first = block_offsets[blk];\n");
-        s.push_str("          int64_t last = first + block_lengths[blk];\n");
-        s.push_str("          if (first < start) first = start;\n");
-        s.push_str("          if (last > end) last = end;\n");
-        s.push_str("          for (int64_t n = first; n < last; n++) {\n");
+        s.push_str("          const uint32_t op2_blk = op2_block_map[op2_b];\n");
+        s.push_str("          int64_t op2_first = op2_block_offsets[op2_blk];\n");
+        s.push_str("          int64_t op2_last = op2_first + op2_block_lengths[op2_blk];\n");
+        s.push_str("          if (op2_first < op2_start) op2_first = op2_start;\n");
+        s.push_str("          if (op2_last > op2_end) op2_last = op2_end;\n");
+        s.push_str("          for (int64_t op2_n = op2_first; op2_n < op2_last; op2_n++) {\n");
         body(&mut s, "            ");
         s.push_str("          }\n        }\n      }\n    }\n");
         for &i in &reductions {
             let _ = writeln!(
                 s,
-                "    for (int k = 0; k < {0}; k++) arg{i}_part[(int64_t)tid * {0} + k] = arg{i}_l[k];",
+                "    for (int op2_k = 0; op2_k < {0}; op2_k++) op2_arg{i}_part[(int64_t)op2_tid * {0} + op2_k] = op2_arg{i}_l[op2_k];",
                 sig.args[i].dim
             );
         }
@@ -130,18 +135,14 @@ impl Codegen for OpenMpCodegen {
         for &i in &reductions {
             let a = &sig.args[i];
             let d = a.dim;
-            let combine = match a.access {
-                Access::Inc => format!("arg{i}[k] += arg{i}_part[(int64_t)t * {d} + k];"),
-                Access::Min => format!(
-                    "if (arg{i}_part[(int64_t)t * {d} + k] < arg{i}[k]) arg{i}[k] = arg{i}_part[(int64_t)t * {d} + k];"
-                ),
-                _ => format!(
-                    "if (arg{i}_part[(int64_t)t * {d} + k] > arg{i}[k]) arg{i}[k] = arg{i}_part[(int64_t)t * {d} + k];"
-                ),
-            };
+            let combine = combine_into(
+                a.access,
+                &format!("op2_arg{i}[op2_k]"),
+                &format!("op2_arg{i}_part[(int64_t)op2_t * {d} + op2_k]"),
+            );
             let _ = writeln!(
                 s,
-                "  for (int t = 0; t < nthreads; t++)\n    for (int k = 0; k < {d}; k++) {combine}"
+                "  for (int op2_t = 0; op2_t < op2_nthreads; op2_t++)\n    for (int op2_k = 0; op2_k < {d}; op2_k++) {combine}"
             );
         }
         s.push_str("}\n");
@@ -189,14 +190,16 @@ mod tests {
         let u = OpenMpCodegen.emit(&sig);
         let region = u.source.find("#pragma omp parallel").unwrap();
         // The row vector is declared inside the parallel region, so each thread has its own.
-        assert!(u.source[region..].contains("double *arg0_vec[2];"));
-        assert!(!u.source[..region].contains("arg0_vec[2];"));
+        assert!(u.source[region..].contains("double *op2_arg0_vec[2];"));
+        assert!(!u.source[..region].contains("op2_arg0_vec[2];"));
+        assert!(u.source.contains(
+            "op2_kernel_k((void *)op2_arg0_vec, (void *)op2_arg1_l, (void *)op2_arg2_l);"
+        ));
+        assert!(u.source.contains("op2_arg1_part[op2_k] = (double)0;"));
         assert!(
             u.source
-                .contains("k((void *)arg0_vec, (void *)arg1_l, (void *)arg2_l);")
+                .contains("op2_arg2_part[op2_k] = op2_arg2[op2_k % 1];")
         );
-        assert!(u.source.contains("arg1_part[k] = (double)0;"));
-        assert!(u.source.contains("arg2_part[k] = arg2[k % 1];"));
         assert!(u.source.contains("#pragma omp for schedule(static)"));
     }
 }

@@ -251,6 +251,43 @@ pub enum Op2Error {
         /// The offending name.
         name: String,
     },
+    /// A user's name that generated code, C, C++, OpenCL C or CUDA already uses.
+    #[error("{what} name `{name}` is reserved: {reason}")]
+    ReservedIdentifier {
+        /// "kernel" or "const".
+        what: &'static str,
+        /// The offending name.
+        name: String,
+        /// Why it is reserved.
+        reason: String,
+    },
+    /// A kernel parameter declares an array bound that differs from the arg's arity or dim.
+    #[error(
+        "arg {arg} of loop `{kernel}`: the kernel parameter `{param}` declares {declared} {what}, but the arg has {expected}"
+    )]
+    KernelParamBound {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The parameter as written.
+        param: String,
+        /// "pointers" (a whole map row's arity) or "values" (the data's dim).
+        what: &'static str,
+        /// The bound the parameter declares.
+        declared: usize,
+        /// The arity or dim of the arg.
+        expected: usize,
+    },
+    /// A loop's kernel has the name of a Const of its runtime, so the kernel could not tell them
+    /// apart.
+    #[error("kernel `{kernel}` has the name of const `{name}`; rename one of them")]
+    NameClash {
+        /// The kernel's name.
+        kernel: String,
+        /// The const's name.
+        name: String,
+    },
     /// Two consts with one name.
     #[error("const `{name}` is already declared")]
     DuplicateConst {

@@ -38,12 +38,7 @@ static NEXT_KERNEL_ID: AtomicU64 = AtomicU64::new(1);
 impl Kernel {
     /// A kernel named `name` (a C identifier) whose `source` defines a function of that name.
     pub fn new(name: &str, source: &str) -> Result<Self> {
-        if !is_c_identifier(name) {
-            return Err(Op2Error::InvalidIdentifier {
-                what: "kernel",
-                name: name.into(),
-            });
-        }
+        crate::names::check_user_name("kernel", name)?;
         let stripped = strip_comments(source);
         let tokens = tokenize(&stripped);
         let identifiers: HashSet<String> = tokens
@@ -51,6 +46,7 @@ impl Kernel {
             .filter(|t| is_c_identifier(t))
             .map(|t| t.to_string())
             .collect();
+        crate::names::check_source_identifiers(name, identifiers.iter().map(String::as_str))?;
         if !identifiers.contains(name) {
             return Err(Op2Error::KernelNotFound {
                 kernel: name.into(),

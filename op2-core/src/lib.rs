@@ -15,6 +15,7 @@ pub mod dtype;
 pub mod error;
 pub mod kernel;
 pub mod map;
+pub mod names;
 pub mod runtime;
 pub mod set;
 pub mod signature;

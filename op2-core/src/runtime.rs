@@ -8,7 +8,7 @@ use crate::carrier::{Carrier, CarrierKind, Const, Dat, Global, check_len};
 use crate::config::Config;
 use crate::dtype::{DType, HostBuffer, Scalar};
 use crate::error::{Op2Error, Result};
-use crate::kernel::{Kernel, is_c_identifier};
+use crate::kernel::Kernel;
 use crate::map::Map;
 use crate::set::{Set, SetSizes};
 use crate::signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
@@ -244,6 +244,17 @@ impl RuntimeShared {
 #[derive(Clone)]
 pub struct Runtime {
     shared: Arc<RuntimeShared>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("backend", &self.shared.backend.name())
+            .field("lazy", &self.shared.config.lazy)
+            .field("pending_loops", &self.pending_loops())
+            .field("executed_loops", &self.executed_loops())
+            .finish()
+    }
 }
 
 impl Drop for Runtime {
@@ -621,12 +632,7 @@ impl Runtime {
 
     /// Declares a named Const visible in every kernel (a scalar when `dim` is 1, else an array).
     pub fn decl_const<T: Scalar>(&self, dim: usize, values: &[T], name: &str) -> Result<Const<T>> {
-        if !is_c_identifier(name) {
-            return Err(Op2Error::InvalidIdentifier {
-                what: "const",
-                name: name.into(),
-            });
-        }
+        crate::names::check_user_name("const", name)?;
         if dim == 0 {
             return Err(Op2Error::ZeroDimension {
                 what: "const",
@@ -692,6 +698,16 @@ impl Runtime {
         }
         check_kernel_params(kernel, &sigs, &carriers)?;
 
+        if let Some(c) = lock(&self.shared.state)
+            .consts
+            .iter()
+            .find(|c| c.name == kernel.name())
+        {
+            return Err(Op2Error::NameClash {
+                kernel: kernel.name().into(),
+                name: c.name.clone(),
+            });
+        }
         let (consts, const_sigs): (Vec<_>, Vec<_>) = {
             let st = lock(&self.shared.state);
             st.consts

@@ -1,0 +1,649 @@
+//! Regressions for defects found by probing the public API as a new user would (repeated args,
+//! names that collide with generated code, kernel array bounds, large private data, constants of
+//! several runtimes, handles outliving their runtime, failed flushes). Expected values are computed
+//! here independently; `cargo xtask test` runs this file on every backend.
+
+mod common;
+
+use common::{backend, rt};
+use op2::{INC, Kernel, MAX, MIN, Op2Error, READ, RW, WRITE};
+
+fn kernel(name: &str, src: &str) -> Kernel {
+    Kernel::new(name, src).unwrap_or_else(|e| panic!("kernel `{name}`: {e}"))
+}
+
+const N: usize = 1000;
+
+// ---- repeated args: every arg is its own contribution --------------------------------------
+
+#[test]
+fn a_global_passed_twice_with_inc_counts_both_contributions() {
+    let rt = rt();
+    let s = rt.decl_set(N, "s");
+    let init: Vec<i64> = (0..N as i64).collect();
+    let x = rt.decl_dat(&s, 1, &init, "x").unwrap();
+    let g = rt.decl_global(2, &[5i64, -3], "g").unwrap();
+    let k = kernel(
+        "twice",
+        "void twice(const int64_t *x, int64_t *a, int64_t *b) { a[0] += *x; a[1] += 1; b[0] += 2 * *x; b[1] += 10; }",
+    );
+    rt.par_loop(&k, &s, [x.arg(READ), g.arg(INC), g.arg(INC)])
+        .unwrap();
+    let sum: i64 = init.iter().sum();
+    assert_eq!(g.value().unwrap(), [5 + 3 * sum, -3 + 11 * N as i64]);
+}
+
+#[test]
+fn a_float_global_passed_twice_with_inc_counts_both_contributions() {
+    let rt = rt();
+    let s = rt.decl_set(N, "s");
+    let g = rt.decl_global(1, &[0.5f64], "g").unwrap();
+    let k = kernel(
+        "twice_f",
+        "void twice_f(double *a, double *b) { *a += 1.0; *b += 0.25; }",
+    );
+    rt.par_loop(&k, &s, [g.arg(INC), g.arg(INC)]).unwrap();
+    assert_eq!(g.value().unwrap(), [0.5 + 1.25 * N as f64]);
+}
+
+#[test]
+fn a_global_passed_twice_with_min_and_max_combines_both() {
+    let rt = rt();
+    let s = rt.decl_set(N, "s");
+    let init: Vec<i32> = (0..N as i32).map(|i| (i * 37) % 1001 - 500).collect();
+    let x = rt.decl_dat(&s, 1, &init, "x").unwrap();
+    let lo = rt.decl_global(1, &[0i32], "lo").unwrap();
+    let hi = rt.decl_global(1, &[0i32], "hi").unwrap();
+    // The first arg sees x, the second x / 2: the first holds the extreme, so a backend that
+    // keeps only the last arg's result is caught.
+    let kmin = kernel(
+        "min2",
+        "void min2(const int *x, int *a, int *b) { if (*x < *a) *a = *x; if (*x / 2 < *b) *b = *x / 2; }",
+    );
+    let kmax = kernel(
+        "max2",
+        "void max2(const int *x, int *a, int *b) { if (*x > *a) *a = *x; if (*x / 2 > *b) *b = *x / 2; }",
+    );
+    rt.par_loop(&kmin, &s, [x.arg(READ), lo.arg(MIN), lo.arg(MIN)])
+        .unwrap();
+    rt.par_loop(&kmax, &s, [x.arg(READ), hi.arg(MAX), hi.arg(MAX)])
+        .unwrap();
+    let both: Vec<i32> = init.iter().flat_map(|&v| [v, v / 2]).collect();
+    assert_eq!(lo.value().unwrap(), [*both.iter().min().unwrap().min(&0)]);
+    assert_eq!(hi.value().unwrap(), [*both.iter().max().unwrap().max(&0)]);
+}
+
+#[test]
+fn a_global_read_and_incremented_in_one_loop_reads_its_value_before_the_loop() {
+    let rt = rt();
+    let s = rt.decl_set(N, "s");
+    let g = rt.decl_global(1, &[3i32], "g").unwrap();
+    let k = kernel("ri", "void ri(const int *r, int *a) { *a += *r; }");
+    rt.par_loop(&k, &s, [g.arg(READ), g.arg(INC)]).unwrap();
+    assert_eq!(g.value().unwrap(), [3 + 3 * N as i32]);
+}
+
+#[test]
+fn a_dat_passed_twice_directly_with_inc_counts_both_contributions() {
+    let rt = rt();
+    let s = rt.decl_set(N, "s");
+    let init: Vec<f64> = (0..N).map(|i| i as f64).collect();
+    let x = rt.decl_dat(&s, 1, &init, "x").unwrap();
+    let k = kernel(
+        "inc2",
+        "void inc2(double *a, double *b) { *a += 1.0; *b += 2.0; }",
+    );
+    rt.par_loop(&k, &s, [x.arg(INC), x.arg(INC)]).unwrap();
+    let got = x.to_vec().unwrap();
+    for (i, v) in got.iter().enumerate() {
+        assert_eq!(*v, i as f64 + 3.0, "element {i}");
+    }
+}
+
+#[test]
+fn a_dat_passed_twice_with_inc_counts_both_when_the_kernel_keeps_its_own_pointers() {
+    // A kernel that copies its parameters into pointers of its own: OpenCL C 1.2 compiles it only
+    // with private copies of the args, which must still add both contributions.
+    let rt = rt();
+    let s = rt.decl_set(N, "s");
+    let x = rt.decl_dat(&s, 1, &vec![1.0f64; N], "x").unwrap();
+    let edges = rt.decl_set(N - 1, "edges");
+    let e2n: Vec<i32> = (0..N as i32 - 1).flat_map(|i| [i, i + 1]).collect();
+    let m = rt.decl_map(&edges, &s, 2, e2n, "e2n").unwrap();
+    let k = kernel(
+        "own_ptrs",
+        "void own_ptrs(double *a, double *b) { double *p = a; double *q = b; *p += 1.0; *q += 2.0; }",
+    );
+    rt.par_loop(&k, &s, [x.arg(INC), x.arg(INC)]).unwrap();
+    assert!(x.to_vec().unwrap().iter().all(|&v| v == 4.0));
+    let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
+    let kr = kernel(
+        "own_rows",
+        "void own_rows(double **a, double *b) { double *p = a[0]; double *q = a[1]; *p += 1.0; *q += 10.0; *b += 100.0; }",
+    );
+    rt.par_loop(&kr, &edges, [y.arg_row(&m, INC), y.arg_via(&m, 0, INC)])
+        .unwrap();
+    let got = y.to_vec().unwrap();
+    for (n, v) in got.iter().enumerate() {
+        let left = if n < N - 1 { 101.0 } else { 0.0 };
+        let right = if n > 0 { 10.0 } else { 0.0 };
+        assert_eq!(*v, left + right, "node {n}");
+    }
+}
+
+#[test]
+fn a_dat_incremented_twice_through_one_map_entry_counts_both_contributions() {
+    let rt = rt();
+    let edges = rt.decl_set(N, "edges");
+    let nodes = rt.decl_set(N + 1, "nodes");
+    let e2n: Vec<i32> = (0..N as i32).flat_map(|i| [i, i + 1]).collect();
+    let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
+    let x = rt.decl_dat_zeros::<u32>(&nodes, 1, "x").unwrap();
+    let k = kernel(
+        "inc_entry",
+        "void inc_entry(unsigned *a, unsigned *b, unsigned *c) { *a += 1; *b += 10; *c += 100; }",
+    );
+    rt.par_loop(
+        &k,
+        &edges,
+        [
+            x.arg_via(&m, 0, INC),
+            x.arg_via(&m, 0, INC),
+            x.arg_via(&m, 1, INC),
+        ],
+    )
+    .unwrap();
+    let got = x.to_vec().unwrap();
+    for (n, v) in got.iter().enumerate() {
+        let left = if n < N { 11 } else { 0 };
+        let right = if n > 0 { 100 } else { 0 };
+        assert_eq!(*v, left + right, "node {n}");
+    }
+}
+
+// ---- names: nothing the generator introduces can collide with a user's name ----------------
+
+/// Names of locals, parameters and helpers the generated wrappers once used.
+const ONCE_GENERATED: &[&str] = &[
+    "start",
+    "end",
+    "args",
+    "maps",
+    "consts",
+    "n",
+    "first",
+    "last",
+    "len",
+    "lo",
+    "hi",
+    "nt",
+    "tid",
+    "blk",
+    "b",
+    "c",
+    "k",
+    "t",
+    "nthreads",
+    "ncolours",
+    "colour_offsets",
+    "block_map",
+    "block_offsets",
+    "block_lengths",
+    "arg0",
+    "arg1",
+    "arg0_l",
+    "arg1_vec",
+    "map0",
+];
+
+#[test]
+fn consts_named_like_generated_locals_keep_their_values() {
+    let rt = rt();
+    let s = rt.decl_set(N, "s");
+    let consts: Vec<op2::Const<i32>> = ONCE_GENERATED
+        .iter()
+        .enumerate()
+        .map(|(i, name)| rt.decl_const(1, &[i as i32 + 1], name).unwrap())
+        .collect();
+    let sum = ONCE_GENERATED.join(" + ");
+    let k = kernel(
+        "uses_all",
+        &format!("void uses_all(int *x) {{ *x = {sum}; }}"),
+    );
+    let x = rt.decl_dat_zeros::<i32>(&s, 1, "x").unwrap();
+    rt.par_loop(&k, &s, [x.arg(WRITE)]).unwrap();
+    let expected: i32 = (1..=consts.len() as i32).sum();
+    assert!(
+        x.to_vec().unwrap().iter().all(|&v| v == expected),
+        "every element is {expected}"
+    );
+}
+
+#[test]
+fn kernels_named_like_generated_locals_compile_and_run() {
+    let rt = rt();
+    let edges = rt.decl_set(N, "edges");
+    let nodes = rt.decl_set(N + 1, "nodes");
+    let e2n: Vec<i32> = (0..N as i32).flat_map(|i| [i, i + 1]).collect();
+    let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
+    let g = rt.decl_global(1, &[0i64], "g").unwrap();
+    for (i, name) in ONCE_GENERATED.iter().enumerate() {
+        let x = rt.decl_dat_zeros::<i64>(&nodes, 1, "x").unwrap();
+        let k = kernel(
+            name,
+            &format!(
+                "void {name}(int64_t *v[2], int64_t *g) {{ *v[0] += 1; *v[1] += 2; *g += 1; }}"
+            ),
+        );
+        rt.par_loop(&k, &edges, [x.arg_row(&m, INC), g.arg(INC)])
+            .unwrap_or_else(|e| panic!("kernel `{name}`: {e}"));
+        let got = x.to_vec().unwrap();
+        assert_eq!(got[0], 1, "kernel `{name}`");
+        assert_eq!(got[N], 2, "kernel `{name}`");
+        assert!(got[1..N].iter().all(|&v| v == 3), "kernel `{name}`");
+        assert_eq!(g.value().unwrap(), [(i as i64 + 1) * N as i64]);
+    }
+}
+
+#[test]
+fn reserved_names_are_refused_with_a_typed_error() {
+    let rt = rt();
+    for name in [
+        "op2_x",
+        "OP2_ROUND_UP",
+        "Op2_stub",
+        "int",
+        "double",
+        "restrict",
+        "__x",
+        "_Bool",
+        "size_t",
+    ] {
+        assert!(
+            matches!(
+                rt.decl_const(1, &[1.0f64], name),
+                Err(Op2Error::ReservedIdentifier { .. })
+            ),
+            "const `{name}`"
+        );
+        assert!(
+            matches!(
+                Kernel::new(name, &format!("void {name}(double *x) {{ }}")),
+                Err(Op2Error::ReservedIdentifier { .. })
+            ),
+            "kernel `{name}`"
+        );
+    }
+}
+
+/// Names that headers, dialects or generated stubs use for something else: users may still pick
+/// them, since the generator renames them around the user's code.
+const TAKEN_ELSEWHERE: &[&str] = &[
+    "y0",
+    "j1",
+    "free",
+    "memcpy",
+    "remove",
+    "min",
+    "max",
+    "barrier",
+    "kernel",
+    "local",
+    "global",
+    "constant",
+    "new",
+    "class",
+    "this",
+    "threadIdx",
+    "blockDim",
+    "atomicAdd",
+    "uint",
+    "M_PI",
+    "INFINITY",
+    "NAN",
+    "sqrt2",
+    "omp_x",
+];
+
+#[test]
+fn consts_and_kernels_named_like_library_names_work() {
+    let rt = rt();
+    let s = rt.decl_set(100, "s");
+    let consts: Vec<op2::Const<f64>> = TAKEN_ELSEWHERE
+        .iter()
+        .enumerate()
+        .map(|(i, name)| rt.decl_const(1, &[i as f64], name).unwrap())
+        .collect();
+    let sum = TAKEN_ELSEWHERE.join(" + ");
+    let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
+    let k = kernel("all", &format!("void all(double *x) {{ *x = {sum}; }}"));
+    rt.par_loop(&k, &s, [x.arg(WRITE)]).unwrap();
+    let expected: f64 = (0..consts.len()).map(|i| i as f64).sum();
+    assert!(x.to_vec().unwrap().iter().all(|&v| v == expected));
+    // Kernels of those names, with a Const of another such name in them.
+    let rt = self::rt();
+    let s = rt.decl_set(10, "s");
+    let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
+    let _c = rt.decl_const(1, &[2.0f64], "y1").unwrap();
+    for name in TAKEN_ELSEWHERE {
+        let k = kernel(name, &format!("void {name}(double *x) {{ *x += y1; }}"));
+        rt.par_loop(&k, &s, [x.arg(RW)])
+            .unwrap_or_else(|e| panic!("kernel `{name}`: {e}"));
+    }
+    let want = 2.0 * TAKEN_ELSEWHERE.len() as f64;
+    assert!(x.to_vec().unwrap().iter().all(|&v| v == want));
+}
+
+#[test]
+fn a_const_named_like_the_kernel_is_a_typed_error() {
+    let rt = rt();
+    let s = rt.decl_set(4, "s");
+    let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
+    let _c = rt.decl_const(1, &[1.0f64], "same").unwrap();
+    let k = kernel("same", "void same(double *x) { *x = 1.0; }");
+    assert!(matches!(
+        rt.par_loop(&k, &s, [x.arg(WRITE)]),
+        Err(Op2Error::NameClash { .. })
+    ));
+}
+
+#[test]
+fn kernel_sources_may_not_use_the_generated_prefix() {
+    assert!(matches!(
+        Kernel::new(
+            "k",
+            "static int op2_helper(int a) { return a; }\nvoid k(int *x) { *x = op2_helper(1); }"
+        ),
+        Err(Op2Error::ReservedIdentifier { .. })
+    ));
+}
+
+// ---- kernel array bounds are checked against arity and dim ----------------------------------
+
+#[test]
+fn whole_row_bound_must_match_the_arity() {
+    let rt = rt();
+    let cells = rt.decl_set(4, "cells");
+    let nodes = rt.decl_set(6, "nodes");
+    let m = rt
+        .decl_map(
+            &cells,
+            &nodes,
+            3,
+            (0..12).map(|i| i % 6).collect::<Vec<_>>(),
+            "c2n",
+        )
+        .unwrap();
+    let x = rt.decl_dat_zeros::<f64>(&nodes, 1, "x").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&cells, 1, "y").unwrap();
+    let k = kernel(
+        "four",
+        "void four(const double *x[4], double *y) { *y = x[0][0] + x[3][0]; }",
+    );
+    match rt.par_loop(&k, &cells, [x.arg_row(&m, READ), y.arg(WRITE)]) {
+        Err(Op2Error::KernelParamBound {
+            arg: 0,
+            declared: 4,
+            expected: 3,
+            ..
+        }) => {}
+        other => panic!("expected KernelParamBound, got {other:?}"),
+    }
+    // The matching bound, and no bound, are fine.
+    let ok3 = kernel(
+        "three",
+        "void three(const double *x[3], double *y) { *y = x[0][0] + x[2][0]; }",
+    );
+    rt.par_loop(&ok3, &cells, [x.arg_row(&m, READ), y.arg(WRITE)])
+        .unwrap();
+    let ok_any = kernel(
+        "any",
+        "void any(const double **x, double *y) { *y = x[0][0]; }",
+    );
+    rt.par_loop(&ok_any, &cells, [x.arg_row(&m, READ), y.arg(WRITE)])
+        .unwrap();
+    rt.flush().unwrap();
+}
+
+#[test]
+fn declared_array_bound_must_match_the_dim() {
+    let rt = rt();
+    let s = rt.decl_set(4, "s");
+    let x = rt.decl_dat_zeros::<f64>(&s, 2, "x").unwrap();
+    let g = rt.decl_global(3, &[0.0f64; 3], "g").unwrap();
+    let k = kernel("d3", "void d3(double x[3]) { x[2] = 1.0; }");
+    assert!(matches!(
+        rt.par_loop(&k, &s, [x.arg(WRITE)]),
+        Err(Op2Error::KernelParamBound {
+            arg: 0,
+            declared: 3,
+            expected: 2,
+            ..
+        })
+    ));
+    let kg = kernel("g2", "void g2(double g[2]) { g[1] += 1.0; }");
+    assert!(matches!(
+        rt.par_loop(&kg, &s, [g.arg(INC)]),
+        Err(Op2Error::KernelParamBound {
+            declared: 2,
+            expected: 3,
+            ..
+        })
+    ));
+    let ok = kernel("d2", "void d2(double x[2]) { x[1] = 1.0; }");
+    rt.par_loop(&ok, &s, [x.arg(WRITE)]).unwrap();
+    assert!(x.to_vec().unwrap().chunks(2).all(|r| r[1] == 1.0));
+}
+
+#[test]
+fn a_two_dimensional_array_is_not_an_array_of_pointers() {
+    let rt = rt();
+    let cells = rt.decl_set(2, "cells");
+    let nodes = rt.decl_set(3, "nodes");
+    let m = rt
+        .decl_map(&cells, &nodes, 2, vec![0, 1, 1, 2], "c2n")
+        .unwrap();
+    let x = rt.decl_dat_zeros::<f64>(&nodes, 1, "x").unwrap();
+    let k = kernel("grid", "void grid(double x[2][1]) { x[1][0] += 1.0; }");
+    assert!(matches!(
+        rt.par_loop(&k, &cells, [x.arg_row(&m, INC)]),
+        Err(Op2Error::KernelParamShape { arg: 0, .. })
+    ));
+}
+
+// ---- large private data: a clear error or a smaller work-group, never a crash ---------------
+
+#[test]
+fn wide_whole_row_increments_run_on_every_backend() {
+    let rt = rt();
+    let arity = 8;
+    let dim = 200;
+    let cells = rt.decl_set(64, "cells");
+    let nodes = rt.decl_set(72, "nodes");
+    let c2n: Vec<i32> = (0..64 * arity)
+        .map(|i| ((i / arity) + i % arity) as i32)
+        .collect();
+    let m = rt
+        .decl_map(&cells, &nodes, arity, c2n.clone(), "c2n")
+        .unwrap();
+    let x = rt.decl_dat_zeros::<f64>(&nodes, dim, "x").unwrap();
+    let k = kernel(
+        "wide",
+        &format!(
+            "void wide(double *x[{arity}]) {{ for (int j = 0; j < {arity}; j++) for (int d = 0; d < {dim}; d++) x[j][d] += 1.0 + d; }}"
+        ),
+    );
+    rt.par_loop(&k, &cells, [x.arg_row(&m, INC)]).unwrap();
+    let got = x.to_vec().unwrap();
+    let mut count = vec![0usize; 72];
+    for &n in &c2n {
+        count[n as usize] += 1;
+    }
+    for n in 0..72 {
+        for d in 0..dim {
+            assert_eq!(
+                got[n * dim + d],
+                (count[n] * (1 + d)) as f64,
+                "node {n} d {d}"
+            );
+        }
+    }
+}
+
+#[test]
+fn wide_single_entry_increments_run_on_every_backend() {
+    let rt = rt();
+    let dim = 1500;
+    let edges = rt.decl_set(40, "edges");
+    let nodes = rt.decl_set(41, "nodes");
+    let e2n: Vec<i32> = (0..40).flat_map(|i| [i, i + 1]).collect();
+    let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
+    let x = rt.decl_dat_zeros::<f32>(&nodes, dim, "x").unwrap();
+    let k = kernel(
+        "wide1",
+        &format!(
+            "void wide1(float *a, float *b) {{ for (int d = 0; d < {dim}; d++) {{ a[d] += 1.0f; b[d] += 2.0f; }} }}"
+        ),
+    );
+    rt.par_loop(&k, &edges, [x.arg_via(&m, 0, INC), x.arg_via(&m, 1, INC)])
+        .unwrap();
+    let got = x.to_vec().unwrap();
+    for n in 0..41 {
+        let want = if n < 40 { 1.0 } else { 0.0 } + if n > 0 { 2.0 } else { 0.0 };
+        assert!(
+            got[n * dim..(n + 1) * dim].iter().all(|&v| v == want),
+            "node {n}"
+        );
+    }
+}
+
+// ---- constants belong to their runtime ------------------------------------------------------
+
+#[test]
+fn two_runtimes_with_the_same_kernel_keep_their_own_consts() {
+    let src = "void scale_by(double *x) { *x = factor * (*x + 1.0); }";
+    // Each runtime keeps its kernel object, so a backend that skips setting an unchanged value
+    // reuses its program; the runs alternate, so shared storage would show the other's value.
+    let setup = |value: f64| {
+        let rt = rt();
+        let c = rt.decl_const(1, &[value], "factor").unwrap();
+        (rt, c, kernel("scale_by", src))
+    };
+    let (a, b) = (setup(2.0), setup(3.0));
+    for round in 0..3 {
+        for (rt, _c, k) in [&a, &b] {
+            let value = if rt as *const _ == &a.0 as *const _ {
+                2.0
+            } else {
+                3.0
+            };
+            let s = rt.decl_set(10, "s");
+            let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
+            rt.par_loop(k, &s, [x.arg(RW)]).unwrap();
+            let got = x.to_vec().unwrap();
+            assert!(
+                got.iter().all(|&v| v == value),
+                "round {round}: {got:?} != {value}"
+            );
+        }
+    }
+}
+
+#[test]
+fn two_kernel_objects_with_one_source_see_the_current_const() {
+    let rt = rt();
+    let s = rt.decl_set(10, "s");
+    let x = rt.decl_dat_zeros::<i32>(&s, 1, "x").unwrap();
+    let c = rt.decl_const(1, &[1i32], "cval").unwrap();
+    let src = "void put(int *x) { *x = cval; }";
+    let (k1, k2) = (kernel("put", src), kernel("put", src));
+    // Each kernel object sees the same value twice in a row, with the other's run in between.
+    for (k, v) in [(&k1, 1), (&k2, 2), (&k1, 1), (&k2, 2), (&k1, 1)] {
+        c.set_value(&[v]).unwrap();
+        rt.par_loop(k, &s, [x.arg(WRITE)]).unwrap();
+        assert!(x.to_vec().unwrap().iter().all(|&e| e == v), "value {v}");
+    }
+}
+
+// ---- handles outliving their runtime ---------------------------------------------------------
+
+#[test]
+fn a_dat_read_after_its_runtime_was_dropped_holds_the_loops_results() {
+    let (x, g) = {
+        let rt = rt();
+        let s = rt.decl_set(N, "s");
+        let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
+        let g = rt.decl_global(1, &[0.0f64], "g").unwrap();
+        let k = kernel(
+            "fill",
+            "void fill(double *x, double *g) { *x = 7.0; *g += 1.0; }",
+        );
+        rt.par_loop(&k, &s, [x.arg(WRITE), g.arg(INC)]).unwrap();
+        // Also data the device computed in an earlier, already forced loop.
+        rt.flush().unwrap();
+        let k2 = kernel("add", "void add(double *x) { *x += 1.0; }");
+        rt.par_loop(&k2, &s, [x.arg(RW)]).unwrap();
+        (x, g)
+    };
+    assert!(x.to_vec().unwrap().iter().all(|&v| v == 8.0));
+    assert_eq!(g.value().unwrap(), [N as f64]);
+    // Writing through a handle whose runtime is gone changes only the host copy, and is allowed.
+    x.data().unwrap()[0] = 1.0;
+    assert_eq!(x.to_vec().unwrap()[0], 1.0);
+}
+
+// ---- a failed flush keeps every loop it could not run ---------------------------------------
+
+#[test]
+fn a_failed_flush_runs_what_it_can_and_keeps_the_rest_pending() {
+    let rt = rt();
+    let s = rt.decl_set(100, "s");
+    let x = rt.decl_dat_zeros::<i32>(&s, 1, "x").unwrap();
+    let y = rt.decl_dat_zeros::<i32>(&s, 1, "y").unwrap();
+    let z = rt.decl_dat_zeros::<i32>(&s, 1, "z").unwrap();
+    let set = kernel("set", "void set(int *v) { *v = 5; }");
+    let copy = kernel("copy", "void copy(const int *a, int *b) { *b = *a + 1; }");
+    let guard = y.data_ro().unwrap();
+    rt.par_loop(&set, &s, [y.arg(WRITE)]).unwrap(); // needs y: fails while the guard lives
+    rt.par_loop(&copy, &s, [y.arg(READ), z.arg(WRITE)]).unwrap(); // depends on the failed loop
+    rt.par_loop(&set, &s, [x.arg(WRITE)]).unwrap(); // unrelated: runs
+    assert!(matches!(rt.flush(), Err(Op2Error::DataBorrowed { .. })));
+    assert_eq!(
+        rt.pending_loops(),
+        2,
+        "the failed loop and its dependant wait"
+    );
+    drop(guard);
+    assert!(x.to_vec().unwrap().iter().all(|&v| v == 5));
+    assert!(z.to_vec().unwrap().iter().all(|&v| v == 6));
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 5));
+    assert_eq!(rt.pending_loops(), 0);
+}
+
+#[test]
+fn a_failed_host_read_keeps_the_loops_it_needed() {
+    let rt = rt();
+    let s = rt.decl_set(100, "s");
+    let x = rt.decl_dat_zeros::<i32>(&s, 1, "x").unwrap();
+    let y = rt.decl_dat_zeros::<i32>(&s, 1, "y").unwrap();
+    let guard = x.data_ro().unwrap();
+    let k = kernel("xy", "void xy(int *x, int *y) { *x = 1; *y = 2; }");
+    rt.par_loop(&k, &s, [x.arg(WRITE), y.arg(WRITE)]).unwrap();
+    assert!(matches!(y.to_vec(), Err(Op2Error::DataBorrowed { .. })));
+    assert_eq!(rt.pending_loops(), 1);
+    drop(guard);
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 2));
+    assert!(x.to_vec().unwrap().iter().all(|&v| v == 1));
+}
+
+#[test]
+fn runtime_is_debug() {
+    let rt = rt();
+    let text = format!("{rt:?}");
+    assert!(text.contains(&backend()), "{text}");
+    let err = op2::builder()
+        .backend("no-such-backend")
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, Op2Error::UnknownBackend { .. }));
+}
