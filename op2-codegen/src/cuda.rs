@@ -575,7 +575,9 @@ mod tests {
         assert!(src.contains(
             "static void op2_emu_op2_stub(void **op2_p) { op2_stub(*(const int *)op2_p[0], *(const int *)op2_p[1], *(double * *)op2_p[2]"
         ));
-        assert!(src.contains("case 0: memcpy((void *)&gam, op2_p[0], sizeof(gam)); return 0;"));
+        assert!(src.contains(
+            "case 0: ::memcpy((void *)&op2_const_gam, op2_p[0], sizeof(op2_const_gam)); return 0;"
+        ));
     }
 
     #[test]
