@@ -19,6 +19,11 @@ pub struct KernelParam {
     /// Levels of pointer or array indirection: 1 for `double *x` or `double x[2]`, 2 for `double **x`
     /// or `double *x[3]`.
     pub indirection: usize,
+    /// The `*`s in the declaration: 1 for `double *x` and `double *x[3]`, 2 for `double **x`.
+    pub pointers: usize,
+    /// Each array declarator's bound, outermost first, when it is an integer literal (`None` for
+    /// `[]` or a bound the parser cannot evaluate, such as a macro): `[Some(3)]` for `double *x[3]`.
+    pub bounds: Vec<Option<usize>>,
 }
 
 struct KernelInner {
@@ -224,18 +229,33 @@ fn parse_param(tokens: &[&str]) -> KernelParam {
         .replace("[ ", "[")
         .replace(" ]", "]");
     let pointers = tokens.iter().filter(|t| **t == "*").count();
-    let arrays = tokens.iter().filter(|t| **t == "[").count();
-    // Words outside brackets: the type words and, last, the parameter's name.
+    // Words outside brackets: the type words and, last, the parameter's name; inside brackets,
+    // each array declarator's bound.
     let mut words = Vec::new();
+    let mut bounds = Vec::new();
+    let mut inside: Vec<&str> = Vec::new();
     let mut depth = 0usize;
     for t in tokens {
         match *t {
-            "[" => depth += 1,
-            "]" => depth = depth.saturating_sub(1),
-            _ if depth == 0 && is_c_identifier(t) => words.push(*t),
+            "[" => {
+                depth += 1;
+                inside.clear();
+            }
+            "]" => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    bounds.push(match inside[..] {
+                        [literal] => parse_bound(literal),
+                        _ => None,
+                    });
+                }
+            }
+            _ if depth > 0 => inside.push(t),
+            _ if is_c_identifier(t) => words.push(*t),
             _ => {}
         }
     }
+    let arrays = bounds.len();
     let type_words = if words.len() > 1 {
         &words[..words.len() - 1]
     } else {
@@ -245,6 +265,20 @@ fn parse_param(tokens: &[&str]) -> KernelParam {
         text,
         dtype: DType::from_c_name(&type_words.join(" ")),
         indirection: pointers + arrays,
+        pointers,
+        bounds,
+    }
+}
+
+/// An array bound written as a decimal or hexadecimal integer literal, with any `u`/`l` suffix.
+fn parse_bound(literal: &str) -> Option<usize> {
+    let digits = literal.trim_end_matches(['u', 'U', 'l', 'L']);
+    match digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        Some(hex) => usize::from_str_radix(hex, 16).ok(),
+        None => digits.parse().ok(),
     }
 }
 
@@ -266,6 +300,26 @@ mod tests {
         assert_eq!((p[2].dtype, p[2].indirection), (Some(DType::F64), 2));
         assert_eq!((p[3].dtype, p[3].indirection), (Some(DType::U64), 2));
         assert_eq!(p[4].dtype, None);
+        assert_eq!((p[1].pointers, &p[1].bounds[..]), (0, &[Some(2)][..]));
+        assert_eq!((p[2].pointers, &p[2].bounds[..]), (1, &[Some(3)][..]));
+        assert_eq!((p[3].pointers, p[3].bounds.len()), (2, 0));
+    }
+
+    #[test]
+    fn reads_array_bounds() {
+        let k = Kernel::new(
+            "k",
+            "void k(double *a[0x4u], double b[N], double c[], double d[2][3]) {}",
+        )
+        .unwrap();
+        let p = k.params().unwrap();
+        assert_eq!(p[0].bounds, [Some(4)]);
+        assert_eq!(p[1].bounds, [None]);
+        assert_eq!(p[2].bounds, [None]);
+        assert_eq!(
+            (p[3].pointers, &p[3].bounds[..]),
+            (0, &[Some(2), Some(3)][..])
+        );
     }
 
     #[test]

@@ -977,18 +977,41 @@ fn check_kernel_params(kernel: &Kernel, sigs: &[ArgSig], carriers: &[Arc<Carrier
                 });
             }
         }
-        let (want, expected) = if matches!(s.kind, ArgKind::Row { .. }) {
-            (2, "an array of pointers")
-        } else {
-            (1, "a pointer")
+        let shape_error = |expected| Op2Error::KernelParamShape {
+            kernel: kernel.name().into(),
+            arg: i,
+            param: p.text.clone(),
+            expected,
         };
-        if p.indirection != want {
-            return Err(Op2Error::KernelParamShape {
-                kernel: kernel.name().into(),
-                arg: i,
-                param: p.text.clone(),
-                expected,
-            });
+        let bound_error = |what, declared, expected| Op2Error::KernelParamBound {
+            kernel: kernel.name().into(),
+            arg: i,
+            param: p.text.clone(),
+            what,
+            declared,
+            expected,
+        };
+        match (s.kind, p.pointers, &p.bounds[..]) {
+            // An array of pointers (`double *x[3]`, `double **x`), one per map entry.
+            (ArgKind::Row { arity, .. }, 1, [bound]) => {
+                if let Some(b) = *bound {
+                    if b != arity {
+                        return Err(bound_error("pointers", b, arity));
+                    }
+                }
+            }
+            (ArgKind::Row { .. }, 2, []) => {}
+            (ArgKind::Row { .. }, ..) => return Err(shape_error("an array of pointers")),
+            // A pointer to the `dim` values (`double *x`, `double x[2]`).
+            (_, 1, []) => {}
+            (_, 0, [bound]) => {
+                if let Some(b) = *bound {
+                    if b != s.dim {
+                        return Err(bound_error("values", b, s.dim));
+                    }
+                }
+            }
+            _ => return Err(shape_error("a pointer")),
         }
     }
     Ok(())

@@ -306,7 +306,7 @@ fn midpoint_of_seed_003() {
     let mid = rt.decl_dat_zeros::<f64>(&cells, 2, "midpoints").unwrap();
     let k = kernel(
         "midpoint",
-        "void midpoint(double p[2], double *coords[2]) {
+        "void midpoint(double p[2], double *coords[3]) {
            p[0] = (coords[0][0] + coords[1][0] + coords[2][0]) / 3.0;
            p[1] = (coords[0][1] + coords[1][1] + coords[2][1]) / 3.0; }",
     );
