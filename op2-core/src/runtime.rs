@@ -12,7 +12,7 @@ use crate::kernel::Kernel;
 use crate::map::Map;
 use crate::set::{Set, SetSizes};
 use crate::signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
-use crate::trace::{DataUse, Pending, Trace, section};
+use crate::trace::{DataUse, Footprint, Pending, Trace, section};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -145,11 +145,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl RuntimeShared {
+    /// Runs `work` in order. A loop that fails stays pending, with every later one that depends on
+    /// it; loops that do not depend on a failure still run. The kept loops go back to the front of
+    /// the trace (they come before anything recorded later), so nothing recorded is lost, and the
+    /// first error is returned.
     fn run_pending(&self, work: Vec<Pending<Arc<LoopRecord>>>) -> Result<()> {
+        let mut first_error = None;
+        let mut kept = Vec::new();
+        let mut blocked = Footprint::default();
         for p in work {
-            self.run_record(&p.work)?;
+            if !kept.is_empty() && blocked.must_precede(&p) {
+                blocked.add(&p);
+                kept.push(p);
+                continue;
+            }
+            if let Err(e) = self.run_record(&p.work) {
+                first_error.get_or_insert(e);
+                blocked.add(&p);
+                kept.push(p);
+            }
         }
-        Ok(())
+        if !kept.is_empty() {
+            lock(&self.state).trace.requeue_front(kept);
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     fn run_record(&self, rec: &LoopRecord) -> Result<()> {

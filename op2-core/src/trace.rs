@@ -69,7 +69,35 @@ impl UseSet {
     }
 }
 
+/// What some computations read and write, to tell whether a later one must wait for them.
+#[derive(Default)]
+pub struct Footprint {
+    reads: UseSet,
+    writes: UseSet,
+}
+
+impl Footprint {
+    /// Adds a computation's reads and writes.
+    pub fn add<T>(&mut self, p: &Pending<T>) {
+        self.reads.add(&p.reads);
+        self.writes.add(&p.writes);
+    }
+
+    /// Whether `p`, coming later in program order, must run after the computations added: it
+    /// reads what they write, or writes what they read or write.
+    pub fn must_precede<T>(&self, p: &Pending<T>) -> bool {
+        self.writes.hits(&p.reads) || self.writes.hits(&p.writes) || self.reads.hits(&p.writes)
+    }
+}
+
 impl<T> Trace<T> {
+    /// Puts computations back before everything pending, in the order given (for work taken out
+    /// that could not run: it keeps its place ahead of what was recorded after it).
+    pub fn requeue_front(&mut self, mut ps: Vec<Pending<T>>) {
+        ps.append(&mut self.pending);
+        self.pending = ps;
+    }
+
     /// Appends a computation.
     pub fn push(&mut self, p: Pending<T>) {
         self.pending.push(p);
@@ -157,6 +185,24 @@ mod tests {
         assert_eq!(names(t.take_needed(&[u(3)], &[])), ["a", "c"]);
         assert_eq!(t.len(), 2);
         assert_eq!(names(t.take_all()), ["b", "d"]);
+    }
+
+    #[test]
+    fn footprint_orders_dependants_only() {
+        let t = trace(&[
+            ("a", &[1], &[2]),
+            ("b", &[2], &[]),
+            ("c", &[], &[1]),
+            ("d", &[3], &[4]),
+        ]);
+        let mut f = Footprint::default();
+        f.add(&t.pending[0]);
+        let after: Vec<bool> = t.pending[1..].iter().map(|p| f.must_precede(p)).collect();
+        assert_eq!(after, [true, true, false]);
+        let mut t = t;
+        let d = t.pending.pop().unwrap();
+        t.requeue_front(vec![d]);
+        assert_eq!(t.pending[0].work, "d");
     }
 
     #[test]
