@@ -53,6 +53,18 @@ impl Backend for CountingBackend {
     fn host_access(&self, carrier: &Carrier, write: bool) -> op2::Result<()> {
         self.inner.host_access(carrier, write)
     }
+
+    fn release(&self) -> op2::Result<()> {
+        self.inner.release()
+    }
+
+    fn device_stats(&self) -> Option<op2::DeviceStats> {
+        self.inner.device_stats()
+    }
+
+    fn data_state(&self, carrier: u64) -> Option<op2::DataState> {
+        self.inner.data_state(carrier)
+    }
 }
 
 struct CountingLoop(Arc<dyn PreparedLoop>);

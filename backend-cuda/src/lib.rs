@@ -231,6 +231,10 @@ impl<G: Gpu> Backend for CudaBackend<G> {
         self.shared.data.host_access(carrier, write)
     }
 
+    fn release(&self) -> Result<()> {
+        self.shared.data.copy_all_home()
+    }
+
     fn device_stats(&self) -> Option<DeviceStats> {
         Some(self.shared.data.stats())
     }

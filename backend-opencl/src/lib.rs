@@ -153,6 +153,10 @@ impl Backend for OpenClBackend {
         self.shared.data.host_access(carrier, write)
     }
 
+    fn release(&self) -> Result<()> {
+        self.shared.data.copy_all_home()
+    }
+
     fn device_stats(&self) -> Option<DeviceStats> {
         Some(self.shared.data.stats())
     }

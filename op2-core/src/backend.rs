@@ -26,6 +26,14 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
+    /// Called once when the runtime goes away, after its pending loops ran: a device backend
+    /// copies home every carrier whose valid data it holds, since the user's handles (`Dat`,
+    /// `Global`) outlive the runtime and read the host copy from then on. Host backends keep the
+    /// default.
+    fn release(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Transfer counters of a device backend; `None` for host backends.
     fn device_stats(&self) -> Option<DeviceStats> {
         None

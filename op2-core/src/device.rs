@@ -268,6 +268,20 @@ impl<M: DeviceMemory> DeviceData<M> {
         }
     }
 
+    /// Copies home the data of every live carrier whose valid copy is on the device only: the
+    /// backend is going away, and handles to the data may outlive it.
+    pub fn copy_all_home(&self) -> Result<()> {
+        let live: Vec<Arc<Carrier>> = lock(&self.entries)
+            .values()
+            .filter(|e| matches!(e.state, DataState::Device | DataState::HostUnallocated))
+            .filter_map(|e| e.carrier.upgrade())
+            .collect();
+        for c in live {
+            self.host_access(&c, false)?;
+        }
+        Ok(())
+    }
+
     /// Brings the carrier's data home before the host reads or writes it.
     pub fn host_access(&self, carrier: &Carrier, write: bool) -> Result<()> {
         let mut entries = lock(&self.entries);

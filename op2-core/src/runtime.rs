@@ -283,6 +283,13 @@ impl Drop for Runtime {
             if let Err(e) = self.shared.flush() {
                 eprintln!("op2: pending loops failed while the runtime was dropped: {e}");
             }
+            // Handles outlive the runtime: the data they read from now on must be the latest.
+            let _order = lock(&self.shared.exec);
+            if let Err(e) = self.shared.backend.release() {
+                eprintln!(
+                    "op2: copying device data home failed while the runtime was dropped: {e}"
+                );
+            }
         }
     }
 }
