@@ -110,6 +110,8 @@ impl DriverGpu {
                 .max(32),
             max_shared: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
                 .max(16 * 1024),
+            // CUDA's limit of local memory per thread on every architecture since Fermi.
+            max_private_per_thread: 512 * 1024,
         };
         let wanted = match &config.cuda_arch {
             Some(a) => parse_arch(a).ok_or_else(|| Op2Error::Config {

@@ -72,10 +72,15 @@ impl GpuBuffer for HostBuffer {
     }
 }
 
-/// An emulated unit: the entry point of its host library.
+/// An emulated unit: the entry point of its host library, and the values of its Consts.
+///
+/// Units of the same source share one loaded library, and with it the storage of their
+/// `__constant__` symbols; on a GPU every loaded module has its own. So each program keeps its own
+/// Const values, and every launch copies them into the library first (launches run one at a time).
 pub struct EmulatedProgram {
     entry: EntryFn,
     kernel: String,
+    consts: Mutex<Vec<Option<Vec<u8>>>>,
 }
 
 type EntryFn = unsafe extern "C" fn(
@@ -134,19 +139,43 @@ impl EmulatedGpu {
     ) -> Result<()> {
         let mut err = vec![0u8; 512];
         let _one_at_a_time = LAUNCH.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: the entry point of a unit we generated; `params` points at values of the types
-        // its kernels declare, in order, and `err` holds `err.len()` bytes.
-        let status = unsafe {
-            (program.entry)(
-                what,
-                shape.blocks,
-                shape.threads,
-                shape.shared_bytes as c_ulong,
-                params.as_mut_ptr(),
-                err.as_mut_ptr() as *mut c_char,
-                err.len() as c_int,
-            )
-        };
+        let consts = program.consts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut status = 0;
+        for (index, bytes) in consts.iter().enumerate() {
+            if let Some(bytes) = bytes {
+                let mut p = [bytes.as_ptr() as *mut c_void];
+                // SAFETY: as below; `p[0]` points at the Const's bytes, as many as it holds.
+                status = unsafe {
+                    (program.entry)(
+                        EMULATION_SET_CONST,
+                        index as c_uint,
+                        0,
+                        0,
+                        p.as_mut_ptr(),
+                        err.as_mut_ptr() as *mut c_char,
+                        err.len() as c_int,
+                    )
+                };
+                if status != 0 {
+                    break;
+                }
+            }
+        }
+        if status == 0 {
+            // SAFETY: the entry point of a unit we generated; `params` points at values of the
+            // types its kernels declare, in order, and `err` holds `err.len()` bytes.
+            status = unsafe {
+                (program.entry)(
+                    what,
+                    shape.blocks,
+                    shape.threads,
+                    shape.shared_bytes as c_ulong,
+                    params.as_mut_ptr(),
+                    err.as_mut_ptr() as *mut c_char,
+                    err.len() as c_int,
+                )
+            };
+        }
         if status == 0 {
             return Ok(());
         }
@@ -216,6 +245,9 @@ impl Gpu for EmulatedGpu {
         GpuLimits {
             max_threads: 1024,
             max_shared: 48 * 1024,
+            // Each emulated thread runs on a 128 KiB stack of its own (the prelude's
+            // OP2_EMU_STACK_BYTES); half of it stays for the kernel's own locals.
+            max_private_per_thread: 64 * 1024,
         }
     }
 
@@ -237,6 +269,7 @@ impl Gpu for EmulatedGpu {
             // SAFETY: the symbol is `op2_emu_entry`, defined with exactly this C signature.
             entry: unsafe { std::mem::transmute::<*const c_void, EntryFn>(f.as_ptr()) },
             kernel: unit.unit.kernel.clone(),
+            consts: Mutex::new(Vec::new()),
         }))
     }
 
@@ -247,13 +280,14 @@ impl Gpu for EmulatedGpu {
         _name: &str,
         bytes: &[u8],
     ) -> Result<()> {
-        let mut p = [bytes.as_ptr() as *mut c_void];
-        let shape = LaunchShape {
-            blocks: index as u32,
-            threads: 0,
-            shared_bytes: 0,
-        };
-        self.call(program, EMULATION_SET_CONST, shape, &mut p)
+        // Kept with the program and copied into the library at each launch (see
+        // `EmulatedProgram`); a launch checks the index.
+        let mut consts = program.consts.lock().unwrap_or_else(|e| e.into_inner());
+        if consts.len() <= index {
+            consts.resize(index + 1, None);
+        }
+        consts[index] = Some(bytes.to_vec());
+        Ok(())
     }
 
     fn launch(

@@ -49,6 +49,8 @@ pub struct GpuLimits {
     pub max_threads: usize,
     /// Dynamic shared memory per block at most, in bytes (without opting in to more).
     pub max_shared: usize,
+    /// Private (local) memory one thread may declare, in bytes.
+    pub max_private_per_thread: usize,
 }
 
 /// A CUDA device as the backend drives it.

@@ -118,6 +118,26 @@ impl<G: Gpu> Shared<G> {
         self.data.memory()
     }
 
+    /// Refuses a unit whose threads declare more private memory than the device allows (a
+    /// reduction into a Global of huge dim, say), before it is compiled or launched.
+    fn fits_private(&self, kernel: &str, unit: &CudaUnit) -> Result<()> {
+        let limit = self.gpu().limits().max_private_per_thread;
+        if unit.private_bytes <= limit {
+            return Ok(());
+        }
+        Err(Op2Error::DeviceLimit {
+            backend: self.gpu().backend_name().into(),
+            kernel: kernel.into(),
+            device: self.gpu().device_name().into(),
+            resource: "private (local) memory per thread",
+            needed: unit.private_bytes,
+            available: limit,
+            hint: "the loop's private increments or reduction accumulators are too large (a Dat \
+                   or Global of very large dim); split the data into smaller Dats"
+                .into(),
+        })
+    }
+
     fn upload(&self, bytes: &[u8]) -> Result<G::Buffer> {
         let b = self.gpu().allocate(bytes.len().max(1))?;
         if !bytes.is_empty() {
@@ -217,6 +237,7 @@ impl<G: Gpu> Backend for CudaBackend<G> {
         // Compiling now surfaces kernels that do not compile at `par_loop`. A planned loop's real
         // layout (which args share data) is only known at its first run.
         let unit = CudaCodegen.emit(sig, &expected_stub(sig, self.shared.strategy));
+        self.shared.fits_private(sig.kernel.name(), &unit)?;
         self.shared.gpu().check(&unit)?;
         Ok(Arc::new(CudaLoop {
             reductions: sig.reduction_args(),
@@ -295,6 +316,7 @@ impl<G: Gpu> CudaLoop<G> {
                 Some(p) => p.clone(),
                 None => {
                     let unit = CudaCodegen.emit(&self.sig, &stub);
+                    self.shared.fits_private(self.kernel_name(), &unit)?;
                     let program = self.gpu().load(&unit)?;
                     let l = Arc::new(Loaded {
                         unit,

@@ -34,6 +34,7 @@ fn unit(name: &str, body: &str) -> CudaUnit {
         },
         params: vec![StubParam::Data(0)],
         finish_params: None,
+        private_bytes: 0,
     }
 }
 

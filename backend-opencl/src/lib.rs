@@ -8,7 +8,7 @@
 mod device;
 mod program;
 
-pub use device::{ChosenDevice, choose_device};
+pub use device::{CPU_PRIVATE_PER_GROUP, ChosenDevice, choose_device};
 pub use program::{BUILD_OPTIONS, ProgramStats, program_stats};
 
 use device::{ClBuffer, ClMemory, cl_err};
@@ -62,6 +62,30 @@ struct Shared {
 impl Shared {
     fn memory(&self) -> &ClMemory {
         self.data.memory()
+    }
+
+    /// The work-group size to launch with: `wanted`, made smaller where the device keeps a whole
+    /// group's private arrays in memory of fixed size (see [`CPU_PRIVATE_PER_GROUP`]) and
+    /// `private_bytes` per work-item would not fit; an error when one work-item alone does not.
+    fn work_group(&self, kernel: &str, wanted: usize, private_bytes: usize) -> Result<usize> {
+        let Some(budget) = self.device.private_per_group else {
+            return Ok(wanted);
+        };
+        let fits = budget.checked_div(private_bytes).unwrap_or(usize::MAX);
+        if fits == 0 {
+            return Err(Op2Error::DeviceLimit {
+                backend: "opencl".into(),
+                kernel: kernel.into(),
+                device: self.device.name.clone(),
+                resource: "private memory per work-item",
+                needed: private_bytes,
+                available: budget,
+                hint: "the loop's private increments, reduction accumulators or copies are too \
+                       large (a Dat or Global of very large dim); split the data into smaller Dats"
+                    .into(),
+            });
+        }
+        Ok(wanted.min(fits).max(1))
     }
 }
 
@@ -127,6 +151,9 @@ impl Backend for OpenClBackend {
                 .codegen
                 .emit(sig, &zeros, layout.as_ref(), passing)
                 .map_err(|e| emit_error(sig, e))?;
+            // A stub whose one work-item needs more private memory than the device has is
+            // refused before the compiler sees it.
+            sh.work_group(sig.kernel.name(), 1, unit.private_bytes)?;
             sh.programs.check(&sh.memory().context, &sh.device, &unit)
         };
         // Kernels that copy a parameter into their own unqualified pointer do not compile with
@@ -388,7 +415,11 @@ impl PreparedLoop for OpenClLoop {
         let partials;
         if self.sig.is_direct() {
             let compiled = self.program(&consts, None)?;
-            let work_group = OPENCL_DIRECT_WORK_GROUP.min(compiled.max_work_group);
+            let work_group = sh.work_group(
+                self.kernel_name(),
+                OPENCL_DIRECT_WORK_GROUP.min(compiled.max_work_group),
+                compiled.private_bytes,
+            )?;
             slots = (inv.end - inv.start).div_ceil(work_group);
             partials = partials_for(slots)?;
             self.launch(
@@ -410,7 +441,11 @@ impl PreparedLoop for OpenClLoop {
             let plan = self.plan(inv)?;
             let device_plan = self.device_plan(&plan)?;
             let compiled = self.program(&consts, Some(self.layout(&plan)))?;
-            let work_group = plan.block_size.min(compiled.max_work_group);
+            let work_group = sh.work_group(
+                self.kernel_name(),
+                plan.block_size.min(compiled.max_work_group),
+                compiled.private_bytes,
+            )?;
             slots = plan.blocks();
             partials = partials_for(slots)?;
             for c in 0..plan.colours() {

@@ -27,6 +27,8 @@ pub struct Compiled {
     pub params: Vec<StubParam>,
     /// Largest work-group the stub can run with on this device.
     pub max_work_group: usize,
+    /// Private memory each work-item of the stub declares.
+    pub private_bytes: usize,
     _program: Program,
 }
 
@@ -173,6 +175,7 @@ impl ProgramCache {
             kernel: Mutex::new(kernel),
             params: unit.params.clone(),
             max_work_group,
+            private_bytes: unit.private_bytes,
             _program: program,
         });
         self.memory

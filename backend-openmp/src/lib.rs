@@ -5,7 +5,7 @@
 
 #![warn(missing_docs)]
 
-use op2_codegen::{JitCompiler, OpenMpCodegen};
+use op2_codegen::{JitCompiler, JitFunction, OpenMpCodegen};
 use op2_core::{
     Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, Op2Error,
     PreparedLoop, Result,
@@ -45,6 +45,7 @@ type Wrapper = unsafe extern "C" fn(
     *const *mut c_void,
     *const *const i32,
     *const *const c_void,
+    *const *mut c_void,
     i32,
     i32,
     *const u64,
@@ -116,6 +117,7 @@ impl Backend for OpenMpBackend {
         let wrapper: Wrapper = unsafe { std::mem::transmute::<*const c_void, Wrapper>(f.as_ptr()) };
         Ok(Arc::new(OpenMpLoop {
             wrapper,
+            statics: (!sig.consts.is_empty()).then_some(f),
             coloured: sig.has_indirect_writes(),
             shared: self.shared.clone(),
         }))
@@ -143,6 +145,9 @@ mod tests {
 
 struct OpenMpLoop {
     wrapper: Wrapper,
+    /// The library, when the wrapper copies Consts into its file-scope storage: runs of the same
+    /// source from other runtimes must not overwrite them mid-loop.
+    statics: Option<JitFunction>,
     /// Whether the loop modifies data through maps, and so needs a coloured plan.
     coloured: bool,
     shared: Arc<Shared>,
@@ -192,6 +197,22 @@ impl PreparedLoop for OpenMpLoop {
             ),
             None => (0, std::ptr::null(), std::ptr::null(), std::ptr::null()),
         };
+        // Per-thread partial results of each Global reduction, 8-byte aligned for every dtype.
+        let mut partials: Vec<Vec<u64>> = inv
+            .sig
+            .reduction_args()
+            .into_iter()
+            .map(|i| {
+                let a = &inv.sig.args[i];
+                let bytes = self.shared.threads as usize * a.dim * a.dtype.size();
+                vec![0u64; bytes.div_ceil(8)]
+            })
+            .collect();
+        let partial_ptrs: Vec<*mut c_void> = partials
+            .iter_mut()
+            .map(|p| p.as_mut_ptr().cast::<c_void>())
+            .collect();
+        let _statics = self.statics.map(JitFunction::lock_statics);
         // SAFETY: the runtime validated every arg against the signature and locked the data; map
         // values were range-checked at declaration. The plan covers `0..inv.end` of this set with
         // these maps, and no two blocks of one colour modify the same item, so threads never race.
@@ -202,6 +223,7 @@ impl PreparedLoop for OpenMpLoop {
                 inv.args.as_ptr(),
                 maps.as_ptr(),
                 inv.consts.as_ptr(),
+                partial_ptrs.as_ptr(),
                 self.shared.threads,
                 ncolours,
                 colour_offsets.as_ptr(),

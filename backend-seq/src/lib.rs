@@ -3,7 +3,7 @@
 
 #![warn(missing_docs)]
 
-use op2_codegen::{CCodegen, JitCompiler};
+use op2_codegen::{CCodegen, JitCompiler, JitFunction};
 use op2_core::{
     Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, PreparedLoop, Result,
 };
@@ -38,12 +38,18 @@ impl Backend for SeqBackend {
         let f = self.jit.load(&unit)?;
         // SAFETY: the entry point was generated with exactly the `Wrapper` signature.
         let wrapper: Wrapper = unsafe { std::mem::transmute::<*const c_void, Wrapper>(f.as_ptr()) };
-        Ok(Arc::new(SeqLoop { wrapper }))
+        Ok(Arc::new(SeqLoop {
+            wrapper,
+            statics: (!sig.consts.is_empty()).then_some(f),
+        }))
     }
 }
 
 struct SeqLoop {
     wrapper: Wrapper,
+    /// The library, when the wrapper copies Consts into its file-scope storage: runs of the same
+    /// source from other runtimes must not overwrite them mid-loop.
+    statics: Option<JitFunction>,
 }
 
 impl PreparedLoop for SeqLoop {
@@ -52,6 +58,7 @@ impl PreparedLoop for SeqLoop {
             return Ok(());
         }
         let maps = inv.map_pointers();
+        let _statics = self.statics.map(JitFunction::lock_statics);
         // SAFETY: the runtime validated every arg against the signature (sets, maps, dims, types) and
         // locked the data; map values were range-checked at declaration, so every access the wrapper
         // makes is inside the buffers passed here.

@@ -11,6 +11,7 @@
 use crate::device::{
     BlockLayout, Dialect, StubParam, combine_expr, data_params, emit_direct_stub,
     emit_group_combine, emit_planned_stub, emit_reduction_finish, emit_reduction_init,
+    for_components, private_bytes_per_item,
 };
 use crate::emit::{const_symbol, emit_consts, emit_kernel, kernel_symbol, reduction_args};
 use op2_core::{Access, ArgKind, GeneratedUnit, LoopSignature};
@@ -55,6 +56,9 @@ pub struct CudaUnit {
     pub params: Vec<StubParam>,
     /// [`CUDA_FINISH_ENTRY`]'s parameters, when the loop reduces into Globals.
     pub finish_params: Option<Vec<StubParam>>,
+    /// Private (local) memory each thread of [`CUDA_ENTRY`] declares (see
+    /// [`crate::private_bytes_per_item`]).
+    pub private_bytes: usize,
 }
 
 impl CudaUnit {
@@ -104,6 +108,7 @@ impl CudaCodegen {
             CudaStub::Planned(b) => emit_planned_stub(&mut s, sig, b, CUDA_ENTRY, d, false, true),
             CudaStub::Atomic => emit_atomic_stub(&mut s, sig),
         };
+        let private_bytes = private_bytes_per_item(&s[start..]);
         let stub_sig = StubSignature {
             decls: stub_decls(&s[start..]),
             params,
@@ -126,6 +131,7 @@ impl CudaCodegen {
             },
             params: stub_sig.params,
             finish_params: finish.map(|f| f.params),
+            private_bytes,
         }
     }
 }
@@ -297,7 +303,7 @@ fn emit_finish_kernel(s: &mut String, sig: &LoopSignature) -> Vec<StubParam> {
         let a = &sig.args[i];
         let t = a.dtype.c_name();
         let combine = combine_expr(a.access);
-        for k in 0..a.dim {
+        for_components(s, a.dim, |s, k| {
             // MIN and MAX may start from the Global itself (they are idempotent); sums from zero.
             let init = if a.access == Access::Inc {
                 "0".to_string()
@@ -318,7 +324,7 @@ fn emit_finish_kernel(s: &mut String, sig: &LoopSignature) -> Vec<StubParam> {
                 ),
             });
             s.push_str("  }\n");
-        }
+        });
     }
     s.push_str("}\n");
     params

@@ -296,6 +296,59 @@ impl Dialect {
     }
 }
 
+/// Bytes of private memory one work-item (thread) of a generated stub declares: the fixed-size
+/// arrays of its own (`op2_*[N]`: reduction accumulators, private increments, private copies and
+/// pointer arrays), found in the stub's text. Device limits on private memory are checked against
+/// it: PoCL, for one, keeps a work-group's private arrays on one thread's stack, and a stub whose
+/// work-group needs more than that stack crashes inside the driver. The user kernel's own locals
+/// are not counted (they are not known).
+pub fn private_bytes_per_item(stub: &str) -> usize {
+    const TYPES: [(&str, usize); 6] = [
+        ("double", 8),
+        ("float", 4),
+        ("int32_t", 4),
+        ("uint32_t", 4),
+        ("int64_t", 8),
+        ("uint64_t", 8),
+    ];
+    let mut total = 0;
+    for statement in stub.split([';', '{', '}']) {
+        let statement = statement.trim();
+        // A declaration `TYPE op2_name[N]` or `QUALIFIER TYPE *op2_name[N]`.
+        let Some(open) = statement.find('[') else {
+            continue;
+        };
+        if !statement.ends_with(']') {
+            continue;
+        }
+        let Ok(count) = statement[open + 1..statement.len() - 1]
+            .trim()
+            .parse::<usize>()
+        else {
+            continue;
+        };
+        let head = statement[..open].trim_end();
+        let Some(name_start) = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        else {
+            continue;
+        };
+        if !head[name_start + 1..].starts_with("op2_") {
+            continue;
+        }
+        let before = head[..=name_start].trim_end();
+        let size = if before.ends_with('*') {
+            8
+        } else {
+            match TYPES.iter().find(|(t, _)| before.ends_with(t)) {
+                Some(&(_, size)) => size,
+                None => continue,
+            }
+        };
+        total += count * size;
+    }
+    total
+}
+
 /// Declares each arg's buffer parameter and each reduction's partials.
 pub(crate) fn data_params(
     sig: &LoopSignature,
@@ -390,8 +443,7 @@ pub(crate) fn emit_group_combine(
 }
 
 /// Combines each reduction accumulator across the work-group; work-item 0 writes the partial of
-/// work-group `slot`. Components are unrolled so that no barrier sits inside a loop of the
-/// generated code when `tree` is off.
+/// work-group `slot` (components unrolled or looped, see [`for_components`]).
 pub(crate) fn emit_reduction_finish(
     s: &mut String,
     sig: &LoopSignature,
@@ -409,7 +461,7 @@ pub(crate) fn emit_reduction_finish(
     let wide = d.wide();
     for i in reds {
         let a = &sig.args[i];
-        for k in 0..a.dim {
+        for_components(s, a.dim, |s, k| {
             emit_group_combine(
                 s,
                 d,
@@ -423,8 +475,29 @@ pub(crate) fn emit_reduction_finish(
                         dim = a.dim
                     )
                 },
-            );
+            )
+        });
+    }
+}
+
+/// Most components of a reduction whose group combines are unrolled.
+const UNROLLED_COMPONENTS: usize = 8;
+
+/// Emits `body` once per component `0..dim` of a reduction, given the component's C expression:
+/// unrolled for a few components (no barrier inside a loop, which CPU devices run far slower), a
+/// loop for many (a Global of dim 100,000 would otherwise become megabytes of source).
+pub(crate) fn for_components(s: &mut String, dim: usize, mut body: impl FnMut(&mut String, &str)) {
+    if dim <= UNROLLED_COMPONENTS {
+        for k in 0..dim {
+            body(s, &k.to_string());
         }
+    } else {
+        let _ = writeln!(
+            s,
+            "  for (int op2_comp = 0; op2_comp < {dim}; op2_comp++) {{"
+        );
+        body(s, "op2_comp");
+        s.push_str("  }\n");
     }
 }
 
@@ -823,4 +896,17 @@ pub(crate) fn emit_planned_stub(
     emit_reduction_finish(s, sig, "op2_slot", tree, d);
     s.push_str("}\n");
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_bytes_count_the_stubs_own_arrays() {
+        let stub = "  double op2_arg1_r[3];\n  for (int op2_k = 0; op2_k < 3; op2_k++) op2_arg1_r[op2_k] = 0;\n\
+                    {    float op2_arg0_l[16];\n    __local double *op2_arg2_vec[4];\n    int64_t op2_arg3_c[2]; }\n\
+                    extern __shared__ __align__(16) char op2_shared[];\n  double x[5];";
+        assert_eq!(private_bytes_per_item(stub), 3 * 8 + 16 * 4 + 4 * 8 + 2 * 8);
+    }
 }

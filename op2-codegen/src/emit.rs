@@ -34,7 +34,12 @@ impl Codegen for CCodegen {
         // registers, and the loop vectorises. Each reduction arg is its own contribution (a Global
         // passed twice with INC counts both): sums start from zero and are added to the Global
         // at the end, MIN and MAX start from its value and are combined with it at the end.
-        let reductions = reduction_args(sig);
+        // A Global too large for the stack (a histogram, say) is reduced in place: on one thread
+        // the kernel's additions into it, and MIN and MAX lowering it, mean the same.
+        let reductions: Vec<usize> = reduction_args(sig)
+            .into_iter()
+            .filter(|&i| reduces_locally(&sig.args[i]))
+            .collect();
         let mut call = kernel_call_args(sig, "op2_n");
         for &i in &reductions {
             let a = &sig.args[i];
@@ -78,6 +83,16 @@ impl Codegen for CCodegen {
             kernel: sig.kernel.name().into(),
         }
     }
+}
+
+/// Largest reduction (in bytes) the host wrappers accumulate in a local array, on the stack of the
+/// thread that runs the loop; larger ones are accumulated in place (one thread) or in the
+/// partials the backend allocates (threads).
+pub(crate) const LOCAL_REDUCTION_BYTES: usize = 4096;
+
+/// Whether reduction arg `a` is accumulated in a local array.
+pub(crate) fn reduces_locally(a: &ArgSig) -> bool {
+    a.dim * a.dtype.size() <= LOCAL_REDUCTION_BYTES
 }
 
 /// A C statement folding `part` into `target` under a reduction's access: INC adds, MIN and MAX

@@ -11,7 +11,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Default flags before `OP2_CFLAGS`. Hidden visibility keeps the user's kernel local to its library:
 /// otherwise a kernel named like a libc function (`step`, `index`) is interposed by libc at load time,
@@ -70,13 +70,31 @@ pub fn jit_stats() -> JitStats {
 }
 
 /// The address of a loaded entry point. Libraries are never unloaded, so it stays valid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JitFunction(usize);
+#[derive(Debug, Clone, Copy)]
+pub struct JitFunction {
+    addr: usize,
+    /// One per loaded library (never freed, like the library).
+    statics: &'static Mutex<()>,
+}
+
+impl PartialEq for JitFunction {
+    fn eq(&self, other: &Self) -> bool {
+        self.addr == other.addr
+    }
+}
+impl Eq for JitFunction {}
 
 impl JitFunction {
     /// The raw address, to transmute into the entry point's `extern "C"` type.
     pub fn as_ptr(self) -> *const c_void {
-        self.0 as *const c_void
+        self.addr as *const c_void
+    }
+
+    /// Exclusive use of the library's file-scope storage (the Consts a wrapper copies in on
+    /// entry). Every runtime of the process that runs the same generated source shares one
+    /// library, so a call that fills that storage and then reads it holds this guard throughout.
+    pub fn lock_statics(self) -> MutexGuard<'static, ()> {
+        self.statics.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -160,11 +178,13 @@ impl JitCompiler {
             }
             Err(_) => self.compile(unit, &key, &lib)?,
         };
-        memory_cache()
+        // Two threads may have loaded the same unit at once: the first one cached is the one
+        // everybody uses, so that they share its statics lock.
+        Ok(*memory_cache()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(key, f);
-        Ok(f)
+            .entry(key)
+            .or_insert(f))
     }
 
     fn temp_path(&self, ext: &str) -> PathBuf {
@@ -274,7 +294,10 @@ fn open(path: &Path, entry: &str) -> Result<JitFunction> {
         unsafe { libloading::os::unix::Library::open(Some(path), flags) }.map_err(load_err)?;
     // SAFETY: the symbol is the wrapper we generated; callers transmute it to its known signature.
     let addr = unsafe { lib.get::<*const c_void>(entry.as_bytes()) }.map_err(load_err)?;
-    let f = JitFunction(*addr as usize);
+    let f = JitFunction {
+        addr: *addr as usize,
+        statics: Box::leak(Box::new(Mutex::new(()))),
+    };
     std::mem::forget(lib);
     Ok(f)
 }

@@ -20,7 +20,7 @@ pub use cuda::{
     CUDA_EMULATION_ENTRY, CUDA_EMULATION_PRELUDE, CUDA_ENTRY, CUDA_FINISH_ENTRY, CudaCodegen,
     CudaStub, CudaUnit, EMULATION_LAUNCH_FINISH, EMULATION_LAUNCH_STUB, EMULATION_SET_CONST,
 };
-pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam};
+pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam, private_bytes_per_item};
 pub use emit::{CCodegen, WRAPPER_SIGNATURE, const_symbol, kernel_symbol};
 pub use jit::{JitCompiler, JitFunction, JitStats, dump_source, jit_stats, write_atomically};
 pub use opencl::{

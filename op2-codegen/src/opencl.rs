@@ -2,7 +2,9 @@
 //! qualifiers added to its parameters, consts as `__constant` data, and a `__kernel` stub (the
 //! stubs themselves are shared with CUDA, in [`crate::device`]).
 
-use crate::device::{BlockLayout, Dialect, StubParam, emit_direct_stub, emit_planned_stub};
+use crate::device::{
+    BlockLayout, Dialect, StubParam, emit_direct_stub, emit_planned_stub, private_bytes_per_item,
+};
 use crate::emit::{close_user_names, const_symbol, open_user_names};
 use op2_core::{ArgKind, DType, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
@@ -39,6 +41,8 @@ pub struct OpenClUnit {
     pub unit: GeneratedUnit,
     /// The stub's parameters in order.
     pub params: Vec<StubParam>,
+    /// Private memory each work-item of the stub declares (see [`crate::private_bytes_per_item`]).
+    pub private_bytes: usize,
 }
 
 /// Why a kernel cannot be emitted as OpenCL.
@@ -120,11 +124,14 @@ impl OpenClCodegen {
         close_user_names(&mut s, sig);
         s.push('\n');
         let (entry, tree) = (OPENCL_ENTRY, self.tree_reductions);
+        let stub_start = s.len();
         let params = match blocks {
             None => emit_direct_stub(&mut s, sig, entry, Dialect::OpenCl, private, tree),
             Some(b) => emit_planned_stub(&mut s, sig, b, entry, Dialect::OpenCl, private, tree),
         };
+        let private_bytes = private_bytes_per_item(&s[stub_start..]);
         Ok(OpenClUnit {
+            private_bytes,
             unit: GeneratedUnit {
                 source: s,
                 entry: OPENCL_ENTRY.into(),

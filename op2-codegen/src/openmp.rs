@@ -4,17 +4,18 @@
 
 use crate::emit::{
     HOST_INLINE, combine_into, emit_consts, emit_gathers, emit_kernel, emit_row_vectors,
-    emit_wrapper_prologue, kernel_call_args, kernel_symbol, reduction_args,
+    emit_wrapper_prologue, kernel_call_args, kernel_symbol, reduces_locally, reduction_args,
 };
 use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
 
 /// The C signature of every OpenMP wrapper. Beyond [`crate::WRAPPER_SIGNATURE`]'s parameters: the
-/// thread count, then the plan. With `ncolours == 0` there is no plan and `start..end` is split
+/// reduction partials (one buffer of `nthreads * dim` values per Global reduction arg, in arg
+/// order), the thread count, then the plan. With `ncolours == 0` there is no plan and `start..end` is split
 /// statically across the threads (loops that modify nothing through maps); otherwise colour `c` runs
 /// blocks `block_map[colour_offsets[c] .. colour_offsets[c + 1]]`, block `b` being elements
 /// `block_offsets[b] .. block_offsets[b] + block_lengths[b]` (clipped to `start..end`).
-pub const OPENMP_WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) void NAME(int64_t op2_start, int64_t op2_end, void *const *op2_args, const int32_t *const *op2_maps, const void *const *op2_consts, int32_t op2_nthreads, int32_t op2_ncolours, const uint64_t *op2_colour_offsets, const uint32_t *op2_block_map, const uint32_t *op2_block_offsets, const uint32_t *op2_block_lengths)";
+pub const OPENMP_WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) void NAME(int64_t op2_start, int64_t op2_end, void *const *op2_args, const int32_t *const *op2_maps, const void *const *op2_consts, void *const *op2_partials, int32_t op2_nthreads, int32_t op2_ncolours, const uint64_t *op2_colour_offsets, const uint32_t *op2_block_map, const uint32_t *op2_block_offsets, const uint32_t *op2_block_lengths)";
 
 /// Emits C with OpenMP pragmas; compile with `-fopenmp`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,14 +50,15 @@ impl Codegen for OpenMpCodegen {
         emit_kernel(&mut s, sig, HOST_INLINE);
         let _ = writeln!(s, "{} {{", OPENMP_WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_wrapper_prologue(&mut s, sig);
-        // One partial per thread and reduction, starting from the identity (INC) or the current
-        // value (MIN, MAX: combining with it again changes nothing). Slots of threads the runtime
-        // did not start stay neutral.
-        for &i in &reductions {
+        // One partial per thread and reduction (the backend allocates them, `nthreads * dim`
+        // values per reduction arg, in reduction order), starting from the identity (INC) or the
+        // current value (MIN, MAX: combining with it again changes nothing). Slots of threads the
+        // runtime did not start stay neutral.
+        for (j, &i) in reductions.iter().enumerate() {
             let a = &sig.args[i];
             let t = a.dtype.c_name();
             let d = a.dim;
-            let _ = writeln!(s, "  {t} op2_arg{i}_part[op2_nthreads * {d}];");
+            let _ = writeln!(s, "  {t} *op2_arg{i}_part = ({t} *)op2_partials[{j}];");
             let init = if a.access == Access::Inc {
                 format!("({t})0")
             } else {
@@ -92,14 +94,25 @@ impl Codegen for OpenMpCodegen {
         s.push_str("    const int op2_tid = omp_get_thread_num();\n");
         s.push_str("    const int op2_nt = omp_get_num_threads();\n");
         emit_row_vectors(&mut s, sig, "    ");
+        // Each thread accumulates in a local copy of its partial (registers, for small ones), or
+        // in its partial itself when it is too large for the thread's stack.
         for &i in &reductions {
             let a = &sig.args[i];
-            let _ = writeln!(s, "    {} op2_arg{i}_l[{}];", a.dtype.c_name(), a.dim);
-            let _ = writeln!(
-                s,
-                "    for (int op2_k = 0; op2_k < {0}; op2_k++) op2_arg{i}_l[op2_k] = op2_arg{i}_part[(int64_t)op2_tid * {0} + op2_k];",
-                a.dim
-            );
+            let t = a.dtype.c_name();
+            if reduces_locally(a) {
+                let _ = writeln!(s, "    {t} op2_arg{i}_l[{}];", a.dim);
+                let _ = writeln!(
+                    s,
+                    "    for (int op2_k = 0; op2_k < {0}; op2_k++) op2_arg{i}_l[op2_k] = op2_arg{i}_part[(int64_t)op2_tid * {0} + op2_k];",
+                    a.dim
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "    {t} *op2_arg{i}_l = op2_arg{i}_part + (int64_t)op2_tid * {};",
+                    a.dim
+                );
+            }
         }
         s.push_str("    if (op2_ncolours == 0) {\n");
         s.push_str("      const int64_t op2_len = op2_end - op2_start;\n");
@@ -123,7 +136,10 @@ impl Codegen for OpenMpCodegen {
         s.push_str("          for (int64_t op2_n = op2_first; op2_n < op2_last; op2_n++) {\n");
         body(&mut s, "            ");
         s.push_str("          }\n        }\n      }\n    }\n");
-        for &i in &reductions {
+        for &i in reductions
+            .iter()
+            .filter(|&&i| reduces_locally(&sig.args[i]))
+        {
             let _ = writeln!(
                 s,
                 "    for (int op2_k = 0; op2_k < {0}; op2_k++) op2_arg{i}_part[(int64_t)op2_tid * {0} + op2_k] = op2_arg{i}_l[op2_k];",
@@ -196,6 +212,10 @@ mod tests {
             "op2_kernel_k((void *)op2_arg0_vec, (void *)op2_arg1_l, (void *)op2_arg2_l);"
         ));
         assert!(u.source.contains("op2_arg1_part[op2_k] = (double)0;"));
+        assert!(
+            u.source
+                .contains("double *op2_arg1_part = (double *)op2_partials[0];")
+        );
         assert!(
             u.source
                 .contains("op2_arg2_part[op2_k] = op2_arg2[op2_k % 1];")

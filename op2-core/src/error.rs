@@ -332,6 +332,27 @@ pub enum Op2Error {
         /// Why.
         reason: String,
     },
+    /// A loop needs more of a device's resources than the device has (local or shared memory per
+    /// block, private memory per work-item or work-group, ...).
+    #[error(
+        "loop `{kernel}` on backend `{backend}` needs {needed} bytes of {resource}, but {device} has {available}: {hint}"
+    )]
+    DeviceLimit {
+        /// The backend.
+        backend: String,
+        /// The loop's kernel.
+        kernel: String,
+        /// The device's name.
+        device: String,
+        /// What runs out, e.g. "private memory per work-item".
+        resource: &'static str,
+        /// Bytes the loop needs.
+        needed: usize,
+        /// Bytes the device has.
+        available: usize,
+        /// What the user can do about it.
+        hint: String,
+    },
     /// An environment variable or builder setting has an invalid value.
     #[error("configuration `{key}` = `{value}`: {reason}")]
     Config {

@@ -86,9 +86,10 @@ impl Planner {
     }
 
     /// The plan of a device backend, whose blocks must fit its local (shared) memory: blocks of
-    /// `fit.preferred` elements, or of the user's `fit.user` size, halved until a block's staging
+    /// the user's `fit.user` size, else of `fit.preferred` elements, halved until a block's staging
     /// plus `fit.scratch_per_thread` bytes per thread (of at most `fit.max_threads`) fit in
-    /// `fit.capacity` bytes. A size the user chose is kept: if it does not fit, the error says so.
+    /// `fit.capacity` bytes. A loop whose single element does not fit is a
+    /// [`Op2Error::DeviceLimit`].
     pub fn plan_to_fit(
         &self,
         set: u64,
@@ -109,15 +110,17 @@ impl Planner {
             if needed <= fit.capacity {
                 return Ok(plan);
             }
-            if fit.user.is_some() || block_size == 1 {
-                return Err(Op2Error::Execution {
+            if block_size == 1 {
+                return Err(Op2Error::DeviceLimit {
                     backend: fit.backend.into(),
                     kernel: fit.kernel.into(),
-                    reason: format!(
-                        "blocks of {block_size} elements stage {} bytes, more than the {} bytes of \
-                         local memory of {}; set a smaller OP2_PART_SIZE",
-                        plan.stats.max_staging_bytes, fit.capacity, fit.device
-                    ),
+                    device: fit.device.into(),
+                    resource: "local (shared) memory per block",
+                    needed,
+                    available: fit.capacity,
+                    hint: "one element's data staged through its maps does not fit; a device with \
+                           more local memory, or smaller Dats per element, is needed"
+                        .into(),
                 });
             }
             block_size /= 2;
@@ -138,7 +141,7 @@ impl Planner {
 pub struct LocalMemoryFit<'a> {
     /// Block size the backend prefers.
     pub preferred: usize,
-    /// Block size the user chose (`OP2_PART_SIZE`), kept as given.
+    /// Block size the user chose (`OP2_PART_SIZE`): the first size tried.
     pub user: Option<usize>,
     /// Bytes of local (shared) memory per block.
     pub capacity: usize,

@@ -647,3 +647,100 @@ fn runtime_is_debug() {
         .unwrap_err();
     assert!(matches!(err, Op2Error::UnknownBackend { .. }));
 }
+
+#[test]
+fn runtimes_on_two_threads_with_one_kernel_source_keep_their_own_consts() {
+    let src = "void affine(double *x) { *x = offset + 0.5 * *x; }";
+    let worker = |value: f64| {
+        move || {
+            let rt = rt();
+            let _c = rt.decl_const(1, &[value], "offset").unwrap();
+            let s = rt.decl_set(20_000, "s");
+            let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
+            let k = kernel("affine", src);
+            for round in 0..40 {
+                x.data().unwrap().fill(0.0);
+                rt.par_loop(&k, &s, [x.arg(RW)]).unwrap();
+                let got = x.to_vec().unwrap();
+                assert!(
+                    got.iter().all(|&v| v == value),
+                    "round {round}: a loop saw another runtime's const"
+                );
+            }
+        }
+    };
+    let a = std::thread::spawn(worker(1.0));
+    let b = std::thread::spawn(worker(2.0));
+    a.join().unwrap();
+    b.join().unwrap();
+}
+
+#[test]
+fn a_global_of_huge_dim_reduces_or_is_refused_never_a_crash() {
+    // A histogram: each element adds one to its own bin of a 400,000-bin Global (3.2 MB of
+    // doubles, more than a thread's stack), and lowers every bin of a MIN Global.
+    let rt = rt();
+    let bins = 400_000;
+    let s = rt.decl_set(1000, "s");
+    let idx: Vec<i32> = (0..1000).map(|i| (i * 397) % bins as i32).collect();
+    let x = rt.decl_dat(&s, 1, &idx, "bin").unwrap();
+    let h = rt.decl_global(bins, &vec![0.0f64; bins], "hist").unwrap();
+    let k = kernel(
+        "hist",
+        "void hist(const int *b, double *h) { h[*b] += 1.0; }",
+    );
+    match rt.par_loop(&k, &s, [x.arg(READ), h.arg(INC)]) {
+        Ok(()) => {
+            let got = h.value().unwrap();
+            let mut want = vec![0.0f64; bins];
+            for &b in &idx {
+                want[b as usize] += 1.0;
+            }
+            assert_eq!(got, want);
+        }
+        Err(Op2Error::DeviceLimit { .. }) => {}
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+#[test]
+fn globals_of_many_components_reduce_on_every_backend() {
+    // 600 components: too many to unroll on devices, and more than the host keeps on the stack.
+    let rt = rt();
+    let bins = 600usize;
+    let s = rt.decl_set(300, "s");
+    let vals: Vec<i64> = (0..300i64).map(|i| (i * 7919) % 10007 - 5000).collect();
+    let x = rt.decl_dat(&s, 1, &vals, "v").unwrap();
+    let sum = rt.decl_global(bins, &vec![1i64; bins], "sum").unwrap();
+    let lo = rt.decl_global(bins, &vec![0i64; bins], "lo").unwrap();
+    let hi = rt.decl_global(bins, &vec![0i64; bins], "hi").unwrap();
+    let k = kernel(
+        "spread",
+        "void spread(const int64_t *v, int64_t *s, int64_t *lo, int64_t *hi) {
+           for (int b = 0; b < 600; b++) {
+             int64_t w = *v + b;
+             s[b] += w;
+             if (w < lo[b]) lo[b] = w;
+             if (w > hi[b]) hi[b] = w;
+           } }",
+    );
+    rt.par_loop(
+        &k,
+        &s,
+        [x.arg(READ), sum.arg(INC), lo.arg(MIN), hi.arg(MAX)],
+    )
+    .unwrap();
+    let (min, max) = (*vals.iter().min().unwrap(), *vals.iter().max().unwrap());
+    let total: i64 = vals.iter().sum();
+    let (sum, lo, hi) = (
+        sum.value().unwrap(),
+        lo.value().unwrap(),
+        hi.value().unwrap(),
+    );
+    for b in 0..bins as i64 {
+        let i = b as usize;
+        assert_eq!(sum[i], 1 + total + 300 * b, "sum {b}");
+        assert_eq!(lo[i], (min + b).min(0), "min {b}");
+        assert_eq!(hi[i], (max + b).max(0), "max {b}");
+    }
+}
