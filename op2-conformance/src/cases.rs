@@ -540,6 +540,187 @@ fn const_changes_between_loops(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
+fn repeated_args(rt: &Runtime) -> Result<Outputs> {
+    // Every arg is its own contribution: a Global twice with INC, MIN or MAX; a Dat twice
+    // directly and twice through one map entry with INC; a kernel that keeps its own pointers
+    // (OpenCL compiles it with private copies of its args).
+    let (nodes, edges, m) = chain(rt, 300)?;
+    let v: Vec<i64> = (0..299).map(|i| (i * 37) % 101 - 50).collect();
+    let x = rt.decl_dat(&edges, 1, &v, "x")?;
+    let sum = rt.decl_global(2, &[5i64, -3], "sum")?;
+    let lo = rt.decl_global(1, &[0i64], "lo")?;
+    let hi = rt.decl_global(1, &[0i64], "hi")?;
+    let fsum = rt.decl_global(1, &[0.5f64], "fsum")?;
+    let twice = k(
+        "twice",
+        "void twice(const int64_t *x, int64_t *a, int64_t *b, int64_t *l1, int64_t *l2,
+                    int64_t *h1, int64_t *h2, double *f1, double *f2) {
+           a[0] += *x; a[1] += 1; b[0] += 2 * *x; b[1] += 10;
+           if (*x < *l1) *l1 = *x; if (*x / 2 < *l2) *l2 = *x / 2;
+           if (*x > *h1) *h1 = *x; if (*x / 2 > *h2) *h2 = *x / 2;
+           *f1 += 0.25; *f2 += 0.5; }",
+    )?;
+    rt.par_loop(
+        &twice,
+        &edges,
+        [
+            x.arg(READ),
+            sum.arg(INC),
+            sum.arg(INC),
+            lo.arg(MIN),
+            lo.arg(MIN),
+            hi.arg(MAX),
+            hi.arg(MAX),
+            fsum.arg(INC),
+            fsum.arg(INC),
+        ],
+    )?;
+    let d = rt.decl_dat(&nodes, 1, &vec![1.0f64; 300], "d")?;
+    let direct2 = k(
+        "direct2",
+        "void direct2(double *a, double *b) { double *p = a; *p += 1.0; *b += 2.0; }",
+    )?;
+    rt.par_loop(&direct2, &nodes, [d.arg(INC), d.arg(INC)])?;
+    let n = rt.decl_dat_zeros::<u32>(&nodes, 1, "n")?;
+    let entry2 = k(
+        "entry2",
+        "void entry2(unsigned *a, unsigned *b, unsigned *c) { *a += 1; *b += 10; *c += 100; }",
+    )?;
+    rt.par_loop(
+        &entry2,
+        &edges,
+        [
+            n.arg_via(&m, 0, INC),
+            n.arg_via(&m, 0, INC),
+            n.arg_via(&m, 1, INC),
+        ],
+    )?;
+    let mut o = Outputs::new();
+    o.global(&sum)?;
+    o.global(&lo)?;
+    o.global(&hi)?;
+    o.global(&fsum)?;
+    o.dat(&d)?;
+    o.dat(&n)?;
+    Ok(o)
+}
+
+/// Names generated code once used for its locals, and names headers or dialects use: Consts
+/// take the first list, kernels the second (a kernel may not share a Const's name).
+const CONST_NAMES_TAKEN_ELSEWHERE: &[&str] = &[
+    "start", "end", "args", "maps", "consts", "n", "first", "len", "y0", "free", "min", "barrier",
+];
+const KERNEL_NAMES_TAKEN_ELSEWHERE: &[&str] = &[
+    "lo",
+    "nt",
+    "tid",
+    "k",
+    "arg0",
+    "map0",
+    "kernel",
+    "local",
+    "new",
+    "threadIdx",
+    "uint",
+    "M_PI",
+];
+
+fn names_taken_elsewhere(rt: &Runtime) -> Result<Outputs> {
+    let (nodes, edges, m) = chain(rt, 200)?;
+    for (i, name) in CONST_NAMES_TAKEN_ELSEWHERE.iter().enumerate() {
+        rt.decl_const(1, &[i as f64 + 0.5], name)?;
+    }
+    let x = rt.decl_dat_zeros::<f64>(&nodes, 1, "x")?;
+    for (name, c) in KERNEL_NAMES_TAKEN_ELSEWHERE
+        .iter()
+        .zip(CONST_NAMES_TAKEN_ELSEWHERE)
+    {
+        let kern = k(
+            name,
+            &format!("void {name}(double *x[2]) {{ *x[0] += {c}; *x[1] += 2 * {c}; }}"),
+        )?;
+        rt.par_loop(&kern, &edges, [x.arg_row(&m, INC)])?;
+    }
+    let sum = CONST_NAMES_TAKEN_ELSEWHERE.join(" + ");
+    let all = k("all", &format!("void all(double *x) {{ *x += {sum}; }}"))?;
+    rt.par_loop(&all, &nodes, [x.arg(RW)])?;
+    let mut o = Outputs::new();
+    o.dat(&x)?;
+    Ok(o)
+}
+
+fn wide_increments(rt: &Runtime) -> Result<Outputs> {
+    // Large private increments per element: whole rows of arity 8 and dim 40, one entry of dim
+    // 300. Devices must shrink their work-groups rather than fail.
+    let arity = 8;
+    let cells = rt.decl_set(100, "cells");
+    let nodes = rt.decl_set(110, "nodes");
+    let c2n: Vec<i32> = (0..100 * arity)
+        .map(|i| ((i / arity) + (i % arity) * (1 + i % 3)).min(109) as i32)
+        .collect();
+    let c2n = rt.decl_map(&cells, &nodes, arity, c2n, "c2n")?;
+    let x = rt.decl_dat_zeros::<f64>(&nodes, 40, "x")?;
+    let row = k(
+        "wide_row",
+        "void wide_row(double *x[8]) { for (int j = 0; j < 8; j++) for (int d = 0; d < 40; d++) x[j][d] += j + 0.5 * d; }",
+    )?;
+    rt.par_loop(&row, &cells, [x.arg_row(&c2n, INC)])?;
+    let (nodes2, edges, m) = chain(rt, 60)?;
+    let y = rt.decl_dat_zeros::<f32>(&nodes2, 300, "y")?;
+    let entry = k(
+        "wide_entry",
+        "void wide_entry(float *a, float *b) { for (int d = 0; d < 300; d++) { a[d] += 1.0f + d; b[d] += 2.0f; } }",
+    )?;
+    rt.par_loop(
+        &entry,
+        &edges,
+        [y.arg_via(&m, 0, INC), y.arg_via(&m, 1, INC)],
+    )?;
+    let _ = nodes;
+    let mut o = Outputs::new();
+    o.dat(&x)?;
+    o.dat(&y)?;
+    Ok(o)
+}
+
+fn many_component_globals(rt: &Runtime) -> Result<Outputs> {
+    // Globals of 24 components (a loop, not unrolled, on devices) and of 700 (reduced in place
+    // on the host), with every reduction.
+    let s = rt.decl_set(500, "s");
+    let v: Vec<i32> = (0..500).map(|i| (i * 7919) % 1009 - 500).collect();
+    let x = rt.decl_dat(&s, 1, &v, "v")?;
+    let sum = rt.decl_global(24, &[1i32; 24], "sum")?;
+    let lo = rt.decl_global(24, &[0i32; 24], "lo")?;
+    let hi = rt.decl_global(24, &[0i32; 24], "hi")?;
+    let hist = rt.decl_global(700, &[0.0f64; 700], "hist")?;
+    let kern = k(
+        "spread",
+        "void spread(const int *v, int *s, int *lo, int *hi, double *h) {
+           for (int b = 0; b < 24; b++) {
+             int w = *v * (b + 1);
+             s[b] += w; if (w < lo[b]) lo[b] = w; if (w > hi[b]) hi[b] = w;
+           }
+           h[(*v + 500) % 700] += 1.0; }",
+    )?;
+    rt.par_loop(
+        &kern,
+        &s,
+        [
+            x.arg(READ),
+            sum.arg(INC),
+            lo.arg(MIN),
+            hi.arg(MAX),
+            hist.arg(INC),
+        ],
+    )?;
+    let mut o = Outputs::new();
+    o.global(&sum)?;
+    o.global(&lo)?;
+    o.global(&hi)?;
+    o.global(&hist)?;
+    Ok(o)
+}
+
 fn lazy_chain_of_loops(rt: &Runtime) -> Result<Outputs> {
     // Three dependent loops recorded before any result is read, plus one nobody reads until the end.
     let (nodes, edges, m) = chain(rt, 600)?;
@@ -916,6 +1097,26 @@ pub fn cases() -> Vec<Case> {
             const_changes_between_loops,
             0.0,
             "a Const changed between loops"
+        ),
+        case!(
+            repeated_args,
+            0.0,
+            "a Global twice with INC/MIN/MAX, a Dat twice with INC (each arg counts)"
+        ),
+        case!(
+            names_taken_elsewhere,
+            REORDERED_SUMS,
+            "Consts and kernels named like generated locals and library names"
+        ),
+        case!(
+            wide_increments,
+            REORDERED_SUMS,
+            "INC of dim 40 through arity-8 rows, and of dim 300 through one entry"
+        ),
+        case!(
+            many_component_globals,
+            0.0,
+            "Global reductions of 24 and 700 components"
         ),
         case!(
             lazy_chain_of_loops,
