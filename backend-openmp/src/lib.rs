@@ -38,6 +38,23 @@ pub fn default_block_size(elements: usize, threads: usize) -> usize {
     pow2.clamp(OPENMP_MIN_BLOCK_SIZE, OPENMP_MAX_BLOCK_SIZE)
 }
 
+/// Fewest elements worth a thread of their own. Starting and joining a team costs a few
+/// microseconds on an idle machine and up to milliseconds when another process holds a core (the
+/// thread the team waits for is not scheduled). Measured on this project's 2-core machine (best of
+/// 300 calls, libgomp's default wait policy): a 4-value direct loop took 2.0 us on 1 thread and
+/// 2.5 on 2 at 2,800 elements, 6.8 and 4.5 at 10,000, 12.8 and 7.7 at 20,000; an edge loop
+/// incrementing through a map 8.0 and 7.5 at 2,800, 25.7 and 16.4 at 10,000. Below about 8,000
+/// elements per thread a second thread saves at most a few microseconds and risks far more on a
+/// busy machine, so a loop gets one thread per 8,192 elements (Airfoil's 2,800-edge `bres_calc`
+/// runs on one).
+pub const MIN_ELEMENTS_PER_THREAD: usize = 8192;
+
+/// The threads a loop over `elements` elements runs on, of the backend's `threads`, giving each
+/// at least `min_per_thread` elements ([`MIN_ELEMENTS_PER_THREAD`] unless configured).
+pub fn threads_for(elements: usize, threads: usize, min_per_thread: usize) -> usize {
+    (elements / min_per_thread.max(1)).clamp(1, threads.max(1))
+}
+
 /// The generated wrapper's type (see [`op2_codegen::OPENMP_WRAPPER_SIGNATURE`]).
 type Wrapper = unsafe extern "C" fn(
     i64,
@@ -66,6 +83,8 @@ struct Shared {
     /// `OP2_PART_SIZE` (or the builder's `part_size`), else [`default_block_size`] per loop.
     block_size: Option<usize>,
     threads: i32,
+    /// Fewest elements per thread of a loop (`OP2_OMP_MIN_PER_THREAD`).
+    min_per_thread: usize,
 }
 
 impl OpenMpBackend {
@@ -88,6 +107,7 @@ impl OpenMpBackend {
                 planner: Planner::new(),
                 block_size: config.part_size,
                 threads,
+                min_per_thread: config.min_per_thread.unwrap_or(MIN_ELEMENTS_PER_THREAD),
             }),
         })
     }
@@ -127,6 +147,19 @@ impl Backend for OpenMpBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_loops_run_on_fewer_threads() {
+        let m = MIN_ELEMENTS_PER_THREAD;
+        assert_eq!(threads_for(0, 4, m), 1);
+        assert_eq!(threads_for(2_800, 2, m), 1);
+        assert_eq!(threads_for(16_383, 2, m), 1);
+        assert_eq!(threads_for(16_384, 2, m), 2);
+        assert_eq!(threads_for(720_000, 2, m), 2);
+        assert_eq!(threads_for(40_000, 16, m), 4);
+        assert_eq!(threads_for(1 << 30, 16, m), 16);
+        assert_eq!(threads_for(3, 2, 1), 2);
+    }
 
     #[test]
     fn default_block_size_balances_threads_within_bounds() {
@@ -170,17 +203,24 @@ impl PreparedLoop for OpenMpLoop {
             return Ok(());
         }
         let maps = inv.map_pointers();
+        let threads = threads_for(
+            inv.end - inv.start,
+            self.shared.threads as usize,
+            self.shared.min_per_thread,
+        );
         let plan = if self.coloured {
             let args = Self::plan_args(inv);
-            Some(self.shared.planner.plan(&PlanRequest {
-                set: inv.set.id(),
-                end: inv.end,
-                block_size:
-                    self.shared.block_size.unwrap_or_else(|| {
-                        default_block_size(inv.end, self.shared.threads as usize)
-                    }),
-                args: &args,
-            })?)
+            Some(
+                self.shared.planner.plan(&PlanRequest {
+                    set: inv.set.id(),
+                    end: inv.end,
+                    block_size: self
+                        .shared
+                        .block_size
+                        .unwrap_or_else(|| default_block_size(inv.end, threads)),
+                    args: &args,
+                })?,
+            )
         } else {
             None
         };
@@ -204,7 +244,7 @@ impl PreparedLoop for OpenMpLoop {
             .into_iter()
             .map(|i| {
                 let a = &inv.sig.args[i];
-                let bytes = self.shared.threads as usize * a.dim * a.dtype.size();
+                let bytes = threads * a.dim * a.dtype.size();
                 vec![0u64; bytes.div_ceil(8)]
             })
             .collect();
@@ -224,7 +264,7 @@ impl PreparedLoop for OpenMpLoop {
                 maps.as_ptr(),
                 inv.consts.as_ptr(),
                 partial_ptrs.as_ptr(),
-                self.shared.threads,
+                threads as i32,
                 ncolours,
                 colour_offsets.as_ptr(),
                 block_map,

@@ -23,6 +23,10 @@ pub struct Config {
     pub part_size: Option<usize>,
     /// Threads for threaded backends (`OMP_NUM_THREADS`).
     pub num_threads: Option<usize>,
+    /// Fewest elements a loop gives each thread of a threaded backend (`OP2_OMP_MIN_PER_THREAD`):
+    /// smaller loops run on fewer threads; default the backend's (8,192 for `openmp`), 1 uses every
+    /// thread for every loop (tests of the threaded code paths on small meshes).
+    pub min_per_thread: Option<usize>,
     /// OpenCL platform: an index or part of its name (`OP2_OPENCL_PLATFORM`); default any.
     pub opencl_platform: Option<String>,
     /// OpenCL device: an index within the platform(s) or part of its name (`OP2_OPENCL_DEVICE`);
@@ -56,6 +60,7 @@ impl Default for Config {
             dump_gencode: None,
             part_size: None,
             num_threads: None,
+            min_per_thread: None,
             opencl_platform: None,
             opencl_device: None,
             cuda_device: None,
@@ -113,6 +118,9 @@ impl Config {
             // OpenMP allows a list for nested levels; the first entry is the outer level.
             let first = v.split(',').next().unwrap_or("");
             c.num_threads = Some(parse_positive("OMP_NUM_THREADS", first)?);
+        }
+        if let Some(v) = nonempty("OP2_OMP_MIN_PER_THREAD") {
+            c.min_per_thread = Some(parse_positive("OP2_OMP_MIN_PER_THREAD", &v)?);
         }
         c.opencl_platform = nonempty("OP2_OPENCL_PLATFORM").map(|v| v.trim().to_string());
         c.opencl_device = nonempty("OP2_OPENCL_DEVICE").map(|v| v.trim().to_string());

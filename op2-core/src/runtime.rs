@@ -305,6 +305,7 @@ pub struct RuntimeBuilder {
     dump_gencode: Option<PathBuf>,
     part_size: Option<usize>,
     num_threads: Option<usize>,
+    min_per_thread: Option<usize>,
     opencl_platform: Option<String>,
     opencl_device: Option<String>,
     cuda_device: Option<usize>,
@@ -406,6 +407,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Fewest elements a threaded backend gives each thread of a loop (overrides
+    /// `OP2_OMP_MIN_PER_THREAD`; 1 uses every thread for every loop).
+    pub fn min_per_thread(mut self, n: usize) -> Self {
+        self.min_per_thread = Some(n);
+        self
+    }
+
     /// The configuration this builder would use.
     pub fn config(&self) -> Result<Config> {
         let mut c = Config::from_env()?;
@@ -433,6 +441,9 @@ impl RuntimeBuilder {
         if let Some(v) = self.num_threads {
             c.num_threads = Some(v);
         }
+        if let Some(v) = self.min_per_thread {
+            c.min_per_thread = Some(v);
+        }
         if let Some(v) = &self.opencl_platform {
             c.opencl_platform = Some(v.clone());
         }
@@ -454,7 +465,11 @@ impl RuntimeBuilder {
         if let Some(v) = self.cuda_sync {
             c.cuda_sync = v;
         }
-        for (key, v) in [("part_size", c.part_size), ("num_threads", c.num_threads)] {
+        for (key, v) in [
+            ("part_size", c.part_size),
+            ("num_threads", c.num_threads),
+            ("min_per_thread", c.min_per_thread),
+        ] {
             if v == Some(0) {
                 return Err(Op2Error::Config {
                     key: key.into(),

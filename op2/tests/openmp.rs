@@ -5,8 +5,12 @@
 
 use op2::{INC, Kernel, MAX, MIN, READ, Runtime, WRITE};
 
+/// A runtime whose threaded loops use every thread whatever their size (these meshes are small).
 fn runtime(backend: &str, threads: usize, part_size: Option<usize>) -> Runtime {
-    let mut b = op2::builder().backend(backend).num_threads(threads);
+    let mut b = op2::builder()
+        .backend(backend)
+        .num_threads(threads)
+        .min_per_thread(1);
     if let Some(p) = part_size {
         b = b.part_size(p);
     }

@@ -100,7 +100,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
             columns.extend(OPENMP_THREADS.iter().map(|&t| Column {
                 label: format!("openmp/{t}t"),
                 backend: name.clone(),
-                env: vec![("OMP_NUM_THREADS", t)],
+                // Every loop on every thread, however small the case's mesh.
+                env: vec![("OMP_NUM_THREADS", t), ("OP2_OMP_MIN_PER_THREAD", "1")],
             }));
         } else if name.starts_with("cuda") && registered.contains(name) {
             // Both strategies, and colouring with small blocks so that every case's sets span

@@ -286,9 +286,11 @@ fn test(args: &[String]) -> Result<(), String> {
             ("3", Some("16")),
         ] {
             let mut c = cargo();
+            // Every loop on every thread, however small its mesh.
             c.args(["test", "-p", "op2", "--features", "openmp", "--tests"])
                 .env("OP2_TEST_BACKEND", "openmp")
-                .env("OMP_NUM_THREADS", threads);
+                .env("OMP_NUM_THREADS", threads)
+                .env("OP2_OMP_MIN_PER_THREAD", "1");
             match part {
                 Some(p) => c.env("OP2_PART_SIZE", p),
                 None => c.env_remove("OP2_PART_SIZE"),
