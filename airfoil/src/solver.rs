@@ -165,10 +165,10 @@ pub struct Airfoil {
 impl Airfoil {
     /// Declares the mesh and the flow on `rt`: q = qinf everywhere, res = 0.
     pub fn new(rt: &Runtime, mesh: &Mesh, c: &Constants) -> Result<Self> {
-        let nodes = rt.decl_set(mesh.nnode(), "nodes");
-        let edges = rt.decl_set(mesh.nedge(), "edges");
-        let bedges = rt.decl_set(mesh.nbedge(), "bedges");
-        let cells = rt.decl_set(mesh.ncell(), "cells");
+        let nodes = rt.decl_set(mesh.nnode(), "nodes")?;
+        let edges = rt.decl_set(mesh.nedge(), "edges")?;
+        let bedges = rt.decl_set(mesh.nbedge(), "bedges")?;
+        let cells = rt.decl_set(mesh.ncell(), "cells")?;
         let pcell = rt.decl_map(&cells, &nodes, 4, mesh.cell.clone(), "pcell")?;
         let pedge = rt.decl_map(&edges, &nodes, 2, mesh.edge.clone(), "pedge")?;
         let pecell = rt.decl_map(&edges, &cells, 2, mesh.ecell.clone(), "pecell")?;

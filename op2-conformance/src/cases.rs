@@ -30,8 +30,8 @@ fn k(name: &str, src: &str) -> Result<Kernel> {
 
 /// A chain of `n` nodes and `n - 1` edges, edge `i` joining nodes `i` and `i + 1`.
 fn chain(rt: &Runtime, n: usize) -> Result<(Set, Set, op2::Map)> {
-    let nodes = rt.decl_set(n, "nodes");
-    let edges = rt.decl_set(n - 1, "edges");
+    let nodes = rt.decl_set(n, "nodes")?;
+    let edges = rt.decl_set(n - 1, "edges")?;
     let e2n: Vec<i32> = (0..n as i32 - 1).flat_map(|i| [i, i + 1]).collect();
     let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n")?;
     Ok((nodes, edges, m))
@@ -44,8 +44,8 @@ type Quads = (Set, Set, Set, op2::Map, op2::Map, op2::Map);
 fn quads(rt: &Runtime, nx: usize, ny: usize) -> Result<Quads> {
     let node = |i: usize, j: usize| (i + j * (nx + 1)) as i32;
     let cell = |i: usize, j: usize| (i + j * nx) as i32;
-    let nodes = rt.decl_set((nx + 1) * (ny + 1), "nodes");
-    let cells = rt.decl_set(nx * ny, "cells");
+    let nodes = rt.decl_set((nx + 1) * (ny + 1), "nodes")?;
+    let cells = rt.decl_set(nx * ny, "cells")?;
     let c2n: Vec<i32> = (0..ny)
         .flat_map(|j| {
             (0..nx).flat_map(move |i| {
@@ -71,7 +71,7 @@ fn quads(rt: &Runtime, nx: usize, ny: usize) -> Result<Quads> {
             }
         }
     }
-    let edges = rt.decl_set(ec.len() / 2, "edges");
+    let edges = rt.decl_set(ec.len() / 2, "edges")?;
     let c2n = rt.decl_map(&cells, &nodes, 4, c2n, "c2n")?;
     let e2c = rt.decl_map(&edges, &cells, 2, ec, "e2c")?;
     let e2n = rt.decl_map(&edges, &nodes, 2, en, "e2n")?;
@@ -92,7 +92,7 @@ fn permutation(n: usize) -> Vec<i32> {
 }
 
 fn direct_write(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(1000, "s");
+    let s = rt.decl_set(1000, "s")?;
     let x = rt.decl_dat_zeros::<u32>(&s, 1, "x")?;
     rt.par_loop(
         &k("w", "void w(unsigned int *x) { *x = 42; }")?,
@@ -105,7 +105,7 @@ fn direct_write(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn direct_rw(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(1000, "s");
+    let s = rt.decl_set(1000, "s")?;
     let init: Vec<i32> = (0..1000).collect();
     let x = rt.decl_dat(&s, 1, &init, "x")?;
     rt.par_loop(
@@ -119,7 +119,7 @@ fn direct_rw(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn direct_dim3_f64(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(777, "s");
+    let s = rt.decl_set(777, "s")?;
     let a: Vec<f64> = (0..777 * 3).map(|i| (i as f64).sqrt()).collect();
     let a = rt.decl_dat(&s, 3, &a, "a")?;
     let b = rt.decl_dat_zeros::<f64>(&s, 3, "b")?;
@@ -134,7 +134,7 @@ fn direct_dim3_f64(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn every_dtype_direct(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(300, "s");
+    let s = rt.decl_set(300, "s")?;
     let n: usize = 300;
     let f64s = rt.decl_dat(
         &s,
@@ -200,7 +200,7 @@ fn every_dtype_direct(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn global_inc_u64(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(5000, "s");
+    let s = rt.decl_set(5000, "s")?;
     let x = rt.decl_dat(&s, 1, &(0..5000u64).collect::<Vec<_>>(), "x")?;
     let g = rt.decl_global(1, &[5u64], "g")?;
     let kern = k(
@@ -214,7 +214,7 @@ fn global_inc_u64(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn global_inc_f64_dim2(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(4099, "s");
+    let s = rt.decl_set(4099, "s")?;
     let x: Vec<f64> = (0..4099).map(|i| (i as f64 * 0.37).cos()).collect();
     let x = rt.decl_dat(&s, 1, &x, "x")?;
     let g = rt.decl_global(2, &[1.5, -2.0f64], "g")?;
@@ -229,7 +229,7 @@ fn global_inc_f64_dim2(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn global_min_max_i32(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(2500, "s");
+    let s = rt.decl_set(2500, "s")?;
     let x: Vec<i32> = permutation(2500).iter().map(|&p| p * 3 - 4000).collect();
     let x = rt.decl_dat(
         &s,
@@ -252,7 +252,7 @@ fn global_min_max_i32(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn global_min_max_f32(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(3001, "s");
+    let s = rt.decl_set(3001, "s")?;
     let x: Vec<f32> = (0..3001)
         .map(|i| ((i * 7919) % 3001) as f32 * -0.5)
         .collect();
@@ -271,7 +271,7 @@ fn global_min_max_f32(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn global_read(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(1234, "s");
+    let s = rt.decl_set(1234, "s")?;
     let x = rt.decl_dat_zeros::<f32>(&s, 1, "x")?;
     let idx = rt.decl_dat(&s, 1, &(0..1234).collect::<Vec<i32>>(), "idx")?;
     let g = rt.decl_global(2, &[3.0f32, 1.0], "g")?;
@@ -286,8 +286,8 @@ fn global_read(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn zero_size_set(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(0, "empty");
-    let nodes = rt.decl_set(3, "nodes");
+    let s = rt.decl_set(0, "empty")?;
+    let nodes = rt.decl_set(3, "nodes")?;
     let m = rt.decl_map(&s, &nodes, 2, vec![], "m")?;
     let x = rt.decl_dat_zeros::<f64>(&nodes, 1, "x")?;
     let g = rt.decl_global(1, &[7.0f64], "g")?;
@@ -307,8 +307,8 @@ fn zero_size_set(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn one_element_set(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(1, "one");
-    let nodes = rt.decl_set(4, "nodes");
+    let s = rt.decl_set(1, "one")?;
+    let nodes = rt.decl_set(4, "nodes")?;
     let m = rt.decl_map(&s, &nodes, 4, vec![3, 1, 0, 2], "m")?;
     let x = rt.decl_dat(&nodes, 1, &[1i64, 2, 3, 4], "x")?;
     let y = rt.decl_dat_zeros::<i64>(&s, 1, "y")?;
@@ -370,8 +370,8 @@ fn indirect_inc_chain(rt: &Runtime) -> Result<Outputs> {
 
 fn indirect_rw_permutation(rt: &Runtime) -> Result<Outputs> {
     let n = 2000;
-    let s = rt.decl_set(n, "s");
-    let t = rt.decl_set(n, "t");
+    let s = rt.decl_set(n, "s")?;
+    let t = rt.decl_set(n, "t")?;
     let m = rt.decl_map(&s, &t, 1, permutation(n), "perm")?;
     let x = rt.decl_dat(&t, 1, &(0..n as i32).collect::<Vec<_>>(), "x")?;
     let idx = rt.decl_dat(&s, 1, &(0..n as i32).collect::<Vec<_>>(), "idx")?;
@@ -384,8 +384,8 @@ fn indirect_rw_permutation(rt: &Runtime) -> Result<Outputs> {
 
 fn indirect_write_permutation(rt: &Runtime) -> Result<Outputs> {
     let n = 3000;
-    let s = rt.decl_set(n, "s");
-    let t = rt.decl_set(n, "t");
+    let s = rt.decl_set(n, "s")?;
+    let t = rt.decl_set(n, "t")?;
     let m = rt.decl_map(&s, &t, 1, permutation(n), "perm")?;
     let x = rt.decl_dat_zeros::<u32>(&t, 2, "x")?;
     let kern = k(
@@ -400,8 +400,8 @@ fn indirect_write_permutation(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn inc_into_one_element(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(10_000, "s");
-    let one = rt.decl_set(1, "one");
+    let s = rt.decl_set(10_000, "s")?;
+    let one = rt.decl_set(1, "one")?;
     let m = rt.decl_map(&s, &one, 1, vec![0; 10_000], "all_to_one")?;
     let u = rt.decl_dat_zeros::<u32>(&one, 1, "u")?;
     let kern = k("count", "void count(unsigned int *u) { *u += 1; }")?;
@@ -437,8 +437,8 @@ fn set_larger_than_blocks(rt: &Runtime) -> Result<Outputs> {
 
 fn row_read_midpoint(rt: &Runtime) -> Result<Outputs> {
     // Seed 003's example: cell midpoints from node coordinates through a map of arity 3.
-    let nodes = rt.decl_set(5, "nodes");
-    let cells = rt.decl_set(4, "cells");
+    let nodes = rt.decl_set(5, "nodes")?;
+    let cells = rt.decl_set(4, "cells")?;
     let c2n = rt.decl_map(
         &cells,
         &nodes,
@@ -514,7 +514,7 @@ fn two_maps_two_targets(rt: &Runtime) -> Result<Outputs> {
 fn consts_dim1_and_dim4(rt: &Runtime) -> Result<Outputs> {
     rt.decl_const(1, &[2.5f64], "alpha")?;
     rt.decl_const(4, &[1i32, -2, 3, -4], "coef")?;
-    let s = rt.decl_set(100, "s");
+    let s = rt.decl_set(100, "s")?;
     let y = rt.decl_dat_zeros::<f64>(&s, 1, "y")?;
     let i = rt.decl_dat(&s, 1, &(0..100).collect::<Vec<i32>>(), "i")?;
     let kern = k(
@@ -529,7 +529,7 @@ fn consts_dim1_and_dim4(rt: &Runtime) -> Result<Outputs> {
 
 fn const_changes_between_loops(rt: &Runtime) -> Result<Outputs> {
     let c = rt.decl_const(1, &[1.0f64], "factor")?;
-    let s = rt.decl_set(50, "s");
+    let s = rt.decl_set(50, "s")?;
     let y = rt.decl_dat(&s, 1, &vec![1.0f64; 50], "y")?;
     let kern = k("mul", "void mul(double *y) { *y = *y * factor + 1; }")?;
     rt.par_loop(&kern, &s, [y.arg(RW)])?;
@@ -653,8 +653,8 @@ fn wide_increments(rt: &Runtime) -> Result<Outputs> {
     // Large private increments per element: whole rows of arity 8 and dim 40, one entry of dim
     // 300. Devices must shrink their work-groups rather than fail.
     let arity = 8;
-    let cells = rt.decl_set(100, "cells");
-    let nodes = rt.decl_set(110, "nodes");
+    let cells = rt.decl_set(100, "cells")?;
+    let nodes = rt.decl_set(110, "nodes")?;
     let c2n: Vec<i32> = (0..100 * arity)
         .map(|i| ((i / arity) + (i % arity) * (1 + i % 3)).min(109) as i32)
         .collect();
@@ -686,7 +686,7 @@ fn wide_increments(rt: &Runtime) -> Result<Outputs> {
 fn many_component_globals(rt: &Runtime) -> Result<Outputs> {
     // Globals of 24 components (a loop, not unrolled, on devices) and of 700 (reduced in place
     // on the host), with every reduction.
-    let s = rt.decl_set(500, "s");
+    let s = rt.decl_set(500, "s")?;
     let v: Vec<i32> = (0..500).map(|i| (i * 7919) % 1009 - 500).collect();
     let x = rt.decl_dat(&s, 1, &v, "v")?;
     let sum = rt.decl_global(24, &[1i32; 24], "sum")?;
@@ -763,7 +763,7 @@ fn lazy_chain_of_loops(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn host_writes_between_loops(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(64, "s");
+    let s = rt.decl_set(64, "s")?;
     let x = rt.decl_dat(&s, 1, &vec![1i32; 64], "x")?;
     let g = rt.decl_global(1, &[0i32], "g")?;
     let bump = k("bump", "void bump(int *x) { *x += 1; }")?;
@@ -934,7 +934,7 @@ fn same_dat_read_and_inc_via_two_maps(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn global_max_all_negative(rt: &Runtime) -> Result<Outputs> {
-    let s = rt.decl_set(999, "s");
+    let s = rt.decl_set(999, "s")?;
     let x: Vec<i64> = (0..999)
         .map(|i| -1_000_000 - ((i * 37) % 999) as i64)
         .collect();
@@ -954,8 +954,8 @@ fn global_max_all_negative(rt: &Runtime) -> Result<Outputs> {
 
 fn row_rw_gather_scatter(rt: &Runtime) -> Result<Outputs> {
     // RW through a whole row on a map whose rows are disjoint (each node in one element's row).
-    let elems = rt.decl_set(400, "elems");
-    let nodes = rt.decl_set(1200, "nodes");
+    let elems = rt.decl_set(400, "elems")?;
+    let nodes = rt.decl_set(1200, "nodes")?;
     let p = permutation(1200);
     let m = rt.decl_map(&elems, &nodes, 3, p, "disjoint")?;
     let x = rt.decl_dat(&nodes, 1, &(0..1200).collect::<Vec<u64>>(), "x")?;

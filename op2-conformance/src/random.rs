@@ -144,8 +144,8 @@ impl RandomLoop {
             state ^= state << 17;
             of((state % 10) as u32)
         };
-        let from = rt.decl_set(self.from, "from");
-        let to = rt.decl_set(self.to, "to");
+        let from = rt.decl_set(self.from, "from")?;
+        let to = rt.decl_set(self.to, "to")?;
         let m = rt.decl_map(&from, &to, self.arity, self.map.clone(), "m")?;
         let src: Vec<T> = (0..self.from * self.dim_in).map(|_| small()).collect();
         let src = rt.decl_dat(&from, self.dim_in, &src, "src")?;

@@ -572,17 +572,14 @@ impl Runtime {
     }
 
     /// Declares a set of `size` elements, all core (no MPI halos).
-    pub fn decl_set(&self, size: usize, name: &str) -> Set {
-        Set::new(
-            next_id(),
-            self.shared.id,
-            name,
+    pub fn decl_set(&self, size: usize, name: &str) -> Result<Set> {
+        self.decl_set_sections(
             SetSizes {
                 core: size,
                 ..SetSizes::default()
             },
+            name,
         )
-        .expect("a single size cannot overflow")
     }
 
     /// Declares a set with explicit MPI section sizes.

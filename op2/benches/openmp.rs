@@ -39,9 +39,9 @@ struct Mesh {
 fn mesh(rt: &Runtime) -> Mesh {
     let (ni, nj) = dims();
     let m = airfoil::Mesh::generate(ni, nj);
-    let nodes = rt.decl_set(m.nnode(), "nodes");
-    let cells = rt.decl_set(m.ncell(), "cells");
-    let edges = rt.decl_set(m.nedge(), "edges");
+    let nodes = rt.decl_set(m.nnode(), "nodes").unwrap();
+    let cells = rt.decl_set(m.ncell(), "cells").unwrap();
+    let edges = rt.decl_set(m.nedge(), "edges").unwrap();
     let e2n = rt
         .decl_map(&edges, &nodes, 2, m.edge.clone(), "e2n")
         .unwrap();

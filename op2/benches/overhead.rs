@@ -10,7 +10,7 @@ fn overhead(c: &mut Criterion) {
         .lazy(false)
         .build()
         .expect("seq runtime");
-    let one = rt.decl_set(1, "one");
+    let one = rt.decl_set(1, "one").unwrap();
     let x = rt.decl_dat(&one, 1, &[0.0f64], "x").unwrap();
     let k = Kernel::new("bump", "void bump(double *x) { x[0] += 1.0; }").unwrap();
     rt.par_loop(&k, &one, [x.arg(RW)]).unwrap(); // compile once
@@ -23,7 +23,7 @@ fn overhead(c: &mut Criterion) {
         .lazy(true)
         .build()
         .expect("seq runtime");
-    let one = lazy.decl_set(1, "one");
+    let one = lazy.decl_set(1, "one").unwrap();
     let x = lazy.decl_dat(&one, 1, &[0.0f64], "x").unwrap();
     lazy.par_loop(&k, &one, [x.arg(RW)]).unwrap();
     c.bench_function("par_loop_overhead/lazy_record_and_flush", |b| {
@@ -42,7 +42,7 @@ fn direct_loop(c: &mut Criterion) {
         .lazy(false)
         .build()
         .expect("seq runtime");
-    let set = rt.decl_set(N, "big");
+    let set = rt.decl_set(N, "big").unwrap();
     let xs: Vec<f64> = (0..N).map(|i| i as f64 * 1e-3).collect();
     let x = rt.decl_dat(&set, 1, &xs, "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&set, 1, "y").unwrap();

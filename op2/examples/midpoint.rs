@@ -30,8 +30,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    let vertices = rt.decl_set(nv, "vertices");
-    let cells = rt.decl_set(2 * n * n, "cells");
+    let vertices = rt.decl_set(nv, "vertices")?;
+    let cells = rt.decl_set(2 * n * n, "cells")?;
     let cell2vertex = rt.decl_map(&cells, &vertices, 3, c2v, "cell2vertex")?;
     let coordinates = rt.decl_dat(&vertices, 2, &coords, "coordinates")?;
     let midpoints = rt.decl_dat_zeros::<f64>(&cells, 2, "midpoints")?;

@@ -5,8 +5,8 @@
 //! use op2::{Kernel, READ, WRITE};
 //! # fn main() -> op2::Result<()> {
 //! let rt = op2::init()?; // OP2_BACKEND picks the backend, `seq` by default
-//! let cells = rt.decl_set(2, "cells");
-//! let nodes = rt.decl_set(4, "nodes");
+//! let cells = rt.decl_set(2, "cells")?;
+//! let nodes = rt.decl_set(4, "nodes")?;
 //! let c2n = rt.decl_map(&cells, &nodes, 3, vec![0, 1, 2, 0, 2, 3], "c2n")?;
 //! let xy = rt.decl_dat(&nodes, 2, &[0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0], "xy")?;
 //! let mid = rt.decl_dat_zeros::<f64>(&cells, 2, "mid")?;

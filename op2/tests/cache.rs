@@ -25,7 +25,7 @@ fn runtime(cache: &Path) -> op2::Runtime {
 /// Runs `x = 3 * x + 1` over 8 elements with a kernel whose source carries `token`.
 fn run_tagged_loop(cache: &Path, token: &str) -> Vec<f64> {
     let rt = runtime(cache);
-    let s = rt.decl_set(8, "s");
+    let s = rt.decl_set(8, "s").unwrap();
     let x = rt.decl_dat(&s, 1, &[1.0f64; 8], "x").unwrap();
     let k = Kernel::new(
         "tagged",
@@ -168,8 +168,8 @@ fn changed_dtype_or_map_index_misses() {
     let dir = tempfile::tempdir().unwrap();
     let token = unique_token();
     let rt = runtime(dir.path());
-    let nodes = rt.decl_set(3, "nodes");
-    let edges = rt.decl_set(2, "edges");
+    let nodes = rt.decl_set(3, "nodes").unwrap();
+    let edges = rt.decl_set(2, "edges").unwrap();
     let m = rt
         .decl_map(&edges, &nodes, 2, vec![0, 1, 1, 2], "m")
         .unwrap();
@@ -207,9 +207,9 @@ fn changed_dtype_or_map_index_misses() {
     // A fresh runtime in the same process reuses the in-memory cache.
     let hits = jit_stats().memory_hits;
     let rt2 = runtime(dir.path());
-    let s2 = rt2.decl_set(2, "edges");
+    let s2 = rt2.decl_set(2, "edges").unwrap();
     let d2 = rt2.decl_dat_zeros::<f64>(&s2, 1, "d").unwrap();
-    let n2 = rt2.decl_set(3, "nodes");
+    let n2 = rt2.decl_set(3, "nodes").unwrap();
     let m2 = rt2.decl_map(&s2, &n2, 2, vec![0, 1, 1, 2], "m").unwrap();
     let dn = rt2.decl_dat_zeros::<f64>(&n2, 1, "dn").unwrap();
     rt2.par_loop(&touch, &s2, [d2.arg(WRITE), dn.arg_via(&m2, 0, READ)])
@@ -238,7 +238,7 @@ fn dump_gencode_writes_every_generated_source() {
         .dump_gencode(&dump)
         .build()
         .unwrap();
-    let s = rt.decl_set(2, "s");
+    let s = rt.decl_set(2, "s").unwrap();
     let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
     let k = Kernel::new(
         "dumped",

@@ -15,7 +15,7 @@ const N: usize = 1000;
 #[test]
 fn direct_write_sets_every_element() {
     let rt = rt();
-    let s = rt.decl_set(N, "elems");
+    let s = rt.decl_set(N, "elems").unwrap();
     let x = rt.decl_dat_zeros::<u32>(&s, 1, "x").unwrap();
     let k = kernel("w", "void w(unsigned int *x) { *x = 42; }");
     rt.par_loop(&k, &s, [x.arg(WRITE)]).unwrap();
@@ -25,7 +25,7 @@ fn direct_write_sets_every_element() {
 #[test]
 fn direct_rw_increments_in_place() {
     let rt = rt();
-    let s = rt.decl_set(N, "elems");
+    let s = rt.decl_set(N, "elems").unwrap();
     let init: Vec<i32> = (0..N as i32).collect();
     let x = rt.decl_dat(&s, 1, &init, "x").unwrap();
     let k = kernel("rw", "void rw(int *x) { *x = *x + 1; }");
@@ -37,7 +37,7 @@ fn direct_rw_increments_in_place() {
 #[test]
 fn direct_two_dimensional_dat() {
     let rt = rt();
-    let s = rt.decl_set(N, "elems");
+    let s = rt.decl_set(N, "elems").unwrap();
     let init: Vec<f64> = (0..N).flat_map(|i| [i as f64, 0.5 * i as f64]).collect();
     let x = rt.decl_dat(&s, 2, &init, "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&s, 2, "y").unwrap();
@@ -56,7 +56,7 @@ fn direct_two_dimensional_dat() {
 #[test]
 fn global_inc_sums_a_dat_onto_the_initial_value() {
     let rt = rt();
-    let s = rt.decl_set(N, "elems");
+    let s = rt.decl_set(N, "elems").unwrap();
     let init: Vec<u64> = (0..N as u64).collect();
     let x = rt.decl_dat(&s, 1, &init, "x").unwrap();
     let g = rt.decl_global(1, &[5u64], "g").unwrap();
@@ -71,7 +71,7 @@ fn global_inc_sums_a_dat_onto_the_initial_value() {
 #[test]
 fn global_read_scales_a_dat() {
     let rt = rt();
-    let s = rt.decl_set(N, "elems");
+    let s = rt.decl_set(N, "elems").unwrap();
     let init: Vec<f32> = (0..N).map(|i| i as f32).collect();
     let x = rt.decl_dat(&s, 1, &init, "x").unwrap();
     let g = rt.decl_global(2, &[3.0f32, 1.0], "ab").unwrap();
@@ -89,7 +89,7 @@ fn global_read_scales_a_dat() {
 #[test]
 fn zero_size_set_runs_nothing() {
     let rt = rt();
-    let s = rt.decl_set(0, "empty");
+    let s = rt.decl_set(0, "empty").unwrap();
     let x = rt.decl_dat_zeros::<f64>(&s, 3, "x").unwrap();
     let g = rt.decl_global(1, &[7.0f64], "g").unwrap();
     let k = kernel(
@@ -117,8 +117,8 @@ fn permutation(n: usize) -> Vec<i32> {
 #[test]
 fn indirect_rw_through_a_permutation_gives_triangular_sum() {
     let rt = rt();
-    let iter = rt.decl_set(N, "iter");
-    let target = rt.decl_set(N, "target");
+    let iter = rt.decl_set(N, "iter").unwrap();
+    let target = rt.decl_set(N, "target").unwrap();
     let m = rt
         .decl_map(&iter, &target, 1, permutation(N), "perm")
         .unwrap();
@@ -137,8 +137,8 @@ fn indirect_rw_through_a_permutation_gives_triangular_sum() {
 #[test]
 fn indirect_inc_into_one_element_counts_elements() {
     let rt = rt();
-    let iter = rt.decl_set(N, "iter");
-    let one = rt.decl_set(1, "one");
+    let iter = rt.decl_set(N, "iter").unwrap();
+    let one = rt.decl_set(1, "one").unwrap();
     let m = rt.decl_map(&iter, &one, 1, vec![0; N], "to_one").unwrap();
     let u = rt.decl_dat_zeros::<u32>(&one, 1, "u").unwrap();
     let k = kernel("count", "void count(unsigned int *u) { *u += 1; }");
@@ -148,8 +148,8 @@ fn indirect_inc_into_one_element_counts_elements() {
 
 /// A chain of `n` nodes and `n - 1` edges (i, i+1).
 fn chain(rt: &op2::Runtime, n: usize) -> (op2::Set, op2::Set, op2::Map) {
-    let nodes = rt.decl_set(n, "nodes");
-    let edges = rt.decl_set(n - 1, "edges");
+    let nodes = rt.decl_set(n, "nodes").unwrap();
+    let edges = rt.decl_set(n - 1, "edges").unwrap();
     let e2n: Vec<i32> = (0..n as i32 - 1).flat_map(|i| [i, i + 1]).collect();
     let m = rt.decl_map(&edges, &nodes, 2, e2n, "edge2node").unwrap();
     (nodes, edges, m)
@@ -255,7 +255,7 @@ fn vector_map_inc_dim_2() {
 #[test]
 fn consts_of_dim_1_and_4() {
     let rt = rt();
-    let s = rt.decl_set(N, "elems");
+    let s = rt.decl_set(N, "elems").unwrap();
     let _scale = rt.decl_const(1, &[2.5f64], "scale").unwrap();
     let _coef = rt.decl_const(4, &[1i32, -2, 3, -4], "coef").unwrap();
     let x = rt
@@ -275,7 +275,7 @@ fn consts_of_dim_1_and_4() {
 #[test]
 fn const_changes_apply_to_later_loops_only() {
     let rt = rt();
-    let s = rt.decl_set(10, "elems");
+    let s = rt.decl_set(10, "elems").unwrap();
     let c = rt.decl_const(1, &[2.0f64], "factor").unwrap();
     let x = rt.decl_dat(&s, 1, &[1.0f64; 10], "x").unwrap();
     let k = kernel("mul", "void mul(double *x) { *x *= factor; }");
@@ -290,8 +290,8 @@ fn const_changes_apply_to_later_loops_only() {
 fn midpoint_of_seed_003() {
     let rt = rt();
     // Two triangles of the unit square.
-    let vertices = rt.decl_set(4, "vertices");
-    let cells = rt.decl_set(2, "cells");
+    let vertices = rt.decl_set(4, "vertices").unwrap();
+    let cells = rt.decl_set(2, "cells").unwrap();
     let c2v = rt
         .decl_map(&cells, &vertices, 3, vec![0, 1, 2, 0, 2, 3], "cell2vertex")
         .unwrap();
@@ -332,7 +332,7 @@ test_num!(f64, f32, i32, u32, i64, u64);
 
 fn min_max_case<T: TestNum>(dim: usize) {
     let rt = rt();
-    let s = rt.decl_set(N, "elems");
+    let s = rt.decl_set(N, "elems").unwrap();
     let signed = T::from_i64(-1) < T::from_i64(0);
     let offset = if signed { 500 } else { 0 };
     let vals: Vec<T> = (0..N * dim)
@@ -379,7 +379,7 @@ fn global_min_max_all_types_dims_1_and_2() {
 #[test]
 fn global_min_keeps_a_smaller_initial_value() {
     let rt = rt();
-    let s = rt.decl_set(10, "elems");
+    let s = rt.decl_set(10, "elems").unwrap();
     let x = rt
         .decl_dat(&s, 1, &(1..=10).collect::<Vec<i32>>(), "x")
         .unwrap();
@@ -421,7 +421,7 @@ fn op2_style_args_run_like_typed_ones() {
 #[test]
 fn host_writes_are_seen_by_later_loops() {
     let rt = rt();
-    let s = rt.decl_set(4, "s");
+    let s = rt.decl_set(4, "s").unwrap();
     let x = rt.decl_dat_zeros::<i32>(&s, 1, "x").unwrap();
     x.data().unwrap().copy_from_slice(&[1, 2, 3, 4]);
     let g = rt.decl_global(1, &[0i32], "g").unwrap();
@@ -434,7 +434,7 @@ fn host_writes_are_seen_by_later_loops() {
 fn kernels_named_like_libc_functions_stay_local() {
     // glibc exports `step` and `index`; the generated library must call the user's kernels.
     let rt = rt();
-    let s = rt.decl_set(3, "s");
+    let s = rt.decl_set(3, "s").unwrap();
     let x = rt.decl_dat(&s, 1, &[1.0f64, 2.0, 3.0], "x").unwrap();
     let step = kernel("step", "void step(double *x) { *x = *x * 2.0; }");
     let index = kernel("index", "void index(double *x) { *x = *x + 1.0; }");

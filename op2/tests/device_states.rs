@@ -102,7 +102,7 @@ struct Loops {
 }
 
 fn loops(rt: Runtime) -> Loops {
-    let cells = rt.decl_set(1000, "cells");
+    let cells = rt.decl_set(1000, "cells").unwrap();
     Loops {
         copy: Kernel::new(
             "twice",
@@ -239,8 +239,8 @@ fn host_rows_and_host_access(rt: Runtime) {
 
 fn indirect_write_uploads_first(rt: Runtime) {
     // An indirect WRITE may miss elements, whose old values must survive: not write-only.
-    let edges = rt.decl_set(3, "edges");
-    let nodes = rt.decl_set(10, "nodes");
+    let edges = rt.decl_set(3, "edges").unwrap();
+    let nodes = rt.decl_set(10, "nodes").unwrap();
     let e2n = rt
         .decl_map(&edges, &nodes, 1, vec![2, 5, 7], "e2n")
         .unwrap();
@@ -285,7 +285,7 @@ fn opencl_programs_come_back_from_the_disk_cache() {
             .cache_dir(dir.path())
             .build()
             .unwrap();
-        let s = rt.decl_set(10, "s");
+        let s = rt.decl_set(10, "s").unwrap();
         let x = rt.decl_dat(&s, 1, &values(10), "x").unwrap();
         rt.par_loop(&k, &s, [x.arg(RW)]).unwrap();
         assert_eq!(x.data_ro().unwrap()[2], 2.0 + token.parse::<f64>().unwrap());

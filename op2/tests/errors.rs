@@ -32,9 +32,9 @@ struct Mesh {
 
 fn mesh() -> Mesh {
     let rt = rt();
-    let nodes = rt.decl_set(4, "nodes");
-    let edges = rt.decl_set(3, "edges");
-    let cells = rt.decl_set(2, "cells");
+    let nodes = rt.decl_set(4, "nodes").unwrap();
+    let edges = rt.decl_set(3, "edges").unwrap();
+    let cells = rt.decl_set(2, "cells").unwrap();
     let e2n = rt
         .decl_map(&edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3], "e2n")
         .unwrap();
@@ -113,7 +113,7 @@ fn map_arity_zero() {
 fn map_between_sets_of_another_runtime() {
     let m = mesh();
     let other = rt();
-    let s = other.decl_set(3, "foreign");
+    let s = other.decl_set(3, "foreign").unwrap();
     assert_err!(
         m.rt.decl_map(&s, &m.nodes, 1, vec![0, 0, 0], "bad"),
         Op2Error::ForeignObject { what: "set", .. }
@@ -147,7 +147,7 @@ fn dat_dim_zero() {
 fn dat_on_a_set_of_another_runtime() {
     let m = mesh();
     let other = rt();
-    let s = other.decl_set(3, "foreign");
+    let s = other.decl_set(3, "foreign").unwrap();
     assert_err!(
         m.rt.decl_dat_zeros::<f64>(&s, 1, "bad"),
         Op2Error::ForeignObject { .. }
@@ -537,7 +537,7 @@ fn direct_arg_given_to_an_array_of_pointers() {
 fn loop_over_a_set_of_another_runtime() {
     let m = mesh();
     let other = rt();
-    let s = other.decl_set(3, "foreign");
+    let s = other.decl_set(3, "foreign").unwrap();
     assert_err!(
         m.rt.par_loop(&k1(), &s, [m.xe.arg(RW)]),
         Op2Error::ForeignObject { what: "set", .. }
@@ -548,7 +548,7 @@ fn loop_over_a_set_of_another_runtime() {
 fn loop_with_a_dat_of_another_runtime() {
     let m = mesh();
     let other = rt();
-    let s = other.decl_set(3, "edges");
+    let s = other.decl_set(3, "edges").unwrap();
     let d = other.decl_dat_zeros::<f64>(&s, 1, "foreign").unwrap();
     assert_err!(
         m.rt.par_loop(&k1(), &m.edges, [d.arg(RW)]),
@@ -560,7 +560,10 @@ fn loop_with_a_dat_of_another_runtime() {
 fn loop_with_a_map_of_another_runtime() {
     let m = mesh();
     let other = rt();
-    let (a, b) = (other.decl_set(3, "edges"), other.decl_set(4, "nodes"));
+    let (a, b) = (
+        other.decl_set(3, "edges").unwrap(),
+        other.decl_set(4, "nodes").unwrap(),
+    );
     let fm = other.decl_map(&a, &b, 1, vec![0, 1, 2], "fm").unwrap();
     assert_err!(
         m.rt.par_loop(&k1(), &m.edges, [m.xn.arg_via(&fm, 0, INC)]),
@@ -576,7 +579,7 @@ fn host_guard_alive_while_a_loop_writes() {
         .lazy(false)
         .build()
         .unwrap();
-    let s = eager.decl_set(3, "s");
+    let s = eager.decl_set(3, "s").unwrap();
     let x = eager.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
     let guard = x.data_ro().unwrap();
     assert_err!(

@@ -19,7 +19,7 @@ const N: usize = 1000;
 #[test]
 fn a_global_passed_twice_with_inc_counts_both_contributions() {
     let rt = rt();
-    let s = rt.decl_set(N, "s");
+    let s = rt.decl_set(N, "s").unwrap();
     let init: Vec<i64> = (0..N as i64).collect();
     let x = rt.decl_dat(&s, 1, &init, "x").unwrap();
     let g = rt.decl_global(2, &[5i64, -3], "g").unwrap();
@@ -36,7 +36,7 @@ fn a_global_passed_twice_with_inc_counts_both_contributions() {
 #[test]
 fn a_float_global_passed_twice_with_inc_counts_both_contributions() {
     let rt = rt();
-    let s = rt.decl_set(N, "s");
+    let s = rt.decl_set(N, "s").unwrap();
     let g = rt.decl_global(1, &[0.5f64], "g").unwrap();
     let k = kernel(
         "twice_f",
@@ -49,7 +49,7 @@ fn a_float_global_passed_twice_with_inc_counts_both_contributions() {
 #[test]
 fn a_global_passed_twice_with_min_and_max_combines_both() {
     let rt = rt();
-    let s = rt.decl_set(N, "s");
+    let s = rt.decl_set(N, "s").unwrap();
     let init: Vec<i32> = (0..N as i32).map(|i| (i * 37) % 1001 - 500).collect();
     let x = rt.decl_dat(&s, 1, &init, "x").unwrap();
     let lo = rt.decl_global(1, &[0i32], "lo").unwrap();
@@ -76,7 +76,7 @@ fn a_global_passed_twice_with_min_and_max_combines_both() {
 #[test]
 fn a_global_read_and_incremented_in_one_loop_reads_its_value_before_the_loop() {
     let rt = rt();
-    let s = rt.decl_set(N, "s");
+    let s = rt.decl_set(N, "s").unwrap();
     let g = rt.decl_global(1, &[3i32], "g").unwrap();
     let k = kernel("ri", "void ri(const int *r, int *a) { *a += *r; }");
     rt.par_loop(&k, &s, [g.arg(READ), g.arg(INC)]).unwrap();
@@ -86,7 +86,7 @@ fn a_global_read_and_incremented_in_one_loop_reads_its_value_before_the_loop() {
 #[test]
 fn a_dat_passed_twice_directly_with_inc_counts_both_contributions() {
     let rt = rt();
-    let s = rt.decl_set(N, "s");
+    let s = rt.decl_set(N, "s").unwrap();
     let init: Vec<f64> = (0..N).map(|i| i as f64).collect();
     let x = rt.decl_dat(&s, 1, &init, "x").unwrap();
     let k = kernel(
@@ -105,9 +105,9 @@ fn a_dat_passed_twice_with_inc_counts_both_when_the_kernel_keeps_its_own_pointer
     // A kernel that copies its parameters into pointers of its own: OpenCL C 1.2 compiles it only
     // with private copies of the args, which must still add both contributions.
     let rt = rt();
-    let s = rt.decl_set(N, "s");
+    let s = rt.decl_set(N, "s").unwrap();
     let x = rt.decl_dat(&s, 1, &vec![1.0f64; N], "x").unwrap();
-    let edges = rt.decl_set(N - 1, "edges");
+    let edges = rt.decl_set(N - 1, "edges").unwrap();
     let e2n: Vec<i32> = (0..N as i32 - 1).flat_map(|i| [i, i + 1]).collect();
     let m = rt.decl_map(&edges, &s, 2, e2n, "e2n").unwrap();
     let k = kernel(
@@ -134,8 +134,8 @@ fn a_dat_passed_twice_with_inc_counts_both_when_the_kernel_keeps_its_own_pointer
 #[test]
 fn a_dat_incremented_twice_through_one_map_entry_counts_both_contributions() {
     let rt = rt();
-    let edges = rt.decl_set(N, "edges");
-    let nodes = rt.decl_set(N + 1, "nodes");
+    let edges = rt.decl_set(N, "edges").unwrap();
+    let nodes = rt.decl_set(N + 1, "nodes").unwrap();
     let e2n: Vec<i32> = (0..N as i32).flat_map(|i| [i, i + 1]).collect();
     let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
     let x = rt.decl_dat_zeros::<u32>(&nodes, 1, "x").unwrap();
@@ -199,7 +199,7 @@ const ONCE_GENERATED: &[&str] = &[
 #[test]
 fn consts_named_like_generated_locals_keep_their_values() {
     let rt = rt();
-    let s = rt.decl_set(N, "s");
+    let s = rt.decl_set(N, "s").unwrap();
     let consts: Vec<op2::Const<i32>> = ONCE_GENERATED
         .iter()
         .enumerate()
@@ -222,8 +222,8 @@ fn consts_named_like_generated_locals_keep_their_values() {
 #[test]
 fn kernels_named_like_generated_locals_compile_and_run() {
     let rt = rt();
-    let edges = rt.decl_set(N, "edges");
-    let nodes = rt.decl_set(N + 1, "nodes");
+    let edges = rt.decl_set(N, "edges").unwrap();
+    let nodes = rt.decl_set(N + 1, "nodes").unwrap();
     let e2n: Vec<i32> = (0..N as i32).flat_map(|i| [i, i + 1]).collect();
     let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
     let g = rt.decl_global(1, &[0i64], "g").unwrap();
@@ -308,7 +308,7 @@ const TAKEN_ELSEWHERE: &[&str] = &[
 #[test]
 fn consts_and_kernels_named_like_library_names_work() {
     let rt = rt();
-    let s = rt.decl_set(100, "s");
+    let s = rt.decl_set(100, "s").unwrap();
     let consts: Vec<op2::Const<f64>> = TAKEN_ELSEWHERE
         .iter()
         .enumerate()
@@ -322,7 +322,7 @@ fn consts_and_kernels_named_like_library_names_work() {
     assert!(x.to_vec().unwrap().iter().all(|&v| v == expected));
     // Kernels of those names, with a Const of another such name in them.
     let rt = self::rt();
-    let s = rt.decl_set(10, "s");
+    let s = rt.decl_set(10, "s").unwrap();
     let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
     let _c = rt.decl_const(1, &[2.0f64], "y1").unwrap();
     for name in TAKEN_ELSEWHERE {
@@ -337,7 +337,7 @@ fn consts_and_kernels_named_like_library_names_work() {
 #[test]
 fn a_const_named_like_the_kernel_is_a_typed_error() {
     let rt = rt();
-    let s = rt.decl_set(4, "s");
+    let s = rt.decl_set(4, "s").unwrap();
     let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
     let _c = rt.decl_const(1, &[1.0f64], "same").unwrap();
     let k = kernel("same", "void same(double *x) { *x = 1.0; }");
@@ -363,8 +363,8 @@ fn kernel_sources_may_not_use_the_generated_prefix() {
 #[test]
 fn whole_row_bound_must_match_the_arity() {
     let rt = rt();
-    let cells = rt.decl_set(4, "cells");
-    let nodes = rt.decl_set(6, "nodes");
+    let cells = rt.decl_set(4, "cells").unwrap();
+    let nodes = rt.decl_set(6, "nodes").unwrap();
     let m = rt
         .decl_map(
             &cells,
@@ -408,7 +408,7 @@ fn whole_row_bound_must_match_the_arity() {
 #[test]
 fn declared_array_bound_must_match_the_dim() {
     let rt = rt();
-    let s = rt.decl_set(4, "s");
+    let s = rt.decl_set(4, "s").unwrap();
     let x = rt.decl_dat_zeros::<f64>(&s, 2, "x").unwrap();
     let g = rt.decl_global(3, &[0.0f64; 3], "g").unwrap();
     let k = kernel("d3", "void d3(double x[3]) { x[2] = 1.0; }");
@@ -438,8 +438,8 @@ fn declared_array_bound_must_match_the_dim() {
 #[test]
 fn a_two_dimensional_array_is_not_an_array_of_pointers() {
     let rt = rt();
-    let cells = rt.decl_set(2, "cells");
-    let nodes = rt.decl_set(3, "nodes");
+    let cells = rt.decl_set(2, "cells").unwrap();
+    let nodes = rt.decl_set(3, "nodes").unwrap();
     let m = rt
         .decl_map(&cells, &nodes, 2, vec![0, 1, 1, 2], "c2n")
         .unwrap();
@@ -458,8 +458,8 @@ fn wide_whole_row_increments_run_on_every_backend() {
     let rt = rt();
     let arity = 8;
     let dim = 200;
-    let cells = rt.decl_set(64, "cells");
-    let nodes = rt.decl_set(72, "nodes");
+    let cells = rt.decl_set(64, "cells").unwrap();
+    let nodes = rt.decl_set(72, "nodes").unwrap();
     let c2n: Vec<i32> = (0..64 * arity)
         .map(|i| ((i / arity) + i % arity) as i32)
         .collect();
@@ -494,8 +494,8 @@ fn wide_whole_row_increments_run_on_every_backend() {
 fn wide_single_entry_increments_run_on_every_backend() {
     let rt = rt();
     let dim = 1500;
-    let edges = rt.decl_set(40, "edges");
-    let nodes = rt.decl_set(41, "nodes");
+    let edges = rt.decl_set(40, "edges").unwrap();
+    let nodes = rt.decl_set(41, "nodes").unwrap();
     let e2n: Vec<i32> = (0..40).flat_map(|i| [i, i + 1]).collect();
     let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
     let x = rt.decl_dat_zeros::<f32>(&nodes, dim, "x").unwrap();
@@ -537,7 +537,7 @@ fn two_runtimes_with_the_same_kernel_keep_their_own_consts() {
             } else {
                 3.0
             };
-            let s = rt.decl_set(10, "s");
+            let s = rt.decl_set(10, "s").unwrap();
             let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
             rt.par_loop(k, &s, [x.arg(RW)]).unwrap();
             let got = x.to_vec().unwrap();
@@ -552,7 +552,7 @@ fn two_runtimes_with_the_same_kernel_keep_their_own_consts() {
 #[test]
 fn two_kernel_objects_with_one_source_see_the_current_const() {
     let rt = rt();
-    let s = rt.decl_set(10, "s");
+    let s = rt.decl_set(10, "s").unwrap();
     let x = rt.decl_dat_zeros::<i32>(&s, 1, "x").unwrap();
     let c = rt.decl_const(1, &[1i32], "cval").unwrap();
     let src = "void put(int *x) { *x = cval; }";
@@ -571,7 +571,7 @@ fn two_kernel_objects_with_one_source_see_the_current_const() {
 fn a_dat_read_after_its_runtime_was_dropped_holds_the_loops_results() {
     let (x, g) = {
         let rt = rt();
-        let s = rt.decl_set(N, "s");
+        let s = rt.decl_set(N, "s").unwrap();
         let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
         let g = rt.decl_global(1, &[0.0f64], "g").unwrap();
         let k = kernel(
@@ -597,7 +597,7 @@ fn a_dat_read_after_its_runtime_was_dropped_holds_the_loops_results() {
 #[test]
 fn a_failed_flush_runs_what_it_can_and_keeps_the_rest_pending() {
     let rt = rt();
-    let s = rt.decl_set(100, "s");
+    let s = rt.decl_set(100, "s").unwrap();
     let x = rt.decl_dat_zeros::<i32>(&s, 1, "x").unwrap();
     let y = rt.decl_dat_zeros::<i32>(&s, 1, "y").unwrap();
     let z = rt.decl_dat_zeros::<i32>(&s, 1, "z").unwrap();
@@ -623,7 +623,7 @@ fn a_failed_flush_runs_what_it_can_and_keeps_the_rest_pending() {
 #[test]
 fn a_failed_host_read_keeps_the_loops_it_needed() {
     let rt = rt();
-    let s = rt.decl_set(100, "s");
+    let s = rt.decl_set(100, "s").unwrap();
     let x = rt.decl_dat_zeros::<i32>(&s, 1, "x").unwrap();
     let y = rt.decl_dat_zeros::<i32>(&s, 1, "y").unwrap();
     let guard = x.data_ro().unwrap();
@@ -655,7 +655,7 @@ fn runtimes_on_two_threads_with_one_kernel_source_keep_their_own_consts() {
         move || {
             let rt = rt();
             let _c = rt.decl_const(1, &[value], "offset").unwrap();
-            let s = rt.decl_set(20_000, "s");
+            let s = rt.decl_set(20_000, "s").unwrap();
             let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
             let k = kernel("affine", src);
             for round in 0..40 {
@@ -681,7 +681,7 @@ fn a_global_of_huge_dim_reduces_or_is_refused_never_a_crash() {
     // doubles, more than a thread's stack), and lowers every bin of a MIN Global.
     let rt = rt();
     let bins = 400_000;
-    let s = rt.decl_set(1000, "s");
+    let s = rt.decl_set(1000, "s").unwrap();
     let idx: Vec<i32> = (0..1000).map(|i| (i * 397) % bins as i32).collect();
     let x = rt.decl_dat(&s, 1, &idx, "bin").unwrap();
     let h = rt.decl_global(bins, &vec![0.0f64; bins], "hist").unwrap();
@@ -708,7 +708,7 @@ fn globals_of_many_components_reduce_on_every_backend() {
     // 600 components: too many to unroll on devices, and more than the host keeps on the stack.
     let rt = rt();
     let bins = 600usize;
-    let s = rt.decl_set(300, "s");
+    let s = rt.decl_set(300, "s").unwrap();
     let vals: Vec<i64> = (0..300i64).map(|i| (i * 7919) % 10007 - 5000).collect();
     let x = rt.decl_dat(&s, 1, &vals, "v").unwrap();
     let sum = rt.decl_global(bins, &vec![1i64; bins], "sum").unwrap();

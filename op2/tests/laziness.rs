@@ -13,7 +13,7 @@ fn k(name: &str, src: &str) -> Kernel {
 #[test]
 fn global_is_final_only_after_forcing() {
     let rt = rt_lazy(true);
-    let s = rt.decl_set(100, "s");
+    let s = rt.decl_set(100, "s").unwrap();
     let x = rt.decl_dat(&s, 1, &vec![2.0f64; 100], "x").unwrap();
     let g = rt.decl_global(1, &[0.0f64], "g").unwrap();
     let sum = k("sum", "void sum(const double *x, double *g) { *g += *x; }");
@@ -31,7 +31,7 @@ fn global_is_final_only_after_forcing() {
 #[test]
 fn host_read_forces_only_what_it_needs() {
     let rt = rt_lazy(true);
-    let s = rt.decl_set(10, "s");
+    let s = rt.decl_set(10, "s").unwrap();
     let a = rt.decl_dat_zeros::<i32>(&s, 1, "a").unwrap();
     let b = rt.decl_dat_zeros::<i32>(&s, 1, "b").unwrap();
     let c = rt.decl_dat_zeros::<i32>(&s, 1, "c").unwrap();
@@ -60,7 +60,7 @@ fn host_read_forces_only_what_it_needs() {
 /// A lazy runtime with one pending loop copying `x` (all ones) into `y`.
 fn pending_copy() -> (op2::Runtime, op2::Dat<f64>, op2::Dat<f64>) {
     let rt = rt_lazy(true);
-    let s = rt.decl_set(5, "s");
+    let s = rt.decl_set(5, "s").unwrap();
     let x = rt.decl_dat(&s, 1, &[1.0f64; 5], "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
     let copy = k(
@@ -94,7 +94,7 @@ fn reading_a_dat_nobody_writes_runs_nothing() {
 #[test]
 fn flush_runs_everything_in_order() {
     let rt = rt_lazy(true);
-    let s = rt.decl_set(3, "s");
+    let s = rt.decl_set(3, "s").unwrap();
     let x = rt.decl_dat(&s, 1, &[1i64; 3], "x").unwrap();
     let double = k("dbl", "void dbl(int64_t *x) { *x *= 2; }");
     let plus = k("plus", "void plus(int64_t *x) { *x += 3; }");
@@ -109,8 +109,8 @@ fn flush_runs_everything_in_order() {
 /// A small program of chained direct and indirect loops; returns every output.
 fn program(rt: &op2::Runtime) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let n = 50;
-    let nodes = rt.decl_set(n, "nodes");
-    let edges = rt.decl_set(n - 1, "edges");
+    let nodes = rt.decl_set(n, "nodes").unwrap();
+    let edges = rt.decl_set(n - 1, "edges").unwrap();
     let e2n = rt
         .decl_map(
             &edges,
@@ -183,7 +183,7 @@ fn eager_and_lazy_give_identical_results() {
 fn child_with_op2_lazy_0() {
     let rt = op2::init().unwrap();
     assert!(!rt.config().lazy, "OP2_LAZY=0 must make the runtime eager");
-    let s = rt.decl_set(4, "s");
+    let s = rt.decl_set(4, "s").unwrap();
     let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
     rt.par_loop(
         &k("one", "void one(double *x) { *x = 1.0; }"),

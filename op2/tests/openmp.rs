@@ -21,8 +21,8 @@ fn runtime(backend: &str, threads: usize, part_size: Option<usize>) -> Runtime {
 /// of blocks conflicts. Runs the loop `runs` times, each time from zero, `INC`-ing integer element
 /// contributions through the map (so every order gives the same exact sum); returns each run's result.
 fn hub_increments(rt: &Runtime, n: usize, hubs: usize, runs: usize) -> Vec<Vec<i64>> {
-    let elems = rt.decl_set(n, "elems");
-    let nodes = rt.decl_set(hubs, "hubs");
+    let elems = rt.decl_set(n, "elems").unwrap();
+    let nodes = rt.decl_set(hubs, "hubs").unwrap();
     let map: Vec<i32> = (0..n)
         .flat_map(|e| [e % hubs, (e * 7 + 1) % hubs, (e / 3 + 2) % hubs])
         .map(|v| v as i32)
@@ -89,7 +89,7 @@ fn repeated_loops_accumulate_like_the_reference() {
 
 /// Sums `sin(i)` over a set into a Global and takes its min and max.
 fn reductions(rt: &Runtime, n: usize) -> (f64, f64, f64) {
-    let s = rt.decl_set(n, "s");
+    let s = rt.decl_set(n, "s").unwrap();
     let x: Vec<f64> = (0..n).map(|i| (i as f64).sin()).collect();
     let x = rt.decl_dat(&s, 1, &x, "x").unwrap();
     let sum = rt.decl_global(1, &[0.0f64], "sum").unwrap();
@@ -140,7 +140,7 @@ fn reductions_are_deterministic_and_match_the_reference() {
 fn thread_count_comes_from_the_builder() {
     for threads in [1, 2, 3] {
         let rt = runtime("openmp", threads, None);
-        let s = rt.decl_set(10_000, "s");
+        let s = rt.decl_set(10_000, "s").unwrap();
         let tid = rt.decl_dat_zeros::<i32>(&s, 1, "tid").unwrap();
         let most = rt.decl_global(1, &[-1i32], "most").unwrap();
         // The generated unit includes <omp.h>, so a kernel may ask which thread runs it.

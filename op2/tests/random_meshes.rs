@@ -46,8 +46,8 @@ proptest! {
     fn random_loops_match_plain_rust(m in random_mesh(), lazy in any::<bool>()) {
         let rt = common::rt_lazy(lazy);
         let (a, d) = (m.arity, m.dim);
-        let nodes = rt.decl_set(m.nodes, "nodes");
-        let edges = rt.decl_set(m.edges, "edges");
+        let nodes = rt.decl_set(m.nodes, "nodes").unwrap();
+        let edges = rt.decl_set(m.edges, "edges").unwrap();
         let e2n = rt.decl_map(&edges, &nodes, a, m.map.clone(), "e2n").unwrap();
         let w = rt.decl_dat(&edges, d, &m.weights, "w").unwrap();
         let v = rt.decl_dat(&nodes, d, &m.node_values, "v").unwrap();
