@@ -18,19 +18,58 @@ pub const STANDARD_IJ: (usize, usize) = (400, 600);
 /// OP2-Common's reference residuals on the standard mesh at iterations 100, 200, ..., 1000, as
 /// printed (6 significant digits).
 pub const REFERENCE_RESIDUALS: [&str; 10] = [
-    "5.02186e-4",
-    "3.41746e-4",
-    "2.63430e-4",
-    "2.16288e-4",
-    "1.84659e-4",
-    "1.60866e-4",
-    "1.42253e-4",
-    "1.27627e-4",
-    "1.15810e-4",
-    "1.06011e-4",
+    "5.02186e-04",
+    "3.41746e-04",
+    "2.63430e-04",
+    "2.16288e-04",
+    "1.84659e-04",
+    "1.60866e-04",
+    "1.42253e-04",
+    "1.27627e-04",
+    "1.15810e-04",
+    "1.06011e-04",
 ];
 
-/// A residual printed like the reference (6 significant digits, Rust's exponent style).
+/// A residual printed as OP2-Common prints it, C's `%10.5e`: six significant digits and an
+/// exponent of at least two digits (`5.02186e-04`), right-aligned in ten columns, so that outputs
+/// can be compared with OP2's line by line.
 pub fn format_residual(r: f64) -> String {
-    format!("{r:.5e}")
+    if !r.is_finite() {
+        // C prints `inf`, `-inf` and `nan`.
+        let word = if r.is_nan() {
+            "nan"
+        } else if r < 0.0 {
+            "-inf"
+        } else {
+            "inf"
+        };
+        return format!("{word:>10}");
+    }
+    let rust = format!("{r:.5e}");
+    let (mantissa, exponent) = rust
+        .split_once('e')
+        .expect("`e` formatting has an exponent");
+    let (sign, digits) = match exponent.strip_prefix('-') {
+        Some(d) => ('-', d),
+        None => ('+', exponent),
+    };
+    format!("{:>10}", format!("{mantissa}e{sign}{digits:0>2}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_residual;
+
+    #[test]
+    fn residuals_print_like_c() {
+        // Expected strings are what C's printf("%10.5e") prints.
+        assert_eq!(format_residual(5.021859e-4), "5.02186e-04");
+        assert_eq!(format_residual(1.0), "1.00000e+00");
+        assert_eq!(format_residual(-2.5e-12), "-2.50000e-12");
+        assert_eq!(format_residual(6.02e23), "6.02000e+23");
+        assert_eq!(format_residual(1.5e-300), "1.50000e-300");
+        assert_eq!(format_residual(0.0), "0.00000e+00");
+        assert_eq!(format_residual(f64::INFINITY), "       inf");
+        assert_eq!(format_residual(f64::NAN), "       nan");
+    }
 }
