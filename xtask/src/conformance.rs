@@ -3,6 +3,8 @@
 
 use crate::{cargo, host_features, root};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
 
 /// First-party backends, always shown (skipped with the reason when they cannot run).
 const FIRST_PARTY: &[&str] = &["seq", "openmp", "cuda", "cuda-emulator", "opencl"];
@@ -43,34 +45,61 @@ struct Column {
     env: Vec<(&'static str, &'static str)>,
 }
 
-/// Runs the conformance binary (built with the host backends' features) with `args`.
-fn runner(features: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(bool, String), String> {
-    let mut c = cargo();
-    c.current_dir(root())
-        .args(["run", "--quiet", "-p", "op2-conformance"]);
-    if !features.is_empty() {
-        c.args(["--features", features]);
-    }
-    c.arg("--").args(args);
-    c.envs(env.iter().copied());
-    let out = c
-        .output()
-        .map_err(|e| format!("running the conformance binary: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    if out.status.code() == Some(2) || (stdout.is_empty() && !out.status.success()) {
-        return Err(format!(
-            "the conformance binary failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok((out.status.success(), stdout))
+/// How to start the conformance binary.
+pub enum Runner {
+    /// `cargo run` with these features (the host backends').
+    Cargo(String),
+    /// A binary built before, perhaps on another machine (`cargo xtask gpu-check`), and
+    /// environment variables for every run of it.
+    Binary(PathBuf, Vec<(String, String)>),
 }
 
+impl Runner {
+    /// Runs the conformance binary with `args` and `env`: whether it succeeded, and its output.
+    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Result<(bool, String), String> {
+        let mut c = match self {
+            Runner::Cargo(features) => {
+                let mut c = cargo();
+                c.current_dir(root())
+                    .args(["run", "--quiet", "-p", "op2-conformance"]);
+                if !features.is_empty() {
+                    c.args(["--features", features]);
+                }
+                c.arg("--");
+                c
+            }
+            Runner::Binary(path, vars) => {
+                let mut c = Command::new(path);
+                c.envs(vars.iter().map(|(k, v)| (k, v)));
+                c
+            }
+        };
+        c.args(args).envs(env.iter().copied());
+        let out = c
+            .output()
+            .map_err(|e| format!("running the conformance binary: {e}"))?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.code() == Some(2) || (stdout.is_empty() && !out.status.success()) {
+            return Err(format!(
+                "the conformance binary failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok((out.status.success(), stdout))
+    }
+}
+
+/// `cargo xtask conformance ARGS`: the runner built with every host backend's feature.
 pub fn run(args: &[String]) -> Result<(), String> {
-    let opts = parse(args)?;
     let features = host_features().join(",");
     eprintln!("xtask: building the conformance runner (features: {features:?})");
-    let (_, listed) = runner(&features, &["list"], &[])?;
+    run_with(&Runner::Cargo(features), args)
+}
+
+/// The conformance table of the backends `args` asks for, run by `runner`.
+pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
+    let opts = parse(args)?;
+    let (_, listed) = runner.run(&["list"], &[])?;
     let registered: Vec<String> = listed
         .lines()
         .filter_map(|l| l.split('\t').next())
@@ -148,7 +177,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         if let Some(r) = &opts.random {
             run_args.extend(["--random", r.as_str()]);
         }
-        let (_, out) = runner(&features, &run_args, &col.env)?;
+        let (_, out) = runner.run(&run_args, &col.env)?;
         for line in out.lines() {
             let mut parts = line.splitn(3, '\t');
             let (Some(case), Some(status), detail) = (parts.next(), parts.next(), parts.next())

@@ -6,11 +6,15 @@
 //!   suite again on each other backend, the conformance run and the examples.
 //! - `cargo xtask bench [--iterations N] [--ij I J]`: Airfoil on the standard mesh on every usable
 //!   backend and thread count beside a hand-written Rust baseline and STREAM triad, one process.
+//! - `cargo xtask gpu-check [--bundle [DIR] | --run DIR]`: every GPU check (conformance, device
+//!   tests, Airfoil and the bench on `cuda`), from a bundle of binaries that runs on a GPU machine
+//!   without a toolchain (see `gpu.rs`).
 //! - `cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]`: every backend
 //!   (or the named ones) against the sequential reference, each in its own process; prints a table
 //!   of case x backend.
 
 mod conformance;
+mod gpu;
 
 use std::env;
 use std::path::PathBuf;
@@ -103,9 +107,10 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("conformance") => conformance::run(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("gpu-check") => gpu::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]...\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]"
             );
             Err("unknown or missing command".into())
         }
@@ -335,6 +340,10 @@ fn test(args: &[String]) -> Result<(), String> {
         }
     }
     conformance::run(&required)?;
+    // The GPU check's bundle, run on the CUDA emulator, so that it works when a GPU is lent.
+    let bundle = root().join("target/gpu-check-ci");
+    gpu::bundle(&bundle, false)?;
+    gpu::check(&bundle, true)?;
     run(cargo().args(["run", "--release", "-p", "op2", "--example", "midpoint"]))?;
     // README command one: Airfoil on the default backend; it exits non-zero unless its residuals
     // match OP2-Common's reference.

@@ -5,7 +5,8 @@
 //! its loops queue up without waiting, so its per-loop times come from a second run that waits for
 //! each loop (`OP2_CUDA_SYNC`), while ms/iter is the queued run's.
 //!
-//! `airfoil-bench [--iterations N] [--ij I J]`
+//! `airfoil-bench [--iterations N] [--ij I J] [--backend NAME]...`: with `--backend`, only those
+//! backends' rows (beside the baseline), and a row that cannot run is a failure (exit status 1).
 
 use airfoil::format_residual;
 use airfoil::{Airfoil, Baseline, Constants, LOOPS, Mesh, REFERENCE_RESIDUALS, STANDARD_IJ};
@@ -119,25 +120,29 @@ fn gpu_copy_rate() -> Option<f64> {
     None
 }
 
+const USAGE: &str = "usage: airfoil-bench [--iterations N] [--ij I J] [--backend NAME]...";
+
 fn main() {
     let mut iters = 100;
     let mut ij = STANDARD_IJ;
+    let mut only: Vec<String> = Vec::new();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
+    let usage = || -> ! {
+        eprintln!("{USAGE}");
+        std::process::exit(2)
+    };
     while let Some(a) = it.next() {
         let mut num = || -> usize {
-            it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
-                eprintln!("usage: airfoil-bench [--iterations N] [--ij I J]");
-                std::process::exit(2)
-            })
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| usage())
         };
         match a.as_str() {
             "--iterations" => iters = num().max(1),
             "--ij" => ij = (num(), num()),
-            _ => {
-                eprintln!("usage: airfoil-bench [--iterations N] [--ij I J]");
-                std::process::exit(2)
-            }
+            "--backend" => only.push(it.next().cloned().unwrap_or_else(|| usage())),
+            _ => usage(),
         }
     }
     let cores = std::thread::available_parallelism()
@@ -208,11 +213,20 @@ fn main() {
             strategy: Some(strategy),
         });
     }
-    let copy_rate = gpu_copy_rate();
+    if !only.is_empty() {
+        configs.retain(|c| only.iter().any(|o| o == c.backend));
+    }
+    let copy_rate = if configs.iter().any(|c| c.backend == "cuda") {
+        gpu_copy_rate()
+    } else {
+        None
+    };
     let registered: Vec<&str> = op2::backends().iter().map(|b| b.name).collect();
+    let mut chosen_skipped = false;
     for c in configs {
         if !registered.contains(&c.backend) {
             println!("{}: skipped (not built in)", c.label);
+            chosen_skipped |= !only.is_empty();
             continue;
         }
         let row = run_op2(&mesh, &c, iters, false).and_then(|mut r| {
@@ -227,7 +241,10 @@ fn main() {
         });
         match row {
             Ok(r) => rows.push(r),
-            Err(e) => println!("{} ({} threads): skipped: {e}", c.label, c.threads),
+            Err(e) => {
+                println!("{} ({} threads): skipped: {e}", c.label, c.threads);
+                chosen_skipped |= !only.is_empty();
+            }
         }
     }
     // The library's byte count applies to the baseline too: same loops, same data.
@@ -298,7 +315,7 @@ fn main() {
             }
         );
     }
-    if !same {
+    if !same || chosen_skipped {
         std::process::exit(1);
     }
 }
