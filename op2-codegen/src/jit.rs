@@ -25,7 +25,12 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 /// `-ffp-contract=off`: GNU C fuses `a * b + c` into one FMA by default, which rounds differently
 /// from the kernel as written; off, every backend evaluates expressions as written (as Rust does), so
 /// results do not depend on the host CPU's FMA support.
-const DEFAULT_FLAGS: [&str; 7] = [
+///
+/// `-Werror=implicit-function-declaration` and `-Wl,-z,defs`: a kernel calling a function that
+/// does not exist would otherwise compile with a warning and link (a shared library may leave
+/// symbols undefined), then fail to load with a loader message, and stay cached that way. With
+/// them it is a compile error at `par_loop`, with the compiler's message.
+const DEFAULT_FLAGS: [&str; 9] = [
     "-O3",
     "-march=native",
     "-fno-math-errno",
@@ -33,6 +38,8 @@ const DEFAULT_FLAGS: [&str; 7] = [
     "-fPIC",
     "-shared",
     "-fvisibility=hidden",
+    "-Werror=implicit-function-declaration",
+    "-Wl,-z,defs",
 ];
 
 /// Marks the end of a cache file: magic, then the SHA-256 of everything before it. A truncated or

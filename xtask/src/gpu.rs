@@ -21,7 +21,7 @@ use std::process::Command;
 use std::time::Instant;
 
 /// The facade's test files run on `cuda` (file name = test binary name).
-const TESTS: [&str; 3] = ["device_states", "hardening", "classic"];
+const TESTS: [&str; 5] = ["device_states", "hardening", "classic", "errors", "misuse"];
 
 /// The CUDA strategies every step runs with.
 const STRATEGIES: [&str; 2] = ["colour", "atomics"];

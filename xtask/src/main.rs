@@ -243,11 +243,12 @@ fn host_features() -> Vec<&'static str> {
 
 /// The facade's test files that run again on each device backend (the others test host-compiler
 /// caches and OpenMP settings).
-const DEVICE_SUITE: [&str; 6] = [
+const DEVICE_SUITE: [&str; 7] = [
     "classic",
     "errors",
     "hardening",
     "laziness",
+    "misuse",
     "random_meshes",
     "registry",
 ];
