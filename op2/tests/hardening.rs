@@ -531,12 +531,7 @@ fn two_runtimes_with_the_same_kernel_keep_their_own_consts() {
     };
     let (a, b) = (setup(2.0), setup(3.0));
     for round in 0..3 {
-        for (rt, _c, k) in [&a, &b] {
-            let value = if rt as *const _ == &a.0 as *const _ {
-                2.0
-            } else {
-                3.0
-            };
+        for ((rt, _c, k), value) in [(&a, 2.0), (&b, 3.0)] {
             let s = rt.decl_set(10, "s").unwrap();
             let x = rt.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
             rt.par_loop(k, &s, [x.arg(RW)]).unwrap();
