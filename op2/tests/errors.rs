@@ -2,22 +2,8 @@
 
 mod common;
 
-use common::rt;
+use common::{assert_err, rt};
 use op2::{INC, Kernel, MAX, MIN, Op2Error, READ, RW, SetSizes, WRITE};
-
-/// Asserts that `$e` is an `Err` matching `$p`, printing the error otherwise.
-macro_rules! assert_err {
-    ($e:expr, $p:pat) => {
-        match $e {
-            Err(err) => {
-                assert!(matches!(err, $p), "wrong error: {err:?}");
-                // Every error renders a message naming what went wrong.
-                assert!(!err.to_string().is_empty());
-            }
-            Ok(_) => panic!("expected an error matching {}", stringify!($p)),
-        }
-    };
-}
 
 struct Mesh {
     rt: op2::Runtime,

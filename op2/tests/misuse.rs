@@ -5,21 +5,8 @@
 
 mod common;
 
-use common::{backend, rt};
+use common::{assert_err, backend, rt};
 use op2::{INC, Kernel, MAX, MIN, Op2Error, READ, RW, Runtime, SetSizes, WRITE, op_arg_dat};
-
-/// Asserts that `$e` is an `Err` matching `$p` whose message is not empty.
-macro_rules! assert_err {
-    ($e:expr, $p:pat $(if $guard:expr)?) => {
-        match $e {
-            Err(err) => {
-                assert!(matches!(err, $p $(if $guard)?), "wrong error: {err:?}");
-                assert!(!err.to_string().is_empty());
-            }
-            Ok(_) => panic!("expected an error matching {}", stringify!($p)),
-        }
-    };
-}
 
 /// A small mesh: 3 edges over 4 nodes, 2 cells of 3 nodes.
 struct Mesh {

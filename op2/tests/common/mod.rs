@@ -57,3 +57,21 @@ pub fn unique_token() -> String {
         .unwrap();
     format!("t{}_{}", std::process::id(), t.as_nanos())
 }
+
+/// Asserts that `$e` is an `Err` matching `$p` (with an optional guard) whose message is not empty,
+/// printing the error otherwise. (Not every test file that shares this module uses it.)
+#[allow(unused_macros)]
+macro_rules! assert_err {
+    ($e:expr, $p:pat $(if $guard:expr)?) => {
+        match $e {
+            Err(err) => {
+                assert!(matches!(err, $p $(if $guard)?), "wrong error: {err:?}");
+                // Every error renders a message naming what went wrong.
+                assert!(!err.to_string().is_empty());
+            }
+            Ok(_) => panic!("expected an error matching {}", stringify!($p)),
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use assert_err;
