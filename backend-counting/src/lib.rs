@@ -1,11 +1,15 @@
 //! backend-counting: an example of a backend crate written outside op2-rs. It wraps another backend
-//! (`OP2_COUNTING_INNER`, default `seq`), counts the loops it prepares and runs, and registers
+//! (its own setting `counting_inner`, `OP2_COUNTING_INNER`, default `seq`, declared to the runtime
+//! like any first-party backend's), counts the loops it prepares and runs, and registers
 //! itself as `counting` with `op2::register_backend!`. Its tests run the conformance suite with one
 //! line, `op2_conformance::conformance_tests!("counting", backend_counting::LINKED);`.
 
 #![warn(missing_docs)]
 
-use op2::{Backend, BackendFactory, Carrier, Config, LoopInvocation, LoopSignature, PreparedLoop};
+use op2::{
+    Backend, BackendFactory, Carrier, Config, LoopInvocation, LoopSignature, PreparedLoop, Setting,
+    SettingKind,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,11 +30,12 @@ pub struct CountingBackend {
 }
 
 impl CountingBackend {
-    /// Wraps the backend named by `OP2_COUNTING_INNER` (default `seq`), made with `config`.
+    /// Wraps the backend named by its `counting_inner` setting (`OP2_COUNTING_INNER`, default
+    /// `seq`), made with `config`.
     pub fn new(config: &Config) -> op2::Result<Self> {
-        let inner = std::env::var("OP2_COUNTING_INNER").unwrap_or_else(|_| "seq".into());
+        let inner = config.setting("counting_inner").unwrap_or("seq");
         Ok(CountingBackend {
-            inner: (op2::find_backend(&inner)?.create)(config)?,
+            inner: (op2::find_backend(inner)?.create)(config)?,
         })
     }
 
@@ -85,6 +90,13 @@ op2::register_backend!(BackendFactory {
     feature: "",
     description: "example third-party backend: counts the calls of another backend",
     create,
+    settings: &[Setting {
+        name: "counting_inner",
+        env: "OP2_COUNTING_INNER",
+        kind: SettingKind::Text,
+        default: "seq",
+        doc: "the backend whose calls are counted",
+    }],
 });
 
 /// Any item of this crate keeps it, with its registration, in a binary: tests name this one.

@@ -2,8 +2,9 @@
 //! on the context's legacy default stream, so launches, copies and frees are ordered without
 //! events; copies from and to pageable host memory wait for the launches queued before them.
 
+use crate::CudaSettings;
 use crate::gpu::{Entry, Gpu, GpuBuffer, GpuLimits, LaunchArg, LaunchShape, PackedArgs};
-use crate::nvrtc::{Nvrtc, parse_arch};
+use crate::nvrtc::Nvrtc;
 use crate::ptx::PtxCompiler;
 use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtrMut, result};
@@ -88,13 +89,14 @@ impl DriverGpu {
         result::init().map_err(|e| unavailable(format!("cuInit failed: {e:?}")))?;
         let count = result::device::get_count()
             .map_err(|e| unavailable(format!("counting devices failed: {e:?}")))?;
-        let ordinal = config.cuda_device.unwrap_or(0);
+        let settings = CudaSettings::from_config(config)?;
+        let ordinal = settings.device;
         if ordinal >= count.max(0) as usize {
             return Err(unavailable(format!(
                 "device {ordinal} asked for (OP2_CUDA_DEVICE), {count} CUDA device(s) present"
             )));
         }
-        let nvrtc = Nvrtc::get(config.nvrtc.as_deref()).map_err(unavailable)?;
+        let nvrtc = Nvrtc::get(settings.nvrtc.as_deref()).map_err(unavailable)?;
         let ctx = CudaContext::new(ordinal)
             .map_err(|e| unavailable(format!("no context on device {ordinal}: {e:?}")))?;
         let name = ctx
@@ -113,14 +115,7 @@ impl DriverGpu {
             // CUDA's limit of local memory per thread on every architecture since Fermi.
             max_private_per_thread: 512 * 1024,
         };
-        let wanted = match &config.cuda_arch {
-            Some(a) => parse_arch(a).ok_or_else(|| Op2Error::Config {
-                key: "OP2_CUDA_ARCH".into(),
-                value: a.clone(),
-                reason: "expected an architecture such as compute_90, sm_80 or 9.0".into(),
-            })?,
-            None => (cc.0 * 10 + cc.1) as i32,
-        };
+        let wanted = settings.arch.unwrap_or((cc.0 * 10 + cc.1) as i32);
         let arch = nvrtc.arch_for(wanted).map_err(unavailable)?;
         let stream = ctx.default_stream();
         Ok(DriverGpu {

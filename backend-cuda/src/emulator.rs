@@ -114,15 +114,9 @@ impl EmulatedGpu {
         let ptx = match check {
             NvrtcCheck::Off => None,
             NvrtcCheck::Required => {
-                let nvrtc = Nvrtc::get(config.nvrtc.as_deref()).map_err(unavailable)?;
-                let wanted = match &config.cuda_arch {
-                    Some(a) => crate::nvrtc::parse_arch(a).ok_or_else(|| Op2Error::Config {
-                        key: "OP2_CUDA_ARCH".into(),
-                        value: a.clone(),
-                        reason: "expected an architecture such as compute_90, sm_80 or 9.0".into(),
-                    })?,
-                    None => 90,
-                };
+                let settings = crate::CudaSettings::from_config(config)?;
+                let nvrtc = Nvrtc::get(settings.nvrtc.as_deref()).map_err(unavailable)?;
+                let wanted = settings.arch.unwrap_or(90);
                 let arch = nvrtc.arch_for(wanted).map_err(unavailable)?;
                 Some(PtxCompiler::new(nvrtc, arch, config))
             }

@@ -20,12 +20,14 @@ mod emulator;
 mod gpu;
 mod nvrtc;
 mod ptx;
+mod settings;
 
 pub use driver::{DriverBuffer, DriverGpu, DriverProgram};
 pub use emulator::{EmulatedGpu, EmulatedProgram, HostBuffer, NvrtcCheck};
 pub use gpu::{Entry, Gpu, GpuBuffer, GpuLimits, LaunchArg, LaunchShape};
 pub use nvrtc::{CompileFailure, Nvrtc, parse_arch};
 pub use ptx::{NVRTC_OPTIONS, PtxCompiler, PtxStats, ptx_stats};
+pub use settings::{CudaSettings, SETTINGS};
 
 use op2_codegen::{BlockLayout, CudaCodegen, CudaStub, CudaUnit, StubParam, const_symbol};
 use op2_core::{
@@ -65,18 +67,9 @@ impl Strategy {
     /// The default when `OP2_CUDA_STRATEGY` is not set: see the README for why.
     pub const DEFAULT: Strategy = Strategy::Atomics;
 
-    /// `OP2_CUDA_STRATEGY` (or the builder's `cuda_strategy`), else [`Strategy::DEFAULT`].
+    /// The `cuda_strategy` setting of `config` (`OP2_CUDA_STRATEGY`), else [`Strategy::DEFAULT`].
     pub fn from_config(config: &Config) -> Result<Self> {
-        match config.cuda_strategy.as_deref().map(str::to_ascii_lowercase) {
-            None => Ok(Strategy::DEFAULT),
-            Some(s) if s == "colour" || s == "color" => Ok(Strategy::Colour),
-            Some(s) if s == "atomics" || s == "atomic" => Ok(Strategy::Atomics),
-            Some(s) => Err(Op2Error::Config {
-                key: "OP2_CUDA_STRATEGY".into(),
-                value: s,
-                reason: "expected `colour` or `atomics`".into(),
-            }),
-        }
+        Ok(CudaSettings::from_config(config)?.strategy)
     }
 
     /// Its name as `OP2_CUDA_STRATEGY` spells it.
@@ -173,11 +166,11 @@ impl<G: Gpu> CudaBackend<G> {
     pub fn with_gpu(gpu: G, config: &Config) -> Result<Self> {
         Ok(CudaBackend {
             shared: Arc::new(Shared {
-                strategy: Strategy::from_config(config)?,
+                strategy: CudaSettings::from_config(config)?.strategy,
                 data: DeviceData::new(gpu),
                 planner: Planner::new(),
                 block_size: config.part_size,
-                sync: config.cuda_sync,
+                sync: CudaSettings::from_config(config)?.sync,
                 plans: Mutex::new(HashMap::new()),
                 maps: Mutex::new(HashMap::new()),
             }),
@@ -602,6 +595,7 @@ op2_core::register_backend!(BackendFactory {
     feature: "cuda",
     description: "generated CUDA compiled by NVRTC on an NVIDIA GPU (OP2_CUDA_DEVICE, OP2_CUDA_STRATEGY)",
     create: create_cuda,
+    settings: SETTINGS,
 });
 
 op2_core::register_backend!(BackendFactory {
@@ -609,6 +603,7 @@ op2_core::register_backend!(BackendFactory {
     feature: "cuda",
     description: "the cuda backend's generated code run on the host CPU, for testing without a GPU (slow)",
     create: create_emulator,
+    settings: SETTINGS,
 });
 
 /// Referenced by the `op2` facade so that the linker keeps this crate, and with it the registration.
@@ -623,11 +618,11 @@ mod tests {
     fn strategy_reads_its_setting() {
         let mut c = Config::default();
         assert_eq!(Strategy::from_config(&c).unwrap(), Strategy::DEFAULT);
-        c.cuda_strategy = Some("Colour".into());
+        c.settings.set("cuda_strategy", "Colour");
         assert_eq!(Strategy::from_config(&c).unwrap(), Strategy::Colour);
-        c.cuda_strategy = Some("atomics".into());
+        c.settings.set("cuda_strategy", "atomics");
         assert_eq!(Strategy::from_config(&c).unwrap(), Strategy::Atomics);
-        c.cuda_strategy = Some("magic".into());
+        c.settings.set("cuda_strategy", "magic");
         assert!(matches!(
             Strategy::from_config(&c),
             Err(Op2Error::Config { .. })

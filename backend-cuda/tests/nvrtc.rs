@@ -25,10 +25,10 @@ fn nvrtc_required() -> bool {
 
 fn emulator(config: &Config, strategy: &str, part_size: Option<usize>) -> Result<Box<dyn Backend>> {
     let mut c = config.clone();
-    c.cuda_strategy = Some(strategy.into());
+    c.settings.set("cuda_strategy", strategy);
     c.part_size = part_size.or(c.part_size);
     c.cache_dir = cache_dir();
-    let found = Nvrtc::get(c.nvrtc.as_deref()).is_ok();
+    let found = Nvrtc::get(c.settings.path("nvrtc").as_deref()).is_ok();
     let check = if found || nvrtc_required() {
         NvrtcCheck::Required
     } else {
@@ -42,6 +42,7 @@ op2_core::register_backend!(BackendFactory {
     feature: "",
     description: "test: cuda-emulator, colour strategy, every unit also through NVRTC",
     create: |c| emulator(c, "colour", None),
+    settings: &[],
 });
 
 op2_core::register_backend!(BackendFactory {
@@ -49,6 +50,7 @@ op2_core::register_backend!(BackendFactory {
     feature: "",
     description: "test: as cuda-ptx-colour with 16-element blocks (many blocks and colours)",
     create: |c| emulator(c, "colour", Some(16)),
+    settings: &[],
 });
 
 op2_core::register_backend!(BackendFactory {
@@ -56,13 +58,14 @@ op2_core::register_backend!(BackendFactory {
     feature: "",
     description: "test: cuda-emulator, atomics strategy, every unit also through NVRTC",
     create: |c| emulator(c, "atomics", None),
+    settings: &[],
 });
 
 #[test]
 fn every_conformance_kernel_compiles_to_ptx_and_conforms() {
     std::hint::black_box(&backend_cuda::LINKED);
     let config = Config::from_env().unwrap();
-    let nvrtc = match Nvrtc::get(config.nvrtc.as_deref()) {
+    let nvrtc = match Nvrtc::get(config.settings.path("nvrtc").as_deref()) {
         Ok(n) => {
             eprintln!(
                 "NVRTC {}.{} from {} (architectures {:?})",

@@ -11,10 +11,17 @@ op2::register_backend!(BackendFactory {
     feature: "",
     description: "test: cuda-emulator compiling every unit with NVRTC too",
     create: |c| Ok(Box::new(CudaBackend::emulated(c, NvrtcCheck::Required)?)),
+    settings: &[],
 });
 
 fn nvrtc_here() -> bool {
-    match Nvrtc::get(Config::from_env().unwrap().nvrtc.as_deref()) {
+    match Nvrtc::get(
+        Config::from_env()
+            .unwrap()
+            .settings
+            .path("nvrtc")
+            .as_deref(),
+    ) {
         Ok(_) => true,
         Err(why) if std::env::var_os("OP2_REQUIRE_NVRTC").is_some() => {
             panic!("OP2_REQUIRE_NVRTC is set, but: {why}")

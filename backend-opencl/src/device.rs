@@ -84,7 +84,7 @@ pub fn choose_device(config: &Config) -> Result<ChosenDevice> {
     let mut index = 0;
     for (p_index, platform) in platforms.iter().enumerate() {
         let p_name = platform.name().unwrap_or_default();
-        if let Some(which) = &config.opencl_platform {
+        if let Some(which) = config.setting("opencl_platform") {
             if !selects(which, p_index, &p_name) {
                 continue;
             }
@@ -98,7 +98,7 @@ pub fn choose_device(config: &Config) -> Result<ChosenDevice> {
                 "{index}: {name} ({p_name}){}",
                 if fp64 { "" } else { ", no double precision" }
             ));
-            let chosen = match &config.opencl_device {
+            let chosen = match config.setting("opencl_device") {
                 Some(which) => selects(which, index, &name),
                 None => fp64,
             };
@@ -122,12 +122,15 @@ pub fn choose_device(config: &Config) -> Result<ChosenDevice> {
             }
         }
     }
-    let wanted = match (&config.opencl_platform, &config.opencl_device) {
+    let wanted = match (
+        config.setting("opencl_platform"),
+        config.setting("opencl_device"),
+    ) {
         (None, None) => "a device with double precision".to_string(),
         (p, d) => format!(
             "platform {:?}, device {:?}",
-            p.as_deref().unwrap_or("any"),
-            d.as_deref().unwrap_or("any with double precision")
+            p.unwrap_or("any"),
+            d.unwrap_or("any with double precision")
         ),
     };
     Err(unavailable(format!(

@@ -15,7 +15,8 @@ use device::{ClBuffer, ClMemory, cl_err};
 use op2_codegen::{ArgPassing, BlockLayout, OpenClCodegen, StubParam};
 use op2_core::{
     Access, Backend, BackendFactory, Carrier, Config, DType, DataState, DeviceData, DeviceMemory,
-    DeviceStats, LoopInvocation, LoopSignature, Op2Error, PreparedLoop, Result,
+    DeviceStats, LoopInvocation, LoopSignature, Op2Error, PreparedLoop, Result, Setting,
+    SettingKind,
 };
 use op2_plan::{LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, Planner};
 use opencl3::command_queue::CommandQueue;
@@ -541,7 +542,26 @@ op2_core::register_backend!(BackendFactory {
     feature: "opencl",
     description: "generated OpenCL C, staged through local memory per plan block (OP2_OPENCL_DEVICE)",
     create,
+    settings: SETTINGS,
 });
+
+/// The OpenCL backend's own settings.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "opencl_platform",
+        env: "OP2_OPENCL_PLATFORM",
+        kind: SettingKind::Text,
+        default: "any",
+        doc: "the OpenCL platform, by index or part of its name",
+    },
+    Setting {
+        name: "opencl_device",
+        env: "OP2_OPENCL_DEVICE",
+        kind: SettingKind::Text,
+        default: "the first with double precision",
+        doc: "the OpenCL device, by index or part of its name",
+    },
+];
 
 /// Referenced by the `op2` facade so that the linker keeps this crate, and with it the registration.
 #[doc(hidden)]

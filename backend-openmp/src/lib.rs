@@ -8,7 +8,7 @@
 use op2_codegen::{JitCompiler, JitFunction, OpenMpCodegen};
 use op2_core::{
     Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, Op2Error,
-    PreparedLoop, Result,
+    PreparedLoop, Result, Setting, SettingKind,
 };
 use op2_plan::{PlanArg, PlanRequest, Planner};
 use std::ffi::c_void;
@@ -107,7 +107,10 @@ impl OpenMpBackend {
                 planner: Planner::new(),
                 block_size: config.part_size,
                 threads,
-                min_per_thread: config.min_per_thread.unwrap_or(MIN_ELEMENTS_PER_THREAD),
+                min_per_thread: config
+                    .settings
+                    .number("omp_min_per_thread")?
+                    .unwrap_or(MIN_ELEMENTS_PER_THREAD),
             }),
         })
     }
@@ -285,7 +288,18 @@ op2_core::register_backend!(BackendFactory {
     feature: "openmp",
     description: "generated C with OpenMP over plan colours, all cores (OMP_NUM_THREADS)",
     create,
+    settings: SETTINGS,
 });
+
+/// The OpenMP backend's own settings (threads and block size are the runtime's, shared with
+/// other backends).
+pub const SETTINGS: &[Setting] = &[Setting {
+    name: "omp_min_per_thread",
+    env: "OP2_OMP_MIN_PER_THREAD",
+    kind: SettingKind::Positive,
+    default: "8192",
+    doc: "fewest elements a loop gives each thread (1: every thread for every loop)",
+}];
 
 /// Referenced by the `op2` facade so that the linker keeps this crate, and with it the registration.
 #[doc(hidden)]

@@ -84,6 +84,7 @@ op2_core::register_backend!(BackendFactory {
     feature: "seq",
     description: "sequential reference: generated C on one core",
     create,
+    settings: &[],
 });
 
 /// Referenced by the `op2` facade so that the linker keeps this crate, and with it the registration.

@@ -59,6 +59,7 @@ op2::register_backend!(BackendFactory {
     feature: "",
     description: "test only: seq with one value corrupted per loop",
     create,
+    settings: &[],
 });
 
 #[test]

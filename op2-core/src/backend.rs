@@ -9,7 +9,7 @@ use crate::map::Map;
 use crate::set::Set;
 use crate::signature::LoopSignature;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// An execution backend: turns loop signatures into runnable code and runs it.
 pub trait Backend: Send + Sync {
@@ -119,6 +119,9 @@ pub struct BackendFactory {
     pub description: &'static str,
     /// Makes the backend; errors with [`Op2Error::BackendUnavailable`] when it cannot run here.
     pub create: fn(&Config) -> Result<Box<dyn Backend>>,
+    /// The backend's own settings: the runtime reads their environment variables, takes them from
+    /// `builder().setting(name, value)`, checks them, and passes them in [`Config::settings`].
+    pub settings: &'static [crate::settings::Setting],
 }
 
 inventory::collect!(BackendFactory);
@@ -132,15 +135,22 @@ macro_rules! register_backend {
     };
 }
 
-/// First-party backends and the `op2` feature that enables each, so that asking for one that is not
-/// compiled in says which feature to turn on.
-pub const FIRST_PARTY_BACKENDS: &[(&str, &str)] = &[
-    ("seq", "seq"),
-    ("openmp", "openmp"),
-    ("cuda", "cuda"),
-    ("cuda-emulator", "cuda"),
-    ("opencl", "opencl"),
-];
+/// Backends this build knows of whether or not it links them, with the Cargo feature of the
+/// `op2` facade that brings each in: the facade declares its first-party list here (it is the
+/// one place that list is written), so that asking for one that is not compiled in says which
+/// feature to turn on.
+static KNOWN: OnceLock<&'static [(&'static str, &'static str)]> = OnceLock::new();
+
+/// Declares the backends this build knows of, as `(name, feature)` (the facade does; the first
+/// declaration stays).
+pub fn declare_known_backends(list: &'static [(&'static str, &'static str)]) {
+    let _ = KNOWN.set(list);
+}
+
+/// The backends declared with [`declare_known_backends`] (empty when none were).
+pub fn known_backends() -> &'static [(&'static str, &'static str)] {
+    KNOWN.get().copied().unwrap_or(&[])
+}
 
 /// Every backend registered in this binary, sorted by name.
 pub fn registered_backends() -> Vec<&'static BackendFactory> {
@@ -156,7 +166,7 @@ pub fn find_backend(name: &str) -> Result<&'static BackendFactory> {
     if let Some(f) = all.iter().find(|f| f.name == name) {
         return Ok(f);
     }
-    if let Some((_, feature)) = FIRST_PARTY_BACKENDS.iter().find(|(n, _)| *n == name) {
+    if let Some((_, feature)) = known_backends().iter().find(|(n, _)| *n == name) {
         return Err(Op2Error::BackendNotEnabled {
             name: name.into(),
             feature: (*feature).into(),

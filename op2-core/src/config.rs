@@ -1,9 +1,13 @@
-//! Runtime configuration: the `OP2_*` environment variables and their programmatic equivalents.
+//! Runtime configuration: the `OP2_*` environment variables and their programmatic equivalents, the
+//! shared ones as fields and each backend's own as declared [`crate::settings`].
 
 use crate::error::{Op2Error, Result};
+use crate::settings::{SettingValues, known_settings, parse_flag};
 use std::path::PathBuf;
 
 /// Settings of one runtime. [`Config::from_env`] reads the environment; the runtime builder overrides.
+/// The fields are what the runtime and every backend share; a backend's own settings are in
+/// [`Config::settings`], declared by the backend (see [`crate::settings`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Backend name (`OP2_BACKEND`, default `seq`).
@@ -23,30 +27,9 @@ pub struct Config {
     pub part_size: Option<usize>,
     /// Threads for threaded backends (`OMP_NUM_THREADS`).
     pub num_threads: Option<usize>,
-    /// Fewest elements a loop gives each thread of a threaded backend (`OP2_OMP_MIN_PER_THREAD`):
-    /// smaller loops run on fewer threads; default the backend's (8,192 for `openmp`), 1 uses every
-    /// thread for every loop (tests of the threaded code paths on small meshes).
-    pub min_per_thread: Option<usize>,
-    /// OpenCL platform: an index or part of its name (`OP2_OPENCL_PLATFORM`); default any.
-    pub opencl_platform: Option<String>,
-    /// OpenCL device: an index within the platform(s) or part of its name (`OP2_OPENCL_DEVICE`);
-    /// default the first device with double precision.
-    pub opencl_device: Option<String>,
-    /// CUDA device ordinal (`OP2_CUDA_DEVICE`); default 0.
-    pub cuda_device: Option<usize>,
-    /// How the CUDA backend keeps indirect increments race-free (`OP2_CUDA_STRATEGY`: `colour`,
-    /// staging per plan block with block colours launched in turn, or `atomics`, `atomicAdd`
-    /// straight to global memory in one launch); default the backend's.
-    pub cuda_strategy: Option<String>,
-    /// The virtual architecture NVRTC compiles for (`OP2_CUDA_ARCH`, e.g. `compute_90` or `90`);
-    /// default the device's.
-    pub cuda_arch: Option<String>,
-    /// The NVRTC library, a file or the directory holding it (`OP2_NVRTC`); default the dynamic
-    /// loader's search (`libnvrtc.so.13`, `.12`, ...) and the CUDA toolkit's usual places.
-    pub nvrtc: Option<PathBuf>,
-    /// Wait for every loop to finish on a device backend (`OP2_CUDA_SYNC=1`), so that per-loop
-    /// timings are device times, as OP2's own CUDA code does; default off (loops queue up).
-    pub cuda_sync: bool,
+    /// The registered backends' own settings, by name, as the environment and the builder gave
+    /// them (checked against their declarations).
+    pub settings: SettingValues,
 }
 
 impl Default for Config {
@@ -60,14 +43,7 @@ impl Default for Config {
             dump_gencode: None,
             part_size: None,
             num_threads: None,
-            min_per_thread: None,
-            opencl_platform: None,
-            opencl_device: None,
-            cuda_device: None,
-            cuda_strategy: None,
-            cuda_arch: None,
-            nvrtc: None,
-            cuda_sync: false,
+            settings: SettingValues::default(),
         }
     }
 }
@@ -119,34 +95,34 @@ impl Config {
             let first = v.split(',').next().unwrap_or("");
             c.num_threads = Some(parse_positive("OMP_NUM_THREADS", first)?);
         }
-        if let Some(v) = nonempty("OP2_OMP_MIN_PER_THREAD") {
-            c.min_per_thread = Some(parse_positive("OP2_OMP_MIN_PER_THREAD", &v)?);
-        }
-        c.opencl_platform = nonempty("OP2_OPENCL_PLATFORM").map(|v| v.trim().to_string());
-        c.opencl_device = nonempty("OP2_OPENCL_DEVICE").map(|v| v.trim().to_string());
-        if let Some(v) = nonempty("OP2_CUDA_DEVICE") {
-            c.cuda_device = Some(parse_index("OP2_CUDA_DEVICE", &v)?);
-        }
-        c.cuda_strategy = nonempty("OP2_CUDA_STRATEGY").map(|v| v.trim().to_string());
-        c.cuda_arch = nonempty("OP2_CUDA_ARCH").map(|v| v.trim().to_string());
-        c.nvrtc = nonempty("OP2_NVRTC").map(|v| PathBuf::from(v.trim()));
-        if let Some(v) = nonempty("OP2_CUDA_SYNC") {
-            c.cuda_sync = parse_bool("OP2_CUDA_SYNC", &v)?;
+        for setting in known_settings() {
+            if let Some(v) = nonempty(setting.env) {
+                setting.check(&v).map_err(|e| match e {
+                    Op2Error::Config { reason, .. } => Op2Error::Config {
+                        key: setting.env.into(),
+                        value: v.clone(),
+                        reason,
+                    },
+                    other => other,
+                })?;
+                c.settings.set(setting.name, &v);
+            }
         }
         Ok(c)
+    }
+
+    /// The value of backend setting `name` as given by the environment or the builder, if any.
+    pub fn setting(&self, name: &str) -> Option<&str> {
+        self.settings.get(name)
     }
 }
 
 fn parse_bool(key: &str, v: &str) -> Result<bool> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(Op2Error::Config {
-            key: key.into(),
-            value: v.into(),
-            reason: "expected 0 or 1".into(),
-        }),
-    }
+    parse_flag(v).ok_or_else(|| Op2Error::Config {
+        key: key.into(),
+        value: v.into(),
+        reason: "expected 0 or 1".into(),
+    })
 }
 
 fn parse_positive(key: &str, v: &str) -> Result<usize> {
@@ -158,14 +134,6 @@ fn parse_positive(key: &str, v: &str) -> Result<usize> {
             reason: "expected a positive integer".into(),
         }),
     }
-}
-
-fn parse_index(key: &str, v: &str) -> Result<usize> {
-    v.trim().parse::<usize>().map_err(|_| Op2Error::Config {
-        key: key.into(),
-        value: v.into(),
-        reason: "expected a device number (0, 1, ...)".into(),
-    })
 }
 
 #[cfg(test)]
@@ -184,18 +152,6 @@ mod tests {
         assert!(!c.lazy);
         assert_eq!(c.cflags, ["-g", "-O1"]);
         assert_eq!(c.num_threads, Some(3));
-        let c = Config::from_vars(|k| match k {
-            "OP2_CUDA_DEVICE" => Some("1".into()),
-            "OP2_CUDA_STRATEGY" => Some(" atomics ".into()),
-            "OP2_NVRTC" => Some("/opt/nvrtc/lib".into()),
-            "OP2_CUDA_SYNC" => Some("1".into()),
-            _ => None,
-        })
-        .unwrap();
-        assert_eq!(c.cuda_device, Some(1));
-        assert_eq!(c.cuda_strategy.as_deref(), Some("atomics"));
-        assert_eq!(c.nvrtc, Some(PathBuf::from("/opt/nvrtc/lib")));
-        assert!(c.cuda_sync);
     }
 
     #[test]
@@ -207,10 +163,6 @@ mod tests {
         assert!(matches!(bad("OP2_PART_SIZE", "0"), Op2Error::Config { .. }));
         assert!(matches!(
             bad("OMP_NUM_THREADS", "many"),
-            Op2Error::Config { .. }
-        ));
-        assert!(matches!(
-            bad("OP2_CUDA_DEVICE", "first"),
             Op2Error::Config { .. }
         ));
     }

@@ -18,14 +18,15 @@ pub mod map;
 pub mod names;
 pub mod runtime;
 pub mod set;
+pub mod settings;
 pub mod signature;
 pub mod trace;
 
 pub use access::{Access, INC, MAX, MIN, READ, RW, WRITE};
 pub use arg::{Arg, ArgTarget, OP_ID, Via, op_arg_dat, op_arg_gbl};
 pub use backend::{
-    Backend, BackendFactory, Codegen, FIRST_PARTY_BACKENDS, GeneratedUnit, LoopInvocation,
-    PreparedLoop, find_backend, registered_backends,
+    Backend, BackendFactory, Codegen, GeneratedUnit, LoopInvocation, PreparedLoop,
+    declare_known_backends, find_backend, known_backends, registered_backends,
 };
 pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite, LoopLock};
 pub use config::Config;
@@ -38,6 +39,7 @@ pub use kernel::{Kernel, KernelParam};
 pub use map::Map;
 pub use runtime::{LoopTiming, Runtime, RuntimeBuilder};
 pub use set::{Set, SetSizes};
+pub use settings::{Setting, SettingKind, SettingValues, known_settings};
 pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
 
 /// Runs a loop in OP2's style: `par_loop!(rt, kernel, set, arg0, arg1, ...)`.

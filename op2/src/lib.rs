@@ -22,26 +22,38 @@
 
 pub use op2_core::*;
 
-#[cfg(feature = "cuda")]
-pub use backend_cuda;
-#[cfg(feature = "opencl")]
-pub use backend_opencl;
-#[cfg(feature = "openmp")]
-pub use backend_openmp;
-#[cfg(feature = "seq")]
-pub use backend_seq;
+/// The first-party backends, written once: for each, the Cargo feature of this crate that brings
+/// it in, its crate, and the backend names it registers. From this one list come the re-exports
+/// of the backend crates, [`FIRST_PARTY_BACKENDS`], and the references that keep each enabled
+/// backend in the final binary (`inventory` registrations live in the backend crates' object
+/// files, which the linker drops unless something refers to them).
+macro_rules! first_party_backends {
+    ($($feature:literal => $krate:ident [$($name:literal),+]),* $(,)?) => {
+        $(
+            #[cfg(feature = $feature)]
+            pub use $krate;
+        )*
 
-/// Keeps every enabled backend crate in the final binary: `inventory` registrations live in the
-/// backend crates' object files, which the linker drops unless something refers to them.
-fn link_backends() {
-    #[cfg(feature = "seq")]
-    std::hint::black_box(&backend_seq::LINKED);
-    #[cfg(feature = "openmp")]
-    std::hint::black_box(&backend_openmp::LINKED);
-    #[cfg(feature = "opencl")]
-    std::hint::black_box(&backend_opencl::LINKED);
-    #[cfg(feature = "cuda")]
-    std::hint::black_box(&backend_cuda::LINKED);
+        /// First-party backends by name, and the Cargo feature of `op2` that enables each.
+        pub const FIRST_PARTY_BACKENDS: &[(&str, &str)] = &[$($(($name, $feature),)+)*];
+
+        /// Keeps every enabled backend crate in the final binary, and tells the runtime which
+        /// first-party backends exist (so a missing one names its feature).
+        fn link_backends() {
+            $(
+                #[cfg(feature = $feature)]
+                std::hint::black_box(&$krate::LINKED);
+            )*
+            declare_known_backends(FIRST_PARTY_BACKENDS);
+        }
+    };
+}
+
+first_party_backends! {
+    "seq" => backend_seq ["seq"],
+    "openmp" => backend_openmp ["openmp"],
+    "cuda" => backend_cuda ["cuda", "cuda-emulator"],
+    "opencl" => backend_opencl ["opencl"],
 }
 
 /// A runtime configured from the environment (`OP2_BACKEND`, `OP2_LAZY`, `OP2_CC`, ...).

@@ -10,7 +10,7 @@ fn runtime(backend: &str, threads: usize, part_size: Option<usize>) -> Runtime {
     let mut b = op2::builder()
         .backend(backend)
         .num_threads(threads)
-        .min_per_thread(1);
+        .setting("omp_min_per_thread", 1);
     if let Some(p) = part_size {
         b = b.part_size(p);
     }

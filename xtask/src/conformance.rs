@@ -6,9 +6,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// First-party backends, always shown (skipped with the reason when they cannot run).
-const FIRST_PARTY: &[&str] = &["seq", "openmp", "cuda", "cuda-emulator", "opencl"];
-
 /// Thread counts the `openmp` backend is checked with.
 const OPENMP_THREADS: &[&str] = &["1", "2", "3"];
 
@@ -106,7 +103,14 @@ pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
         .map(String::from)
         .collect();
     let mut names: Vec<String> = if opts.backends.is_empty() {
-        let mut n: Vec<String> = FIRST_PARTY.iter().map(|s| s.to_string()).collect();
+        // The first-party backends, as the facade lists them, always shown (skipped with the
+        // reason when they cannot run), then any other backend registered.
+        let (_, known) = runner.run(&["known"], &[])?;
+        let mut n: Vec<String> = known
+            .lines()
+            .filter_map(|l| l.split('\t').next())
+            .map(String::from)
+            .collect();
         n.extend(
             registered
                 .iter()

@@ -62,7 +62,9 @@ struct Config {
 fn run_op2(mesh: &Mesh, c: &Config, iters: usize, sync: bool) -> Result<Row, String> {
     let mut b = op2::builder().backend(c.backend).num_threads(c.threads);
     if let Some(s) = c.strategy {
-        b = b.cuda_strategy(s).cuda_sync(sync);
+        b = b
+            .setting("cuda_strategy", s)
+            .setting("cuda_sync", u8::from(sync));
     }
     let rt = b.build().map_err(|e| e.to_string())?;
     let a = Airfoil::new(&rt, mesh, &Constants::default()).map_err(|e| e.to_string())?;

@@ -1,5 +1,5 @@
 //! The conformance runner `cargo xtask conformance` drives, one process per backend:
-//! `list` (registered backends), `probe NAME`, `run NAME [--random N]` (one tab-separated line per
+//! `list` (registered backends), `known` (the first-party backends, built in or not), `probe NAME`, `run NAME [--random N]` (one tab-separated line per
 //! case: name, pass/FAIL/skipped, detail).
 
 use op2_conformance::{DEFAULT_RANDOM_CASES, Outcome, probe, run_suite};
@@ -12,6 +12,12 @@ fn main() -> ExitCode {
         ["list"] => {
             for b in op2::backends() {
                 println!("{}\t{}", b.name, b.description);
+            }
+            ExitCode::SUCCESS
+        }
+        ["known"] => {
+            for (name, feature) in op2::FIRST_PARTY_BACKENDS {
+                println!("{name}\t{feature}");
             }
             ExitCode::SUCCESS
         }
@@ -62,6 +68,6 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: op2-conformance list | probe NAME | run NAME [--random N]");
+    eprintln!("usage: op2-conformance list | known | probe NAME | run NAME [--random N]");
     ExitCode::from(2)
 }

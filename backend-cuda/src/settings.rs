@@ -1,0 +1,95 @@
+//! The CUDA backend's own settings, declared for the runtime (names, variables, defaults, meaning)
+//! and read back from a runtime's configuration.
+
+use crate::Strategy;
+use crate::nvrtc::parse_arch;
+use op2_core::{Config, Op2Error, Result, Setting, SettingKind};
+use std::path::PathBuf;
+
+/// The settings `cuda` and `cuda-emulator` declare.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "cuda_device",
+        env: "OP2_CUDA_DEVICE",
+        kind: SettingKind::Index,
+        default: "0",
+        doc: "CUDA device ordinal",
+    },
+    Setting {
+        name: "cuda_strategy",
+        env: "OP2_CUDA_STRATEGY",
+        kind: SettingKind::OneOf(&["colour", "color", "atomics", "atomic"]),
+        default: "atomics",
+        doc: "how indirect increments stay race-free: plan colours with shared-memory staging, or atomicAdd",
+    },
+    Setting {
+        name: "cuda_arch",
+        env: "OP2_CUDA_ARCH",
+        kind: SettingKind::Text,
+        default: "the device's",
+        doc: "the architecture NVRTC compiles for (compute_90, sm_80, 9.0, ...)",
+    },
+    Setting {
+        name: "nvrtc",
+        env: "OP2_NVRTC",
+        kind: SettingKind::Path,
+        default: "the loader's path, then the CUDA toolkit",
+        doc: "the NVRTC library, or the directory holding it",
+    },
+    Setting {
+        name: "cuda_sync",
+        env: "OP2_CUDA_SYNC",
+        kind: SettingKind::Flag,
+        default: "0",
+        doc: "wait for every loop to finish (per-loop device times)",
+    },
+];
+
+/// The CUDA backend's settings as a runtime's configuration gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaSettings {
+    /// Device ordinal.
+    pub device: usize,
+    /// Strategy for indirect increments.
+    pub strategy: Strategy,
+    /// Compute capability NVRTC compiles for (e.g. 90), when set.
+    pub arch: Option<i32>,
+    /// Where NVRTC is, when set.
+    pub nvrtc: Option<PathBuf>,
+    /// Wait for each loop.
+    pub sync: bool,
+}
+
+impl CudaSettings {
+    /// Reads (and checks) the settings from `config`.
+    pub fn from_config(config: &Config) -> Result<Self> {
+        let s = &config.settings;
+        let strategy = match s.get("cuda_strategy").map(str::to_ascii_lowercase) {
+            None => Strategy::DEFAULT,
+            Some(v) if v == "colour" || v == "color" => Strategy::Colour,
+            Some(v) if v == "atomics" || v == "atomic" => Strategy::Atomics,
+            Some(v) => {
+                return Err(Op2Error::Config {
+                    key: "cuda_strategy".into(),
+                    value: v,
+                    reason: "expected `colour` or `atomics`".into(),
+                });
+            }
+        };
+        let arch = match s.get("cuda_arch") {
+            None => None,
+            Some(a) => Some(parse_arch(a).ok_or_else(|| Op2Error::Config {
+                key: "cuda_arch".into(),
+                value: a.into(),
+                reason: "expected an architecture such as compute_90, sm_80 or 9.0".into(),
+            })?),
+        };
+        Ok(CudaSettings {
+            device: s.number("cuda_device")?.unwrap_or(0),
+            strategy,
+            arch,
+            nvrtc: s.path("nvrtc"),
+            sync: s.flag("cuda_sync")?.unwrap_or(false),
+        })
+    }
+}

@@ -1,0 +1,129 @@
+//! The runtime builder: the environment's configuration ([`Config::from_env`]) with overrides set in
+//! code, the shared settings by method and each backend's own by name.
+
+use super::Runtime;
+use crate::config::Config;
+use crate::error::{Op2Error, Result};
+use crate::settings::find_setting;
+use std::path::PathBuf;
+
+/// Builds a [`Runtime`]: starts from the environment ([`Config::from_env`]) and applies overrides.
+#[derive(Default, Debug, Clone)]
+pub struct RuntimeBuilder {
+    backend: Option<String>,
+    lazy: Option<bool>,
+    cc: Option<String>,
+    cflags: Option<Vec<String>>,
+    cache_dir: Option<PathBuf>,
+    dump_gencode: Option<PathBuf>,
+    part_size: Option<usize>,
+    num_threads: Option<usize>,
+    /// Backend settings by name, in the order given.
+    settings: Vec<(String, String)>,
+}
+
+impl RuntimeBuilder {
+    /// The backend by name (overrides `OP2_BACKEND`).
+    pub fn backend(mut self, name: &str) -> Self {
+        self.backend = Some(name.into());
+        self
+    }
+
+    /// Lazy (true) or eager execution (overrides `OP2_LAZY`).
+    pub fn lazy(mut self, lazy: bool) -> Self {
+        self.lazy = Some(lazy);
+        self
+    }
+
+    /// The C compiler (overrides `OP2_CC`).
+    pub fn cc(mut self, cc: &str) -> Self {
+        self.cc = Some(cc.into());
+        self
+    }
+
+    /// Extra compiler flags (overrides `OP2_CFLAGS`).
+    pub fn cflags<S: Into<String>>(mut self, flags: impl IntoIterator<Item = S>) -> Self {
+        self.cflags = Some(flags.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The compiled-code cache directory (overrides `OP2_CACHE_DIR`).
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Where to write generated sources (overrides `OP2_DUMP_GENCODE`).
+    pub fn dump_gencode(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dump_gencode = Some(dir.into());
+        self
+    }
+
+    /// Block size for planned backends (overrides `OP2_PART_SIZE`).
+    pub fn part_size(mut self, n: usize) -> Self {
+        self.part_size = Some(n);
+        self
+    }
+
+    /// Threads for threaded backends (overrides `OMP_NUM_THREADS`).
+    pub fn num_threads(mut self, n: usize) -> Self {
+        self.num_threads = Some(n);
+        self
+    }
+
+    /// A backend's own setting by name (`cuda_strategy`, `opencl_device`, ...; overrides its
+    /// environment variable). [`crate::settings::known_settings`] lists them; an unknown name or
+    /// a value the setting does not take is a [`Op2Error::Config`] at [`RuntimeBuilder::build`].
+    pub fn setting(mut self, name: &str, value: impl ToString) -> Self {
+        self.settings.push((name.into(), value.to_string()));
+        self
+    }
+
+    /// The configuration this builder would use.
+    pub fn config(&self) -> Result<Config> {
+        let mut c = Config::from_env()?;
+        if let Some(v) = &self.backend {
+            c.backend = v.clone();
+        }
+        if let Some(v) = self.lazy {
+            c.lazy = v;
+        }
+        if let Some(v) = &self.cc {
+            c.cc = v.clone();
+        }
+        if let Some(v) = &self.cflags {
+            c.cflags = v.clone();
+        }
+        if let Some(v) = &self.cache_dir {
+            c.cache_dir = v.clone();
+        }
+        if let Some(v) = &self.dump_gencode {
+            c.dump_gencode = Some(v.clone());
+        }
+        if let Some(v) = self.part_size {
+            c.part_size = Some(v);
+        }
+        if let Some(v) = self.num_threads {
+            c.num_threads = Some(v);
+        }
+        for (key, v) in [("part_size", c.part_size), ("num_threads", c.num_threads)] {
+            if v == Some(0) {
+                return Err(Op2Error::Config {
+                    key: key.into(),
+                    value: "0".into(),
+                    reason: "must be positive".into(),
+                });
+            }
+        }
+        for (name, value) in &self.settings {
+            find_setting(name)?.check(value)?;
+            c.settings.set(name, value);
+        }
+        Ok(c)
+    }
+
+    /// Creates the runtime and its backend.
+    pub fn build(self) -> Result<Runtime> {
+        Runtime::with_config(self.config()?)
+    }
+}

@@ -1,0 +1,412 @@
+//! The runtime: declares sets, maps and data, validates and records `par_loop`s in the lazy trace, and
+//! runs them on the chosen backend when their results are needed. Split by job: [`builder`] (the
+//! configuration), [`validate`] (checking a loop's args), [`execute`] (running recorded work) and
+//! [`timing`] (per-kernel timings); this file declares data and records loops.
+
+mod builder;
+mod execute;
+mod timing;
+mod validate;
+
+pub use builder::RuntimeBuilder;
+pub use execute::{LoopRecord, RuntimeShared};
+pub use timing::LoopTiming;
+
+use crate::arg::Arg;
+use crate::backend::{PreparedLoop, find_backend};
+use crate::carrier::{Carrier, CarrierKind, Const, Dat, Global, check_len};
+use crate::config::Config;
+use crate::dtype::{HostBuffer, Scalar};
+use crate::error::{Op2Error, Result};
+use crate::kernel::Kernel;
+use crate::map::Map;
+use crate::set::{Set, SetSizes};
+use crate::signature::{ArgKind, ConstSig, LoopSignature};
+use crate::trace::{DataUse, Pending, Trace, section};
+use execute::{State, lock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// An op2 runtime: one backend, one configuration, one lazy trace. Cheap to clone (a shared handle).
+///
+/// Every object declared through a runtime belongs to it; using it with another runtime is an error.
+#[derive(Clone)]
+pub struct Runtime {
+    shared: Arc<RuntimeShared>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("backend", &self.shared.backend.name())
+            .field("lazy", &self.shared.config.lazy)
+            .field("pending_loops", &self.pending_loops())
+            .field("executed_loops", &self.executed_loops())
+            .finish()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // The last handle going away: run what is pending so no recorded work is silently lost.
+        if Arc::strong_count(&self.shared) == 1 {
+            if let Err(e) = self.shared.flush() {
+                eprintln!("op2: pending loops failed while the runtime was dropped: {e}");
+            }
+            // Handles outlive the runtime: the data they read from now on must be the latest.
+            let _order = lock(&self.shared.exec);
+            if let Err(e) = self.shared.backend.release() {
+                eprintln!(
+                    "op2: copying device data home failed while the runtime was dropped: {e}"
+                );
+            }
+        }
+    }
+}
+
+impl Runtime {
+    /// A builder starting from the environment.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// A runtime configured by the environment alone.
+    pub fn from_env() -> Result<Runtime> {
+        Self::builder().build()
+    }
+
+    /// A runtime with exactly this configuration.
+    pub fn with_config(config: Config) -> Result<Runtime> {
+        let factory = find_backend(&config.backend)?;
+        let backend = (factory.create)(&config)?;
+        Ok(Runtime {
+            shared: Arc::new(RuntimeShared {
+                id: next_id(),
+                config,
+                backend,
+                state: Mutex::new(State {
+                    trace: Trace::default(),
+                    prepared: HashMap::new(),
+                    consts: Vec::new(),
+                }),
+                exec: Mutex::new(()),
+                executed: AtomicU64::new(0),
+                recorded: AtomicU64::new(0),
+                timings: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// The backend's name.
+    pub fn backend_name(&self) -> &str {
+        self.shared.backend.name()
+    }
+
+    /// Loops recorded but not yet run.
+    pub fn pending_loops(&self) -> usize {
+        lock(&self.shared.state).trace.len()
+    }
+
+    /// Time and bytes per kernel so far, in order of first run (OP2's timing output).
+    pub fn timings(&self) -> Vec<LoopTiming> {
+        lock(&self.shared.timings).clone()
+    }
+
+    /// Clears the per-kernel timings (for example after a warm-up).
+    pub fn reset_timings(&self) {
+        lock(&self.shared.timings).clear();
+    }
+
+    /// A device backend's transfer counters; `None` on host backends.
+    pub fn device_stats(&self) -> Option<crate::device::DeviceStats> {
+        self.shared.backend.device_stats()
+    }
+
+    /// Where a Dat's, Global's or Const's valid data lives on a device backend (by carrier id);
+    /// `None` on host backends.
+    pub fn data_state(&self, carrier: u64) -> Option<crate::device::DataState> {
+        self.shared.backend.data_state(carrier)
+    }
+
+    /// Loops run so far.
+    pub fn executed_loops(&self) -> u64 {
+        self.shared.executed.load(Ordering::Relaxed)
+    }
+
+    /// Loops recorded so far.
+    pub fn recorded_loops(&self) -> u64 {
+        self.shared.recorded.load(Ordering::Relaxed)
+    }
+
+    /// Runs every pending loop, in order.
+    pub fn flush(&self) -> Result<()> {
+        self.shared.flush()
+    }
+
+    /// Declares a set of `size` elements, all core (no MPI halos).
+    pub fn decl_set(&self, size: usize, name: &str) -> Result<Set> {
+        self.decl_set_sections(
+            SetSizes {
+                core: size,
+                ..SetSizes::default()
+            },
+            name,
+        )
+    }
+
+    /// Declares a set with explicit MPI section sizes.
+    pub fn decl_set_sections(&self, sizes: SetSizes, name: &str) -> Result<Set> {
+        Set::new(next_id(), self.shared.id, name, sizes)
+    }
+
+    /// Declares a map from `from` to `to` with `arity` entries per element; `values` is row-major and
+    /// every value is checked against `to`'s size.
+    pub fn decl_map(
+        &self,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: impl Into<Vec<i32>>,
+        name: &str,
+    ) -> Result<Map> {
+        self.own("set", from.name(), from.runtime_id())?;
+        self.own("set", to.name(), to.runtime_id())?;
+        Map::new(next_id(), from, to, arity, values.into(), name)
+    }
+
+    /// Declares a Dat with `dim` values per element of `set` (all sections, halos included).
+    pub fn decl_dat<T: Scalar>(
+        &self,
+        set: &Set,
+        dim: usize,
+        data: &[T],
+        name: &str,
+    ) -> Result<Dat<T>> {
+        self.own("set", set.name(), set.runtime_id())?;
+        if dim == 0 {
+            return Err(Op2Error::ZeroDimension {
+                what: "dat",
+                name: name.into(),
+                field: "dim",
+            });
+        }
+        let expected = set.total_size() * dim;
+        if data.len() != expected {
+            return Err(Op2Error::DataLength {
+                what: "dat",
+                name: name.into(),
+                expected,
+                actual: data.len(),
+                detail: format!(
+                    "{} elements of set `{}` x dim {dim}",
+                    set.total_size(),
+                    set.name()
+                ),
+            });
+        }
+        Ok(Dat::from_carrier(self.carrier(
+            CarrierKind::Dat(set.clone()),
+            name,
+            dim,
+            HostBuffer::from_slice(data),
+        )))
+    }
+
+    /// Declares a zero-filled Dat.
+    pub fn decl_dat_zeros<T: Scalar>(&self, set: &Set, dim: usize, name: &str) -> Result<Dat<T>> {
+        self.decl_dat(set, dim, &vec![T::ZERO; set.total_size() * dim], name)
+    }
+
+    /// Declares a Global with `dim` values.
+    pub fn decl_global<T: Scalar>(
+        &self,
+        dim: usize,
+        values: &[T],
+        name: &str,
+    ) -> Result<Global<T>> {
+        if dim == 0 {
+            return Err(Op2Error::ZeroDimension {
+                what: "global",
+                name: name.into(),
+                field: "dim",
+            });
+        }
+        check_len("global", name, dim, values.len())?;
+        Ok(Global::from_carrier(self.carrier(
+            CarrierKind::Global,
+            name,
+            dim,
+            HostBuffer::from_slice(values),
+        )))
+    }
+
+    /// Declares a named Const visible in every kernel (a scalar when `dim` is 1, else an array).
+    pub fn decl_const<T: Scalar>(&self, dim: usize, values: &[T], name: &str) -> Result<Const<T>> {
+        crate::names::check_user_name("const", name)?;
+        if dim == 0 {
+            return Err(Op2Error::ZeroDimension {
+                what: "const",
+                name: name.into(),
+                field: "dim",
+            });
+        }
+        check_len("const", name, dim, values.len())?;
+        let mut st = lock(&self.shared.state);
+        if st.consts.iter().any(|c| c.name == name) {
+            return Err(Op2Error::DuplicateConst { name: name.into() });
+        }
+        let c = self.carrier(
+            CarrierKind::Const,
+            name,
+            dim,
+            HostBuffer::from_slice(values),
+        );
+        st.consts.push(c.clone());
+        Ok(Const::from_carrier(c))
+    }
+
+    fn carrier(&self, kind: CarrierKind, name: &str, dim: usize, host: HostBuffer) -> Arc<Carrier> {
+        Carrier::new(
+            next_id(),
+            self.shared.id,
+            Arc::downgrade(&self.shared),
+            kind,
+            name,
+            dim,
+            host,
+        )
+    }
+
+    fn own(&self, what: &'static str, name: &str, runtime_id: u64) -> Result<()> {
+        validate::own(self.shared.id, what, name, runtime_id)
+    }
+
+    /// Records `kernel` over `set` with `args` (one per kernel parameter). Validates everything and
+    /// compiles the loop's code now (so mistakes surface here); runs it when its results are needed,
+    /// or at once when the runtime is eager.
+    pub fn par_loop(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        args: impl IntoIterator<Item = Arg>,
+    ) -> Result<()> {
+        let args: Vec<Arg> = args.into_iter().collect();
+        self.own("set", set.name(), set.runtime_id())?;
+        let mut sigs = Vec::with_capacity(args.len());
+        let mut carriers = Vec::with_capacity(args.len());
+        let mut maps: Vec<Map> = Vec::new();
+        for (i, arg) in args.iter().enumerate() {
+            let (sig, carrier) =
+                validate::check_arg(self.shared.id, kernel, set, i, arg, &mut maps)?;
+            sigs.push(sig);
+            carriers.push(carrier);
+        }
+        validate::check_kernel_params(kernel, &sigs, &carriers)?;
+
+        if let Some(c) = lock(&self.shared.state)
+            .consts
+            .iter()
+            .find(|c| c.name == kernel.name())
+        {
+            return Err(Op2Error::NameClash {
+                kernel: kernel.name().into(),
+                name: c.name.clone(),
+            });
+        }
+        let (consts, const_sigs): (Vec<_>, Vec<_>) = {
+            let st = lock(&self.shared.state);
+            st.consts
+                .iter()
+                .filter(|c| kernel.mentions(&c.name))
+                .map(|c| {
+                    (
+                        c.clone(),
+                        ConstSig {
+                            name: c.name.clone(),
+                            dtype: c.dtype(),
+                            dim: c.dim,
+                        },
+                    )
+                })
+                .unzip()
+        };
+        let probe = LoopSignature {
+            kernel: kernel.clone(),
+            args: sigs,
+            consts: const_sigs,
+            n_maps: maps.len(),
+        };
+        let (sig, prepared) = self.prepare(probe)?;
+
+        let exec = sig.has_indirect_writes();
+        let end = if exec { set.exec_size() } else { set.size() };
+        let iterated = section::CORE | section::OWNED | if exec { section::EXEC_HALO } else { 0 };
+        let mut reads = Vec::with_capacity(carriers.len() + consts.len());
+        let mut writes = Vec::new();
+        for (a, c) in sig.args.iter().zip(&carriers) {
+            let sections = if a.kind == ArgKind::Direct {
+                iterated
+            } else {
+                section::ALL
+            };
+            let u = DataUse { id: c.id, sections };
+            if a.access.reads() {
+                reads.push(u);
+            }
+            if a.access.writes() {
+                writes.push(u);
+            }
+        }
+        reads.extend(consts.iter().map(|c| DataUse {
+            id: c.id,
+            sections: section::ALL,
+        }));
+        let bytes = timing::loop_bytes(&sig, &carriers, &maps, end);
+        let record = Arc::new(LoopRecord {
+            sig,
+            prepared,
+            set: set.clone(),
+            carriers,
+            maps,
+            consts,
+            start: 0,
+            end,
+            bytes,
+        });
+        self.shared.recorded.fetch_add(1, Ordering::Relaxed);
+        lock(&self.shared.state).trace.push(Pending {
+            work: record,
+            reads,
+            writes,
+        });
+        if !self.shared.config.lazy {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn prepare(&self, probe: LoopSignature) -> Result<(Arc<LoopSignature>, Arc<dyn PreparedLoop>)> {
+        if let Some((s, p)) = lock(&self.shared.state).prepared.get(&probe) {
+            return Ok((s.clone(), p.clone()));
+        }
+        // Compile without holding the state lock: it can take a while.
+        let prepared = self.shared.backend.prepare(&probe)?;
+        let sig = Arc::new(probe.clone());
+        lock(&self.shared.state)
+            .prepared
+            .insert(probe, (sig.clone(), prepared.clone()));
+        Ok((sig, prepared))
+    }
+}

@@ -1,0 +1,255 @@
+//! Checking a `par_loop`'s args before anything is recorded: every arg against the iteration set,
+//! its map and data (sets, dims, types, access modes, runtimes), and the kernel's parameters
+//! against the args (count, element types, shapes, array bounds).
+
+use crate::access::Access;
+use crate::arg::{Arg, ArgTarget, Via};
+use crate::carrier::{Carrier, CarrierKind};
+use crate::dtype::DType;
+use crate::error::{Op2Error, Result};
+use crate::kernel::Kernel;
+use crate::map::Map;
+use crate::set::Set;
+use crate::signature::{ArgKind, ArgSig};
+use std::sync::Arc;
+
+/// Errors unless an object of runtime `runtime_id` belongs to runtime `owner`.
+pub(crate) fn own(owner: u64, what: &'static str, name: &str, runtime_id: u64) -> Result<()> {
+    if runtime_id != owner {
+        return Err(Op2Error::ForeignObject {
+            what,
+            name: name.into(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks arg `i` of a loop of runtime `owner` running `kernel` over `set`; returns its signature
+/// and data, adding its map (if any) to the loop's map slots `maps`.
+pub(crate) fn check_arg(
+    owner: u64,
+    kernel: &Kernel,
+    set: &Set,
+    i: usize,
+    arg: &Arg,
+    maps: &mut Vec<Map>,
+) -> Result<(ArgSig, Arc<Carrier>)> {
+    let kname = || kernel.name().to_string();
+    if let Some(reason) = &arg.invalid {
+        return Err(Op2Error::InvalidArg {
+            kernel: kname(),
+            arg: i,
+            reason: reason.clone(),
+        });
+    }
+    let mut slot = |m: &Map| -> Result<usize> {
+        own(owner, "map", m.name(), m.runtime_id())?;
+        if m.from() != set {
+            return Err(Op2Error::MapFromMismatch {
+                kernel: kname(),
+                arg: i,
+                map: m.name().into(),
+                map_from: m.from().name().into(),
+                iter_set: set.name().into(),
+            });
+        }
+        Ok(maps.iter().position(|x| x == m).unwrap_or_else(|| {
+            maps.push(m.clone());
+            maps.len() - 1
+        }))
+    };
+    let (carrier, kind) = match &arg.target {
+        ArgTarget::Dat { carrier, via } => {
+            own(owner, "dat", &carrier.name, carrier.runtime_id)?;
+            let CarrierKind::Dat(dset) = &carrier.kind else {
+                unreachable!("dat args are built from Dat handles")
+            };
+            if matches!(arg.access, Access::Min | Access::Max) {
+                return Err(Op2Error::ReductionOnDat {
+                    kernel: kname(),
+                    arg: i,
+                    dat: carrier.name.clone(),
+                    access: arg.access,
+                });
+            }
+            let on_target = |m: &Map| -> Result<()> {
+                if dset != m.to() {
+                    return Err(Op2Error::DatSetMismatch {
+                        kernel: kname(),
+                        arg: i,
+                        dat: carrier.name.clone(),
+                        dat_set: dset.name().into(),
+                        map: m.name().into(),
+                        map_to: m.to().name().into(),
+                    });
+                }
+                Ok(())
+            };
+            let kind = match via {
+                Via::Direct => {
+                    if dset != set {
+                        return Err(Op2Error::DirectSetMismatch {
+                            kernel: kname(),
+                            arg: i,
+                            dat: carrier.name.clone(),
+                            dat_set: dset.name().into(),
+                            iter_set: set.name().into(),
+                        });
+                    }
+                    ArgKind::Direct
+                }
+                Via::Entry(m, idx) => {
+                    let map = slot(m)?;
+                    on_target(m)?;
+                    if *idx < 0 || *idx as usize >= m.arity() {
+                        return Err(Op2Error::MapIndexOutOfRange {
+                            kernel: kname(),
+                            arg: i,
+                            map: m.name().into(),
+                            index: *idx,
+                            arity: m.arity(),
+                        });
+                    }
+                    ArgKind::Indirect {
+                        map,
+                        arity: m.arity(),
+                        index: *idx as usize,
+                    }
+                }
+                Via::Row(m) => {
+                    let map = slot(m)?;
+                    on_target(m)?;
+                    ArgKind::Row {
+                        map,
+                        arity: m.arity(),
+                    }
+                }
+            };
+            (carrier, kind)
+        }
+        ArgTarget::Global(carrier) => {
+            own(owner, "global", &carrier.name, carrier.runtime_id)?;
+            if matches!(arg.access, Access::Write | Access::Rw) {
+                return Err(Op2Error::GlobalAccess {
+                    kernel: kname(),
+                    arg: i,
+                    global: carrier.name.clone(),
+                    access: arg.access,
+                });
+            }
+            (carrier, ArgKind::Global)
+        }
+        ArgTarget::Const(carrier) => {
+            own(owner, "const", &carrier.name, carrier.runtime_id)?;
+            if arg.access != Access::Read {
+                return Err(Op2Error::ConstWrite {
+                    kernel: kname(),
+                    arg: i,
+                    name: carrier.name.clone(),
+                    access: arg.access,
+                });
+            }
+            (carrier, ArgKind::Global)
+        }
+    };
+    let dtype = carrier.dtype();
+    if let Some((dim, c_type)) = &arg.declared {
+        if *dim != carrier.dim {
+            return Err(Op2Error::DimMismatch {
+                kernel: kname(),
+                arg: i,
+                object: carrier.name.clone(),
+                declared: *dim,
+                actual: carrier.dim,
+            });
+        }
+        if DType::from_c_name(c_type) != Some(dtype) {
+            return Err(Op2Error::TypeMismatch {
+                kernel: kname(),
+                arg: i,
+                object: carrier.name.clone(),
+                declared: c_type.clone(),
+                declared_by: "the arg",
+                actual: dtype,
+            });
+        }
+    }
+    Ok((
+        ArgSig {
+            kind,
+            dtype,
+            dim: carrier.dim,
+            access: arg.access,
+        },
+        carrier.clone(),
+    ))
+}
+
+/// Checks the kernel's parameters, when its definition could be read, against the args' signatures.
+pub(crate) fn check_kernel_params(
+    kernel: &Kernel,
+    sigs: &[ArgSig],
+    carriers: &[Arc<Carrier>],
+) -> Result<()> {
+    let Some(params) = kernel.params() else {
+        return Ok(());
+    };
+    if params.len() != sigs.len() {
+        return Err(Op2Error::KernelParamCount {
+            kernel: kernel.name().into(),
+            params: params.len(),
+            args: sigs.len(),
+        });
+    }
+    for (i, ((p, s), c)) in params.iter().zip(sigs).zip(carriers).enumerate() {
+        if let Some(d) = p.dtype {
+            if d != s.dtype {
+                return Err(Op2Error::TypeMismatch {
+                    kernel: kernel.name().into(),
+                    arg: i,
+                    object: c.name.clone(),
+                    declared: p.text.clone(),
+                    declared_by: "the kernel parameter",
+                    actual: s.dtype,
+                });
+            }
+        }
+        let shape_error = |expected| Op2Error::KernelParamShape {
+            kernel: kernel.name().into(),
+            arg: i,
+            param: p.text.clone(),
+            expected,
+        };
+        let bound_error = |what, declared, expected| Op2Error::KernelParamBound {
+            kernel: kernel.name().into(),
+            arg: i,
+            param: p.text.clone(),
+            what,
+            declared,
+            expected,
+        };
+        match (s.kind, p.pointers, &p.bounds[..]) {
+            // An array of pointers (`double *x[3]`, `double **x`), one per map entry.
+            (ArgKind::Row { arity, .. }, 1, [bound]) => {
+                if let Some(b) = *bound {
+                    if b != arity {
+                        return Err(bound_error("pointers", b, arity));
+                    }
+                }
+            }
+            (ArgKind::Row { .. }, 2, []) => {}
+            (ArgKind::Row { .. }, ..) => return Err(shape_error("an array of pointers")),
+            // A pointer to the `dim` values (`double *x`, `double x[2]`).
+            (_, 1, []) => {}
+            (_, 0, [bound]) => {
+                if let Some(b) = *bound {
+                    if b != s.dim {
+                        return Err(bound_error("values", b, s.dim));
+                    }
+                }
+            }
+            _ => return Err(shape_error("a pointer")),
+        }
+    }
+    Ok(())
+}
