@@ -22,10 +22,11 @@ fn unavailable(reason: String) -> Op2Error {
 
 /// A driver error while doing `what`.
 fn driver_err(what: &str) -> impl Fn(result::DriverError) -> Op2Error + '_ {
-    move |e| Op2Error::Execution {
+    move |e| Op2Error::Driver {
         backend: "cuda".into(),
         kernel: what.into(),
-        reason: format!("CUDA driver error: {e:?}"),
+        call: "a CUDA driver call",
+        source: Box::new(e),
     }
 }
 

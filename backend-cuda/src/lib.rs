@@ -1,4 +1,4 @@
-//! backend-cuda: the CUDA backend (seed 003, the OP2 paper). Each loop becomes generated CUDA
+//! backend-cuda: the CUDA backend (after the OP2 paper). Each loop becomes generated CUDA
 //! (a `__global__` stub around the user's kernel, inlined as a `__device__` function), compiled to
 //! PTX by NVRTC and cached, loaded through the driver API (cudarc; libcuda opened at run time, so
 //! it builds and reports itself unusable anywhere). Two strategies keep indirect increments
@@ -7,7 +7,7 @@
 //! by colour, block colours launched in turn; and `atomics`, one launch with `atomicAdd` straight
 //! to global memory. Consts live in `__constant__` memory, Global reductions finish on the device
 //! (a block-level tree, then one block folds the partials), and data moves between host and device
-//! only as seed 003's state table says.
+//! only as the device-data state table says.
 //!
 //! The backend's logic is generic over [`Gpu`]: [`DriverGpu`] is the real device (`cuda`), and
 //! [`EmulatedGpu`] runs the same generated units on the host (`cuda-emulator`), which is how the

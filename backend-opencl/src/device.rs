@@ -17,12 +17,32 @@ use std::sync::{Arc, Mutex};
 
 /// Errors from the OpenCL runtime while running `what`.
 pub(crate) fn cl_err(what: &str) -> impl Fn(ClError) -> Op2Error + '_ {
-    move |e| Op2Error::Execution {
+    move |e| Op2Error::Driver {
         backend: "opencl".into(),
         kernel: what.into(),
-        reason: format!("OpenCL error {} ({})", e.0, e),
+        call: "an OpenCL call",
+        source: Box::new(OpenClError(e)),
     }
 }
+
+/// An OpenCL error code, as an [`std::error::Error`] (the binding's type is not one).
+#[derive(Debug)]
+pub struct OpenClError(pub ClError);
+
+impl OpenClError {
+    /// The OpenCL status code (`CL_OUT_OF_RESOURCES` is -5, say).
+    pub fn code(&self) -> i32 {
+        self.0.0
+    }
+}
+
+impl std::fmt::Display for OpenClError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OpenCL error {} ({})", self.0.0, self.0)
+    }
+}
+
+impl std::error::Error for OpenClError {}
 
 fn unavailable(reason: String) -> Op2Error {
     Op2Error::BackendUnavailable {
@@ -219,5 +239,22 @@ impl DeviceMemory for ClMemory {
         }
         .map(|event| drop(Event::new(event)))
         .map_err(|e| cl_err("device-to-host copy")(ClError(e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_failures_keep_the_opencl_error_as_their_source() {
+        let e = cl_err("res_calc")(ClError(-5));
+        assert!(matches!(e, Op2Error::Driver { ref kernel, .. } if kernel == "res_calc"));
+        let source = std::error::Error::source(&e).expect("a source");
+        let cl = source
+            .downcast_ref::<OpenClError>()
+            .expect("the OpenCL error");
+        assert_eq!(cl.code(), -5);
+        assert!(e.to_string().contains("-5"), "{e}");
     }
 }

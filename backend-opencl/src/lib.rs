@@ -1,14 +1,14 @@
-//! backend-opencl: the OpenCL device backend (seed 003). Each loop becomes a generated OpenCL C
+//! backend-opencl: the OpenCL device backend. Each loop becomes a generated OpenCL C
 //! program; loops through maps run one plan block per work-group, staging indirect data in
 //! `__local` memory, with block colours launched in sequence; direct loops run one element per
-//! work-item. Data moves between host and device only as seed 003's state table says.
+//! work-item. Data moves between host and device only as the device-data state table says.
 
 #![warn(missing_docs)]
 
 mod device;
 mod program;
 
-pub use device::{CPU_PRIVATE_PER_GROUP, ChosenDevice, choose_device};
+pub use device::{CPU_PRIVATE_PER_GROUP, ChosenDevice, OpenClError, choose_device};
 pub use program::{BUILD_OPTIONS, ProgramStats, program_stats};
 
 use device::{ClBuffer, ClMemory, cl_err};

@@ -1,4 +1,4 @@
-//! The CUDA dialect (seed 003, the OP2 paper): the user's kernel compiled as an inlined
+//! The CUDA dialect (after the OP2 paper): the user's kernel compiled as an inlined
 //! `__device__` function (NVRTC's `-default-device`; the kernel's text is never rewritten), Consts
 //! as `__constant__` symbols the backend fills, and an `extern "C" __global__` stub per loop: the
 //! direct and planned (staged, coloured) stubs shared with OpenCL, or a stub that increments

@@ -3,7 +3,7 @@
 //! ids, barriers, address spaces and kernel calls. Loops through maps run one plan block per
 //! work-group (thread block): indirect data is staged into local (shared) memory, elements run on
 //! work-items, increments are applied colour by colour, and the host launches block colours in
-//! sequence (seed 003, the OP2 paper). Direct loops run one element per work-item.
+//! sequence (as in the OP2 paper). Direct loops run one element per work-item.
 
 use crate::emit::{kernel_symbol, reduction_args};
 use op2_core::{Access, ArgKind, ArgSig, DType, LoopSignature};

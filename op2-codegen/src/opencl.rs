@@ -1,4 +1,4 @@
-//! The OpenCL C dialect (seed 003's device backends): the user's kernel with address-space
+//! The OpenCL C dialect: the user's kernel with address-space
 //! qualifiers added to its parameters, consts as `__constant` data, and a `__kernel` stub (the
 //! stubs themselves are shared with CUDA, in [`crate::device`]).
 
@@ -16,7 +16,7 @@ pub const OPENCL_ENTRY: &str = "op2_stub";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ArgPassing {
     /// Pointers straight into global, local or private memory, with the matching address-space
-    /// qualifier added to each kernel parameter (seed 003). No copies.
+    /// qualifier added to each kernel parameter. No copies.
     Qualified,
     /// Every pointer parameter gets a private copy of its values (written back when modified),
     /// and the kernel's parameters stay unqualified. For kernels that keep parameters in their

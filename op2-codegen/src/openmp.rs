@@ -1,5 +1,5 @@
 //! The C + OpenMP dialect: the wrapper runs an execution plan colour by colour, each colour's blocks
-//! shared among threads, elements of a block in sequence (seed 003's OpenMP backend), with per-thread
+//! shared among threads, elements of a block in sequence (PyOP2's OpenMP backend), with per-thread
 //! partials for Global reductions combined in thread order.
 
 use crate::emit::{

@@ -1060,7 +1060,7 @@ pub fn cases() -> Vec<Case> {
         case!(
             row_read_midpoint,
             0.0,
-            "whole-row READ, seed 003's midpoint"
+            "whole-row READ, PyOP2's midpoint example"
         ),
         case!(
             row_inc_cells_to_nodes,

@@ -1,4 +1,4 @@
-//! Device-data states (seed 003's table), shared by the device backends: where each carrier's valid
+//! Device-data states (PyOP2's device-data table), shared by the device backends: where each carrier's valid
 //! copy lives, what a loop or a host access must allocate and transfer, and counters tests observe.
 
 use crate::access::Access;
@@ -322,7 +322,7 @@ mod tests {
     }
 
     #[test]
-    fn loop_transitions_follow_seed_003() {
+    fn loop_transitions_follow_the_state_table() {
         let read = used(true, false, false);
         let rw = used(true, true, false);
         let write_only = used(false, true, true);
@@ -344,7 +344,7 @@ mod tests {
     }
 
     #[test]
-    fn host_access_transitions_follow_seed_003() {
+    fn host_access_transitions_follow_the_state_table() {
         let t = |s: DataState, w| {
             let (t, n) = s.before_host_access(w);
             (t.to_host, t.allocate_host, n)

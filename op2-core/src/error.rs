@@ -405,6 +405,21 @@ pub enum Op2Error {
         #[source]
         source: std::io::Error,
     },
+    /// A call into a device driver or runtime library (OpenCL, the CUDA driver, NVRTC) failed: the
+    /// library's own error is the [`std::error::Error::source`], so that a driver failure can be
+    /// told from a misuse.
+    #[error("backend `{backend}`, loop `{kernel}`: {call} failed: {source}")]
+    Driver {
+        /// The backend.
+        backend: String,
+        /// The loop's kernel, or the operation (a copy, an allocation).
+        kernel: String,
+        /// Which library the call went to.
+        call: &'static str,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A backend failed while running a loop.
     #[error("backend `{backend}` failed running `{kernel}`: {reason}")]
     Execution {

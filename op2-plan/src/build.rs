@@ -318,7 +318,7 @@ impl<'a> Conflicts<'a> {
 
 const UNCOLOURED: u32 = u32::MAX;
 
-/// Greedy colouring of `units` (each a set of elements), 32 colours per pass, as seed 000 describes.
+/// Greedy colouring of `units` (each a set of elements), 32 colours per pass, as PyOP2's parallel execution plan does.
 /// Returns each unit's colour.
 fn colour_units(
     conflicts: &Conflicts<'_>,

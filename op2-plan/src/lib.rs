@@ -1,4 +1,4 @@
-//! op2-plan: the parallel execution plan of seed 000 (PyOP2's "Parallel Execution Plan").
+//! op2-plan: the parallel execution plan (PyOP2's "Parallel Execution Plan").
 //!
 //! The iteration set is cut into contiguous mini-partitions (blocks). For every unique (Dat, Map) pair
 //! accessed indirectly, each block gets its sorted unique target indices (local-to-global) and every

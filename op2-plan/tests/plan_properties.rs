@@ -1,4 +1,4 @@
-//! Plan invariants on random meshes (proptest), the seed's example shape, and the star that needs
+//! Plan invariants on random meshes (proptest), the documented example shape, and the star that needs
 //! more than 32 colours.
 
 use op2_core::Access;
@@ -281,7 +281,7 @@ fn star_needs_more_than_32_block_colours() {
 }
 
 #[test]
-fn seed_example_shape_gives_two_blocks() {
+fn documented_example_shape_gives_two_blocks() {
     // 12 elements, 36 targets, arity 3: element e touches 3e, 3e+1, 3e+2 (no sharing).
     let values: Vec<i32> = (0..36).collect();
     let arg = OneArg {

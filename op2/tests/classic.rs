@@ -287,7 +287,7 @@ fn const_changes_apply_to_later_loops_only() {
 }
 
 #[test]
-fn midpoint_of_seed_003() {
+fn midpoint_of_pyop2s_example() {
     let rt = rt();
     // Two triangles of the unit square.
     let vertices = rt.decl_set(4, "vertices").unwrap();

@@ -1,4 +1,4 @@
-//! The device backends' data states: every row of seed 003's table, observed through each
+//! The device backends' data states: every row of the device-data state table, observed through each
 //! backend's transfer counters and states, with the data checked after each move. Runs on every
 //! device backend built in: `opencl` (needs an OpenCL device with double precision: PoCL's CPU
 //! device in CI), `cuda-emulator`, and `cuda` where a GPU is present (else it says it skipped,
