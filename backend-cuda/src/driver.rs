@@ -122,7 +122,7 @@ impl DriverGpu {
         Ok(DriverGpu {
             name: format!("{name} (compute capability {}.{})", cc.0, cc.1),
             async_alloc: ctx.has_async_alloc(),
-            ptx: PtxCompiler::new(nvrtc, arch, config),
+            ptx: PtxCompiler::new(nvrtc, arch, config)?,
             limits,
             ctx,
             stream,

@@ -118,7 +118,7 @@ impl EmulatedGpu {
                 let nvrtc = Nvrtc::get(settings.nvrtc.as_deref()).map_err(unavailable)?;
                 let wanted = settings.arch.unwrap_or(90);
                 let arch = nvrtc.arch_for(wanted).map_err(unavailable)?;
-                Some(PtxCompiler::new(nvrtc, arch, config))
+                Some(PtxCompiler::new(nvrtc, arch, config)?)
             }
         };
         Ok(EmulatedGpu { jit, ptx })

@@ -26,7 +26,7 @@ pub use driver::{DriverBuffer, DriverGpu, DriverProgram};
 pub use emulator::{EmulatedGpu, EmulatedProgram, HostBuffer, NvrtcCheck};
 pub use gpu::{Entry, Gpu, GpuBuffer, GpuLimits, LaunchArg, LaunchShape};
 pub use nvrtc::{CompileFailure, Nvrtc, parse_arch};
-pub use ptx::{NVRTC_OPTIONS, PtxCompiler, PtxStats, ptx_stats};
+pub use ptx::{NVRTC_OPTIONS, PTX, PtxCompiler, ptx_stats};
 pub use settings::{CudaSettings, SETTINGS};
 
 use op2_codegen::{BlockLayout, CudaCodegen, CudaStub, CudaUnit, StubParam, const_symbol};

@@ -98,14 +98,14 @@ fn every_conformance_kernel_compiles_to_ptx_and_conforms() {
     );
     if nvrtc {
         let done = ptx_stats();
-        let compiled = done.compiled - before.compiled;
+        let compiled = done.compiles - before.compiles;
         eprintln!(
             "{compiled} CUDA units compiled to PTX ({} more found in memory)",
-            done.from_memory - before.from_memory
+            done.memory_hits - before.memory_hits
         );
         // 32 named cases and random loops, each with one or more loops, under two strategies:
         // far more than 60 distinct units; fewer means units went unchecked.
         assert!(compiled >= 60, "only {compiled} units reached NVRTC");
-        assert_eq!(done.from_disk, before.from_disk, "a fresh cache directory");
+        assert_eq!(done.disk_hits, before.disk_hits, "a fresh cache directory");
     }
 }

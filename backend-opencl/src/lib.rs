@@ -9,7 +9,7 @@ mod device;
 mod program;
 
 pub use device::{CPU_PRIVATE_PER_GROUP, ChosenDevice, OpenClError, choose_device};
-pub use program::{BUILD_OPTIONS, ProgramStats, program_stats};
+pub use program::{BUILD_OPTIONS, OPENCL_BINARIES, program_stats};
 
 use device::{ClBuffer, ClMemory, cl_err};
 use op2_codegen::{ArgPassing, BlockLayout, OpenClCodegen, StubParam};
@@ -117,7 +117,7 @@ impl OpenClBackend {
                     tree_reductions: !device.is_cpu,
                 },
                 device,
-                programs: ProgramCache::new(config),
+                programs: ProgramCache::new(config)?,
                 planner: Planner::new(),
                 block_size: config.part_size,
                 plans: Mutex::new(HashMap::new()),

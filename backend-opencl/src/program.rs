@@ -1,17 +1,16 @@
-//! Building OpenCL programs once: a memory cache, and a disk cache of program binaries keyed like
-//! the host JIT cache (source, device and driver identity, build options).
+//! Building OpenCL programs once, through the compile cache ([`op2_codegen::CompileCache`]): program
+//! binaries keyed by the source, the device and driver identity and the build options.
 
 use crate::device::{ChosenDevice, cl_err};
-use op2_codegen::{OpenClUnit, StubParam, dump_source, write_atomically};
+use op2_codegen::{
+    ArtefactKind, CacheSource, CacheStats, CompileCache, OpenClUnit, StubParam, cache_stats,
+    private_memory, write_atomically,
+};
 use op2_core::{Config, Op2Error, Result};
 use opencl3::context::Context;
 use opencl3::kernel::Kernel;
 use opencl3::program::Program;
-use sha2::{Digest, Sha256};
-use std::collections::HashMap;
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// Build options of every program: OpenCL C 1.2 (what PoCL and most drivers offer).
@@ -32,76 +31,50 @@ pub struct Compiled {
     _program: Program,
 }
 
-/// Counters of the program caches.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ProgramStats {
-    /// Programs built from source.
-    pub built: u64,
-    /// Programs built from a cached binary.
-    pub from_disk: u64,
-    /// Programs found in memory.
-    pub from_memory: u64,
-}
-
-static BUILT: AtomicU64 = AtomicU64::new(0);
-static FROM_DISK: AtomicU64 = AtomicU64::new(0);
-static FROM_MEMORY: AtomicU64 = AtomicU64::new(0);
+/// OpenCL program binaries in the compile cache.
+pub const OPENCL_BINARIES: ArtefactKind = ArtefactKind {
+    name: "opencl",
+    subdir: "opencl",
+    source_ext: "cl",
+    artefact_ext: "bin",
+};
 
 /// Program cache counters of this process, all OpenCL backends together.
-pub fn program_stats() -> ProgramStats {
-    ProgramStats {
-        built: BUILT.load(Ordering::Relaxed),
-        from_disk: FROM_DISK.load(Ordering::Relaxed),
-        from_memory: FROM_MEMORY.load(Ordering::Relaxed),
-    }
+pub fn program_stats() -> CacheStats {
+    cache_stats(OPENCL_BINARIES.name)
 }
 
-/// The program caches of one backend.
+/// The program caches of one backend (programs belong to its context, so the memory layer is its
+/// own).
 pub struct ProgramCache {
-    dir: PathBuf,
-    dump: Option<PathBuf>,
-    memory: Mutex<HashMap<String, Arc<Compiled>>>,
-}
-
-fn io(context: &'static str, path: &Path, source: std::io::Error) -> Op2Error {
-    Op2Error::Io {
-        context,
-        path: path.to_path_buf(),
-        source,
-    }
+    cache: CompileCache<Arc<Compiled>>,
 }
 
 impl ProgramCache {
     /// Caches under `<cache dir>/opencl`.
-    pub fn new(config: &Config) -> Self {
-        ProgramCache {
-            dir: config.cache_dir.join("opencl"),
-            dump: config.dump_gencode.clone(),
-            memory: Mutex::new(HashMap::new()),
-        }
+    pub fn new(config: &Config) -> Result<Self> {
+        Ok(ProgramCache {
+            cache: CompileCache::new(
+                OPENCL_BINARIES,
+                &config.cache_dir,
+                config.dump_gencode.as_deref(),
+                private_memory(),
+            )?,
+        })
     }
 
     /// The cache key of a program on a device.
-    pub fn key(device: &ChosenDevice, source: &str) -> String {
-        let mut h = Sha256::new();
-        for part in [
-            "op2-rs opencl v1",
-            device.identity.as_str(),
-            BUILD_OPTIONS,
-            source,
-        ] {
-            h.update(part.as_bytes());
-            h.update([0]);
-        }
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    pub fn key(&self, device: &ChosenDevice, source: &str) -> String {
+        self.cache
+            .key(&[device.identity.as_str(), BUILD_OPTIONS], source)
     }
 
     /// Compiles the unit's source without building it for the device (the OpenCL front end only),
     /// so that kernels that do not compile fail at `par_loop` with the compiler's message.
     pub fn check(&self, context: &Context, device: &ChosenDevice, unit: &OpenClUnit) -> Result<()> {
-        let key = Self::key(device, &unit.unit.source);
+        let key = self.key(device, &unit.unit.source);
         // A marker file records sources that compiled, so later processes skip the check.
-        let checked = self.dir.join(format!("{key}.ok"));
+        let checked = self.cache.dir().join(format!("{key}.ok"));
         if checked.exists() {
             return Ok(());
         }
@@ -114,10 +87,13 @@ impl ProgramCache {
             let log = program
                 .get_build_log(device.device.id())
                 .unwrap_or_else(|e| format!("(no build log: {e})"));
-            fs::create_dir_all(&self.dir)
-                .map_err(|e| io("creating the cache directory", &self.dir, e))?;
-            let src = self.dir.join(format!("{key}.cl"));
-            write_atomically(&src, unit.unit.source.as_bytes())?;
+            let src = self.cache.keep_source(
+                &key,
+                &CacheSource {
+                    kernel: &unit.unit.kernel,
+                    text: &unit.unit.source,
+                },
+            )?;
             return Err(Op2Error::Compile {
                 kernel: unit.unit.kernel.clone(),
                 cc: format!("the OpenCL C compiler of {}", device.name),
@@ -125,8 +101,6 @@ impl ProgramCache {
                 source_path: src,
             });
         }
-        fs::create_dir_all(&self.dir)
-            .map_err(|e| io("creating the cache directory", &self.dir, e))?;
         // Without the marker the next process only checks again.
         let _ = write_atomically(&checked, b"");
         Ok(())
@@ -139,78 +113,67 @@ impl ProgramCache {
         device: &ChosenDevice,
         unit: &OpenClUnit,
     ) -> Result<Arc<Compiled>> {
-        let key = Self::key(device, &unit.unit.source);
-        if let Some(c) = self
-            .memory
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            FROM_MEMORY.fetch_add(1, Ordering::Relaxed);
-            return Ok(c.clone());
-        }
-        if let Some(dir) = &self.dump {
-            dump_source(dir, &unit.unit.kernel, &key, "cl", &unit.unit.source)?;
-        }
-        fs::create_dir_all(&self.dir)
-            .map_err(|e| io("creating the cache directory", &self.dir, e))?;
-        let bin = self.dir.join(format!("{key}.bin"));
-        let cached = fs::read(&bin).ok().and_then(|b| {
-            Program::create_and_build_from_binary(context, &[&b], BUILD_OPTIONS).ok()
-        });
-        let program = match cached {
-            Some(p) => {
-                FROM_DISK.fetch_add(1, Ordering::Relaxed);
-                p
-            }
-            None => self.build(context, device, unit, &key, &bin)?,
+        let source = CacheSource {
+            kernel: &unit.unit.kernel,
+            text: &unit.unit.source,
         };
-        let kernel =
-            Kernel::create(&program, &unit.unit.entry).map_err(cl_err(&unit.unit.kernel))?;
-        let max_work_group = kernel
-            .get_work_group_size(device.device.id())
-            .unwrap_or(device.max_work_group)
-            .clamp(1, device.max_work_group);
-        let compiled = Arc::new(Compiled {
-            kernel: Mutex::new(kernel),
-            params: unit.params.clone(),
-            max_work_group,
-            private_bytes: unit.private_bytes,
-            _program: program,
-        });
-        self.memory
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, compiled.clone());
-        Ok(compiled)
+        self.cache.get(
+            &self.key(device, &unit.unit.source),
+            &source,
+            |src| build(context, device, unit, src),
+            |_, binary| {
+                let program =
+                    Program::create_and_build_from_binary(context, &[binary], BUILD_OPTIONS)
+                        .map_err(|e| Op2Error::Load {
+                            path: src_of(self, device, unit),
+                            reason: format!("program binary does not build: {e}"),
+                        })?;
+                let kernel = Kernel::create(&program, &unit.unit.entry)
+                    .map_err(cl_err(&unit.unit.kernel))?;
+                let max_work_group = kernel
+                    .get_work_group_size(device.device.id())
+                    .unwrap_or(device.max_work_group)
+                    .clamp(1, device.max_work_group);
+                Ok(Arc::new(Compiled {
+                    kernel: Mutex::new(kernel),
+                    params: unit.params.clone(),
+                    max_work_group,
+                    private_bytes: unit.private_bytes,
+                    _program: program,
+                }))
+            },
+        )
     }
+}
 
-    fn build(
-        &self,
-        context: &Context,
-        device: &ChosenDevice,
-        unit: &OpenClUnit,
-        key: &str,
-        bin: &Path,
-    ) -> Result<Program> {
-        // The source stays beside the binary: it is what a user reads when something goes wrong.
-        let src = self.dir.join(format!("{key}.cl"));
-        write_atomically(&src, unit.unit.source.as_bytes())?;
-        let program =
-            Program::create_and_build_from_source(context, &unit.unit.source, BUILD_OPTIONS)
-                .map_err(|log| Op2Error::Compile {
-                    kernel: unit.unit.kernel.clone(),
-                    cc: format!("the OpenCL C compiler of {}", device.name),
-                    message: log,
-                    source_path: src.clone(),
-                })?;
-        BUILT.fetch_add(1, Ordering::Relaxed);
-        // A binary that cannot be saved only costs a rebuild next time.
-        if let Some(b) = program.get_binaries().ok().and_then(|mut v| v.pop()) {
-            if !b.is_empty() {
-                let _ = write_atomically(bin, &b);
-            }
-        }
-        Ok(program)
-    }
+/// Where a unit's source is kept, for messages.
+fn src_of(cache: &ProgramCache, device: &ChosenDevice, unit: &OpenClUnit) -> std::path::PathBuf {
+    cache
+        .cache
+        .source_path(&cache.key(device, &unit.unit.source))
+}
+
+/// Builds the kept source `src` for the device and returns the program binary.
+fn build(
+    context: &Context,
+    device: &ChosenDevice,
+    unit: &OpenClUnit,
+    src: &Path,
+) -> Result<Vec<u8>> {
+    let program = Program::create_and_build_from_source(context, &unit.unit.source, BUILD_OPTIONS)
+        .map_err(|log| Op2Error::Compile {
+            kernel: unit.unit.kernel.clone(),
+            cc: format!("the OpenCL C compiler of {}", device.name),
+            message: log,
+            source_path: src.to_path_buf(),
+        })?;
+    program
+        .get_binaries()
+        .ok()
+        .and_then(|mut v| v.pop())
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| Op2Error::Load {
+            path: src.to_path_buf(),
+            reason: format!("{} returned no program binary", device.name),
+        })
 }

@@ -1,16 +1,17 @@
-//! The host JIT: compiles generated C with the system compiler into a shared library, caches it on disk
-//! (private directory, atomic writes, self-checking files) and in memory, and loads it for good.
+//! The host JIT: compiles generated C with the system compiler into a shared library, caches it in
+//! the compile cache ([`crate::cache`]: memory, then self-checking files in a private directory),
+//! and loads it for good.
 
+use crate::cache::{
+    ArtefactKind, CacheSource, CacheStats, CompileCache, MemoryLayer, cache_stats, io,
+    private_memory, temp_path,
+};
 use op2_core::{Config, GeneratedUnit, Op2Error, Result};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Default flags before `OP2_CFLAGS`. Hidden visibility keeps the user's kernel local to its library:
@@ -42,38 +43,17 @@ const DEFAULT_FLAGS: [&str; 9] = [
     "-Wl,-z,defs",
 ];
 
-/// Marks the end of a cache file: magic, then the SHA-256 of everything before it. A truncated or
-/// corrupt file fails the check and is rebuilt; the loader ignores bytes after the ELF contents.
-const TRAILER_MAGIC: &[u8; 8] = b"OP2CACHE";
-const TRAILER_LEN: usize = 8 + 32;
+/// The host JIT's kind of compiled code: shared libraries in the cache directory itself.
+pub const HOST_LIBRARIES: ArtefactKind = ArtefactKind {
+    name: "host",
+    subdir: "",
+    source_ext: "c",
+    artefact_ext: "so",
+};
 
-static COMPILES: AtomicU64 = AtomicU64::new(0);
-static DISK_HITS: AtomicU64 = AtomicU64::new(0);
-static MEMORY_HITS: AtomicU64 = AtomicU64::new(0);
-static REBUILDS: AtomicU64 = AtomicU64::new(0);
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// What the JIT did in this process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct JitStats {
-    /// Compiler runs that produced a library.
-    pub compiles: u64,
-    /// Libraries loaded from the disk cache.
-    pub disk_hits: u64,
-    /// Lookups answered by the in-memory cache.
-    pub memory_hits: u64,
-    /// Corrupt or truncated cache files found and rebuilt.
-    pub rebuilds: u64,
-}
-
-/// The JIT's counters for this process.
-pub fn jit_stats() -> JitStats {
-    JitStats {
-        compiles: COMPILES.load(Ordering::Relaxed),
-        disk_hits: DISK_HITS.load(Ordering::Relaxed),
-        memory_hits: MEMORY_HITS.load(Ordering::Relaxed),
-        rebuilds: REBUILDS.load(Ordering::Relaxed),
-    }
+/// What the JIT did in this process (the compile cache's counters of [`HOST_LIBRARIES`]).
+pub fn jit_stats() -> CacheStats {
+    cache_stats(HOST_LIBRARIES.name)
 }
 
 /// The address of a loaded entry point. Libraries are never unloaded, so it stays valid.
@@ -105,19 +85,18 @@ impl JitFunction {
     }
 }
 
-fn memory_cache() -> &'static Mutex<HashMap<String, JitFunction>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, JitFunction>>> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
+/// Loaded libraries are shared by every runtime of the process.
+fn memory() -> MemoryLayer<JitFunction> {
+    static MEMORY: OnceLock<MemoryLayer<JitFunction>> = OnceLock::new();
+    MEMORY.get_or_init(private_memory).clone()
 }
 
 /// Compiles and loads generated C.
-#[derive(Debug, Clone)]
 pub struct JitCompiler {
     cc: String,
     flags: Vec<String>,
-    cache_dir: PathBuf,
-    dump_dir: Option<PathBuf>,
     identity: String,
+    cache: CompileCache<JitFunction>,
 }
 
 impl JitCompiler {
@@ -129,94 +108,53 @@ impl JitCompiler {
         flags.extend(extra_flags.iter().map(|s| s.to_string()));
         flags.extend(config.cflags.iter().cloned());
         let identity = format!("{}\n{}", compiler_identity(&config.cc)?, cpu_identity());
-        create_private_dir(&config.cache_dir)?;
         Ok(JitCompiler {
             cc: config.cc.clone(),
             flags,
-            cache_dir: config.cache_dir.clone(),
-            dump_dir: config.dump_gencode.clone(),
             identity,
+            cache: CompileCache::new(
+                HOST_LIBRARIES,
+                &config.cache_dir,
+                config.dump_gencode.as_deref(),
+                memory(),
+            )?,
         })
     }
 
     /// The cache directory.
     pub fn cache_dir(&self) -> &Path {
-        &self.cache_dir
+        self.cache.dir()
     }
 
     /// The cache key of a unit: hash of source, compiler identity and version, host CPU and flags.
     pub fn key(&self, unit: &GeneratedUnit) -> String {
-        let mut h = Sha256::new();
-        for part in [
-            b"op2-rs jit v1".as_slice(),
-            self.identity.as_bytes(),
-            self.flags.join(" ").as_bytes(),
-        ] {
-            h.update(part);
-            h.update([0]);
-        }
-        h.update(unit.source.as_bytes());
-        hex(&h.finalize())
+        self.cache
+            .key(&[&self.identity, &self.flags.join(" ")], &unit.source)
     }
 
     /// Returns the unit's entry point, compiling only when neither cache has it.
     pub fn load(&self, unit: &GeneratedUnit) -> Result<JitFunction> {
         let key = self.key(unit);
-        if let Some(f) = memory_cache()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
-            MEMORY_HITS.fetch_add(1, Ordering::Relaxed);
-            return Ok(*f);
-        }
-        if let Some(dir) = &self.dump_dir {
-            dump_source(dir, &unit.kernel, &key, "c", &unit.source)?;
-        }
-        let lib = self.cache_dir.join(format!("{key}.so"));
-        let f = match fs::read(&lib) {
-            Ok(bytes) if verify(&bytes) => {
-                DISK_HITS.fetch_add(1, Ordering::Relaxed);
-                open(&lib, &unit.entry)?
-            }
-            Ok(_) => {
-                REBUILDS.fetch_add(1, Ordering::Relaxed);
-                self.compile(unit, &key, &lib)?
-            }
-            Err(_) => self.compile(unit, &key, &lib)?,
+        let source = CacheSource {
+            kernel: &unit.kernel,
+            text: &unit.source,
         };
-        // Two threads may have loaded the same unit at once: the first one cached is the one
-        // everybody uses, so that they share its statics lock.
-        Ok(*memory_cache()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(key)
-            .or_insert(f))
+        self.cache.get(
+            &key,
+            &source,
+            |src| self.compile(unit, src),
+            |path, _| open(path, &unit.entry),
+        )
     }
 
-    fn temp_path(&self, ext: &str) -> PathBuf {
-        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        self.cache_dir
-            .join(format!(".tmp-{}-{n}-{nanos}.{ext}", std::process::id()))
-    }
-
-    fn compile(&self, unit: &GeneratedUnit, key: &str, lib: &Path) -> Result<JitFunction> {
-        // The source stays next to the library: it is what a user reads when something goes wrong.
-        let src = self.cache_dir.join(format!("{key}.c"));
-        let tmp_src = self.temp_path("c");
-        fs::write(&tmp_src, &unit.source)
-            .map_err(|e| io("writing generated source", &tmp_src, e))?;
-        fs::rename(&tmp_src, &src).map_err(|e| io("renaming generated source", &src, e))?;
-
-        let tmp_lib = self.temp_path("so");
+    /// Compiles the kept source `src` into a shared library and returns its bytes.
+    fn compile(&self, unit: &GeneratedUnit, src: &Path) -> Result<Vec<u8>> {
+        let tmp_lib = temp_path(self.cache.dir(), "so");
         let out = Command::new(&self.cc)
             .args(&self.flags)
             .arg("-o")
             .arg(&tmp_lib)
-            .arg(&src)
+            .arg(src)
             .arg("-lm")
             .output()
             .map_err(|e| Op2Error::CompilerNotFound {
@@ -231,61 +169,13 @@ impl JitCompiler {
                 kernel: unit.kernel.clone(),
                 cc: self.cc.clone(),
                 message,
-                source_path: src,
+                source_path: src.to_path_buf(),
             });
         }
-        let result = (|| {
-            let mut bytes =
-                fs::read(&tmp_lib).map_err(|e| io("reading compiled library", &tmp_lib, e))?;
-            let digest = Sha256::digest(&bytes);
-            bytes.extend_from_slice(TRAILER_MAGIC);
-            bytes.extend_from_slice(&digest);
-            let mut f = fs::File::create(&tmp_lib)
-                .map_err(|e| io("writing compiled library", &tmp_lib, e))?;
-            f.write_all(&bytes)
-                .and_then(|_| f.sync_all())
-                .map_err(|e| io("writing compiled library", &tmp_lib, e))?;
-            // Rename is atomic: other processes see either no file or the whole file.
-            fs::rename(&tmp_lib, lib).map_err(|e| io("installing compiled library", lib, e))
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp_lib);
-        }
-        result?;
-        COMPILES.fetch_add(1, Ordering::Relaxed);
-        open(lib, &unit.entry)
+        let bytes = fs::read(&tmp_lib).map_err(|e| io("reading compiled library", &tmp_lib, e));
+        let _ = fs::remove_file(&tmp_lib);
+        bytes
     }
-}
-
-/// Writes a generated source into the `OP2_DUMP_GENCODE` directory `dir`, as
-/// `<kernel>_<first 16 characters of its cache key>.<ext>`.
-pub fn dump_source(dir: &Path, kernel: &str, key: &str, ext: &str, source: &str) -> Result<()> {
-    fs::create_dir_all(dir).map_err(|e| io("creating the OP2_DUMP_GENCODE directory", dir, e))?;
-    let path = dir.join(format!("{kernel}_{}.{ext}", &key[..key.len().min(16)]));
-    fs::write(&path, source).map_err(|e| io("writing generated source", &path, e))
-}
-
-/// Writes a cache file through a temporary file and a rename, so that readers (other threads or
-/// processes) see all of it or nothing.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!(
-        "tmp-{}-{}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    fs::write(&tmp, bytes).map_err(|e| io("writing a cache file", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        io("installing a cache file", path, e)
-    })
-}
-
-fn verify(bytes: &[u8]) -> bool {
-    if bytes.len() < TRAILER_LEN {
-        return false;
-    }
-    let (body, trailer) = bytes.split_at(bytes.len() - TRAILER_LEN);
-    trailer[..8] == TRAILER_MAGIC[..] && trailer[8..] == Sha256::digest(body)[..]
 }
 
 fn open(path: &Path, entry: &str) -> Result<JitFunction> {
@@ -307,14 +197,6 @@ fn open(path: &Path, entry: &str) -> Result<JitFunction> {
     };
     std::mem::forget(lib);
     Ok(f)
-}
-
-fn create_private_dir(dir: &Path) -> Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| io("creating the cache directory", dir, e))
 }
 
 fn compiler_identity(cc: &str) -> Result<String> {
@@ -369,33 +251,4 @@ fn cpu_identity() -> String {
         )
     })
     .clone()
-}
-
-fn io(context: &'static str, path: &Path, source: std::io::Error) -> Op2Error {
-    Op2Error::Io {
-        context,
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn trailer_detects_truncation() {
-        let mut bytes = b"\x7fELF fake library".to_vec();
-        let d = Sha256::digest(&bytes);
-        bytes.extend_from_slice(TRAILER_MAGIC);
-        bytes.extend_from_slice(&d);
-        assert!(verify(&bytes));
-        assert!(!verify(&bytes[..bytes.len() - 1]));
-        assert!(!verify(&bytes[1..]));
-        assert!(!verify(b"short"));
-    }
 }

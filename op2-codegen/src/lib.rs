@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+mod cache;
 mod cuda;
 mod device;
 mod emit;
@@ -16,13 +17,17 @@ mod jit;
 mod opencl;
 mod openmp;
 
+pub use cache::{
+    ArtefactKind, CacheSource, CacheStats, CompileCache, MemoryLayer, cache_stats, dump_source,
+    private_memory, write_atomically,
+};
 pub use cuda::{
     CUDA_EMULATION_ENTRY, CUDA_EMULATION_PRELUDE, CUDA_ENTRY, CUDA_FINISH_ENTRY, CudaCodegen,
     CudaStub, CudaUnit, EMULATION_LAUNCH_FINISH, EMULATION_LAUNCH_STUB, EMULATION_SET_CONST,
 };
 pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam, private_bytes_per_item};
 pub use emit::{CCodegen, WRAPPER_SIGNATURE, const_symbol, kernel_symbol};
-pub use jit::{JitCompiler, JitFunction, JitStats, dump_source, jit_stats, write_atomically};
+pub use jit::{HOST_LIBRARIES, JitCompiler, JitFunction, jit_stats};
 pub use opencl::{
     ArgPassing, OPENCL_ENTRY, OpenClCodegen, OpenClEmitError, OpenClUnit, rewrite_params,
 };
