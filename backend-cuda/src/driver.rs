@@ -2,15 +2,16 @@
 //! on the context's legacy default stream, so launches, copies and frees are ordered without
 //! events; copies from and to pageable host memory wait for the launches queued before them.
 
-use crate::CudaSettings;
-use crate::gpu::{Entry, Gpu, GpuBuffer, GpuLimits, LaunchArg, LaunchShape, PackedArgs};
+use crate::gpu::{GpuBuffer, PackedArgs};
 use crate::nvrtc::Nvrtc;
 use crate::ptx::PtxCompiler;
+use crate::{CUDA_THREADS, CudaSettings, DEFAULT_BLOCK_SIZE};
 use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtrMut, result};
 use cudarc::nvrtc::Ptx;
-use op2_codegen::{CUDA_ENTRY, CUDA_FINISH_ENTRY, CudaUnit};
+use op2_codegen::{Cuda, DEVICE_ENTRY, DeviceUnit, Dialect, FINISH_ENTRY};
 use op2_core::{Config, DeviceMemory, Op2Error, Result};
+use op2_device::{Device, DeviceLimits, Entry, LaunchArg, LaunchShape};
 use std::sync::Arc;
 
 fn unavailable(reason: String) -> Op2Error {
@@ -35,7 +36,7 @@ pub struct DriverGpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     name: String,
-    limits: GpuLimits,
+    limits: DeviceLimits,
     async_alloc: bool,
     ptx: PtxCompiler,
 }
@@ -70,11 +71,13 @@ impl Drop for DriverBuffer {
     }
 }
 
-/// A loaded module and its kernels.
+/// A loaded module (one per loop and runtime: each has its own `__constant__` storage), its
+/// kernels and its Consts' symbols.
 pub struct DriverProgram {
     module: Arc<CudaModule>,
     stub: CudaFunction,
     finish: Option<CudaFunction>,
+    const_symbols: Vec<String>,
 }
 
 impl DriverGpu {
@@ -108,13 +111,18 @@ impl DriverGpu {
             attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
             attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
         );
-        let limits = GpuLimits {
+        let limits = DeviceLimits {
             max_threads: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
                 .max(32),
-            max_shared: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
+            local_memory: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
                 .max(16 * 1024),
+            private_per_group: None,
             // CUDA's limit of local memory per thread on every architecture since Fermi.
-            max_private_per_thread: 512 * 1024,
+            private_per_item: 512 * 1024,
+            planned_block: DEFAULT_BLOCK_SIZE,
+            direct_threads: CUDA_THREADS,
+            tree_reductions: true,
+            wait_each_loop: settings.sync,
         };
         let wanted = settings.arch.unwrap_or((cc.0 * 10 + cc.1) as i32);
         let arch = nvrtc.arch_for(wanted).map_err(unavailable)?;
@@ -189,7 +197,7 @@ impl DeviceMemory for DriverGpu {
     }
 }
 
-impl Gpu for DriverGpu {
+impl Device for DriverGpu {
     type Program = DriverProgram;
 
     fn backend_name(&self) -> &'static str {
@@ -200,15 +208,16 @@ impl Gpu for DriverGpu {
         &self.name
     }
 
-    fn limits(&self) -> GpuLimits {
+    fn dialect(&self) -> &dyn Dialect {
+        &Cuda
+    }
+
+    fn limits(&self) -> DeviceLimits {
         self.limits
     }
 
-    fn check(&self, unit: &CudaUnit) -> Result<()> {
-        self.ptx.ptx(unit).map(drop)
-    }
-
-    fn load(&self, unit: &CudaUnit) -> Result<Arc<DriverProgram>> {
+    /// NVRTC compiles the unit to PTX (cached), and the driver loads it as a module of its own.
+    fn compile(&self, unit: &DeviceUnit) -> Result<Arc<DriverProgram>> {
         let ptx = self.ptx.ptx(unit)?;
         let kernel = unit.unit.kernel.as_str();
         self.bind(kernel)?;
@@ -217,12 +226,12 @@ impl Gpu for DriverGpu {
             .load_module(Ptx::from_src(ptx.to_string()))
             .map_err(driver_err(kernel))?;
         let stub = module
-            .load_function(CUDA_ENTRY)
+            .load_function(DEVICE_ENTRY)
             .map_err(driver_err(kernel))?;
         let finish = match unit.finish_params {
             Some(_) => Some(
                 module
-                    .load_function(CUDA_FINISH_ENTRY)
+                    .load_function(FINISH_ENTRY)
                     .map_err(driver_err(kernel))?,
             ),
             None => None,
@@ -231,35 +240,34 @@ impl Gpu for DriverGpu {
             module,
             stub,
             finish,
+            const_symbols: unit.const_symbols.clone(),
         }))
     }
 
-    fn set_const(
-        &self,
-        program: &DriverProgram,
-        _index: usize,
-        name: &str,
-        bytes: &[u8],
-    ) -> Result<()> {
-        self.bind(name)?;
-        let mut symbol = program
-            .module
-            .get_global(name, &self.stream)
-            .map_err(driver_err(name))?;
-        if symbol.len() != bytes.len() {
-            return Err(Op2Error::Execution {
-                backend: "cuda".into(),
-                kernel: name.into(),
-                reason: format!(
-                    "the __constant__ symbol holds {} bytes, the Const {}",
-                    symbol.len(),
-                    bytes.len()
-                ),
-            });
+    /// Copies each Const into its `__constant__` symbol of the program's module.
+    fn set_consts(&self, program: &DriverProgram, consts: &[&[u8]]) -> Result<()> {
+        for (name, bytes) in program.const_symbols.iter().zip(consts) {
+            self.bind(name)?;
+            let mut symbol = program
+                .module
+                .get_global(name, &self.stream)
+                .map_err(driver_err(name))?;
+            if symbol.len() != bytes.len() {
+                return Err(Op2Error::Execution {
+                    backend: "cuda".into(),
+                    kernel: name.into(),
+                    reason: format!(
+                        "the __constant__ symbol holds {} bytes, the Const {}",
+                        symbol.len(),
+                        bytes.len()
+                    ),
+                });
+            }
+            let (ptr, _sync) = symbol.device_ptr_mut(&self.stream);
+            // SAFETY: the symbol holds `bytes.len()` bytes (checked above).
+            unsafe { result::memcpy_htod_sync(ptr, bytes) }.map_err(driver_err(name))?;
         }
-        let (ptr, _sync) = symbol.device_ptr_mut(&self.stream);
-        // SAFETY: the symbol holds `bytes.len()` bytes (checked above).
-        unsafe { result::memcpy_htod_sync(ptr, bytes) }.map_err(driver_err(name))
+        Ok(())
     }
 
     fn launch(
@@ -267,13 +275,13 @@ impl Gpu for DriverGpu {
         program: &DriverProgram,
         entry: Entry,
         shape: LaunchShape,
-        args: &[LaunchArg],
+        args: &[LaunchArg<'_, DriverBuffer>],
     ) -> Result<()> {
         let f = match entry {
             Entry::Stub => &program.stub,
             Entry::Finish => program.finish.as_ref().ok_or_else(|| Op2Error::Execution {
                 backend: "cuda".into(),
-                kernel: CUDA_FINISH_ENTRY.into(),
+                kernel: FINISH_ENTRY.into(),
                 reason: "the unit has no final reduction kernel".into(),
             })?,
         };
@@ -286,9 +294,9 @@ impl Gpu for DriverGpu {
         unsafe {
             result::launch_kernel(
                 f.cu_function(),
-                (shape.blocks, 1, 1),
+                (shape.groups, 1, 1),
                 (shape.threads, 1, 1),
-                shape.shared_bytes,
+                shape.local_bytes,
                 std::ptr::null_mut(),
                 &mut ptrs,
             )

@@ -5,14 +5,16 @@
 //! states, the final reductions), so that logic is tested on machines without a GPU. It can also
 //! compile every unit with NVRTC, so CI shows the generated CUDA compiles for real.
 
-use crate::gpu::{Entry, Gpu, GpuBuffer, GpuLimits, LaunchArg, LaunchShape, PackedArgs};
+use crate::gpu::{GpuBuffer, PackedArgs};
 use crate::nvrtc::Nvrtc;
 use crate::ptx::PtxCompiler;
+use crate::{CUDA_THREADS, DEFAULT_BLOCK_SIZE};
 use op2_codegen::{
-    CUDA_EMULATION_ENTRY, CudaUnit, EMULATION_LAUNCH_FINISH, EMULATION_LAUNCH_STUB,
-    EMULATION_SET_CONST, JitCompiler,
+    CUDA_EMULATION_ENTRY, Cuda, DeviceUnit, Dialect, EMULATION_LAUNCH_FINISH,
+    EMULATION_LAUNCH_STUB, EMULATION_SET_CONST, JitCompiler, emulation_source,
 };
 use op2_core::{Config, DeviceMemory, GeneratedUnit, Op2Error, Result};
+use op2_device::{Device, DeviceLimits, Entry, LaunchArg, LaunchShape};
 use std::alloc::{Layout, alloc, dealloc};
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use std::ptr::NonNull;
@@ -97,6 +99,7 @@ type EntryFn = unsafe extern "C" fn(
 pub struct EmulatedGpu {
     jit: JitCompiler,
     ptx: Option<PtxCompiler>,
+    sync: bool,
 }
 
 /// Emulated launches share each library's scheduler state, so one runs at a time in a process.
@@ -121,7 +124,8 @@ impl EmulatedGpu {
                 Some(PtxCompiler::new(nvrtc, arch, config)?)
             }
         };
-        Ok(EmulatedGpu { jit, ptx })
+        let sync = crate::CudaSettings::from_config(config)?.sync;
+        Ok(EmulatedGpu { jit, ptx, sync })
     }
 
     fn call(
@@ -161,9 +165,9 @@ impl EmulatedGpu {
             status = unsafe {
                 (program.entry)(
                     what,
-                    shape.blocks,
+                    shape.groups,
                     shape.threads,
-                    shape.shared_bytes as c_ulong,
+                    shape.local_bytes as c_ulong,
                     params.as_mut_ptr(),
                     err.as_mut_ptr() as *mut c_char,
                     err.len() as c_int,
@@ -223,7 +227,7 @@ impl DeviceMemory for EmulatedGpu {
     }
 }
 
-impl Gpu for EmulatedGpu {
+impl Device for EmulatedGpu {
     type Program = EmulatedProgram;
 
     fn backend_name(&self) -> &'static str {
@@ -234,27 +238,34 @@ impl Gpu for EmulatedGpu {
         "CUDA emulated on the host CPU"
     }
 
-    fn limits(&self) -> GpuLimits {
+    fn dialect(&self) -> &dyn Dialect {
+        &Cuda
+    }
+
+    fn limits(&self) -> DeviceLimits {
         // A GPU's, so plans and launches take the shapes they take there.
-        GpuLimits {
+        DeviceLimits {
             max_threads: 1024,
-            max_shared: 48 * 1024,
+            local_memory: 48 * 1024,
+            private_per_group: None,
             // Each emulated thread runs on a 128 KiB stack of its own (the prelude's
             // OP2_EMU_STACK_BYTES); half of it stays for the kernel's own locals.
-            max_private_per_thread: 64 * 1024,
+            private_per_item: 64 * 1024,
+            planned_block: DEFAULT_BLOCK_SIZE,
+            direct_threads: CUDA_THREADS,
+            tree_reductions: true,
+            wait_each_loop: self.sync,
         }
     }
 
-    fn check(&self, unit: &CudaUnit) -> Result<()> {
-        self.load(unit).map(drop)
-    }
-
-    fn load(&self, unit: &CudaUnit) -> Result<Arc<EmulatedProgram>> {
+    /// NVRTC too when asked (the PTX is not run, only checked), then the host compiler under the
+    /// emulation prelude.
+    fn compile(&self, unit: &DeviceUnit) -> Result<Arc<EmulatedProgram>> {
         if let Some(ptx) = &self.ptx {
             ptx.ptx(unit)?;
         }
         let host = GeneratedUnit {
-            source: unit.emulation_source(),
+            source: emulation_source(unit),
             entry: CUDA_EMULATION_ENTRY.into(),
             kernel: unit.unit.kernel.clone(),
         };
@@ -267,20 +278,11 @@ impl Gpu for EmulatedGpu {
         }))
     }
 
-    fn set_const(
-        &self,
-        program: &EmulatedProgram,
-        index: usize,
-        _name: &str,
-        bytes: &[u8],
-    ) -> Result<()> {
+    fn set_consts(&self, program: &EmulatedProgram, consts: &[&[u8]]) -> Result<()> {
         // Kept with the program and copied into the library at each launch (see
-        // `EmulatedProgram`); a launch checks the index.
-        let mut consts = program.consts.lock().unwrap_or_else(|e| e.into_inner());
-        if consts.len() <= index {
-            consts.resize(index + 1, None);
-        }
-        consts[index] = Some(bytes.to_vec());
+        // `EmulatedProgram`).
+        *program.consts.lock().unwrap_or_else(|e| e.into_inner()) =
+            consts.iter().map(|c| Some(c.to_vec())).collect();
         Ok(())
     }
 
@@ -289,7 +291,7 @@ impl Gpu for EmulatedGpu {
         program: &EmulatedProgram,
         entry: Entry,
         shape: LaunchShape,
-        args: &[LaunchArg],
+        args: &[LaunchArg<'_, HostBuffer>],
     ) -> Result<()> {
         let what = match entry {
             Entry::Stub => EMULATION_LAUNCH_STUB,

@@ -4,7 +4,7 @@
 
 use crate::nvrtc::{CompileFailure, Nvrtc};
 use op2_codegen::{
-    ArtefactKind, CacheSource, CacheStats, CompileCache, CudaUnit, MemoryLayer, cache_stats,
+    ArtefactKind, CacheSource, CacheStats, CompileCache, DeviceUnit, MemoryLayer, cache_stats,
     private_memory,
 };
 use op2_core::{Config, Op2Error, Result};
@@ -79,7 +79,7 @@ impl PtxCompiler {
 
     /// The unit's PTX, compiled only when neither cache has it. A source that does not compile
     /// is an [`Op2Error::Compile`] with NVRTC's log and the path of the kept source.
-    pub fn ptx(&self, unit: &CudaUnit) -> Result<Arc<str>> {
+    pub fn ptx(&self, unit: &DeviceUnit) -> Result<Arc<str>> {
         let source = CacheSource {
             kernel: &unit.unit.kernel,
             text: &unit.unit.source,
@@ -90,7 +90,7 @@ impl PtxCompiler {
             |src| {
                 self.nvrtc
                     .compile(&unit.unit.source, &unit.unit.kernel, &self.options())
-                    .map(String::into_bytes)
+                    .map(|ptx| (ptx.into_bytes(), None))
                     .map_err(|f| Op2Error::Compile {
                         kernel: unit.unit.kernel.clone(),
                         cc: format!("{} from {}", self.identity(), self.nvrtc.location),

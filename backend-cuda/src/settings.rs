@@ -1,8 +1,8 @@
 //! The CUDA backend's own settings, declared for the runtime (names, variables, defaults, meaning)
 //! and read back from a runtime's configuration.
 
-use crate::Strategy;
 use crate::nvrtc::parse_arch;
+use crate::{DEFAULT_STRATEGY, Strategy};
 use op2_core::{Config, Op2Error, Result, Setting, SettingKind};
 use std::path::PathBuf;
 
@@ -65,7 +65,7 @@ impl CudaSettings {
     pub fn from_config(config: &Config) -> Result<Self> {
         let s = &config.settings;
         let strategy = match s.get("cuda_strategy").map(str::to_ascii_lowercase) {
-            None => Strategy::DEFAULT,
+            None => DEFAULT_STRATEGY,
             Some(v) if v == "colour" || v == "color" => Strategy::Colour,
             Some(v) if v == "atomics" || v == "atomic" => Strategy::Atomics,
             Some(v) => {

@@ -2,9 +2,10 @@
 //! some threads of a block never reach, shared memory read before anything was staged into it,
 //! device memory read before it was written. Each test hands it a unit with one such fault.
 
-use backend_cuda::{EmulatedGpu, Entry, Gpu, GpuBuffer, LaunchArg, LaunchShape, NvrtcCheck};
-use op2_codegen::{CUDA_ENTRY, CudaUnit, StubParam};
+use backend_cuda::{EmulatedGpu, NvrtcCheck};
+use op2_codegen::{DEVICE_ENTRY as CUDA_ENTRY, DeviceUnit, StubParam};
 use op2_core::{Config, DeviceMemory, GeneratedUnit, Op2Error};
+use op2_device::{Device, Entry, LaunchArg, LaunchShape};
 
 fn gpu() -> (EmulatedGpu, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -16,7 +17,7 @@ fn gpu() -> (EmulatedGpu, tempfile::TempDir) {
 }
 
 /// A unit whose stub is `body`, taking one `double *out`, with the emulation trampolines.
-fn unit(name: &str, body: &str) -> CudaUnit {
+fn unit(name: &str, body: &str) -> DeviceUnit {
     let source = format!(
         "extern \"C\" __global__ void {CUDA_ENTRY}(double *out) {{\n{body}\n}}\n\
          #ifdef OP2_CUDA_EMULATION\n\
@@ -26,7 +27,7 @@ fn unit(name: &str, body: &str) -> CudaUnit {
            if (what == 0) return op2_emu_run(op2_emu_stub, p, g, b, s, e, n);\n\
            snprintf(e, (size_t)n, \"no operation %d\", what); return 1;\n}}\n#endif\n"
     );
-    CudaUnit {
+    DeviceUnit {
         unit: GeneratedUnit {
             source,
             entry: CUDA_ENTRY.into(),
@@ -35,27 +36,32 @@ fn unit(name: &str, body: &str) -> CudaUnit {
         params: vec![StubParam::Data(0)],
         finish_params: None,
         private_bytes: 0,
+        const_symbols: Vec::new(),
     }
 }
 
 fn run(
     g: &EmulatedGpu,
-    u: &CudaUnit,
+    u: &DeviceUnit,
     blocks: u32,
     threads: u32,
     shared: u32,
 ) -> (Vec<f64>, Result<(), Op2Error>) {
     let out = g.allocate(8 * (blocks * threads) as usize).unwrap();
-    let p = g.load(u).unwrap();
+    let p = g.compile(u).unwrap();
     let shape = LaunchShape {
-        blocks,
+        groups: blocks,
         threads,
-        shared_bytes: shared,
+        local_bytes: shared,
     };
-    let r = g.launch(&p, Entry::Stub, shape, &[LaunchArg::Address(out.address())]);
+    let r = g.launch(&p, Entry::Stub, shape, &[LaunchArg::Buffer(&out)]);
     let mut bytes = vec![0u8; 8 * (blocks * threads) as usize];
     g.download(&out, &mut bytes).unwrap();
-    (bytemuck::pod_collect_to_vec(&bytes), r)
+    let values = bytes
+        .chunks_exact(8)
+        .map(|c| f64::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    (values, r)
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! Without NVRTC this test says so and checks the emulator only, unless `OP2_REQUIRE_NVRTC` is set
 //! (`cargo xtask test` installs NVRTC and sets it), when a missing NVRTC fails it.
 
-use backend_cuda::{CudaBackend, Nvrtc, NvrtcCheck, ptx_stats};
+use backend_cuda::{Nvrtc, NvrtcCheck, ptx_stats};
 use op2_conformance::{Outcome, run_suite};
 use op2_core::{Backend, BackendFactory, Config, Result};
 use std::path::PathBuf;
@@ -34,7 +34,7 @@ fn emulator(config: &Config, strategy: &str, part_size: Option<usize>) -> Result
     } else {
         NvrtcCheck::Off
     };
-    Ok(Box::new(CudaBackend::emulated(&c, check)?))
+    Ok(Box::new(backend_cuda::emulated(&c, check)?))
 }
 
 op2_core::register_backend!(BackendFactory {

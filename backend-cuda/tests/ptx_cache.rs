@@ -2,7 +2,7 @@
 //! is compiled again, and a kernel NVRTC rejects fails at `par_loop` with NVRTC's log and the kept
 //! source. Needs NVRTC (skipped without it unless `OP2_REQUIRE_NVRTC` is set).
 
-use backend_cuda::{CudaBackend, Nvrtc, NvrtcCheck, ptx_stats};
+use backend_cuda::{Nvrtc, NvrtcCheck, ptx_stats};
 use op2::{BackendFactory, Config, Kernel, Op2Error, RW, Runtime};
 use std::path::Path;
 
@@ -10,7 +10,7 @@ op2::register_backend!(BackendFactory {
     name: "cuda-ptx-cache-test",
     feature: "",
     description: "test: cuda-emulator compiling every unit with NVRTC too",
-    create: |c| Ok(Box::new(CudaBackend::emulated(c, NvrtcCheck::Required)?)),
+    create: |c| Ok(Box::new(backend_cuda::emulated(c, NvrtcCheck::Required)?)),
     settings: &[],
 });
 

@@ -134,7 +134,7 @@ impl Backend for OpenMpBackend {
     }
 
     fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
-        let unit = OpenMpCodegen.emit(sig);
+        let unit = OpenMpCodegen.emit(sig, &())?;
         let f = self.jit.load(&unit)?;
         // SAFETY: the entry point was generated with exactly the `Wrapper` signature.
         let wrapper: Wrapper = unsafe { std::mem::transmute::<*const c_void, Wrapper>(f.as_ptr()) };

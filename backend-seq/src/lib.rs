@@ -34,7 +34,7 @@ impl Backend for SeqBackend {
     }
 
     fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
-        let unit = CCodegen.emit(sig);
+        let unit = CCodegen.emit(sig, &())?;
         let f = self.jit.load(&unit)?;
         // SAFETY: the entry point was generated with exactly the `Wrapper` signature.
         let wrapper: Wrapper = unsafe { std::mem::transmute::<*const c_void, Wrapper>(f.as_ptr()) };

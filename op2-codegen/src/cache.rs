@@ -155,14 +155,15 @@ impl<V: Clone> CompileCache<V> {
     }
 
     /// The value of `key`: from memory, else loaded from the disk file, else built. `build` gets
-    /// the kept source's path and returns the compiled bytes; `load` turns a file (its path, and
+    /// the kept source's path and returns the compiled bytes, and the value itself when building
+    /// made it anyway (an OpenCL program built from source); `load` turns a file (its path, and
     /// its contents without the checksum) into the value. A file that fails its checksum or does
     /// not load is built again.
     pub fn get(
         &self,
         key: &str,
         source: &CacheSource<'_>,
-        build: impl FnOnce(&Path) -> Result<Vec<u8>>,
+        build: impl FnOnce(&Path) -> Result<(Vec<u8>, Option<V>)>,
         load: impl Fn(&Path, &[u8]) -> Result<V>,
     ) -> Result<V> {
         let stats = counters(self.kind.name);
@@ -191,14 +192,17 @@ impl<V: Clone> CompileCache<V> {
             Some(v) => v,
             None => {
                 let src = self.keep_source(key, source)?;
-                let mut bytes = build(&src)?;
+                let (mut bytes, built) = build(&src)?;
                 stats.compiles.fetch_add(1, Ordering::Relaxed);
                 let body_len = bytes.len();
                 let digest = Sha256::digest(&bytes);
                 bytes.extend_from_slice(TRAILER_MAGIC);
                 bytes.extend_from_slice(&digest);
                 write_atomically(&file, &bytes)?;
-                load(&file, &bytes[..body_len])?
+                match built {
+                    Some(v) => v,
+                    None => load(&file, &bytes[..body_len])?,
+                }
             }
         };
         // Two threads may have built the same unit at once: the first one cached is the one
@@ -296,7 +300,7 @@ mod tests {
                 |src| {
                     built.set(built.get() + 1);
                     assert!(src.exists(), "the source is kept before building");
-                    Ok(b"compiled".to_vec())
+                    Ok((b"compiled".to_vec(), None))
                 },
                 |_, body| Ok(String::from_utf8(body.to_vec()).unwrap()),
             )

@@ -1,138 +1,146 @@
-//! The CUDA dialect (after the OP2 paper): the user's kernel compiled as an inlined
-//! `__device__` function (NVRTC's `-default-device`; the kernel's text is never rewritten), Consts
-//! as `__constant__` symbols the backend fills, and an `extern "C" __global__` stub per loop: the
-//! direct and planned (staged, coloured) stubs shared with OpenCL, or a stub that increments
-//! indirect data with `atomicAdd` in one launch. Loops that reduce into Globals get a second
-//! kernel, `op2_finish`, that folds the per-block partials into the Global on the device.
+//! The CUDA dialect (after the OP2 paper): the user's kernel compiled as an inlined `__device__`
+//! function (NVRTC's `-default-device`; the kernel's text is never rewritten), Consts as
+//! `__constant__` symbols the device fills, `extern "C" __global__` stubs (the shared device
+//! stubs, and the atomics stub with `atomicAdd`), and a second kernel, `op2_finish`, folding
+//! reduction partials on the device.
 //!
 //! Every unit also carries, behind `#ifdef OP2_CUDA_EMULATION`, trampolines that let the same
 //! source run on the host under [`CUDA_EMULATION_PRELUDE`] (tests without a GPU).
 
-use crate::device::{
-    BlockLayout, Dialect, StubParam, combine_expr, data_params, emit_direct_stub,
-    emit_group_combine, emit_planned_stub, emit_reduction_finish, emit_reduction_init,
-    for_components, private_bytes_per_item,
+use crate::dialect::{
+    ConstPassing, DEVICE_ENTRY, DeviceOptions, DeviceStub, DeviceUnit, Dialect, FINISH_ENTRY,
+    KernelDecl,
 };
-use crate::emit::{const_symbol, emit_consts, emit_kernel, kernel_symbol, reduction_args};
-use op2_core::{Access, ArgKind, GeneratedUnit, LoopSignature};
+use crate::emit::{const_symbol, emit_consts, emit_kernel};
+use op2_core::{LoopSignature, Result};
 use std::fmt::Write;
-
-/// The loop's kernel in every generated CUDA unit.
-pub const CUDA_ENTRY: &str = "op2_stub";
-
-/// The kernel that folds reduction partials into the Globals (one block).
-pub const CUDA_FINISH_ENTRY: &str = "op2_finish";
 
 /// The host entry point of a unit compiled for emulation: `int op2_emu_entry(int what, unsigned
 /// grid, unsigned block, unsigned long shared_bytes, void **params, char *err, int err_len)`, where
 /// `what` is one of the `EMULATION_*` operations. Returns 0, or non-zero with a message in `err`.
 pub const CUDA_EMULATION_ENTRY: &str = "op2_emu_entry";
-/// Emulation operation: run [`CUDA_ENTRY`] over `grid` blocks of `block` threads.
+/// Emulation operation: run the stub over `grid` blocks of `block` threads.
 pub const EMULATION_LAUNCH_STUB: i32 = 0;
-/// Emulation operation: run [`CUDA_FINISH_ENTRY`].
+/// Emulation operation: run the finishing kernel.
 pub const EMULATION_LAUNCH_FINISH: i32 = 1;
 /// Emulation operation: copy the bytes at `params[0]` into Const number `grid`.
 pub const EMULATION_SET_CONST: i32 = 2;
 
-/// Which stub a CUDA program runs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum CudaStub {
-    /// One element per thread, no maps.
-    Direct,
-    /// One plan block per thread block: indirect data staged in shared memory, increments
-    /// accumulated in registers and applied colour by colour, block colours launched in turn.
-    Planned(BlockLayout),
-    /// One element per thread, indirect data read straight from global memory through maps
-    /// uploaded entry-major, increments added with `atomicAdd`: no plan, one launch.
-    Atomic,
+/// The source of a CUDA unit to compile on the host under the emulation prelude.
+pub fn emulation_source(unit: &DeviceUnit) -> String {
+    format!("{CUDA_EMULATION_PRELUDE}\n{}", unit.unit.source)
 }
 
-/// An emitted CUDA program.
-#[derive(Debug, Clone)]
-pub struct CudaUnit {
-    /// Source, entry ([`CUDA_ENTRY`]) and kernel name.
-    pub unit: GeneratedUnit,
-    /// [`CUDA_ENTRY`]'s parameters in order.
-    pub params: Vec<StubParam>,
-    /// [`CUDA_FINISH_ENTRY`]'s parameters, when the loop reduces into Globals.
-    pub finish_params: Option<Vec<StubParam>>,
-    /// Private (local) memory each thread of [`CUDA_ENTRY`] declares (see
-    /// [`crate::private_bytes_per_item`]).
-    pub private_bytes: usize,
-}
-
-impl CudaUnit {
-    /// The source to compile on the host under the emulation prelude.
-    pub fn emulation_source(&self) -> String {
-        format!("{CUDA_EMULATION_PRELUDE}\n{}", self.unit.source)
-    }
-}
-
-/// The CUDA emitter.
+/// CUDA C++, compiled by NVRTC.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CudaCodegen;
+pub struct Cuda;
 
-/// A stub's parameters and their C declarations.
-struct StubSignature {
-    params: Vec<StubParam>,
-    decls: Vec<String>,
-}
+impl Dialect for Cuda {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
 
-impl CudaCodegen {
-    /// Emits the program for `sig` running `stub`.
-    pub fn emit(&self, sig: &LoopSignature, stub: &CudaStub) -> CudaUnit {
-        let name = sig.kernel.name();
-        let mut s = String::new();
-        let kind = match stub {
-            CudaStub::Direct => "direct",
-            CudaStub::Planned(_) => "planned, staged and coloured",
-            CudaStub::Atomic => "atomics",
-        };
-        let _ = writeln!(
-            s,
-            "/* op2-rs generated CUDA: loop over kernel `{name}` ({kind}) */"
-        );
-        s.push_str(CUDA_PRELUDE);
-        if *stub == CudaStub::Atomic {
-            s.push_str(ATOMIC_ADDS);
+    fn source_ext(&self) -> &'static str {
+        "cu"
+    }
+
+    fn prelude(&self, atomics: bool) -> String {
+        let mut p = CUDA_PRELUDE.to_string();
+        if atomics {
+            p.push_str(ATOMIC_ADDS);
         }
-        emit_consts(&mut s, sig, "__constant__");
+        p
+    }
+
+    fn global(&self) -> &'static str {
+        ""
+    }
+
+    fn shared(&self) -> &'static str {
+        ""
+    }
+
+    fn constant(&self) -> &'static str {
+        "const "
+    }
+
+    fn barrier(&self) -> &'static str {
+        "__syncthreads()"
+    }
+
+    fn local_id(&self) -> &'static str {
+        "(int)threadIdx.x"
+    }
+
+    fn local_size(&self) -> &'static str {
+        "(int)blockDim.x"
+    }
+
+    fn group_id(&self) -> &'static str {
+        "(int)blockIdx.x"
+    }
+
+    fn global_id(&self) -> &'static str {
+        "(int)(blockIdx.x * blockDim.x + threadIdx.x)"
+    }
+
+    /// NVRTC has no `size_t` without headers.
+    fn wide(&self) -> &'static str {
+        "long"
+    }
+
+    /// C++ converts `void *` to no other pointer implicitly: `op2_any`'s conversion operator
+    /// produces whatever pointer type the parameter has (`const double *`, `double **`, ...), so
+    /// the kernel's own parameter list is never rewritten.
+    fn pass(&self, _space: &str, expr: &str) -> String {
+        format!("op2_any{{(void *)({expr})}}")
+    }
+
+    /// Stubs are `extern "C"` (unmangled names for the driver) and declare the launch's dynamic
+    /// shared memory.
+    fn kernel_head(&self, entry: &str, decl: &[String], shared_memory: bool) -> String {
+        let mut s = format!(
+            "extern \"C\" __global__ void {entry}({}) {{\n",
+            decl.join(", ")
+        );
+        if shared_memory {
+            s.push_str("  extern __shared__ __align__(16) char op2_shared[];\n");
+        }
+        s
+    }
+
+    fn local_memory_params(&self) -> bool {
+        false
+    }
+
+    fn const_passing(&self) -> ConstPassing {
+        ConstPassing::Symbols
+    }
+
+    fn atomic_add(&self) -> Option<&'static str> {
+        Some("op2_atomic_add")
+    }
+
+    fn emit_consts(&self, s: &mut String, sig: &LoopSignature, _baked: Option<&[Vec<u8>]>) {
+        // Symbols whatever the values: the device copies them in.
+        emit_consts(s, sig, "__constant__");
+    }
+
+    fn emit_user_kernel(
+        &self,
+        s: &mut String,
+        sig: &LoopSignature,
+        _stub: &DeviceStub,
+        _options: &DeviceOptions,
+    ) -> Result<()> {
         // A static, always-inlined declaration first, as the C emitter does: the definition that
         // follows keeps internal linkage, and the stub sees through its pointers.
-        s.push('\n');
-        emit_kernel(&mut s, sig, "__device__ __forceinline__");
-        let d = Dialect::Cuda;
-        let start = s.len();
-        let params = match stub {
-            CudaStub::Direct => emit_direct_stub(&mut s, sig, CUDA_ENTRY, d, false, true),
-            CudaStub::Planned(b) => emit_planned_stub(&mut s, sig, b, CUDA_ENTRY, d, false, true),
-            CudaStub::Atomic => emit_atomic_stub(&mut s, sig),
-        };
-        let private_bytes = private_bytes_per_item(&s[start..]);
-        let stub_sig = StubSignature {
-            decls: stub_decls(&s[start..]),
-            params,
-        };
-        let finish = (!reduction_args(sig).is_empty()).then(|| {
-            s.push('\n');
-            let start = s.len();
-            let params = emit_finish_kernel(&mut s, sig);
-            StubSignature {
-                decls: stub_decls(&s[start..]),
-                params,
-            }
-        });
-        emit_emulation_trampolines(&mut s, sig, &stub_sig, finish.as_ref());
-        CudaUnit {
-            unit: GeneratedUnit {
-                source: s,
-                entry: CUDA_ENTRY.into(),
-                kernel: name.into(),
-            },
-            params: stub_sig.params,
-            finish_params: finish.map(|f| f.params),
-            private_bytes,
-        }
+        emit_kernel(s, sig, "__device__ __forceinline__");
+        Ok(())
+    }
+
+    fn epilogue(&self, s: &mut String, sig: &LoopSignature, kernels: &[KernelDecl]) {
+        emit_emulation_trampolines(s, sig, kernels);
     }
 }
 
@@ -170,166 +178,6 @@ __device__ __forceinline__ void op2_atomic_add(long *p, long v) { atomicAdd((uns
 __device__ __forceinline__ void op2_atomic_add(unsigned long *p, unsigned long v) { atomicAdd((unsigned long long *)p, (unsigned long long)v); }
 "#;
 
-/// The declarations in the parameter list of the first kernel in `stub`.
-fn stub_decls(stub: &str) -> Vec<String> {
-    let open = stub.find('(').expect("a stub has a parameter list");
-    let close = open
-        + stub[open..]
-            .find(')')
-            .expect("a stub's parameter list closes");
-    stub[open + 1..close]
-        .split(", ")
-        .map(str::to_string)
-        .collect()
-}
-
-/// One element per thread straight from global memory; indirect increments go to a private copy
-/// that is added with `atomicAdd` after the call.
-fn emit_atomic_stub(s: &mut String, sig: &LoopSignature) -> Vec<StubParam> {
-    let d = Dialect::Cuda;
-    let mut decls = vec![
-        "const int op2_start".to_string(),
-        "const int op2_end".into(),
-    ];
-    let mut params = vec![StubParam::Start, StubParam::End];
-    data_params(sig, d, &mut decls, &mut params);
-    for m in 0..sig.n_maps {
-        decls.push(format!("const int *op2_map{m}"));
-        decls.push(format!("const int op2_map{m}_rows"));
-        params.extend([StubParam::MapValues(m), StubParam::MapRows(m)]);
-    }
-    let reductions = !reduction_args(sig).is_empty();
-    s.push_str(&d.kernel_head(CUDA_ENTRY, &decls, reductions));
-    if reductions {
-        s.push_str(
-            "  const int op2_lid = (int)threadIdx.x;\n  const int op2_lsize = (int)blockDim.x;\n  \
-             char *op2_scratch = op2_shared;\n",
-        );
-    }
-    s.push_str("  const int op2_e = op2_start + (int)(blockIdx.x * blockDim.x + threadIdx.x);\n");
-    emit_reduction_init(s, sig);
-    s.push_str("  if (op2_e < op2_end) {\n");
-    let target = |map: usize, entry: usize| {
-        format!("(long)op2_map{map}[(long){entry} * op2_map{map}_rows + op2_e]")
-    };
-    let mut call = Vec::new();
-    let mut atomics = String::new();
-    for (i, a) in sig.args.iter().enumerate() {
-        let (t, dim) = (a.dtype.c_name(), a.dim);
-        let increments = a.access == Access::Inc;
-        match a.kind {
-            ArgKind::Direct => call.push(d.pass("", &format!("op2_arg{i} + (long)op2_e * {dim}"))),
-            ArgKind::Global if a.access.is_reduction() => {
-                call.push(d.pass("", &format!("op2_arg{i}_r")))
-            }
-            ArgKind::Global => call.push(d.pass("", &format!("op2_arg{i}"))),
-            ArgKind::Indirect { map, index, .. } if increments => {
-                let _ = writeln!(
-                    s,
-                    "    {t} op2_arg{i}_l[{dim}];\n    for (int op2_k = 0; op2_k < {dim}; op2_k++) op2_arg{i}_l[op2_k] = 0;"
-                );
-                call.push(d.pass("", &format!("op2_arg{i}_l")));
-                let _ = writeln!(
-                    atomics,
-                    "    for (int op2_k = 0; op2_k < {dim}; op2_k++) op2_atomic_add(&op2_arg{i}[{} * {dim} + op2_k], op2_arg{i}_l[op2_k]);",
-                    target(map, index)
-                );
-            }
-            ArgKind::Indirect { map, index, .. } => {
-                call.push(d.pass("", &format!("op2_arg{i} + {} * {dim}", target(map, index))))
-            }
-            ArgKind::Row { map, arity } => {
-                let _ = writeln!(s, "    {t} *op2_arg{i}_vec[{arity}];");
-                if increments {
-                    let n = arity * dim;
-                    let _ = writeln!(
-                        s,
-                        "    {t} op2_arg{i}_l[{n}];\n    for (int op2_k = 0; op2_k < {n}; op2_k++) op2_arg{i}_l[op2_k] = 0;"
-                    );
-                    for j in 0..arity {
-                        let _ =
-                            writeln!(s, "    op2_arg{i}_vec[{j}] = op2_arg{i}_l + {};", j * dim);
-                        let _ = writeln!(
-                            atomics,
-                            "    for (int op2_k = 0; op2_k < {dim}; op2_k++) op2_atomic_add(&op2_arg{i}[{} * {dim} + op2_k], op2_arg{i}_l[{} + op2_k]);",
-                            target(map, j),
-                            j * dim
-                        );
-                    }
-                } else {
-                    for j in 0..arity {
-                        let _ = writeln!(
-                            s,
-                            "    op2_arg{i}_vec[{j}] = op2_arg{i} + {} * {dim};",
-                            target(map, j)
-                        );
-                    }
-                }
-                call.push(d.pass("", &format!("op2_arg{i}_vec")));
-            }
-        }
-    }
-    let _ = writeln!(
-        s,
-        "    {}({});",
-        kernel_symbol(sig.kernel.name()),
-        call.join(", ")
-    );
-    s.push_str(&atomics);
-    s.push_str("  }\n");
-    emit_reduction_finish(s, sig, "(int)blockIdx.x", true, d);
-    s.push_str("}\n");
-    params
-}
-
-/// One block folds every reduction's partials (in a fixed order, so a given launch shape always
-/// gives the same bits) and combines them with the Global's value on the device.
-fn emit_finish_kernel(s: &mut String, sig: &LoopSignature) -> Vec<StubParam> {
-    let d = Dialect::Cuda;
-    let mut decls = vec!["const int op2_nparts".to_string()];
-    let mut params = vec![StubParam::PartialCount];
-    for i in reduction_args(sig) {
-        let t = sig.args[i].dtype.c_name();
-        decls.push(format!("{t} *op2_arg{i}"));
-        decls.push(format!("const {t} *op2_arg{i}_part"));
-        params.extend([StubParam::Data(i), StubParam::Partials(i)]);
-    }
-    s.push_str(&d.kernel_head(CUDA_FINISH_ENTRY, &decls, true));
-    s.push_str(
-        "  const int op2_lid = (int)threadIdx.x;\n  const int op2_lsize = (int)blockDim.x;\n  \
-         char *op2_scratch = op2_shared;\n  int op2_p = 1;\n  while (op2_p < op2_lsize) op2_p <<= 1;\n",
-    );
-    for i in reduction_args(sig) {
-        let a = &sig.args[i];
-        let t = a.dtype.c_name();
-        let combine = combine_expr(a.access);
-        for_components(s, a.dim, |s, k| {
-            // MIN and MAX may start from the Global itself (they are idempotent); sums from zero.
-            let init = if a.access == Access::Inc {
-                "0".to_string()
-            } else {
-                format!("op2_arg{i}[{k}]")
-            };
-            let _ = writeln!(
-                s,
-                "  {{\n  {t} op2_v = {init};\n  \
-                 for (int op2_j = op2_lid; op2_j < op2_nparts; op2_j += op2_lsize) {{ \
-                 {t} op2_x = op2_v, op2_y = op2_arg{i}_part[(long)op2_j * {dim} + {k}]; op2_v = {combine}; }}",
-                dim = a.dim
-            );
-            emit_group_combine(s, d, true, t, a.access, "op2_v", |r| match a.access {
-                Access::Inc => format!("op2_arg{i}[{k}] += {r};"),
-                _ => format!(
-                    "{t} op2_x = op2_arg{i}[{k}], op2_y = {r}; op2_arg{i}[{k}] = {combine};"
-                ),
-            });
-            s.push_str("  }\n");
-        });
-    }
-    s.push_str("}\n");
-    params
-}
-
 /// The C type of a parameter declaration (`const int op2_start` -> `const int`).
 fn decl_type(decl: &str) -> &str {
     decl.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
@@ -338,40 +186,33 @@ fn decl_type(decl: &str) -> &str {
 
 /// Host trampolines (compiled only under [`CUDA_EMULATION_PRELUDE`]): each kernel called with its
 /// arguments read from a `void **` array, as `cuLaunchKernel` passes them, and the Consts' setter.
-fn emit_emulation_trampolines(
-    s: &mut String,
-    sig: &LoopSignature,
-    stub: &StubSignature,
-    finish: Option<&StubSignature>,
-) {
+fn emit_emulation_trampolines(s: &mut String, sig: &LoopSignature, kernels: &[KernelDecl]) {
     s.push_str("\n#ifdef OP2_CUDA_EMULATION\n");
-    let mut trampoline = |entry: &str, decls: &[String]| {
-        let args: Vec<String> = decls
+    for k in kernels {
+        let args: Vec<String> = k
+            .decls
             .iter()
             .enumerate()
             .map(|(j, d)| format!("*({} *)op2_p[{j}]", decl_type(d)))
             .collect();
         let _ = writeln!(
             s,
-            "static void op2_emu_{entry}(void **op2_p) {{ {entry}({}); }}",
+            "static void op2_emu_{0}(void **op2_p) {{ {0}({1}); }}",
+            k.entry,
             args.join(", ")
         );
-    };
-    trampoline(CUDA_ENTRY, &stub.decls);
-    if let Some(f) = finish {
-        trampoline(CUDA_FINISH_ENTRY, &f.decls);
     }
     let _ = writeln!(
         s,
         "extern \"C\" __attribute__((visibility(\"default\"))) int {CUDA_EMULATION_ENTRY}(int op2_what, \
          unsigned op2_grid, unsigned op2_block, unsigned long op2_shared_bytes, void **op2_p, \
          char *op2_err, int op2_err_len) {{\n  switch (op2_what) {{\n  case {EMULATION_LAUNCH_STUB}: \
-         return op2_emu_run(op2_emu_{CUDA_ENTRY}, op2_p, op2_grid, op2_block, op2_shared_bytes, op2_err, op2_err_len);"
+         return op2_emu_run(op2_emu_{DEVICE_ENTRY}, op2_p, op2_grid, op2_block, op2_shared_bytes, op2_err, op2_err_len);"
     );
-    if finish.is_some() {
+    if kernels.iter().any(|k| k.entry == FINISH_ENTRY) {
         let _ = writeln!(
             s,
-            "  case {EMULATION_LAUNCH_FINISH}: return op2_emu_run(op2_emu_{CUDA_FINISH_ENTRY}, op2_p, \
+            "  case {EMULATION_LAUNCH_FINISH}: return op2_emu_run(op2_emu_{FINISH_ENTRY}, op2_p, \
              op2_grid, op2_block, op2_shared_bytes, op2_err, op2_err_len);"
         );
     }
@@ -489,8 +330,19 @@ static int op2_emu_run(void (*kernel)(void **), void **params, unsigned grid, un
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{StagingLayout, StagingMode};
-    use op2_core::{ArgSig, ConstSig, DType, Kernel};
+    use crate::device::{BlockLayout, StagingLayout, StagingMode, StubParam};
+    use crate::dialect::DeviceCodegen;
+    use op2_core::{Access, ArgKind, ArgSig, Codegen, ConstSig, DType, Kernel};
+
+    fn emit(sig: &LoopSignature, stub: DeviceStub) -> DeviceUnit {
+        let options = DeviceOptions {
+            tree_reductions: true,
+            ..DeviceOptions::default()
+        };
+        DeviceCodegen { dialect: &Cuda }
+            .emit(sig, &(stub, options))
+            .unwrap()
+    }
 
     fn res_calc_like() -> LoopSignature {
         let k = Kernel::new(
@@ -532,13 +384,14 @@ mod tests {
                 dim: 1,
             }],
             n_maps: 2,
+            data: vec![0, 1, 1, 3],
         }
     }
 
     #[test]
     fn atomic_stub_adds_increments_through_entry_major_maps() {
         let sig = res_calc_like();
-        let u = CudaCodegen.emit(&sig, &CudaStub::Atomic);
+        let u = emit(&sig, DeviceStub::Atomic);
         let src = &u.unit.source;
         assert!(src.contains("__constant__ double op2_const_gam;"), "{src}");
         assert!(src.contains("#define gam op2_const_gam"));
@@ -610,7 +463,7 @@ mod tests {
             ],
             arg_staging: vec![Some(0), Some(1), Some(1), None],
         };
-        let u = CudaCodegen.emit(&sig, &CudaStub::Planned(blocks));
+        let u = emit(&sig, DeviceStub::Planned(blocks));
         let src = &u.unit.source[..u.unit.source.find("#ifdef OP2_CUDA_EMULATION").unwrap()];
         assert!(src.contains("extern \"C\" __global__ void op2_stub("));
         assert!(src.contains("extern __shared__ __align__(16) char op2_shared[];"));
@@ -625,7 +478,7 @@ mod tests {
     fn finish_kernel_combines_with_the_global() {
         let mut sig = res_calc_like();
         sig.args[3].access = Access::Max;
-        let u = CudaCodegen.emit(&sig, &CudaStub::Direct);
+        let u = emit(&sig, DeviceStub::Direct);
         let src = &u.unit.source;
         assert!(src.contains("extern \"C\" __global__ void op2_finish(const int op2_nparts, double *op2_arg3, const double *op2_arg3_part)"));
         assert!(src.contains("double op2_v = op2_arg3[0];"));

@@ -5,7 +5,8 @@
 //! work-items, increments are applied colour by colour, and the host launches block colours in
 //! sequence (as in the OP2 paper). Direct loops run one element per work-item.
 
-use crate::emit::{kernel_symbol, reduction_args};
+use crate::dialect::{ConstPassing, DEVICE_ENTRY, DeviceOptions, Dialect, FINISH_ENTRY};
+use crate::emit::{const_symbol, kernel_symbol, reduction_args};
 use op2_core::{Access, ArgKind, ArgSig, DType, LoopSignature};
 use std::fmt::Write;
 
@@ -96,6 +97,53 @@ impl BlockLayout {
             stagings,
             arg_staging,
         }
+    }
+
+    /// The layout a plan of this loop has: one staging area per (data, map) pair reached through
+    /// a map, in the order of the args that first reach it (as the planner groups them, from
+    /// [`LoopSignature::data`] and the map slots), staging the union of the map entries its args
+    /// reach. `wide_indices` when a block may stage more than 65,536 items, so block-local
+    /// indices need 32 bits: blocks of at most `block_bound` elements.
+    pub fn of_signature(sig: &LoopSignature, block_bound: usize) -> Self {
+        let mut keys: Vec<(usize, usize)> = Vec::new();
+        let mut entries: Vec<Vec<usize>> = Vec::new();
+        let arg_staging: Vec<Option<usize>> = sig
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let (map, reached): (usize, Vec<usize>) = match a.kind {
+                    ArgKind::Indirect { map, index, .. } => (map, vec![index]),
+                    ArgKind::Row { map, arity } => (map, (0..arity).collect()),
+                    ArgKind::Direct | ArgKind::Global => return None,
+                };
+                let key = (sig.data.get(i).copied().unwrap_or(i), map);
+                let k = keys.iter().position(|&x| x == key).unwrap_or_else(|| {
+                    keys.push(key);
+                    entries.push(Vec::new());
+                    keys.len() - 1
+                });
+                entries[k].extend(reached);
+                Some(k)
+            })
+            .collect();
+        let areas = entries.into_iter().map(|mut e| {
+            e.sort_unstable();
+            e.dedup();
+            let wide = block_bound.saturating_mul(e.len()) > 1 << 16;
+            (e, wide)
+        });
+        let areas: Vec<(usize, Vec<usize>, bool)> = areas
+            .enumerate()
+            .map(|(k, (e, wide))| {
+                let first = arg_staging
+                    .iter()
+                    .position(|s| *s == Some(k))
+                    .expect("every area has an arg");
+                (sig.args[first].dim, e, wide)
+            })
+            .collect();
+        Self::of_plan(sig, &arg_staging, areas)
     }
 
     /// The layout of a plan: `arg_staging` assigns args to staging areas as the plan does, and
@@ -195,105 +243,9 @@ pub enum StubParam {
     MapRows(usize),
     /// `int`: partial results to combine (the final reduction kernel's).
     PartialCount,
-}
-
-/// The device dialect a stub is spelled in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
-    /// OpenCL C 1.2.
-    OpenCl,
-    /// CUDA C++ (NVRTC).
-    Cuda,
-}
-
-impl Dialect {
-    /// Qualifier of pointers into global memory.
-    fn global(self) -> &'static str {
-        match self {
-            Dialect::OpenCl => "__global ",
-            Dialect::Cuda => "",
-        }
-    }
-
-    /// Qualifier of pointers into memory shared by a work-group.
-    fn shared(self) -> &'static str {
-        match self {
-            Dialect::OpenCl => "__local ",
-            Dialect::Cuda => "",
-        }
-    }
-
-    fn barrier(self) -> &'static str {
-        match self {
-            Dialect::OpenCl => "barrier(CLK_LOCAL_MEM_FENCE)",
-            Dialect::Cuda => "__syncthreads()",
-        }
-    }
-
-    fn local_id(self) -> &'static str {
-        match self {
-            Dialect::OpenCl => "(int)get_local_id(0)",
-            Dialect::Cuda => "(int)threadIdx.x",
-        }
-    }
-
-    fn local_size(self) -> &'static str {
-        match self {
-            Dialect::OpenCl => "(int)get_local_size(0)",
-            Dialect::Cuda => "(int)blockDim.x",
-        }
-    }
-
-    fn group_id(self) -> &'static str {
-        match self {
-            Dialect::OpenCl => "(int)get_group_id(0)",
-            Dialect::Cuda => "(int)blockIdx.x",
-        }
-    }
-
-    fn global_id(self) -> &'static str {
-        match self {
-            Dialect::OpenCl => "(int)get_global_id(0)",
-            Dialect::Cuda => "(int)(blockIdx.x * blockDim.x + threadIdx.x)",
-        }
-    }
-
-    /// The integer type of offsets into large buffers (NVRTC has no `size_t` without headers).
-    pub(crate) fn wide(self) -> &'static str {
-        match self {
-            Dialect::OpenCl => "size_t",
-            Dialect::Cuda => "long",
-        }
-    }
-
-    /// How the stub hands a pointer into address space `space` to the user's kernel. OpenCL C
-    /// converts `void *` to the parameter's type implicitly; CUDA is C++, where `op2_any`'s
-    /// conversion operator produces whatever pointer type the parameter has (`const double *`,
-    /// `double **`, ...), so the kernel's own parameter list is never rewritten.
-    pub(crate) fn pass(self, space: &str, expr: &str) -> String {
-        match self {
-            Dialect::OpenCl => format!("({space}void *)({expr})"),
-            Dialect::Cuda => format!("op2_any{{(void *)({expr})}}"),
-        }
-    }
-
-    /// The stub's opening line. CUDA stubs are `extern "C"` (unmangled names for the driver) and
-    /// declare the launch's dynamic shared memory.
-    pub(crate) fn kernel_head(self, entry: &str, decl: &[String], shared_memory: bool) -> String {
-        match self {
-            Dialect::OpenCl => format!("__kernel void {entry}({}) {{\n", decl.join(", ")),
-            Dialect::Cuda => {
-                let mut s = format!(
-                    "extern \"C\" __global__ void {entry}({}) {{\n",
-                    decl.join(", ")
-                );
-                if shared_memory {
-                    s.push_str("  extern __shared__ __align__(16) char op2_shared[];\n");
-                }
-                s
-            }
-        }
-    }
+    /// The buffer of Const `j` (`sig.consts[j]`'s values), where the dialect passes Consts as
+    /// parameters ([`crate::ConstPassing::Params`]).
+    Const(usize),
 }
 
 /// Bytes of private memory one work-item (thread) of a generated stub declares: the fixed-size
@@ -349,10 +301,12 @@ pub fn private_bytes_per_item(stub: &str) -> usize {
     total
 }
 
-/// Declares each arg's buffer parameter and each reduction's partials.
+/// Declares each arg's buffer parameter, each reduction's partials and, where the dialect passes
+/// Consts as parameters, each Const's buffer.
 pub(crate) fn data_params(
     sig: &LoopSignature,
-    d: Dialect,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
     decl: &mut Vec<String>,
     order: &mut Vec<StubParam>,
 ) {
@@ -368,6 +322,30 @@ pub(crate) fn data_params(
         ));
         order.push(StubParam::Partials(i));
     }
+    if consts_as_params(d, options) {
+        for (j, c) in sig.consts.iter().enumerate() {
+            decl.push(format!(
+                "{}{} *{}",
+                d.constant(),
+                c.dtype.c_name(),
+                const_symbol(&c.name)
+            ));
+            order.push(StubParam::Const(j));
+        }
+    }
+}
+
+/// Whether this unit passes Consts as parameters.
+pub(crate) fn consts_as_params(d: &dyn Dialect, options: &DeviceOptions) -> bool {
+    d.const_passing() == ConstPassing::Params && options.baked_consts.is_none()
+}
+
+/// The trailing arguments of the user kernel's call that carry Consts, where they are parameters.
+fn const_args(sig: &LoopSignature, d: &dyn Dialect, options: &DeviceOptions) -> Vec<String> {
+    if !consts_as_params(d, options) {
+        return Vec::new();
+    }
+    sig.consts.iter().map(|c| const_symbol(&c.name)).collect()
 }
 
 /// Private accumulators of Global reductions: INC from zero (the host or the final kernel adds the
@@ -405,7 +383,7 @@ pub(crate) fn combine_expr(access: Access) -> &'static str {
 /// implementations such as PoCL run such loops far slower).
 pub(crate) fn emit_group_combine(
     s: &mut String,
-    d: Dialect,
+    d: &dyn Dialect,
     tree: bool,
     t: &str,
     access: Access,
@@ -449,7 +427,7 @@ pub(crate) fn emit_reduction_finish(
     sig: &LoopSignature,
     slot: &str,
     tree: bool,
-    d: Dialect,
+    d: &dyn Dialect,
 ) {
     let reds = reduction_args(sig);
     if reds.is_empty() {
@@ -558,20 +536,23 @@ impl Around {
 pub(crate) fn emit_direct_stub(
     s: &mut String,
     sig: &LoopSignature,
-    entry: &str,
-    d: Dialect,
-    private: bool,
-    tree: bool,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
 ) -> Vec<StubParam> {
+    let (entry, private, tree) = (
+        DEVICE_ENTRY,
+        options.private_copies,
+        options.tree_reductions,
+    );
     let mut decl = vec![
         "const int op2_start".to_string(),
         "const int op2_end".into(),
     ];
     let mut order = vec![StubParam::Start, StubParam::End];
-    data_params(sig, d, &mut decl, &mut order);
+    data_params(sig, d, options, &mut decl, &mut order);
     let reductions = !reduction_args(sig).is_empty();
-    if reductions && d == Dialect::OpenCl {
-        decl.push("__local char *op2_scratch".into());
+    if reductions && d.local_memory_params() {
+        decl.push(format!("{}char *op2_scratch", d.shared()));
         order.push(StubParam::Scratch);
     }
     s.push_str(&d.kernel_head(entry, &decl, reductions));
@@ -582,7 +563,7 @@ pub(crate) fn emit_direct_stub(
             d.local_id(),
             d.local_size()
         );
-        if d == Dialect::Cuda {
+        if !d.local_memory_params() {
             s.push_str("  char *op2_scratch = op2_shared;\n");
         }
     }
@@ -608,6 +589,7 @@ pub(crate) fn emit_direct_stub(
             call.push(d.pass(d.global(), &src));
         }
     }
+    call.extend(const_args(sig, d, options));
     let call = format!("{}({})", kernel_symbol(sig.kernel.name()), call.join(", "));
     let _ = writeln!(s, "  if (op2_e < op2_end) {};", around.wrap(&call));
     emit_reduction_finish(s, sig, d.group_id(), tree, d);
@@ -616,7 +598,7 @@ pub(crate) fn emit_direct_stub(
 }
 
 /// The staged item of map entry `entry` of the current element `op2_e` in staging area `k`.
-fn staged_item(b: &BlockLayout, d: Dialect, k: usize, entry: usize) -> String {
+fn staged_item(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize) -> String {
     let st = &b.stagings[k];
     let slot = st
         .entries
@@ -636,11 +618,14 @@ pub(crate) fn emit_planned_stub(
     s: &mut String,
     sig: &LoopSignature,
     b: &BlockLayout,
-    entry: &str,
-    d: Dialect,
-    private_copies: bool,
-    tree: bool,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
 ) -> Vec<StubParam> {
+    let (entry, private_copies, tree) = (
+        DEVICE_ENTRY,
+        options.private_copies,
+        options.tree_reductions,
+    );
     let (g, sh, wide, barrier) = (d.global(), d.shared(), d.wide(), d.barrier());
     let mut decl: Vec<String> = vec![
         "const int op2_start".into(),
@@ -664,7 +649,7 @@ pub(crate) fn emit_planned_stub(
         StubParam::ElementColours,
         StubParam::BlockElementColours,
     ];
-    data_params(sig, d, &mut decl, &mut order);
+    data_params(sig, d, options, &mut decl, &mut order);
     for (k, st) in b.stagings.iter().enumerate() {
         let local_t = if st.wide_indices { "uint" } else { "ushort" };
         decl.push(format!("{g}const int *op2_s{k}_items"));
@@ -679,11 +664,11 @@ pub(crate) fn emit_planned_stub(
         ]);
     }
     let reductions = !reduction_args(sig).is_empty();
-    if d == Dialect::OpenCl {
-        decl.push("__local char *op2_shared".into());
+    if d.local_memory_params() {
+        decl.push(format!("{}char *op2_shared", d.shared()));
         order.push(StubParam::Shared);
         if reductions {
-            decl.push("__local char *op2_scratch".into());
+            decl.push(format!("{}char *op2_scratch", d.shared()));
             order.push(StubParam::Scratch);
         }
     }
@@ -723,7 +708,7 @@ pub(crate) fn emit_planned_stub(
              op2_s{k}[op2_k] = {fill};"
         );
     }
-    if reductions && d == Dialect::Cuda {
+    if reductions && !d.local_memory_params() {
         // Reduction scratch follows this block's staging: the launch gives the plan's largest
         // staging plus 8 bytes per thread.
         s.push_str("  char *op2_scratch = op2_shared + op2_bytes;\n");
@@ -836,6 +821,7 @@ pub(crate) fn emit_planned_stub(
             }
         }
     }
+    call.extend(const_args(sig, d, options));
     let call = around.wrap(&format!(
         "{}({})",
         kernel_symbol(sig.kernel.name()),
@@ -896,6 +882,197 @@ pub(crate) fn emit_planned_stub(
     emit_reduction_finish(s, sig, "op2_slot", tree, d);
     s.push_str("}\n");
     order
+}
+
+/// One element per work-item straight from global memory; indirect increments go to a private
+/// copy that is added atomically after the call (dialects with [`Dialect::atomic_add`]).
+pub(crate) fn emit_atomic_stub(
+    s: &mut String,
+    sig: &LoopSignature,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
+) -> Vec<StubParam> {
+    let atomic_add = d
+        .atomic_add()
+        .expect("the atomics stub is emitted for dialects that have atomics");
+    let (g, wide) = (d.global(), d.wide());
+    let mut decls = vec![
+        "const int op2_start".to_string(),
+        "const int op2_end".into(),
+    ];
+    let mut params = vec![StubParam::Start, StubParam::End];
+    data_params(sig, d, options, &mut decls, &mut params);
+    for m in 0..sig.n_maps {
+        decls.push(format!("{g}const int *op2_map{m}"));
+        decls.push(format!("const int op2_map{m}_rows"));
+        params.extend([StubParam::MapValues(m), StubParam::MapRows(m)]);
+    }
+    let reductions = !reduction_args(sig).is_empty();
+    if reductions && d.local_memory_params() {
+        decls.push(format!("{}char *op2_scratch", d.shared()));
+        params.push(StubParam::Scratch);
+    }
+    s.push_str(&d.kernel_head(DEVICE_ENTRY, &decls, reductions));
+    if reductions {
+        let _ = writeln!(
+            s,
+            "  const int op2_lid = {};\n  const int op2_lsize = {};",
+            d.local_id(),
+            d.local_size()
+        );
+        if !d.local_memory_params() {
+            s.push_str("  char *op2_scratch = op2_shared;\n");
+        }
+    }
+    let _ = writeln!(s, "  const int op2_e = op2_start + {};", d.global_id());
+    emit_reduction_init(s, sig);
+    s.push_str("  if (op2_e < op2_end) {\n");
+    let target = |map: usize, entry: usize| {
+        format!("({wide})op2_map{map}[({wide}){entry} * op2_map{map}_rows + op2_e]")
+    };
+    let mut call = Vec::new();
+    let mut atomics = String::new();
+    for (i, a) in sig.args.iter().enumerate() {
+        let (t, dim) = (a.dtype.c_name(), a.dim);
+        let increments = a.access == Access::Inc;
+        match a.kind {
+            ArgKind::Direct => call.push(d.pass(g, &format!("op2_arg{i} + ({wide})op2_e * {dim}"))),
+            ArgKind::Global if a.access.is_reduction() => {
+                call.push(d.pass("", &format!("op2_arg{i}_r")))
+            }
+            ArgKind::Global => call.push(d.pass(g, &format!("op2_arg{i}"))),
+            ArgKind::Indirect { map, index, .. } if increments => {
+                let _ = writeln!(
+                    s,
+                    "    {t} op2_arg{i}_l[{dim}];\n    for (int op2_k = 0; op2_k < {dim}; op2_k++) op2_arg{i}_l[op2_k] = 0;"
+                );
+                call.push(d.pass("", &format!("op2_arg{i}_l")));
+                let _ = writeln!(
+                    atomics,
+                    "    for (int op2_k = 0; op2_k < {dim}; op2_k++) {atomic_add}(&op2_arg{i}[{} * {dim} + op2_k], op2_arg{i}_l[op2_k]);",
+                    target(map, index)
+                );
+            }
+            ArgKind::Indirect { map, index, .. } => {
+                call.push(d.pass(g, &format!("op2_arg{i} + {} * {dim}", target(map, index))))
+            }
+            ArgKind::Row { map, arity } => {
+                if increments {
+                    let n = arity * dim;
+                    let _ = writeln!(
+                        s,
+                        "    {t} *op2_arg{i}_vec[{arity}];\n    {t} op2_arg{i}_l[{n}];\n    for (int op2_k = 0; op2_k < {n}; op2_k++) op2_arg{i}_l[op2_k] = 0;"
+                    );
+                    for j in 0..arity {
+                        let _ =
+                            writeln!(s, "    op2_arg{i}_vec[{j}] = op2_arg{i}_l + {};", j * dim);
+                        let _ = writeln!(
+                            atomics,
+                            "    for (int op2_k = 0; op2_k < {dim}; op2_k++) {atomic_add}(&op2_arg{i}[{} * {dim} + op2_k], op2_arg{i}_l[{} + op2_k]);",
+                            target(map, j),
+                            j * dim
+                        );
+                    }
+                } else {
+                    let _ = writeln!(s, "    {g}{t} *op2_arg{i}_vec[{arity}];");
+                    for j in 0..arity {
+                        let _ = writeln!(
+                            s,
+                            "    op2_arg{i}_vec[{j}] = op2_arg{i} + {} * {dim};",
+                            target(map, j)
+                        );
+                    }
+                }
+                call.push(d.pass("", &format!("op2_arg{i}_vec")));
+            }
+        }
+    }
+    call.extend(const_args(sig, d, options));
+    let _ = writeln!(
+        s,
+        "    {}({});",
+        kernel_symbol(sig.kernel.name()),
+        call.join(", ")
+    );
+    s.push_str(&atomics);
+    s.push_str("  }\n");
+    emit_reduction_finish(s, sig, d.group_id(), true, d);
+    s.push_str("}\n");
+    params
+}
+
+/// One work-group folds every reduction's partials (in a fixed order, so a given launch shape
+/// always gives the same bits) and combines them with the Global's value on the device: with a
+/// tree over the group on GPUs, or, with `tree` off (CPU devices, where barriers in loops are
+/// slow to compile and to run), by its first work-item alone, in partial order, with no barrier.
+pub(crate) fn emit_finish_kernel(
+    s: &mut String,
+    sig: &LoopSignature,
+    d: &dyn Dialect,
+    tree: bool,
+) -> Vec<StubParam> {
+    let (g, wide) = (d.global(), d.wide());
+    let mut decls = vec!["const int op2_nparts".to_string()];
+    let mut params = vec![StubParam::PartialCount];
+    for i in reduction_args(sig) {
+        let t = sig.args[i].dtype.c_name();
+        decls.push(format!("{g}{t} *op2_arg{i}"));
+        decls.push(format!("{g}const {t} *op2_arg{i}_part"));
+        params.extend([StubParam::Data(i), StubParam::Partials(i)]);
+    }
+    if tree && d.local_memory_params() {
+        decls.push(format!("{}char *op2_scratch", d.shared()));
+        params.push(StubParam::Scratch);
+    }
+    s.push_str(&d.kernel_head(FINISH_ENTRY, &decls, tree));
+    let _ = writeln!(
+        s,
+        "  const int op2_lid = {};\n  const int op2_lsize = {};",
+        d.local_id(),
+        d.local_size()
+    );
+    if tree {
+        if !d.local_memory_params() {
+            s.push_str("  char *op2_scratch = op2_shared;\n");
+        }
+        s.push_str("  int op2_p = 1;\n  while (op2_p < op2_lsize) op2_p <<= 1;\n");
+    } else {
+        s.push_str("  if (op2_lid != 0) return;\n");
+    }
+    for i in reduction_args(sig) {
+        let a = &sig.args[i];
+        let t = a.dtype.c_name();
+        let combine = combine_expr(a.access);
+        for_components(s, a.dim, |s, k| {
+            // MIN and MAX may start from the Global itself (they are idempotent); sums from zero.
+            let init = if a.access == Access::Inc {
+                "0".to_string()
+            } else {
+                format!("op2_arg{i}[{k}]")
+            };
+            let _ = writeln!(
+                s,
+                "  {{\n  {t} op2_v = {init};\n  \
+                 for (int op2_j = op2_lid; op2_j < op2_nparts; op2_j += op2_lsize) {{ \
+                 {t} op2_x = op2_v, op2_y = op2_arg{i}_part[({wide})op2_j * {dim} + {k}]; op2_v = {combine}; }}",
+                dim = a.dim
+            );
+            let apply = |r: &str| match a.access {
+                Access::Inc => format!("op2_arg{i}[{k}] += {r};"),
+                _ => format!(
+                    "{t} op2_x = op2_arg{i}[{k}], op2_y = {r}; op2_arg{i}[{k}] = {combine};"
+                ),
+            };
+            if tree {
+                emit_group_combine(s, d, true, t, a.access, "op2_v", apply);
+            } else {
+                let _ = writeln!(s, "  {}", apply("op2_v"));
+            }
+            s.push_str("  }\n");
+        });
+    }
+    s.push_str("}\n");
+    params
 }
 
 #[cfg(test)]

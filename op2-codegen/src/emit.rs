@@ -14,7 +14,10 @@ pub const WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) vo
 pub struct CCodegen;
 
 impl Codegen for CCodegen {
-    fn emit(&self, sig: &LoopSignature) -> GeneratedUnit {
+    type Options = ();
+    type Unit = GeneratedUnit;
+
+    fn emit(&self, sig: &LoopSignature, _options: &()) -> op2_core::Result<GeneratedUnit> {
         let entry = format!("op2_wrap_{}", sig.kernel.name());
         let mut s = String::new();
         let _ = writeln!(
@@ -77,11 +80,11 @@ impl Codegen for CCodegen {
             );
         }
         s.push_str("}\n");
-        GeneratedUnit {
+        Ok(GeneratedUnit {
             source: s,
             entry,
             kernel: sig.kernel.name().into(),
-        }
+        })
     }
 }
 
@@ -125,15 +128,20 @@ pub fn kernel_symbol(name: &str) -> String {
 
 /// Opens the user's names: each Const the kernel mentions, and the kernel itself, become macros
 /// for their `op2_` symbols until [`close_user_names`]. A header macro of the same name
-/// (`M_PI`, say) is set aside for the user's code.
-pub(crate) fn open_user_names(s: &mut String, sig: &LoopSignature) {
-    for name in user_names(sig) {
-        let _ = writeln!(
-            s,
-            "#undef {name}\n#define {name} {}",
-            user_symbol(sig, name)
-        );
+/// (`M_PI`, say) is set aside for the user's code. With `const_pointers`, the Consts' symbols are
+/// pointers (parameters): a scalar Const reads through its pointer.
+pub(crate) fn open_user_names(s: &mut String, sig: &LoopSignature, const_pointers: bool) {
+    for c in &sig.consts {
+        let sym = const_symbol(&c.name);
+        let target = if const_pointers && c.dim == 1 {
+            format!("(*{sym})")
+        } else {
+            sym
+        };
+        let _ = writeln!(s, "#undef {0}\n#define {0} {target}", c.name);
     }
+    let name = sig.kernel.name();
+    let _ = writeln!(s, "#undef {name}\n#define {name} {}", kernel_symbol(name));
 }
 
 /// Ends the macros of [`open_user_names`]: the generated code after the user's sees only
@@ -151,14 +159,6 @@ fn user_names(sig: &LoopSignature) -> impl Iterator<Item = &str> {
         .chain(std::iter::once(sig.kernel.name()))
 }
 
-fn user_symbol(sig: &LoopSignature, name: &str) -> String {
-    if name == sig.kernel.name() {
-        kernel_symbol(name)
-    } else {
-        const_symbol(name)
-    }
-}
-
 /// The kernel, preceded by a declaration that makes it `static` and always inlined: GCC does not
 /// inline a large externally visible function called once (Airfoil's `adt_calc` stayed a call, 30%
 /// slower than the same loop written in Rust), and inlining is what lets it see through the
@@ -166,7 +166,7 @@ fn user_symbol(sig: &LoopSignature, name: &str) -> String {
 /// `inline` spells how: [`HOST_INLINE`] in C, CUDA's `__device__ __forceinline__` on devices.
 /// The user's names are macros for their `op2_` symbols around it ([`open_user_names`]).
 pub(crate) fn emit_kernel(s: &mut String, sig: &LoopSignature, inline: &str) {
-    open_user_names(s, sig);
+    open_user_names(s, sig, false);
     if let Some(params) = sig.kernel.params() {
         let list: Vec<&str> = params.iter().map(|p| p.text.as_str()).collect();
         let _ = writeln!(
@@ -305,8 +305,9 @@ mod tests {
                 dim: 1,
             }],
             n_maps: 1,
+            data: vec![0, 1],
         };
-        let u = CCodegen.emit(&sig);
+        let u = CCodegen.emit(&sig, &()).unwrap();
         assert_eq!(u.entry, "op2_wrap_midpoint");
         assert!(u.source.contains("static float op2_const_scale;"));
         assert!(u.source.contains("#define scale op2_const_scale"));

@@ -142,7 +142,7 @@ impl JitCompiler {
         self.cache.get(
             &key,
             &source,
-            |src| self.compile(unit, src),
+            |src| Ok((self.compile(unit, src)?, None)),
             |path, _| open(path, &unit.entry),
         )
     }

@@ -4,14 +4,16 @@
 //! followed by the wrapper, so the kernel inlines); [`JitCompiler`] compiles it with the system C
 //! compiler into a shared library cached on disk and in memory, and loads it for good.
 //! [`OpenMpCodegen`] is the threaded dialect: the same kernel call inside a plan-driven OpenMP loop.
-//! [`OpenClCodegen`] and [`CudaCodegen`] are the device dialects: stubs (shared between the two)
-//! staging data through local (shared) memory per plan block, and CUDA's atomics stub.
+//! [`DeviceCodegen`] emits device stubs (direct, planned with staging through local memory per
+//! plan block, atomics) in any [`Dialect`]: [`OpenCl`] and [`Cuda`] are the first-party ones.
+//! [`CompileCache`] caches every kind of compiled code.
 
 #![warn(missing_docs)]
 
 mod cache;
 mod cuda;
 mod device;
+mod dialect;
 mod emit;
 mod jit;
 mod opencl;
@@ -22,13 +24,15 @@ pub use cache::{
     private_memory, write_atomically,
 };
 pub use cuda::{
-    CUDA_EMULATION_ENTRY, CUDA_EMULATION_PRELUDE, CUDA_ENTRY, CUDA_FINISH_ENTRY, CudaCodegen,
-    CudaStub, CudaUnit, EMULATION_LAUNCH_FINISH, EMULATION_LAUNCH_STUB, EMULATION_SET_CONST,
+    CUDA_EMULATION_ENTRY, CUDA_EMULATION_PRELUDE, Cuda, EMULATION_LAUNCH_FINISH,
+    EMULATION_LAUNCH_STUB, EMULATION_SET_CONST, emulation_source,
 };
 pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam, private_bytes_per_item};
+pub use dialect::{
+    ConstPassing, DEVICE_ENTRY, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, Dialect,
+    FINISH_ENTRY, KernelDecl,
+};
 pub use emit::{CCodegen, WRAPPER_SIGNATURE, const_symbol, kernel_symbol};
 pub use jit::{HOST_LIBRARIES, JitCompiler, JitFunction, jit_stats};
-pub use opencl::{
-    ArgPassing, OPENCL_ENTRY, OpenClCodegen, OpenClEmitError, OpenClUnit, rewrite_params,
-};
+pub use opencl::{OpenCl, rewrite_params};
 pub use openmp::{OPENMP_WRAPPER_SIGNATURE, OpenMpCodegen};

@@ -1,144 +1,168 @@
-//! The OpenCL C dialect: the user's kernel with address-space
-//! qualifiers added to its parameters, consts as `__constant` data, and a `__kernel` stub (the
-//! stubs themselves are shared with CUDA, in [`crate::device`]).
+//! The OpenCL C dialect: the user's kernel with address-space qualifiers added to its parameters,
+//! Consts as hidden `__constant` parameters (OpenCL C 1.2 has no program-scope storage a host can
+//! write, so values change without a new program), and the shared device stubs.
 
-use crate::device::{
-    BlockLayout, Dialect, StubParam, emit_direct_stub, emit_planned_stub, private_bytes_per_item,
-};
+use crate::device::{BlockLayout, consts_as_params};
+use crate::dialect::{ConstPassing, DeviceOptions, DeviceStub, Dialect};
 use crate::emit::{close_user_names, const_symbol, open_user_names};
-use op2_core::{ArgKind, DType, GeneratedUnit, LoopSignature};
+use op2_core::{ArgKind, DType, LoopSignature, Op2Error, Result};
 use std::fmt::Write;
 
-/// The entry point of every generated OpenCL program.
-pub const OPENCL_ENTRY: &str = "op2_stub";
-
-/// How the stub hands data to the user's kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ArgPassing {
-    /// Pointers straight into global, local or private memory, with the matching address-space
-    /// qualifier added to each kernel parameter. No copies.
-    Qualified,
-    /// Every pointer parameter gets a private copy of its values (written back when modified),
-    /// and the kernel's parameters stay unqualified. For kernels that keep parameters in their
-    /// own unqualified pointer variables, which OpenCL C 1.2 places in `__private`: without a
-    /// generic address space such kernels compile only this way. After inlining the copies are
-    /// register moves.
-    PrivateCopies,
-}
-
-/// The OpenCL C emitter.
+/// OpenCL C 1.2.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct OpenClCodegen {
-    /// Combine Global reductions across a work-group with a tree (log2 steps, for GPUs) rather
-    /// than by one work-item in order (one barrier, for CPU devices).
-    pub tree_reductions: bool,
-}
+pub struct OpenCl;
 
-/// An emitted OpenCL program and the parameter order of its stub.
-#[derive(Debug, Clone)]
-pub struct OpenClUnit {
-    /// Source, entry ([`OPENCL_ENTRY`]) and kernel name.
-    pub unit: GeneratedUnit,
-    /// The stub's parameters in order.
-    pub params: Vec<StubParam>,
-    /// Private memory each work-item of the stub declares (see [`crate::private_bytes_per_item`]).
-    pub private_bytes: usize,
-}
+impl Dialect for OpenCl {
+    fn name(&self) -> &'static str {
+        "opencl"
+    }
 
-/// Why a kernel cannot be emitted as OpenCL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpenClEmitError(pub String);
+    fn source_ext(&self) -> &'static str {
+        "cl"
+    }
 
-impl OpenClCodegen {
-    /// Emits the program for `sig` with the consts' current values (`consts[i]` holds the bytes of
-    /// `sig.consts[i]`), for a planned loop its block layout, and the way args reach the kernel.
-    pub fn emit(
-        &self,
-        sig: &LoopSignature,
-        consts: &[&[u8]],
-        blocks: Option<&BlockLayout>,
-        passing: ArgPassing,
-    ) -> Result<OpenClUnit, OpenClEmitError> {
-        let private = passing == ArgPassing::PrivateCopies;
-        let name = sig.kernel.name();
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "/* op2-rs generated OpenCL C: loop over kernel `{name}` */"
-        );
+    fn prelude(&self, _atomics: bool) -> String {
         // No contraction into fused multiply-adds: kernels evaluate as written, like the host
         // backends (`-ffp-contract=off`), so results do not depend on the device's FMA units.
-        s.push_str(
-            "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#pragma OPENCL FP_CONTRACT OFF\n",
-        );
-        s.push_str(
-            "typedef long int64_t;\ntypedef ulong uint64_t;\ntypedef int int32_t;\ntypedef uint uint32_t;\n",
-        );
-        s.push_str("#define OP2_ROUND_UP(bytes) (((bytes) + 15) & ~15)\n\n");
-        for (c, bytes) in sig.consts.iter().zip(consts) {
-            let values = format_values(c.dtype, bytes);
+        "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#pragma OPENCL FP_CONTRACT OFF\n\
+         typedef long int64_t;\ntypedef ulong uint64_t;\ntypedef int int32_t;\ntypedef uint uint32_t;\n\
+         #define OP2_ROUND_UP(bytes) (((bytes) + 15) & ~15)\n\n"
+            .into()
+    }
+
+    fn global(&self) -> &'static str {
+        "__global "
+    }
+
+    fn shared(&self) -> &'static str {
+        "__local "
+    }
+
+    fn constant(&self) -> &'static str {
+        "__constant "
+    }
+
+    fn barrier(&self) -> &'static str {
+        "barrier(CLK_LOCAL_MEM_FENCE)"
+    }
+
+    fn local_id(&self) -> &'static str {
+        "(int)get_local_id(0)"
+    }
+
+    fn local_size(&self) -> &'static str {
+        "(int)get_local_size(0)"
+    }
+
+    fn group_id(&self) -> &'static str {
+        "(int)get_group_id(0)"
+    }
+
+    fn global_id(&self) -> &'static str {
+        "(int)get_global_id(0)"
+    }
+
+    fn wide(&self) -> &'static str {
+        "size_t"
+    }
+
+    /// OpenCL C converts `void *` to the parameter's type implicitly.
+    fn pass(&self, space: &str, expr: &str) -> String {
+        format!("({space}void *)({expr})")
+    }
+
+    fn kernel_head(&self, entry: &str, decl: &[String], _shared_memory: bool) -> String {
+        format!("__kernel void {entry}({}) {{\n", decl.join(", "))
+    }
+
+    fn local_memory_params(&self) -> bool {
+        true
+    }
+
+    fn const_passing(&self) -> ConstPassing {
+        ConstPassing::Params
+    }
+
+    fn atomic_add(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn emit_consts(&self, s: &mut String, sig: &LoopSignature, baked: Option<&[Vec<u8>]>) {
+        // Passed as parameters unless baked in as exact literals.
+        let Some(values) = baked else {
+            return;
+        };
+        for (c, bytes) in sig.consts.iter().zip(values) {
+            let literals = format_values(c.dtype, bytes);
+            let (t, sym) = (c.dtype.c_name(), const_symbol(&c.name));
             if c.dim == 1 {
-                let _ = writeln!(
-                    s,
-                    "__constant {} {} = {};",
-                    c.dtype.c_name(),
-                    const_symbol(&c.name),
-                    values[0]
-                );
+                let _ = writeln!(s, "__constant {t} {sym} = {};", literals[0]);
             } else {
                 let _ = writeln!(
                     s,
-                    "__constant {} {}[{}] = {{{}}};",
-                    c.dtype.c_name(),
-                    const_symbol(&c.name),
+                    "__constant {t} {sym}[{}] = {{{}}};",
                     c.dim,
-                    values.join(", ")
+                    literals.join(", ")
                 );
             }
         }
+    }
+
+    /// The kernel's source with its parameter list rewritten: each parameter qualified with the
+    /// address space its data lives in (none for private copies), then one `__constant`
+    /// parameter per Const when Consts are parameters.
+    fn emit_user_kernel(
+        &self,
+        s: &mut String,
+        sig: &LoopSignature,
+        stub: &DeviceStub,
+        options: &DeviceOptions,
+    ) -> Result<()> {
+        let name = sig.kernel.name();
+        let unsupported = |reason: String| Op2Error::Unsupported {
+            kernel: name.into(),
+            reason,
+        };
         let params = sig.kernel.params().ok_or_else(|| {
-            OpenClEmitError(format!(
-                "kernel `{name}`: its parameter list could not be read (hidden by a macro?), and \
-                 OpenCL needs it to add address-space qualifiers"
-            ))
+            unsupported(
+                "its parameter list could not be read (hidden by a macro?), and OpenCL needs it \
+                 to add address-space qualifiers"
+                    .into(),
+            )
         })?;
-        let qualified: Vec<String> = params
+        let layout = match stub {
+            DeviceStub::Planned(b) => Some(b),
+            _ => None,
+        };
+        let mut list: Vec<String> = params
             .iter()
             .enumerate()
-            .map(|(i, p)| match address_space(sig, blocks, i) {
-                _ if private => p.text.clone(),
+            .map(|(i, p)| match address_space(sig, layout, i) {
+                _ if options.private_copies => p.text.clone(),
                 "" => p.text.clone(),
                 space => format!("{space} {}", p.text),
             })
             .collect();
-        let source = rewrite_params(sig.kernel.source(), name, &qualified).ok_or_else(|| {
-            OpenClEmitError(format!(
-                "kernel `{name}`: could not find its definition to add address-space qualifiers"
-            ))
+        let params_mode = consts_as_params(self, options);
+        if params_mode {
+            list.extend(sig.consts.iter().map(|c| {
+                format!(
+                    "__constant const {} *{}",
+                    c.dtype.c_name(),
+                    const_symbol(&c.name)
+                )
+            }));
+        }
+        let source = rewrite_params(sig.kernel.source(), name, &list).ok_or_else(|| {
+            unsupported("its definition could not be found to add address-space qualifiers".into())
         })?;
-        s.push('\n');
-        open_user_names(&mut s, sig);
-        let _ = writeln!(s, "void {name}({});", qualified.join(", "));
+        open_user_names(s, sig, params_mode);
+        let _ = writeln!(s, "void {name}({});", list.join(", "));
         s.push_str(&source);
         s.push('\n');
-        close_user_names(&mut s, sig);
+        close_user_names(s, sig);
         s.push('\n');
-        let (entry, tree) = (OPENCL_ENTRY, self.tree_reductions);
-        let stub_start = s.len();
-        let params = match blocks {
-            None => emit_direct_stub(&mut s, sig, entry, Dialect::OpenCl, private, tree),
-            Some(b) => emit_planned_stub(&mut s, sig, b, entry, Dialect::OpenCl, private, tree),
-        };
-        let private_bytes = private_bytes_per_item(&s[stub_start..]);
-        Ok(OpenClUnit {
-            private_bytes,
-            unit: GeneratedUnit {
-                source: s,
-                entry: OPENCL_ENTRY.into(),
-                kernel: name.into(),
-            },
-            params,
-        })
+        Ok(())
     }
 }
 
@@ -151,7 +175,9 @@ fn address_space(sig: &LoopSignature, blocks: Option<&BlockLayout>, i: usize) ->
         ArgKind::Global => "__global",
         ArgKind::Indirect { .. } | ArgKind::Row { .. } => match blocks {
             Some(b) if b.private_increment(sig, i) => "",
-            _ => "__local",
+            Some(_) => "__local",
+            // Without a plan (the atomics stub), indirect data is read from global memory.
+            None => "__global",
         },
     }
 }
@@ -275,8 +301,9 @@ fn float_literal(v: f64, suffix: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{StagingLayout, StagingMode};
-    use op2_core::{Access, ArgSig, ConstSig, Kernel};
+    use crate::device::{StagingLayout, StagingMode, StubParam};
+    use crate::dialect::DeviceCodegen;
+    use op2_core::{Access, ArgSig, Codegen, ConstSig, Kernel};
 
     #[test]
     fn rewrites_definition_and_prototype_only() {
@@ -351,6 +378,7 @@ mod tests {
                 dim: 1,
             }],
             n_maps: 1,
+            data: vec![0, 1, 1],
         };
         let blocks = BlockLayout {
             stagings: vec![StagingLayout {
@@ -363,17 +391,32 @@ mod tests {
             }],
             arg_staging: vec![None, Some(0), Some(0)],
         };
-        let u = OpenClCodegen::default()
-            .emit(
-                &sig,
-                &[&1.4f64.to_ne_bytes()],
-                Some(&blocks),
-                ArgPassing::Qualified,
-            )
-            .unwrap();
+        let emit = |options: DeviceOptions| {
+            DeviceCodegen { dialect: &OpenCl }
+                .emit(&sig, &(DeviceStub::Planned(blocks.clone()), options))
+                .unwrap()
+        };
+        // Consts as hidden parameters: a new value needs no new program.
+        let u = emit(DeviceOptions::default());
         let src = &u.unit.source;
-        assert!(src.contains("__constant double op2_const_gam = 1.4;"));
-        assert!(src.contains("void flux(__global const double * x, double * r0, double * r1) {"));
+        assert!(src.contains("#define gam (*op2_const_gam)"), "{src}");
+        assert!(src.contains(
+            "void flux(__global const double * x, double * r0, double * r1, __constant const double *op2_const_gam) {"
+        ));
+        assert!(src.contains("__constant double *op2_const_gam"));
+        assert!(u.params.contains(&StubParam::Const(0)));
+        // Baked in, the old way (kernels whose helper functions use Consts).
+        let baked = emit(DeviceOptions {
+            baked_consts: Some(vec![1.4f64.to_ne_bytes().to_vec()]),
+            ..DeviceOptions::default()
+        });
+        assert!(
+            baked
+                .unit
+                .source
+                .contains("__constant double op2_const_gam = 1.4;")
+        );
+        assert!(!baked.params.contains(&StubParam::Const(0)));
         assert!(src.contains("op2_s0[op2_k] = 0;"));
         assert!(src.contains("+= op2_s0[op2_k];"));
         assert!(!blocks.kernel_by_colour(&sig));
@@ -385,5 +428,6 @@ mod tests {
             3
         );
         assert_eq!(u.params.last(), Some(&StubParam::Shared));
+        assert_eq!(u.finish_params, None);
     }
 }

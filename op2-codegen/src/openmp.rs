@@ -22,7 +22,10 @@ pub const OPENMP_WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\
 pub struct OpenMpCodegen;
 
 impl Codegen for OpenMpCodegen {
-    fn emit(&self, sig: &LoopSignature) -> GeneratedUnit {
+    type Options = ();
+    type Unit = GeneratedUnit;
+
+    fn emit(&self, sig: &LoopSignature, _options: &()) -> op2_core::Result<GeneratedUnit> {
         let entry = format!("op2_omp_{}", sig.kernel.name());
         let reductions = reduction_args(sig);
         let mut call = kernel_call_args(sig, "op2_n");
@@ -162,11 +165,11 @@ impl Codegen for OpenMpCodegen {
             );
         }
         s.push_str("}\n");
-        GeneratedUnit {
+        Ok(GeneratedUnit {
             source: s,
             entry,
             kernel: sig.kernel.name().into(),
-        }
+        })
     }
 }
 
@@ -202,8 +205,9 @@ mod tests {
             ],
             consts: vec![],
             n_maps: 1,
+            data: vec![0, 1, 2],
         };
-        let u = OpenMpCodegen.emit(&sig);
+        let u = OpenMpCodegen.emit(&sig, &()).unwrap();
         let region = u.source.find("#pragma omp parallel").unwrap();
         // The row vector is declared inside the parallel region, so each thread has its own.
         assert!(u.source[region..].contains("double *op2_arg0_vec[2];"));

@@ -103,10 +103,17 @@ pub struct GeneratedUnit {
     pub kernel: String,
 }
 
-/// A code generator for one dialect (C, C with OpenMP, CUDA, OpenCL).
-pub trait Codegen: Send + Sync {
-    /// Emits the unit for a signature.
-    fn emit(&self, sig: &LoopSignature) -> GeneratedUnit;
+/// A code generator: turns a loop's signature into generated code. Every emitter implements it,
+/// with the options and output its target needs (the host C emitters take none and give a
+/// [`GeneratedUnit`]; the device emitter takes the stub and how args and Consts are passed, and
+/// gives the unit with its stubs' parameter lists).
+pub trait Codegen {
+    /// What shapes the code beyond the signature.
+    type Options;
+    /// What the emitter produces.
+    type Unit;
+    /// Emits the code of `sig`; an error when the target cannot express the kernel.
+    fn emit(&self, sig: &LoopSignature, options: &Self::Options) -> Result<Self::Unit>;
 }
 
 /// A registered backend: how to make one, and which Cargo feature of `op2` brings it in.

@@ -260,14 +260,6 @@ impl<M: DeviceMemory> DeviceData<M> {
         Ok(buffers)
     }
 
-    /// Records that a loop left the carrier's new value on the host only (reductions are combined
-    /// there), so the device copy is stale.
-    pub fn written_on_host(&self, carrier: u64) {
-        if let Some(e) = lock(&self.entries).get_mut(&carrier) {
-            e.state = DataState::Host;
-        }
-    }
-
     /// Copies home the data of every live carrier whose valid copy is on the device only: the
     /// backend is going away, and handles to the data may outlive it.
     pub fn copy_all_home(&self) -> Result<()> {

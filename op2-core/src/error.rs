@@ -420,6 +420,14 @@ pub enum Op2Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// A kernel the target language of a backend cannot express.
+    #[error("kernel `{kernel}` cannot be generated for this backend: {reason}")]
+    Unsupported {
+        /// The kernel's name.
+        kernel: String,
+        /// Why.
+        reason: String,
+    },
     /// A backend failed while running a loop.
     #[error("backend `{backend}` failed running `{kernel}`: {reason}")]
     Execution {

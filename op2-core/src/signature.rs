@@ -72,9 +72,21 @@ pub struct LoopSignature {
     pub consts: Vec<ConstSig>,
     /// Number of distinct maps the args use.
     pub n_maps: usize,
+    /// For each arg, the position of the first arg that names the same data (its own position
+    /// when no earlier arg does): args on one Dat share staging on devices, so this shapes device
+    /// code.
+    pub data: Vec<usize>,
 }
 
 impl LoopSignature {
+    /// The [`LoopSignature::data`] of args naming data `ids` (one id per arg).
+    pub fn data_classes(ids: &[u64]) -> Vec<usize> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| ids[..i].iter().position(|x| x == id).unwrap_or(i))
+            .collect()
+    }
+
     /// True when no arg goes through a map.
     pub fn is_direct(&self) -> bool {
         !self.args.iter().any(ArgSig::is_indirect)

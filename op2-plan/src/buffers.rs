@@ -22,13 +22,28 @@ pub struct PlanBuffers<B> {
 
 impl<B> PlanBuffers<B> {
     /// Copies every array of `plan` to the device with `upload` (bytes in, buffer out).
-    pub fn upload(plan: &Plan, mut upload: impl FnMut(&[u8]) -> Result<B>) -> Result<Self> {
+    pub fn upload(plan: &Plan, upload: impl FnMut(&[u8]) -> Result<B>) -> Result<Self> {
+        Self::upload_widened(plan, &[], upload)
+    }
+
+    /// Like [`PlanBuffers::upload`], with the block-local indices of staging area `k` as 32-bit
+    /// values when `wide[k]` is set, whatever width the plan keeps them in (code compiled for the
+    /// largest blocks a loop may plan reads 32-bit indices from smaller ones too).
+    pub fn upload_widened(
+        plan: &Plan,
+        wide: &[bool],
+        mut upload: impl FnMut(&[u8]) -> Result<B>,
+    ) -> Result<Self> {
         let mut staging = Vec::with_capacity(plan.staging.len());
-        for s in &plan.staging {
+        for (k, s) in plan.staging.iter().enumerate() {
             let items = upload(bytemuck::cast_slice(&s.local_to_global))?;
             let offsets = upload(bytemuck::cast_slice(&s.offsets))?;
             let sizes = upload(bytemuck::cast_slice(&s.sizes))?;
             let local = match &s.global_to_local {
+                LocalIndices::U16(v) if wide.get(k).copied().unwrap_or(false) => {
+                    let widened: Vec<u32> = v.iter().map(|&x| u32::from(x)).collect();
+                    upload(bytemuck::cast_slice(&widened))?
+                }
                 LocalIndices::U16(v) => upload(bytemuck::cast_slice(v))?,
                 LocalIndices::U32(v) => upload(bytemuck::cast_slice(v))?,
             };

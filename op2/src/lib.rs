@@ -21,6 +21,9 @@
 #![warn(missing_docs)]
 
 pub use op2_core::*;
+/// The generic device backend: a third-party device backend implements its `Device` trait (and an
+/// `op2_codegen` `Dialect` for a new language) and registers a `DeviceBackend` over it.
+pub use op2_device;
 
 /// The first-party backends, written once: for each, the Cargo feature of this crate that brings
 /// it in, its crate, and the backend names it registers. From this one list come the re-exports

@@ -101,7 +101,7 @@ fn run_op2(mesh: &Mesh, c: &Config, iters: usize, sync: bool) -> Result<Row, Str
 /// 1 GiB), when the `cuda` backend can run here.
 #[cfg(feature = "cuda")]
 fn gpu_copy_rate() -> Option<f64> {
-    use op2::backend_cuda::Gpu;
+    use op2::op2_device::Device;
     let config = op2::Config::from_env().ok()?;
     match op2::backend_cuda::DriverGpu::new(&config)
         .and_then(|g| g.copy_bandwidth(1 << 30, 20).map(|r| (g, r)))

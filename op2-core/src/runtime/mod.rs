@@ -342,11 +342,13 @@ impl Runtime {
                 })
                 .unzip()
         };
+        let ids: Vec<u64> = carriers.iter().map(|c| c.id).collect();
         let probe = LoopSignature {
             kernel: kernel.clone(),
             args: sigs,
             consts: const_sigs,
             n_maps: maps.len(),
+            data: LoopSignature::data_classes(&ids),
         };
         let (sig, prepared) = self.prepare(probe)?;
 

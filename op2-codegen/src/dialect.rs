@@ -1,0 +1,226 @@
+//! The device dialects: one C-family emitter for device stubs ([`DeviceCodegen`]) behind a public
+//! [`Dialect`] trait that spells what differs between device languages (address spaces, work-item
+//! ids, barriers, how kernels are declared and launched, how Consts and local memory arrive).
+//! OpenCL C and CUDA C++ are the two first-party dialects; a backend for another device language
+//! (HIP, SYCL, Metal) implements the trait and reuses every stub.
+
+use crate::device::{
+    BlockLayout, StubParam, emit_atomic_stub, emit_direct_stub, emit_finish_kernel,
+    emit_planned_stub, private_bytes_per_item,
+};
+use crate::emit::{const_symbol, reduction_args};
+use op2_core::{Codegen, GeneratedUnit, LoopSignature, Op2Error, Result};
+use std::fmt::{self, Write};
+
+/// The loop's kernel in every generated device unit.
+pub const DEVICE_ENTRY: &str = "op2_stub";
+
+/// The kernel that folds reduction partials into the Globals on the device (one work-group).
+pub const FINISH_ENTRY: &str = "op2_finish";
+
+/// How a dialect hands Consts to kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConstPassing {
+    /// Program-scope storage the device fills before a launch (CUDA's `__constant__` symbols,
+    /// through [`const_symbol`](crate::const_symbol)).
+    Symbols,
+    /// Hidden trailing parameters of the stub and of the user's kernel (OpenCL C 1.2, which has
+    /// no program-scope storage a host can write): one buffer per Const ([`StubParam::Const`]).
+    Params,
+}
+
+/// What differs between device languages. Implement it (and a device) to add one.
+pub trait Dialect: Send + Sync + fmt::Debug {
+    /// Short name (`opencl`, `cuda`), for file names and messages.
+    fn name(&self) -> &'static str;
+    /// Extension of its source files (`cl`, `cu`).
+    fn source_ext(&self) -> &'static str;
+    /// What every unit starts with: pragmas, type definitions, helpers; `atomics` when the unit
+    /// uses [`Dialect::atomic_add`].
+    fn prelude(&self, atomics: bool) -> String;
+    /// Qualifier of pointers into global memory (with its trailing space, or empty).
+    fn global(&self) -> &'static str;
+    /// Qualifier of pointers into memory a work-group shares (with its trailing space, or empty).
+    fn shared(&self) -> &'static str;
+    /// Qualifier of pointers into constant memory (with its trailing space), for Consts passed as
+    /// parameters.
+    fn constant(&self) -> &'static str;
+    /// A barrier across the work-group (local memory).
+    fn barrier(&self) -> &'static str;
+    /// The work-item's index in its group, as `int`.
+    fn local_id(&self) -> &'static str;
+    /// The group's size, as `int`.
+    fn local_size(&self) -> &'static str;
+    /// The group's index, as `int`.
+    fn group_id(&self) -> &'static str;
+    /// The work-item's global index, as `int`.
+    fn global_id(&self) -> &'static str;
+    /// The integer type of offsets into large buffers.
+    fn wide(&self) -> &'static str;
+    /// How the stub hands a pointer into address space `space` to the user's kernel.
+    fn pass(&self, space: &str, expr: &str) -> String;
+    /// A kernel's opening line with parameter declarations `decl`; `shared_memory` when it uses
+    /// the work-group's local memory.
+    fn kernel_head(&self, entry: &str, decl: &[String], shared_memory: bool) -> String;
+    /// Whether a kernel gets its local (shared) memory as parameters ([`StubParam::Shared`],
+    /// [`StubParam::Scratch`]; OpenCL) rather than from the launch (CUDA's dynamic shared memory,
+    /// reached as `op2_shared`).
+    fn local_memory_params(&self) -> bool;
+    /// How Consts reach kernels.
+    fn const_passing(&self) -> ConstPassing;
+    /// The function that adds atomically to global memory (`op2_atomic_add(T *, T)`, from the
+    /// prelude), when the dialect offers the atomics stub.
+    fn atomic_add(&self) -> Option<&'static str>;
+    /// Declares the Consts (program-scope storage), or with `baked` their values as constants.
+    fn emit_consts(&self, s: &mut String, sig: &LoopSignature, baked: Option<&[Vec<u8>]>);
+    /// The user's kernel as this dialect compiles it, with the user's names open
+    /// ([`crate::emit`]'s macros) around it.
+    fn emit_user_kernel(
+        &self,
+        s: &mut String,
+        sig: &LoopSignature,
+        stub: &DeviceStub,
+        options: &DeviceOptions,
+    ) -> Result<()>;
+    /// Anything after the kernels (CUDA: host trampolines for the emulator).
+    fn epilogue(&self, _s: &mut String, _sig: &LoopSignature, _kernels: &[KernelDecl]) {}
+}
+
+/// Which stub a device program runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DeviceStub {
+    /// One element per work-item, no maps.
+    Direct,
+    /// One plan block per work-group: indirect data staged in local memory, increments
+    /// accumulated privately and applied colour by colour, block colours launched in turn.
+    Planned(BlockLayout),
+    /// One element per work-item, indirect data straight from global memory through maps uploaded
+    /// entry-major, increments added atomically: no plan, one launch.
+    Atomic,
+}
+
+/// How a device unit is emitted besides its stub.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct DeviceOptions {
+    /// Hand the kernel private copies of its args, parameters unqualified (OpenCL C 1.2 kernels
+    /// that keep a parameter in a pointer of their own compile only this way).
+    pub private_copies: bool,
+    /// Compile the Consts in with these values (one per `sig.consts`) instead of passing them as
+    /// the dialect does: a program per value, for kernels whose helper functions use Consts
+    /// where the dialect passes them as parameters.
+    pub baked_consts: Option<Vec<Vec<u8>>>,
+    /// Combine reductions across a work-group with a tree (GPUs) rather than one work-item in
+    /// order (CPU devices).
+    pub tree_reductions: bool,
+}
+
+/// A kernel of a unit and its parameters' declarations.
+#[derive(Debug, Clone)]
+pub struct KernelDecl {
+    /// Its name.
+    pub entry: &'static str,
+    /// Its parameters' C declarations, in order.
+    pub decls: Vec<String>,
+}
+
+/// An emitted device program.
+#[derive(Debug, Clone)]
+pub struct DeviceUnit {
+    /// Source, entry ([`DEVICE_ENTRY`]) and kernel name.
+    pub unit: GeneratedUnit,
+    /// [`DEVICE_ENTRY`]'s parameters in order.
+    pub params: Vec<StubParam>,
+    /// [`FINISH_ENTRY`]'s parameters, when the loop reduces into Globals.
+    pub finish_params: Option<Vec<StubParam>>,
+    /// Private memory each work-item of [`DEVICE_ENTRY`] declares (see
+    /// [`private_bytes_per_item`]).
+    pub private_bytes: usize,
+    /// The program-scope symbols of the Consts, in `sig.consts` order, where the dialect keeps
+    /// them there ([`ConstPassing::Symbols`]; empty otherwise).
+    pub const_symbols: Vec<String>,
+}
+
+/// The device emitter: every stub, in one dialect.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceCodegen<'d> {
+    /// The dialect.
+    pub dialect: &'d dyn Dialect,
+}
+
+/// The parameter declarations of the first kernel in `text` (`const int op2_start`, ...).
+pub(crate) fn kernel_decls(text: &str) -> Vec<String> {
+    let open = text.find('(').expect("a kernel has a parameter list");
+    let close = open + text[open..].find(')').expect("a parameter list closes");
+    text[open + 1..close]
+        .split(", ")
+        .filter(|d| !d.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+impl Codegen for DeviceCodegen<'_> {
+    type Options = (DeviceStub, DeviceOptions);
+    type Unit = DeviceUnit;
+
+    fn emit(&self, sig: &LoopSignature, (stub, options): &Self::Options) -> Result<DeviceUnit> {
+        let d = self.dialect;
+        let name = sig.kernel.name();
+        if *stub == DeviceStub::Atomic && d.atomic_add().is_none() {
+            return Err(Op2Error::Unsupported {
+                kernel: name.into(),
+                reason: format!("the {} dialect has no atomics stub", d.name()),
+            });
+        }
+        let mut s = String::new();
+        let kind = match stub {
+            DeviceStub::Direct => "direct",
+            DeviceStub::Planned(_) => "planned, staged and coloured",
+            DeviceStub::Atomic => "atomics",
+        };
+        let _ = writeln!(
+            s,
+            "/* op2-rs generated {}: loop over kernel `{name}` ({kind}) */",
+            d.name()
+        );
+        s.push_str(&d.prelude(*stub == DeviceStub::Atomic));
+        d.emit_consts(&mut s, sig, options.baked_consts.as_deref());
+        s.push('\n');
+        d.emit_user_kernel(&mut s, sig, stub, options)?;
+        let start = s.len();
+        let params = match stub {
+            DeviceStub::Direct => emit_direct_stub(&mut s, sig, d, options),
+            DeviceStub::Planned(b) => emit_planned_stub(&mut s, sig, b, d, options),
+            DeviceStub::Atomic => emit_atomic_stub(&mut s, sig, d, options),
+        };
+        let private_bytes = private_bytes_per_item(&s[start..]);
+        let mut kernels = vec![KernelDecl {
+            entry: DEVICE_ENTRY,
+            decls: kernel_decls(&s[start..]),
+        }];
+        let finish_params = (!reduction_args(sig).is_empty()).then(|| {
+            s.push('\n');
+            let start = s.len();
+            let params = emit_finish_kernel(&mut s, sig, d, options.tree_reductions);
+            kernels.push(KernelDecl {
+                entry: FINISH_ENTRY,
+                decls: kernel_decls(&s[start..]),
+            });
+            params
+        });
+        d.epilogue(&mut s, sig, &kernels);
+        Ok(DeviceUnit {
+            unit: GeneratedUnit {
+                source: s,
+                entry: DEVICE_ENTRY.into(),
+                kernel: name.into(),
+            },
+            params,
+            finish_params,
+            private_bytes,
+            const_symbols: match d.const_passing() {
+                ConstPassing::Symbols => sig.consts.iter().map(|c| const_symbol(&c.name)).collect(),
+                ConstPassing::Params => Vec::new(),
+            },
+        })
+    }
+}

@@ -1,0 +1,691 @@
+//! The generic device backend over a [`Device`]: the [`Backend`] a device API registers, and the
+//! prepared loops it makes. A loop's program is compiled at `par_loop` (so errors surface there),
+//! for the stub and layout it will run with; each run moves data as the device-data states say,
+//! plans (for staged loops), binds arguments from the stub's parameter list, launches colour by
+//! colour, and finishes reductions on the device.
+
+use crate::{Device, DeviceLimits, Entry, LaunchArg, LaunchShape, Strategy};
+use op2_codegen::{BlockLayout, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, StubParam};
+use op2_core::{
+    Access, Backend, Carrier, Codegen, Config, DataState, DeviceData, DeviceStats, LoopInvocation,
+    LoopSignature, Op2Error, PreparedLoop, Result,
+};
+use op2_plan::{LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, Planner};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Local memory per work-item for reductions: one value of the widest type.
+const SCRATCH_PER_THREAD: usize = 8;
+
+/// Work-items of the group that folds reduction partials.
+const FINISH_THREADS: usize = 256;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A cached plan and its arrays on the device.
+type PlanOnDevice<B> = (Arc<Plan>, Arc<PlanBuffers<B>>);
+
+/// Plans on the device by the planner's plan (its address) and whether indices were widened.
+type DevicePlans<B> = HashMap<(usize, bool), PlanOnDevice<B>>;
+
+/// A Const's value and the buffer holding it.
+type ConstBuffer<B> = (Vec<u8>, Arc<B>);
+
+/// What every prepared loop of one backend shares.
+struct Shared<D: Device> {
+    data: DeviceData<D>,
+    strategy: Strategy,
+    planner: Planner,
+    /// `OP2_PART_SIZE`: the first block size plans try.
+    block_size: Option<usize>,
+    /// Plans already on the device, by the address of the planner's cached plan (kept alive here)
+    /// and whether their block-local indices are widened to 32 bits.
+    plans: Mutex<DevicePlans<D::Buffer>>,
+    /// Maps on the device, entry-major, by map id (maps never change once declared).
+    maps: Mutex<HashMap<u64, Arc<D::Buffer>>>,
+}
+
+impl<D: Device> Shared<D> {
+    fn device(&self) -> &D {
+        self.data.memory()
+    }
+
+    fn limits(&self) -> DeviceLimits {
+        self.device().limits()
+    }
+
+    fn upload(&self, bytes: &[u8]) -> Result<D::Buffer> {
+        let b = self.device().allocate(bytes.len().max(1))?;
+        if !bytes.is_empty() {
+            self.device().upload(&b, bytes)?;
+        }
+        Ok(b)
+    }
+
+    /// The largest block a plan of this backend can have: the user's size or the device's.
+    fn block_bound(&self) -> usize {
+        self.block_size
+            .unwrap_or(self.limits().planned_block)
+            .max(1)
+    }
+
+    /// The work-items per group to launch with: `wanted`, fewer where the device keeps a whole
+    /// group's private arrays in memory of fixed size and `private_bytes` per work-item would not
+    /// fit; a [`Op2Error::DeviceLimit`] when one work-item alone does not.
+    fn work_group(&self, kernel: &str, wanted: usize, private_bytes: usize) -> Result<usize> {
+        let limits = self.limits();
+        let refuse = |resource, available| Op2Error::DeviceLimit {
+            backend: self.device().backend_name().into(),
+            kernel: kernel.into(),
+            device: self.device().device_name().into(),
+            resource,
+            needed: private_bytes,
+            available,
+            hint: "the loop's private increments, reduction accumulators or copies are too \
+                   large (a Dat or Global of very large dim); split the data into smaller Dats"
+                .into(),
+        };
+        if private_bytes > limits.private_per_item {
+            return Err(refuse(
+                "private memory per work-item",
+                limits.private_per_item,
+            ));
+        }
+        let Some(budget) = limits.private_per_group else {
+            return Ok(wanted.max(1));
+        };
+        let fits = budget.checked_div(private_bytes).unwrap_or(usize::MAX);
+        if fits == 0 {
+            return Err(refuse("private memory per work-group", budget));
+        }
+        Ok(wanted.min(fits).max(1))
+    }
+
+    /// The stub a loop of `sig` runs when its args name the data `sig.data` says: direct, the
+    /// atomics stub, or a plan's (with the layout a plan of it has).
+    fn stub_of(&self, sig: &LoopSignature) -> DeviceStub {
+        if sig.is_direct() {
+            DeviceStub::Direct
+        } else if self.atomics_apply(sig) {
+            DeviceStub::Atomic
+        } else {
+            DeviceStub::Planned(BlockLayout::of_signature(sig, self.block_bound()))
+        }
+    }
+
+    /// Whether a loop may add its indirect increments atomically: the strategy says so, the
+    /// dialect can, nothing is written through maps, and data incremented through a map is used
+    /// by no other kind of arg (a read of it would see some increments and not others).
+    fn atomics_apply(&self, sig: &LoopSignature) -> bool {
+        if self.strategy != Strategy::Atomics || self.device().dialect().atomic_add().is_none() {
+            return false;
+        }
+        let writes_through_maps = sig
+            .args
+            .iter()
+            .any(|a| a.is_indirect() && matches!(a.access, Access::Rw | Access::Write));
+        if writes_through_maps {
+            return false;
+        }
+        let incremented = |i: usize| sig.args[i].is_indirect() && sig.args[i].access == Access::Inc;
+        (0..sig.args.len())
+            .filter(|&i| incremented(i))
+            .all(|i| (0..sig.args.len()).all(|j| sig.data[j] != sig.data[i] || incremented(j)))
+    }
+}
+
+/// A device backend: everything above the driver, over device `D`.
+pub struct DeviceBackend<D: Device> {
+    shared: Arc<Shared<D>>,
+}
+
+impl<D: Device> DeviceBackend<D> {
+    /// The backend on `device`, keeping indirect increments race-free with `strategy`, with the
+    /// block size the configuration asks for (`OP2_PART_SIZE`).
+    pub fn new(device: D, config: &Config, strategy: Strategy) -> Self {
+        DeviceBackend {
+            shared: Arc::new(Shared {
+                data: DeviceData::new(device),
+                strategy,
+                planner: Planner::new(),
+                block_size: config.part_size,
+                plans: Mutex::new(HashMap::new()),
+                maps: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &D {
+        self.shared.device()
+    }
+
+    /// The strategy for indirect increments.
+    pub fn strategy(&self) -> Strategy {
+        self.shared.strategy
+    }
+}
+
+impl<D: Device> Backend for DeviceBackend<D> {
+    fn name(&self) -> &str {
+        self.shared.device().backend_name()
+    }
+
+    /// Compiles the program the loop will run, trying the device's ways to emit it in turn: a
+    /// kernel that compiles no way fails here with the first compiler message.
+    fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
+        let sh = &self.shared;
+        let stub = sh.stub_of(sig);
+        let codegen = DeviceCodegen {
+            dialect: sh.device().dialect(),
+        };
+        let mut first_failure = None;
+        for options in sh.device().variants() {
+            // Consts compiled in need their values: a check with zeros here, the real program
+            // at the first run (and at every new value).
+            let baked = options.baked_consts.is_some();
+            let mut emitted = options.clone();
+            if baked {
+                emitted.baked_consts = Some(
+                    sig.consts
+                        .iter()
+                        .map(|c| vec![0; c.dim * c.dtype.size()])
+                        .collect(),
+                );
+            }
+            let unit = codegen.emit(sig, &(stub.clone(), emitted))?;
+            sh.work_group(sig.kernel.name(), 1, unit.private_bytes)?;
+            match sh.device().compile(&unit) {
+                Ok(program) => {
+                    let prepared = DeviceLoop {
+                        sig: sig.clone(),
+                        reductions: sig.reduction_args(),
+                        options,
+                        shared: sh.clone(),
+                        programs: Mutex::new(HashMap::new()),
+                        partials: Mutex::new(vec![None; sig.args.len()]),
+                        consts: Mutex::new(Vec::new()),
+                    };
+                    if !baked {
+                        lock(&prepared.programs).insert(
+                            (stub, None),
+                            Arc::new(Loaded {
+                                unit,
+                                program,
+                                consts: Mutex::new(None),
+                            }),
+                        );
+                    }
+                    return Ok(Arc::new(prepared));
+                }
+                Err(e @ Op2Error::Compile { .. }) => {
+                    first_failure.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(first_failure.unwrap_or_else(|| Op2Error::Unsupported {
+            kernel: sig.kernel.name().into(),
+            reason: format!("the {} device offers no way to emit it", self.name()),
+        }))
+    }
+
+    fn host_access(&self, carrier: &Carrier, write: bool) -> Result<()> {
+        self.shared.data.host_access(carrier, write)
+    }
+
+    fn release(&self) -> Result<()> {
+        self.shared.data.copy_all_home()
+    }
+
+    fn device_stats(&self) -> Option<DeviceStats> {
+        Some(self.shared.data.stats())
+    }
+
+    fn data_state(&self, carrier: u64) -> Option<DataState> {
+        Some(self.shared.data.state(carrier))
+    }
+}
+
+/// A compiled program of one loop, and the Const values it last received.
+struct Loaded<D: Device> {
+    unit: DeviceUnit,
+    program: Arc<D::Program>,
+    consts: Mutex<Option<Vec<Vec<u8>>>>,
+}
+
+/// A reduction's partial results on the device, and how many it holds.
+type KeptPartials<B> = (Arc<B>, usize);
+
+/// Programs of a loop by stub, and by Const values where they are compiled in.
+type ProgramKey = (DeviceStub, Option<Vec<Vec<u8>>>);
+
+struct DeviceLoop<D: Device> {
+    sig: LoopSignature,
+    /// Positions of the Global reduction args.
+    reductions: Vec<usize>,
+    /// How the loop's programs are emitted (the way that compiled at `par_loop`).
+    options: DeviceOptions,
+    shared: Arc<Shared<D>>,
+    programs: Mutex<HashMap<ProgramKey, Arc<Loaded<D>>>>,
+    /// Per reduction arg, its partial results' buffer and how many it holds, kept between runs
+    /// (work is ordered on the device: a run's kernels use them after the previous run's final
+    /// reduction read them).
+    partials: Mutex<Vec<Option<KeptPartials<D::Buffer>>>>,
+    /// Each Const's value and its buffer, for dialects that pass Consts as parameters.
+    consts: Mutex<Vec<ConstBuffer<D::Buffer>>>,
+}
+
+/// The values of one launch's parameters.
+struct LaunchValues<'a, B> {
+    start: usize,
+    end: usize,
+    block_offset: usize,
+    plan: Option<(&'a Plan, &'a PlanBuffers<B>)>,
+    buffers: &'a [Arc<B>],
+    partials: &'a [Option<Arc<B>>],
+    /// Per map slot: the entry-major values and their row count (atomics stubs).
+    maps: &'a [(Arc<B>, usize)],
+    consts: &'a [Arc<B>],
+    /// Partial results per reduction (the final kernel's count).
+    slots: usize,
+    /// Local memory for staging, and for reductions, per group.
+    staging_bytes: usize,
+    scratch_bytes: usize,
+}
+
+impl<D: Device> DeviceLoop<D> {
+    fn kernel_name(&self) -> &str {
+        self.sig.kernel.name()
+    }
+
+    fn device(&self) -> &D {
+        self.shared.device()
+    }
+
+    fn internal(&self, what: &str) -> Op2Error {
+        Op2Error::Execution {
+            backend: self.device().backend_name().into(),
+            kernel: self.kernel_name().into(),
+            reason: format!("internal: the stub takes {what}, which this launch lacks"),
+        }
+    }
+
+    /// The program for `stub`, compiled now if `par_loop` did not (a layout the plan chose
+    /// differently, or Consts compiled in with new values), its Consts brought up to date.
+    fn program(&self, stub: &DeviceStub, consts: &[&[u8]]) -> Result<Arc<Loaded<D>>> {
+        let baked = self
+            .options
+            .baked_consts
+            .as_ref()
+            .map(|_| consts.iter().map(|c| c.to_vec()).collect::<Vec<_>>());
+        let key: ProgramKey = (stub.clone(), baked.clone());
+        let loaded = {
+            let mut programs = lock(&self.programs);
+            match programs.get(&key) {
+                Some(p) => p.clone(),
+                None => {
+                    let options = DeviceOptions {
+                        baked_consts: baked,
+                        ..self.options.clone()
+                    };
+                    let codegen = DeviceCodegen {
+                        dialect: self.device().dialect(),
+                    };
+                    let unit = codegen.emit(&self.sig, &(stub.clone(), options))?;
+                    self.shared
+                        .work_group(self.kernel_name(), 1, unit.private_bytes)?;
+                    let program = self.device().compile(&unit)?;
+                    let l = Arc::new(Loaded {
+                        unit,
+                        program,
+                        consts: Mutex::new(None),
+                    });
+                    programs.insert(key, l.clone());
+                    l
+                }
+            }
+        };
+        let mut last = lock(&loaded.consts);
+        if last
+            .as_ref()
+            .is_none_or(|l| l.iter().zip(consts).any(|(a, b)| a != b))
+        {
+            self.device().set_consts(&loaded.program, consts)?;
+            *last = Some(consts.iter().map(|c| c.to_vec()).collect());
+        }
+        drop(last);
+        Ok(loaded)
+    }
+
+    /// A buffer holding each Const's current value, uploaded when it changed (dialects that pass
+    /// Consts as parameters).
+    fn const_buffers(&self, unit: &DeviceUnit, consts: &[&[u8]]) -> Result<Vec<Arc<D::Buffer>>> {
+        if !unit.params.iter().any(|p| matches!(p, StubParam::Const(_))) {
+            return Ok(Vec::new());
+        }
+        let mut kept = lock(&self.consts);
+        for (j, bytes) in consts.iter().enumerate() {
+            match kept.get(j) {
+                Some((v, _)) if v == bytes => {}
+                _ => {
+                    let b = Arc::new(self.shared.upload(bytes)?);
+                    let entry = (bytes.to_vec(), b);
+                    if j < kept.len() {
+                        kept[j] = entry;
+                    } else {
+                        kept.push(entry);
+                    }
+                }
+            }
+        }
+        Ok(kept.iter().map(|(_, b)| b.clone()).collect())
+    }
+
+    fn plan(&self, inv: &LoopInvocation<'_>) -> Result<Arc<Plan>> {
+        let sh = &self.shared;
+        let limits = sh.limits();
+        sh.planner.plan_to_fit(
+            inv.set.id(),
+            inv.end,
+            &PlanArg::of_loop(inv),
+            &LocalMemoryFit {
+                preferred: limits.planned_block,
+                user: sh.block_size,
+                capacity: limits.local_memory,
+                scratch_per_thread: if self.reductions.is_empty() {
+                    0
+                } else {
+                    SCRATCH_PER_THREAD
+                },
+                max_threads: limits.max_threads,
+                backend: self.device().backend_name(),
+                kernel: self.kernel_name(),
+                device: self.device().device_name(),
+            },
+        )
+    }
+
+    /// The plan's arrays on the device, block-local indices widened to 32 bits where the program
+    /// reads them so.
+    fn device_plan(
+        &self,
+        plan: &Arc<Plan>,
+        layout: &BlockLayout,
+    ) -> Result<Arc<PlanBuffers<D::Buffer>>> {
+        let wide: Vec<bool> = layout.stagings.iter().map(|s| s.wide_indices).collect();
+        let mut plans = lock(&self.shared.plans);
+        let key = (Arc::as_ptr(plan) as usize, wide.iter().any(|&w| w));
+        if let Some((_, d)) = plans.get(&key) {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(PlanBuffers::upload_widened(plan, &wide, |b| {
+            self.shared.upload(b)
+        })?);
+        plans.insert(key, (plan.clone(), d.clone()));
+        Ok(d)
+    }
+
+    /// Each map slot's values on the device, entry-major, with its row count.
+    fn device_maps(&self, inv: &LoopInvocation<'_>) -> Result<Vec<(Arc<D::Buffer>, usize)>> {
+        let mut cache = lock(&self.shared.maps);
+        inv.maps
+            .iter()
+            .map(|m| {
+                let rows = m.values().len() / m.arity();
+                if let Some(b) = cache.get(&m.id()) {
+                    return Ok((b.clone(), rows));
+                }
+                let mut by_entry = vec![0i32; m.values().len()];
+                for (e, row) in m.values().chunks_exact(m.arity()).enumerate() {
+                    for (j, &v) in row.iter().enumerate() {
+                        by_entry[j * rows + e] = v;
+                    }
+                }
+                let b = Arc::new(self.shared.upload(bytemuck::cast_slice(&by_entry))?);
+                cache.insert(m.id(), b.clone());
+                Ok((b, rows))
+            })
+            .collect()
+    }
+
+    fn int(&self, v: usize) -> Result<i32> {
+        i32::try_from(v).map_err(|_| Op2Error::Execution {
+            backend: self.device().backend_name().into(),
+            kernel: self.kernel_name().into(),
+            reason: format!("{v} does not fit the device code's 32-bit indices"),
+        })
+    }
+
+    fn args<'a>(
+        &self,
+        params: &[StubParam],
+        v: &LaunchValues<'a, D::Buffer>,
+    ) -> Result<Vec<LaunchArg<'a, D::Buffer>>> {
+        let plan = || v.plan.ok_or_else(|| self.internal("a plan"));
+        params
+            .iter()
+            .map(|p| {
+                Ok(match *p {
+                    StubParam::Start => LaunchArg::Int(self.int(v.start)?),
+                    StubParam::End => LaunchArg::Int(self.int(v.end)?),
+                    StubParam::BlockOffset => LaunchArg::Int(self.int(v.block_offset)?),
+                    StubParam::PlanEnd => LaunchArg::Int(self.int(plan()?.0.end)?),
+                    StubParam::BlockMap => LaunchArg::Buffer(&plan()?.1.block_map),
+                    StubParam::BlockOffsets => LaunchArg::Buffer(&plan()?.1.block_offsets),
+                    StubParam::BlockLengths => LaunchArg::Buffer(&plan()?.1.block_lengths),
+                    StubParam::ElementColours => LaunchArg::Buffer(&plan()?.1.element_colours),
+                    StubParam::BlockElementColours => LaunchArg::Buffer(&plan()?.1.block_colours),
+                    StubParam::Data(i) => LaunchArg::Buffer(&*v.buffers[i]),
+                    StubParam::StagingItems(k) => LaunchArg::Buffer(&plan()?.1.staging[k][0]),
+                    StubParam::StagingOffsets(k) => LaunchArg::Buffer(&plan()?.1.staging[k][1]),
+                    StubParam::StagingSizes(k) => LaunchArg::Buffer(&plan()?.1.staging[k][2]),
+                    StubParam::StagingLocal(k) => LaunchArg::Buffer(&plan()?.1.staging[k][3]),
+                    StubParam::Partials(i) => LaunchArg::Buffer(
+                        &**v.partials
+                            .get(i)
+                            .and_then(Option::as_ref)
+                            .ok_or_else(|| self.internal("partials"))?,
+                    ),
+                    StubParam::MapValues(m) => {
+                        LaunchArg::Buffer(&*v.maps.get(m).ok_or_else(|| self.internal("a map"))?.0)
+                    }
+                    StubParam::MapRows(m) => LaunchArg::Int(
+                        self.int(v.maps.get(m).ok_or_else(|| self.internal("a map"))?.1)?,
+                    ),
+                    StubParam::PartialCount => LaunchArg::Int(self.int(v.slots)?),
+                    StubParam::Const(j) => LaunchArg::Buffer(
+                        &**v.consts.get(j).ok_or_else(|| self.internal("a Const"))?,
+                    ),
+                    StubParam::Shared => LaunchArg::Local(v.staging_bytes.max(16)),
+                    StubParam::Scratch => LaunchArg::Local(v.scratch_bytes.max(16)),
+                })
+            })
+            .collect()
+    }
+
+    /// A buffer of at least `slots` partial results per reduction arg (none for other args).
+    fn partials(&self, slots: usize) -> Result<Vec<Option<Arc<D::Buffer>>>> {
+        let mut kept = lock(&self.partials);
+        for &i in &self.reductions {
+            if kept[i].as_ref().is_none_or(|(_, n)| *n < slots) {
+                let a = &self.sig.args[i];
+                let b = self
+                    .device()
+                    .allocate(slots.max(1) * a.dim * a.dtype.size())?;
+                kept[i] = Some((Arc::new(b), slots));
+            }
+        }
+        Ok(kept
+            .iter()
+            .map(|k| k.as_ref().map(|(b, _)| b.clone()))
+            .collect())
+    }
+
+    fn groups(&self, elements: usize, threads: usize) -> Result<u32> {
+        u32::try_from(elements.div_ceil(threads.max(1))).map_err(|_| Op2Error::Execution {
+            backend: self.device().backend_name().into(),
+            kernel: self.kernel_name().into(),
+            reason: format!("{elements} elements need more work-groups than a launch allows"),
+        })
+    }
+
+    /// The launch's shape: local memory from the launch where the dialect does not take it as
+    /// parameters.
+    fn shape(&self, groups: u32, threads: usize, local: usize) -> LaunchShape {
+        let from_launch = !self.device().dialect().local_memory_params();
+        LaunchShape {
+            groups,
+            threads: threads as u32,
+            local_bytes: if from_launch { local as u32 } else { 0 },
+        }
+    }
+}
+
+impl<D: Device> PreparedLoop for DeviceLoop<D> {
+    fn run(&self, inv: &LoopInvocation<'_>) -> Result<()> {
+        if inv.start >= inv.end {
+            return Ok(());
+        }
+        let sh = &self.shared;
+        let limits = sh.limits();
+        sh.data.forget_dropped();
+        let consts = inv.const_bytes();
+        let buffers = sh.data.for_invocation(inv)?;
+        let scratch = |threads: usize| {
+            if self.reductions.is_empty() {
+                0
+            } else {
+                SCRATCH_PER_THREAD * threads
+            }
+        };
+        let mut values = LaunchValues {
+            start: inv.start,
+            end: inv.end,
+            block_offset: 0,
+            plan: None,
+            buffers: &buffers,
+            partials: &[],
+            maps: &[],
+            consts: &[],
+            slots: 0,
+            staging_bytes: 0,
+            scratch_bytes: 0,
+        };
+        let partials;
+        let maps;
+        let planned;
+        let const_buffers;
+        let loaded;
+        match sh.stub_of(inv.sig) {
+            stub @ (DeviceStub::Direct | DeviceStub::Atomic) => {
+                if stub == DeviceStub::Atomic {
+                    maps = self.device_maps(inv)?;
+                    values.maps = &maps;
+                }
+                loaded = self.program(&stub, &consts)?;
+                const_buffers = self.const_buffers(&loaded.unit, &consts)?;
+                values.consts = &const_buffers;
+                let threads = sh.work_group(
+                    self.kernel_name(),
+                    limits
+                        .direct_threads
+                        .min(self.device().max_threads(&loaded.program)),
+                    loaded.unit.private_bytes,
+                )?;
+                let groups = self.groups(inv.end - inv.start, threads)?;
+                values.slots = groups as usize;
+                values.scratch_bytes = scratch(threads);
+                partials = self.partials(values.slots)?;
+                values.partials = &partials;
+                let args = self.args(&loaded.unit.params, &values)?;
+                self.device().launch(
+                    &loaded.program,
+                    Entry::Stub,
+                    self.shape(groups, threads, values.scratch_bytes),
+                    &args,
+                )?;
+            }
+            DeviceStub::Planned(expected) => {
+                let plan = self.plan(inv)?;
+                // The plan groups args as the signature says; its indices may be narrower than
+                // the program's bound (they are widened at upload), never wider.
+                let layout = BlockLayout::of_plan(
+                    &self.sig,
+                    &plan.arg_staging,
+                    plan.staging.iter().zip(&expected.stagings).map(|(st, e)| {
+                        let wide =
+                            e.wide_indices || matches!(st.global_to_local, LocalIndices::U32(_));
+                        (st.dim, st.entries.clone(), wide)
+                    }),
+                );
+                let layout = if plan.staging.len() == expected.stagings.len() {
+                    layout
+                } else {
+                    BlockLayout::of_plan(
+                        &self.sig,
+                        &plan.arg_staging,
+                        plan.staging.iter().map(|st| {
+                            let wide = matches!(st.global_to_local, LocalIndices::U32(_));
+                            (st.dim, st.entries.clone(), wide)
+                        }),
+                    )
+                };
+                planned = (self.device_plan(&plan, &layout)?, plan);
+                let (device_plan, plan) = (&planned.0, &planned.1);
+                loaded = self.program(&DeviceStub::Planned(layout), &consts)?;
+                const_buffers = self.const_buffers(&loaded.unit, &consts)?;
+                values.consts = &const_buffers;
+                let threads = sh.work_group(
+                    self.kernel_name(),
+                    plan.block_size
+                        .min(self.device().max_threads(&loaded.program)),
+                    loaded.unit.private_bytes,
+                )?;
+                values.slots = plan.blocks();
+                values.staging_bytes = plan.stats.max_staging_bytes;
+                values.scratch_bytes = scratch(threads);
+                partials = self.partials(values.slots)?;
+                values.partials = &partials;
+                values.plan = Some((plan, device_plan));
+                let local = values.staging_bytes + values.scratch_bytes;
+                for c in 0..plan.colours() {
+                    let (first, last) = (plan.colour_offsets[c], plan.colour_offsets[c + 1]);
+                    if first == last {
+                        continue;
+                    }
+                    values.block_offset = first;
+                    let args = self.args(&loaded.unit.params, &values)?;
+                    self.device().launch(
+                        &loaded.program,
+                        Entry::Stub,
+                        self.shape(self.groups(last - first, 1)?, threads, local),
+                        &args,
+                    )?;
+                }
+            }
+        }
+        if let Some(params) = &loaded.unit.finish_params {
+            // Without tree reductions one work-item folds the partials.
+            let threads = if self.options.tree_reductions {
+                FINISH_THREADS.min(limits.max_threads)
+            } else {
+                1
+            };
+            values.scratch_bytes = SCRATCH_PER_THREAD * threads;
+            let args = self.args(params, &values)?;
+            self.device().launch(
+                &loaded.program,
+                Entry::Finish,
+                self.shape(1, threads, values.scratch_bytes),
+                &args,
+            )?;
+        }
+        if limits.wait_each_loop {
+            self.device().synchronize()?;
+        }
+        Ok(())
+    }
+}
