@@ -10,7 +10,7 @@ use op2_core::{
     Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, Op2Error,
     PreparedLoop, Result, Setting, SettingKind,
 };
-use op2_plan::{PlanArg, PlanRequest, Planner};
+use op2_plan::{CachedPlanner, PlanArg, PlanRequest, Planner, Strategy, StrategyChoice};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -79,7 +79,8 @@ pub struct OpenMpBackend {
 
 /// What every prepared loop of one backend shares.
 struct Shared {
-    planner: Planner,
+    /// Colours loops that write through maps (threads stage nothing, and have no atomics here).
+    planner: CachedPlanner,
     /// `OP2_PART_SIZE` (or the builder's `part_size`), else [`default_block_size`] per loop.
     block_size: Option<usize>,
     threads: i32,
@@ -104,7 +105,7 @@ impl OpenMpBackend {
         Ok(OpenMpBackend {
             jit: JitCompiler::new(config, &["-fopenmp"])?,
             shared: Arc::new(Shared {
-                planner: Planner::new(),
+                planner: CachedPlanner::new(StrategyChoice::default()),
                 block_size: config.part_size,
                 threads,
                 min_per_thread: config
@@ -141,7 +142,7 @@ impl Backend for OpenMpBackend {
         Ok(Arc::new(OpenMpLoop {
             wrapper,
             statics: (!sig.consts.is_empty()).then_some(f),
-            coloured: sig.has_indirect_writes(),
+            coloured: self.shared.planner.strategy(sig) == Strategy::Colour,
             shared: self.shared.clone(),
         }))
     }
@@ -211,16 +212,18 @@ impl PreparedLoop for OpenMpLoop {
             self.shared.threads as usize,
             self.shared.min_per_thread,
         );
-        let plan = if self.coloured {
+        // On one thread nothing runs at once: no colours needed.
+        let plan = if self.coloured && threads > 1 {
             let args = Self::plan_args(inv);
             Some(
                 self.shared.planner.plan(&PlanRequest {
                     set: inv.set.id(),
+                    start: inv.start,
                     end: inv.end,
                     block_size: self
                         .shared
                         .block_size
-                        .unwrap_or_else(|| default_block_size(inv.end, threads)),
+                        .unwrap_or_else(|| default_block_size(inv.end - inv.start, threads)),
                     args: &args,
                 })?,
             )
@@ -257,7 +260,7 @@ impl PreparedLoop for OpenMpLoop {
             .collect();
         let _statics = self.statics.map(JitFunction::lock_statics);
         // SAFETY: the runtime validated every arg against the signature and locked the data; map
-        // values were range-checked at declaration. The plan covers `0..inv.end` of this set with
+        // values were range-checked at declaration. The plan covers `inv.start..inv.end` with
         // these maps, and no two blocks of one colour modify the same item, so threads never race.
         unsafe {
             (self.wrapper)(

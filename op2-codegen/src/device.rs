@@ -207,7 +207,9 @@ pub enum StubParam {
     End,
     /// `int`: position in the plan's block map of this launch's first block.
     BlockOffset,
-    /// `int`: elements planned (the stride of the block-local index arrays).
+    /// `int`: the first element planned (per-element plan arrays start there).
+    PlanStart,
+    /// `int`: one past the last element planned.
     PlanEnd,
     /// `uint*`: the plan's blocks ordered by colour.
     BlockMap,
@@ -607,7 +609,7 @@ fn staged_item(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize) -> Stri
         .expect("the plan stages every entry an arg reaches");
     let wide = d.wide();
     format!(
-        "op2_s{k}[({wide})op2_s{k}_local[({wide}){slot} * op2_plan_end + op2_e] * {}]",
+        "op2_s{k}[({wide})op2_s{k}_local[({wide}){slot} * op2_plan_len + (op2_e - op2_plan_start)] * {}]",
         st.dim
     )
 }
@@ -631,6 +633,7 @@ pub(crate) fn emit_planned_stub(
         "const int op2_start".into(),
         "const int op2_end".into(),
         "const int op2_block_offset".into(),
+        "const int op2_plan_start".into(),
         "const int op2_plan_end".into(),
         format!("{g}const uint *op2_block_map"),
         format!("{g}const uint *op2_block_offsets"),
@@ -642,6 +645,7 @@ pub(crate) fn emit_planned_stub(
         StubParam::Start,
         StubParam::End,
         StubParam::BlockOffset,
+        StubParam::PlanStart,
         StubParam::PlanEnd,
         StubParam::BlockMap,
         StubParam::BlockOffsets,
@@ -680,7 +684,8 @@ pub(crate) fn emit_planned_stub(
          const uint op2_b = op2_block_map[op2_slot];\n  \
          const int op2_first = op2_block_offsets[op2_b];\n  \
          const int op2_nelem = op2_block_lengths[op2_b];\n  \
-         const int op2_ncol = op2_block_ncolours[op2_b];\n  int op2_bytes = 0;",
+         const int op2_ncol = op2_block_ncolours[op2_b];\n  \
+         const int op2_plan_len = op2_plan_end - op2_plan_start;\n  int op2_bytes = 0;",
         d.local_id(),
         d.local_size(),
         d.group_id()
@@ -722,7 +727,7 @@ pub(crate) fn emit_planned_stub(
          const int op2_i = op2_i0 + op2_lid;\n    \
          const int op2_e = op2_first + op2_i;\n    \
          const int op2_active = op2_i < op2_nelem && op2_e >= op2_start && op2_e < op2_end;\n    \
-         const int op2_col = op2_active ? (int)op2_element_colours[op2_e] : -1;\n",
+         const int op2_col = op2_active ? (int)op2_element_colours[op2_e - op2_plan_start] : -1;\n",
     );
     let mut call = Vec::new();
     let mut around = Around::default();

@@ -11,6 +11,7 @@ use crate::set::Set;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 /// What a carrier is.
@@ -36,6 +37,9 @@ pub struct Carrier {
     pub(crate) dtype: DType,
     pub(crate) host: RwLock<HostBuffer>,
     pub(crate) rt: Weak<RuntimeShared>,
+    /// Whether the halo rows of a Dat are out of date, as of the loops recorded so far (the trace
+    /// exchanges a dirty halo before a loop that reads it, and marks it dirty after a write).
+    pub(crate) halo_dirty: AtomicBool,
 }
 
 impl Carrier {
@@ -57,7 +61,22 @@ impl Carrier {
             dtype: host.dtype(),
             host: RwLock::new(host),
             rt,
+            halo_dirty: AtomicBool::new(false),
         })
+    }
+
+    /// A carrier belonging to no runtime's user, for the runtime's own use (reduction partials of
+    /// one rank, scratch copies): like `like`, with `host` as its data.
+    pub(crate) fn detached(like: &Carrier, id: u64, what: &str, host: HostBuffer) -> Arc<Self> {
+        Carrier::new(
+            id,
+            like.runtime_id,
+            Weak::new(),
+            like.kind.clone(),
+            &format!("{} ({what})", like.name),
+            like.dim,
+            host,
+        )
     }
 
     /// Unique id of this carrier.

@@ -428,6 +428,21 @@ pub enum Op2Error {
         /// Why.
         reason: String,
     },
+    /// Ranks could not communicate: a message of the wrong size, a rank that does not exist, or
+    /// a collective some ranks never joined (a wait that timed out).
+    #[error("communication failed: {reason}")]
+    Communication {
+        /// What went wrong.
+        reason: String,
+    },
+    /// A set's halo lists (what each neighbour rank sends and receives) do not fit its sections.
+    #[error("set `{set}`: {reason}")]
+    BadHalo {
+        /// The set's name.
+        set: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A backend failed while running a loop.
     #[error("backend `{backend}` failed running `{kernel}`: {reason}")]
     Execution {

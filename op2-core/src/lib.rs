@@ -9,6 +9,7 @@ pub mod access;
 pub mod arg;
 pub mod backend;
 pub mod carrier;
+pub mod comm;
 pub mod config;
 pub mod device;
 pub mod dtype;
@@ -16,6 +17,7 @@ pub mod error;
 pub mod kernel;
 pub mod map;
 pub mod names;
+pub mod plan;
 pub mod runtime;
 pub mod set;
 pub mod settings;
@@ -29,6 +31,10 @@ pub use backend::{
     declare_known_backends, find_backend, known_backends, registered_backends,
 };
 pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite, LoopLock};
+pub use comm::{
+    Communicator, PendingExchange, PendingReduction, ReduceOp, SelfCommunicator,
+    ThreadCommunicator, thread_communicators,
+};
 pub use config::Config;
 pub use device::{
     DataState, DeviceData, DeviceMemory, DeviceStats, LoopUse, Transfers, carrier_bytes,
@@ -38,7 +44,7 @@ pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};
 pub use map::Map;
 pub use runtime::{LoopTiming, Runtime, RuntimeBuilder};
-pub use set::{Set, SetSizes};
+pub use set::{HaloNeighbour, Set, SetHalo, SetSizes};
 pub use settings::{Setting, SettingKind, SettingValues, known_settings};
 pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
 

@@ -21,11 +21,32 @@ pub struct SetSizes {
     pub nonexec_halo: usize,
 }
 
+/// What this rank and one neighbour exchange for a set: the owned elements this rank sends, in
+/// the order the neighbour stores them, and the halo elements it receives, in the order the
+/// neighbour sends them (local element numbers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HaloNeighbour {
+    /// The neighbour's rank.
+    pub rank: usize,
+    /// Owned elements whose values go to the neighbour.
+    pub send: Vec<u32>,
+    /// Halo elements (exec or non-exec) whose values come from the neighbour.
+    pub receive: Vec<u32>,
+}
+
+/// A set's halo on this rank: per neighbour rank, what a halo exchange sends and receives.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SetHalo {
+    /// The neighbours, each once.
+    pub neighbours: Vec<HaloNeighbour>,
+}
+
 pub(crate) struct SetInner {
     pub(crate) id: u64,
     pub(crate) runtime_id: u64,
     pub(crate) name: String,
     pub(crate) sizes: SetSizes,
+    pub(crate) halo: Option<Arc<SetHalo>>,
 }
 
 /// A set of mesh entities. Cheap to clone (a shared handle).
@@ -47,7 +68,60 @@ impl Set {
             runtime_id,
             name: name.to_string(),
             sizes,
+            halo: None,
         })))
+    }
+
+    /// A set whose halo elements are exchanged with neighbour ranks as `halo` says; the lists
+    /// are checked against the sections (sends from owned elements, receives into halo elements,
+    /// each halo element from one neighbour).
+    pub(crate) fn with_halo(
+        id: u64,
+        runtime_id: u64,
+        name: &str,
+        sizes: SetSizes,
+        halo: SetHalo,
+    ) -> Result<Self> {
+        let set = Set::new(id, runtime_id, name, sizes)?;
+        let bad = |reason: String| Op2Error::BadHalo {
+            set: name.into(),
+            reason,
+        };
+        let (owned, total) = (set.size(), set.total_size());
+        let mut received = vec![false; total];
+        let mut ranks = Vec::new();
+        for n in &halo.neighbours {
+            if ranks.contains(&n.rank) {
+                return Err(bad(format!("rank {} is listed twice", n.rank)));
+            }
+            ranks.push(n.rank);
+            if let Some(&e) = n.send.iter().find(|&&e| e as usize >= owned) {
+                return Err(bad(format!(
+                    "element {e} sent to rank {} is not owned (owned: 0..{owned})",
+                    n.rank
+                )));
+            }
+            for &e in &n.receive {
+                let e = e as usize;
+                if e < owned || e >= total {
+                    return Err(bad(format!(
+                        "element {e} received from rank {} is not a halo element (halo: {owned}..{total})",
+                        n.rank
+                    )));
+                }
+                if std::mem::replace(&mut received[e], true) {
+                    return Err(bad(format!("halo element {e} is received twice")));
+                }
+            }
+        }
+        let mut inner = Arc::try_unwrap(set.0).unwrap_or_else(|_| unreachable!("just made"));
+        inner.halo = (!halo.neighbours.is_empty()).then(|| Arc::new(halo));
+        Ok(Set(Arc::new(inner)))
+    }
+
+    /// The set's halo exchange lists, when it has neighbours.
+    pub fn halo(&self) -> Option<&SetHalo> {
+        self.0.halo.as_deref()
     }
 
     /// The set's name.

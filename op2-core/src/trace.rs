@@ -103,6 +103,11 @@ impl<T> Trace<T> {
         self.pending.push(p);
     }
 
+    /// The pending computations, in program order.
+    pub fn iter(&self) -> impl Iterator<Item = &Pending<T>> {
+        self.pending.iter()
+    }
+
     /// Number of pending computations.
     pub fn len(&self) -> usize {
         self.pending.len()

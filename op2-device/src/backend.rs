@@ -7,10 +7,13 @@
 use crate::{Device, DeviceLimits, Entry, LaunchArg, LaunchShape, Strategy};
 use op2_codegen::{BlockLayout, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, StubParam};
 use op2_core::{
-    Access, Backend, Carrier, Codegen, Config, DataState, DeviceData, DeviceStats, LoopInvocation,
+    Backend, Carrier, Codegen, Config, DataState, DeviceData, DeviceStats, LoopInvocation,
     LoopSignature, Op2Error, PreparedLoop, Result,
 };
-use op2_plan::{LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, Planner};
+use op2_plan::{
+    CachedPlanner, LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, Planner,
+    StrategyChoice,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -37,7 +40,9 @@ type ConstBuffer<B> = (Vec<u8>, Arc<B>);
 struct Shared<D: Device> {
     data: DeviceData<D>,
     strategy: Strategy,
-    planner: Planner,
+    /// Chooses each loop's strategy (staging for every loop through a map; atomics where the
+    /// backend's strategy and the dialect allow) and makes its plans.
+    planner: CachedPlanner,
     /// `OP2_PART_SIZE`: the first block size plans try.
     block_size: Option<usize>,
     /// Plans already on the device, by the address of the planner's cached plan (kept alive here)
@@ -103,36 +108,16 @@ impl<D: Device> Shared<D> {
         Ok(wanted.min(fits).max(1))
     }
 
-    /// The stub a loop of `sig` runs when its args name the data `sig.data` says: direct, the
-    /// atomics stub, or a plan's (with the layout a plan of it has).
+    /// The stub a loop of `sig` runs, as the planner's strategy for it says: direct, the atomics
+    /// stub, or a plan's (with the layout a plan of it has, from `sig.data`).
     fn stub_of(&self, sig: &LoopSignature) -> DeviceStub {
-        if sig.is_direct() {
-            DeviceStub::Direct
-        } else if self.atomics_apply(sig) {
-            DeviceStub::Atomic
-        } else {
-            DeviceStub::Planned(BlockLayout::of_signature(sig, self.block_bound()))
+        match self.planner.strategy(sig) {
+            Strategy::None => DeviceStub::Direct,
+            Strategy::Atomics => DeviceStub::Atomic,
+            Strategy::Colour => {
+                DeviceStub::Planned(BlockLayout::of_signature(sig, self.block_bound()))
+            }
         }
-    }
-
-    /// Whether a loop may add its indirect increments atomically: the strategy says so, the
-    /// dialect can, nothing is written through maps, and data incremented through a map is used
-    /// by no other kind of arg (a read of it would see some increments and not others).
-    fn atomics_apply(&self, sig: &LoopSignature) -> bool {
-        if self.strategy != Strategy::Atomics || self.device().dialect().atomic_add().is_none() {
-            return false;
-        }
-        let writes_through_maps = sig
-            .args
-            .iter()
-            .any(|a| a.is_indirect() && matches!(a.access, Access::Rw | Access::Write));
-        if writes_through_maps {
-            return false;
-        }
-        let incremented = |i: usize| sig.args[i].is_indirect() && sig.args[i].access == Access::Inc;
-        (0..sig.args.len())
-            .filter(|&i| incremented(i))
-            .all(|i| (0..sig.args.len()).all(|j| sig.data[j] != sig.data[i] || incremented(j)))
     }
 }
 
@@ -145,11 +130,15 @@ impl<D: Device> DeviceBackend<D> {
     /// The backend on `device`, keeping indirect increments race-free with `strategy`, with the
     /// block size the configuration asks for (`OP2_PART_SIZE`).
     pub fn new(device: D, config: &Config, strategy: Strategy) -> Self {
+        let atomics = strategy == Strategy::Atomics && device.dialect().atomic_add().is_some();
         DeviceBackend {
             shared: Arc::new(Shared {
                 data: DeviceData::new(device),
                 strategy,
-                planner: Planner::new(),
+                planner: CachedPlanner::new(StrategyChoice {
+                    stages: true,
+                    atomics,
+                }),
                 block_size: config.part_size,
                 plans: Mutex::new(HashMap::new()),
                 maps: Mutex::new(HashMap::new()),
@@ -389,7 +378,7 @@ impl<D: Device> DeviceLoop<D> {
         let limits = sh.limits();
         sh.planner.plan_to_fit(
             inv.set.id(),
-            inv.end,
+            inv.start..inv.end,
             &PlanArg::of_loop(inv),
             &LocalMemoryFit {
                 preferred: limits.planned_block,
@@ -472,6 +461,7 @@ impl<D: Device> DeviceLoop<D> {
                     StubParam::Start => LaunchArg::Int(self.int(v.start)?),
                     StubParam::End => LaunchArg::Int(self.int(v.end)?),
                     StubParam::BlockOffset => LaunchArg::Int(self.int(v.block_offset)?),
+                    StubParam::PlanStart => LaunchArg::Int(self.int(plan()?.0.start)?),
                     StubParam::PlanEnd => LaunchArg::Int(self.int(plan()?.0.end)?),
                     StubParam::BlockMap => LaunchArg::Buffer(&plan()?.1.block_map),
                     StubParam::BlockOffsets => LaunchArg::Buffer(&plan()?.1.block_offsets),

@@ -12,6 +12,11 @@
 mod backend;
 
 pub use backend::DeviceBackend;
+/// How a device backend keeps indirect increments free of races: [`Strategy::Colour`] (plans,
+/// staging, block colours; deterministic) or [`Strategy::Atomics`] (atomic additions in one
+/// launch where the dialect and the loop allow; loops that write through maps, or read data they
+/// increment, still use colours).
+pub use op2_core::plan::Strategy;
 
 use op2_codegen::{DeviceOptions, DeviceUnit, Dialect};
 use op2_core::{DeviceMemory, Result};
@@ -70,17 +75,6 @@ pub struct DeviceLimits {
     pub tree_reductions: bool,
     /// Wait for every loop to finish before the next is queued.
     pub wait_each_loop: bool,
-}
-
-/// How indirect increments are kept free of races on a device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Strategy {
-    /// Plans: blocks staged in local memory, increments applied colour by colour in a block,
-    /// block colours launched in turn (OP2's scheme). Deterministic.
-    Colour,
-    /// Increments added atomically straight to global memory: no plan, one launch (dialects with
-    /// atomics). Loops that also write through maps, or read data they increment, use colours.
-    Atomics,
 }
 
 /// A device API as the generic backend drives it: memory (its [`DeviceMemory`]), programs,

@@ -3,7 +3,10 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use op2_core::Access;
-use op2_plan::{DEFAULT_BLOCK_SIZE, MapAccess, PlanArg, PlanMap, PlanRequest, Planner, build_plan};
+use op2_plan::{
+    CachedPlanner, DEFAULT_BLOCK_SIZE, MapAccess, PlanArg, PlanMap, PlanRequest, StrategyChoice,
+    build_plan,
+};
 
 const NX: usize = 600;
 const NY: usize = 1200;
@@ -52,6 +55,7 @@ fn plan_edges(c: &mut Criterion) {
     ];
     let req = PlanRequest {
         set: 1,
+        start: 0,
         end: nedges,
         block_size: DEFAULT_BLOCK_SIZE,
         args: &args,
@@ -62,7 +66,7 @@ fn plan_edges(c: &mut Criterion) {
     let mut g = c.benchmark_group("plan_720k_cells");
     g.sample_size(10);
     g.bench_function("build", |b| b.iter(|| build_plan(&req).unwrap()));
-    let planner = Planner::new();
+    let planner = CachedPlanner::new(StrategyChoice::default());
     planner.plan(&req).unwrap();
     g.bench_function("cached", |b| b.iter(|| planner.plan(&req).unwrap()));
     g.finish();

@@ -1,8 +1,8 @@
 //! A plan's arrays as a device backend keeps them: one device buffer per array, uploaded once per
 //! plan, of whatever buffer type the backend's device has.
 
-use crate::build::{LocalIndices, Plan};
 use op2_core::Result;
+use op2_core::plan::{LocalIndices, Plan};
 
 /// A plan's arrays in device buffers of type `B`.
 pub struct PlanBuffers<B> {

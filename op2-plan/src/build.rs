@@ -1,277 +1,10 @@
 //! Building one plan: blocks, staging maps (local-to-global and global-to-local), element and block
 //! colours.
 
-use op2_core::{Access, ArgKind, LoopInvocation, Map, Op2Error, Result};
+use op2_core::plan::{LocalIndices, MapAccess, Plan, PlanArg, PlanRequest, PlanStats, Staging};
+use op2_core::{Op2Error, Result};
 use std::collections::HashMap;
-use std::fmt;
-use std::time::{Duration, Instant};
-
-/// Which entries of a map row an arg reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MapAccess {
-    /// One entry.
-    Entry(usize),
-    /// The whole row.
-    Row,
-}
-
-/// A map as the planner sees it: borrowed values, so plans can be built without a runtime.
-#[derive(Debug, Clone, Copy)]
-pub struct PlanMap<'a> {
-    /// Identity (a [`Map`]'s id).
-    pub id: u64,
-    /// Name, for messages.
-    pub name: &'a str,
-    /// Row-major values, at least `end * arity` of them.
-    pub values: &'a [i32],
-    /// Entries per row.
-    pub arity: usize,
-    /// Size of the target set (all sections): every value must be below it.
-    pub target_size: usize,
-}
-
-impl<'a> From<&'a Map> for PlanMap<'a> {
-    fn from(m: &'a Map) -> Self {
-        PlanMap {
-            id: m.id(),
-            name: m.name(),
-            values: m.values(),
-            arity: m.arity(),
-            target_size: m.to().total_size(),
-        }
-    }
-}
-
-/// One loop arg as the planner sees it.
-#[derive(Debug, Clone)]
-pub struct PlanArg<'a> {
-    /// Identity of the data (a carrier id): args on the same data share staging and colouring.
-    pub data: u64,
-    /// Values per element of the data.
-    pub dim: usize,
-    /// Bytes per value.
-    pub elem_bytes: usize,
-    /// The map for an indirect arg; `None` for direct args and globals (which need no plan).
-    pub map: Option<PlanMap<'a>>,
-    /// Which entries of the map row.
-    pub entries: MapAccess,
-    /// The access mode.
-    pub access: Access,
-}
-
-impl<'a> PlanArg<'a> {
-    /// Every arg of one run of a loop, in order (direct args and Globals have no map).
-    pub fn of_loop(inv: &LoopInvocation<'a>) -> Vec<PlanArg<'a>> {
-        let maps: &'a [Map] = inv.maps;
-        inv.sig
-            .args
-            .iter()
-            .zip(inv.carriers)
-            .map(|(a, c)| {
-                let (map, entries) = match a.kind {
-                    ArgKind::Indirect { map, index, .. } => {
-                        (Some(PlanMap::from(&maps[map])), MapAccess::Entry(index))
-                    }
-                    ArgKind::Row { map, .. } => (Some(PlanMap::from(&maps[map])), MapAccess::Row),
-                    ArgKind::Direct | ArgKind::Global => (None, MapAccess::Row),
-                };
-                PlanArg {
-                    data: c.id(),
-                    dim: a.dim,
-                    elem_bytes: a.dtype.size(),
-                    map,
-                    entries,
-                    access: a.access,
-                }
-            })
-            .collect()
-    }
-
-    /// Whether this arg modifies data through a map, so that elements touching the same item conflict.
-    pub fn needs_colouring(&self) -> bool {
-        self.map.is_some() && matches!(self.access, Access::Inc | Access::Rw | Access::Write)
-    }
-}
-
-/// What to plan: elements `0..end` of the iteration set, cut into blocks of `block_size`.
-#[derive(Debug, Clone)]
-pub struct PlanRequest<'a> {
-    /// Identity of the iteration set (a [`op2_core::Set`]'s id).
-    pub set: u64,
-    /// One past the last element (the set's size, or exec size for loops that write through maps).
-    pub end: usize,
-    /// Elements per block (the last block may be shorter).
-    pub block_size: usize,
-    /// The loop's args, in order.
-    pub args: &'a [PlanArg<'a>],
-}
-
-/// Block-local indices, in the smallest type that holds the largest block's staging size.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LocalIndices {
-    /// Every block stages at most 65,536 items.
-    U16(Vec<u16>),
-    /// Some block stages more.
-    U32(Vec<u32>),
-}
-
-impl LocalIndices {
-    /// The value at `i`.
-    pub fn get(&self, i: usize) -> usize {
-        match self {
-            LocalIndices::U16(v) => v[i] as usize,
-            LocalIndices::U32(v) => v[i] as usize,
-        }
-    }
-
-    /// Number of values.
-    pub fn len(&self) -> usize {
-        match self {
-            LocalIndices::U16(v) => v.len(),
-            LocalIndices::U32(v) => v.len(),
-        }
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Bytes per value.
-    pub fn width(&self) -> usize {
-        match self {
-            LocalIndices::U16(_) => 2,
-            LocalIndices::U32(_) => 4,
-        }
-    }
-}
-
-/// Staging of one unique (Dat, Map) pair accessed indirectly.
-#[derive(Debug, Clone)]
-pub struct Staging {
-    /// The data's identity.
-    pub data: u64,
-    /// The map's id.
-    pub map: u64,
-    /// The map's arity.
-    pub arity: usize,
-    /// Values per item.
-    pub dim: usize,
-    /// Bytes per value.
-    pub elem_bytes: usize,
-    /// The map entries staged (the union over the args of this pair), ascending.
-    pub entries: Vec<usize>,
-    /// Per block: start of its segment in `local_to_global`.
-    pub offsets: Vec<u32>,
-    /// Per block: number of items it stages.
-    pub sizes: Vec<u32>,
-    /// Per block, concatenated: the sorted unique target indices the block touches.
-    pub local_to_global: Vec<i32>,
-    /// For staged entry slot `s` (position in `entries`) and element `e`: at `s * end + e`, the index of
-    /// `map[e][entries[s]]` within its block's segment of `local_to_global`.
-    pub global_to_local: LocalIndices,
-}
-
-impl Staging {
-    /// Block-local index of map entry `entry` of element `e` (`entry` must be staged).
-    pub fn local(&self, e: usize, entry: usize, end: usize) -> Option<usize> {
-        let slot = self.entries.iter().position(|&x| x == entry)?;
-        Some(self.global_to_local.get(slot * end + e))
-    }
-}
-
-/// Numbers a user can print about a plan.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PlanStats {
-    /// Elements planned.
-    pub elements: usize,
-    /// Blocks.
-    pub blocks: usize,
-    /// Block colours.
-    pub block_colours: usize,
-    /// Largest number of element colours in one block.
-    pub max_element_colours: usize,
-    /// Average elements per block.
-    pub average_block_size: f64,
-    /// Largest shared-memory (staging) bytes one block needs.
-    pub max_staging_bytes: usize,
-    /// Staging bytes summed over blocks.
-    pub total_staging_bytes: usize,
-    /// Time to build the plan.
-    pub build_time: Duration,
-}
-
-impl fmt::Display for PlanStats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} elements in {} blocks (average {:.1}), {} block colours, at most {} element colours per block, \
-             staging {} B per block at most ({} B in all), built in {:.3} ms",
-            self.elements,
-            self.blocks,
-            self.average_block_size,
-            self.block_colours,
-            self.max_element_colours,
-            self.max_staging_bytes,
-            self.total_staging_bytes,
-            self.build_time.as_secs_f64() * 1e3
-        )
-    }
-}
-
-/// An execution plan: plain data the backends consume.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    /// Elements planned (`0..end`).
-    pub end: usize,
-    /// Requested block size.
-    pub block_size: usize,
-    /// First element of each block.
-    pub block_offsets: Vec<u32>,
-    /// Elements in each block.
-    pub block_lengths: Vec<u32>,
-    /// Colour of each block.
-    pub block_colours: Vec<u32>,
-    /// Blocks ordered by colour: colour `c` runs `block_map[colour_offsets[c]..colour_offsets[c + 1]]`.
-    pub block_map: Vec<u32>,
-    /// Start of each colour in `block_map`, plus the end.
-    pub colour_offsets: Vec<usize>,
-    /// Colour of each element within its block.
-    pub element_colours: Vec<u32>,
-    /// Number of element colours in each block.
-    pub block_element_colours: Vec<u32>,
-    /// One staging per unique (Dat, Map) pair accessed indirectly.
-    pub staging: Vec<Staging>,
-    /// For each arg: its staging, if it is indirect.
-    pub arg_staging: Vec<Option<usize>>,
-    /// Shared-memory bytes each block needs (each staging rounded up to 16 bytes).
-    pub shared_bytes: Vec<u32>,
-    /// Diagnostics.
-    pub stats: PlanStats,
-}
-
-impl Plan {
-    /// Number of blocks.
-    pub fn blocks(&self) -> usize {
-        self.block_offsets.len()
-    }
-
-    /// Number of block colours.
-    pub fn colours(&self) -> usize {
-        self.colour_offsets.len().saturating_sub(1)
-    }
-
-    /// The blocks of colour `c`.
-    pub fn colour_blocks(&self, c: usize) -> &[u32] {
-        &self.block_map[self.colour_offsets[c]..self.colour_offsets[c + 1]]
-    }
-
-    /// The elements of block `b`.
-    pub fn block_elements(&self, b: usize) -> std::ops::Range<usize> {
-        let start = self.block_offsets[b] as usize;
-        start..start + self.block_lengths[b] as usize
-    }
-}
+use std::time::Instant;
 
 /// The items (per modified Dat, its target elements) that colouring args modify.
 struct Conflicts<'a> {
@@ -369,6 +102,12 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
     if req.block_size == 0 {
         return Err(bad("block size must be positive".into()));
     }
+    if req.start > req.end {
+        return Err(bad(format!(
+            "range {}..{} is backwards",
+            req.start, req.end
+        )));
+    }
     if req.end > u32::MAX as usize {
         return Err(bad(
             "sets larger than 2^32 elements are not supported".into()
@@ -395,34 +134,35 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
             }
         }
     }
-    let end = req.end;
+    let (start, end) = (req.start, req.end);
+    let len = end - start;
     let bs = req.block_size;
-    let nblocks = end.div_ceil(bs);
-    let block_offsets: Vec<u32> = (0..nblocks).map(|b| (b * bs) as u32).collect();
+    let nblocks = len.div_ceil(bs);
+    let block_offsets: Vec<u32> = (0..nblocks).map(|b| (start + b * bs) as u32).collect();
     let block_lengths: Vec<u32> = (0..nblocks)
-        .map(|b| (bs.min(end - b * bs)) as u32)
+        .map(|b| (bs.min(len - b * bs)) as u32)
         .collect();
     let block_range = |b: usize| {
-        let s = b * bs;
+        let s = start + b * bs;
         s..(s + bs).min(end)
     };
 
     // Element colours inside each block, then block colours.
     let conflicts = Conflicts::new(req.args);
-    let mut element_colours = vec![0u32; end];
-    let mut block_element_colours = vec![if end > 0 { 1u32 } else { 0 }; nblocks];
+    let mut element_colours = vec![0u32; len];
+    let mut block_element_colours = vec![if len > 0 { 1u32 } else { 0 }; nblocks];
     let block_colours = if conflicts.is_empty() {
         vec![0u32; nblocks]
     } else {
         let mut work = vec![0u32; conflicts.items];
         for (b, count) in block_element_colours.iter_mut().enumerate() {
             let range = block_range(b);
-            let start = range.start;
+            let first = range.start;
             let colours = colour_units(&conflicts, &mut work, range.len(), |u| {
-                start + u..start + u + 1
+                first + u..first + u + 1
             });
             *count = colours.iter().max().map_or(0, |&c| c + 1);
-            element_colours[range].copy_from_slice(&colours);
+            element_colours[range.start - start..range.end - start].copy_from_slice(&colours);
         }
         colour_units(&conflicts, &mut work, nblocks, block_range)
     };
@@ -464,7 +204,14 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
     for (_, mut entries, rep) in pairs {
         entries.sort_unstable();
         entries.dedup();
-        staging.push(stage(&req.args[rep], entries, end, nblocks, &block_range));
+        staging.push(stage(
+            &req.args[rep],
+            entries,
+            start,
+            len,
+            nblocks,
+            &block_range,
+        ));
     }
     let shared_bytes: Vec<u32> = (0..nblocks)
         .map(|b| {
@@ -476,12 +223,12 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
         .collect();
 
     let stats = PlanStats {
-        elements: end,
+        elements: len,
         blocks: nblocks,
         block_colours: ncolours,
         max_element_colours: block_element_colours.iter().max().copied().unwrap_or(0) as usize,
         average_block_size: if nblocks > 0 {
-            end as f64 / nblocks as f64
+            len as f64 / nblocks as f64
         } else {
             0.0
         },
@@ -490,6 +237,7 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
         build_time: started.elapsed(),
     };
     Ok(Plan {
+        start,
         end,
         block_size: bs,
         block_offsets,
@@ -509,7 +257,8 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
 fn stage(
     arg: &PlanArg<'_>,
     entries: Vec<usize>,
-    end: usize,
+    first: usize,
+    len: usize,
     nblocks: usize,
     block_range: &impl Fn(usize) -> std::ops::Range<usize>,
 ) -> Staging {
@@ -518,7 +267,7 @@ fn stage(
     let mut offsets = Vec::with_capacity(nblocks);
     let mut sizes = Vec::with_capacity(nblocks);
     let mut l2g: Vec<i32> = Vec::new();
-    let mut g2l = vec![0u32; entries.len() * end];
+    let mut g2l = vec![0u32; entries.len() * len];
     // position[target] = block-local index while the block is processed; reset after each block.
     let mut position = vec![u32::MAX; map.target_size];
     for b in 0..nblocks {
@@ -542,7 +291,7 @@ fn stage(
         }
         for e in block_range(b) {
             for (s, &j) in entries.iter().enumerate() {
-                g2l[s * end + e] = position[values[e * arity + j] as usize];
+                g2l[s * len + e - first] = position[values[e * arity + j] as usize];
             }
         }
         for &g in &l2g[start..] {

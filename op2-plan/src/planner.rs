@@ -1,7 +1,9 @@
-//! The plan cache: a loop in a time-stepping loop plans once.
+//! The planner: how a backend keeps loops race-free, and the plan cache (a loop in a
+//! time-stepping loop plans once).
 
-use crate::build::{MapAccess, Plan, PlanArg, PlanRequest, build_plan};
-use op2_core::{Access, Op2Error, Result};
+use crate::build::build_plan;
+use op2_core::plan::{MapAccess, Plan, PlanArg, PlanRequest, Planner, Strategy};
+use op2_core::{Access, LoopSignature, Op2Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,6 +17,7 @@ pub const DEFAULT_BLOCK_SIZE: usize = 256;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PlanKey {
     set: u64,
+    start: usize,
     end: usize,
     block_size: usize,
     args: Vec<(u64, MapAccess, Access, usize, usize)>,
@@ -29,18 +32,70 @@ pub struct PlannerStats {
     pub reused: u64,
 }
 
-/// Builds plans and caches them.
+/// What a backend does with a loop's indirect writes, for [`CachedPlanner::strategy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StrategyChoice {
+    /// The backend stages indirect data per block (devices): every loop through a map needs a
+    /// plan, not only loops that write through one.
+    pub stages: bool,
+    /// The backend adds increments atomically where a loop allows it.
+    pub atomics: bool,
+}
+
+/// Builds plans, caches them, and chooses each loop's [`Strategy`] for its backend.
 #[derive(Default)]
-pub struct Planner {
+pub struct CachedPlanner {
+    choice: StrategyChoice,
     cache: Mutex<HashMap<PlanKey, Arc<Plan>>>,
     built: AtomicU64,
     reused: AtomicU64,
 }
 
-impl Planner {
-    /// An empty planner.
-    pub fn new() -> Self {
-        Self::default()
+impl Planner for CachedPlanner {
+    /// Direct loops, and loops that write nothing through maps on a backend that stages nothing,
+    /// need no plan; atomics where the backend has them and the loop allows them (nothing written
+    /// through maps, data incremented through a map used by no other kind of arg); colours
+    /// otherwise.
+    fn strategy(&self, sig: &LoopSignature) -> Strategy {
+        let c = self.choice;
+        if sig.is_direct() || (!c.stages && !sig.has_indirect_writes()) {
+            return Strategy::None;
+        }
+        if c.atomics && atomics_allowed(sig) {
+            return Strategy::Atomics;
+        }
+        Strategy::Colour
+    }
+
+    fn plan(&self, req: &PlanRequest<'_>) -> Result<Arc<Plan>> {
+        CachedPlanner::plan(self, req)
+    }
+}
+
+/// Whether `sig`'s increments may be added atomically: nothing is written through maps (RW,
+/// WRITE), and data incremented through a map is used by no other kind of arg (a read of it would
+/// see some increments and not others).
+fn atomics_allowed(sig: &LoopSignature) -> bool {
+    let writes_through_maps = sig
+        .args
+        .iter()
+        .any(|a| a.is_indirect() && matches!(a.access, Access::Rw | Access::Write));
+    if writes_through_maps {
+        return false;
+    }
+    let incremented = |i: usize| sig.args[i].is_indirect() && sig.args[i].access == Access::Inc;
+    (0..sig.args.len())
+        .filter(|&i| incremented(i))
+        .all(|i| (0..sig.args.len()).all(|j| sig.data[j] != sig.data[i] || incremented(j)))
+}
+
+impl CachedPlanner {
+    /// A planner choosing strategies as `choice` says.
+    pub fn new(choice: StrategyChoice) -> Self {
+        CachedPlanner {
+            choice,
+            ..Self::default()
+        }
     }
 
     /// The plan for `req`, from the cache when an equivalent request was planned before.
@@ -63,6 +118,7 @@ impl Planner {
             .collect();
         let key = PlanKey {
             set: req.set,
+            start: req.start,
             end: req.end,
             block_size: req.block_size,
             args,
@@ -93,7 +149,7 @@ impl Planner {
     pub fn plan_to_fit(
         &self,
         set: u64,
-        end: usize,
+        range: std::ops::Range<usize>,
         args: &[PlanArg<'_>],
         fit: &LocalMemoryFit<'_>,
     ) -> Result<Arc<Plan>> {
@@ -101,7 +157,8 @@ impl Planner {
         loop {
             let plan = self.plan(&PlanRequest {
                 set,
-                end,
+                start: range.start,
+                end: range.end,
                 block_size,
                 args,
             })?;

@@ -2,15 +2,17 @@
 //! more than 32 colours.
 
 use op2_core::Access;
-use op2_plan::{MapAccess, Plan, PlanArg, PlanMap, PlanRequest, Planner, build_plan};
+use op2_plan::{
+    CachedPlanner, MapAccess, Plan, PlanArg, PlanMap, PlanRequest, StrategyChoice, build_plan,
+};
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 
 /// Every invariant a plan must satisfy; panics (via prop_assert-like asserts) naming the broken one.
 fn check_plan(plan: &Plan, req: &PlanRequest<'_>) {
-    let end = req.end;
-    // Blocks: contiguous, cover 0..end once, at most block_size each.
-    let mut next = 0usize;
+    let (start, end) = (req.start, req.end);
+    // Blocks: contiguous, cover start..end once, at most block_size each.
+    let mut next = start;
     for b in 0..plan.blocks() {
         let r = plan.block_elements(b);
         assert_eq!(r.start, next, "block {b} starts where the previous ended");
@@ -78,7 +80,7 @@ fn check_plan(plan: &Plan, req: &PlanRequest<'_>) {
     for b in 0..plan.blocks() {
         let mut owner: HashMap<(u32, (u64, i32)), usize> = HashMap::new();
         for e in plan.block_elements(b) {
-            let c = plan.element_colours[e];
+            let c = plan.element_colours[e - start];
             assert!(
                 c < plan.block_element_colours[b],
                 "element colour below the block's count"
@@ -116,7 +118,7 @@ fn check_plan(plan: &Plan, req: &PlanRequest<'_>) {
                     used.insert(m.values[e * m.arity + j]);
                 }
                 for &j in &entries {
-                    let local = s.local(e, j, end).expect("entry staged");
+                    let local = s.local(plan, e, j).expect("entry staged");
                     assert_eq!(
                         seg[local],
                         m.values[e * m.arity + j],
@@ -196,9 +198,12 @@ proptest! {
             data, dim: 2, elem_bytes: 8, map: Some(maps[m]),
             entries: j.map_or(MapAccess::Row, MapAccess::Entry), access,
         }).collect();
-        let req = PlanRequest { set: 1, end: l.elements, block_size: l.block_size, args: &args };
+        let req = PlanRequest { set: 1, start: 0, end: l.elements, block_size: l.block_size, args: &args };
         let plan = build_plan(&req).unwrap();
         check_plan(&plan, &req);
+        // A section of the set (the owned or exec-halo elements under MPI) plans alone.
+        let section = PlanRequest { start: l.elements / 3, ..req.clone() };
+        check_plan(&build_plan(&section).unwrap(), &section);
     }
 }
 
@@ -232,6 +237,7 @@ impl OneArg<'_> {
         }];
         let req = PlanRequest {
             set: 1,
+            start: 0,
             end,
             block_size,
             args: &args,
@@ -337,12 +343,13 @@ fn planner_reuses_plans_for_equivalent_loops() {
         entries: MapAccess::Entry(0),
         access: Access::Inc,
     };
-    let planner = Planner::new();
+    let planner = CachedPlanner::new(StrategyChoice::default());
     let a = [arg(1)];
     let b = [arg(2)]; // other data, same shape: same plan
     let p1 = planner
         .plan(&PlanRequest {
             set: 1,
+            start: 0,
             end: 10,
             block_size: 4,
             args: &a,
@@ -351,6 +358,7 @@ fn planner_reuses_plans_for_equivalent_loops() {
     let p2 = planner
         .plan(&PlanRequest {
             set: 1,
+            start: 0,
             end: 10,
             block_size: 4,
             args: &b,
@@ -360,6 +368,7 @@ fn planner_reuses_plans_for_equivalent_loops() {
     planner
         .plan(&PlanRequest {
             set: 1,
+            start: 0,
             end: 10,
             block_size: 5,
             args: &a,
@@ -391,6 +400,7 @@ fn bad_requests_are_errors_not_panics() {
     assert!(
         build_plan(&PlanRequest {
             set: 1,
+            start: 0,
             end: 2,
             block_size: 0,
             args: &args
@@ -401,6 +411,7 @@ fn bad_requests_are_errors_not_panics() {
     assert!(
         build_plan(&PlanRequest {
             set: 1,
+            start: 0,
             end: 2,
             block_size: 4,
             args: &args
@@ -411,6 +422,7 @@ fn bad_requests_are_errors_not_panics() {
     assert!(
         build_plan(&PlanRequest {
             set: 1,
+            start: 0,
             end: 3,
             block_size: 4,
             args: &args
@@ -425,6 +437,7 @@ fn bad_requests_are_errors_not_panics() {
     assert!(
         build_plan(&PlanRequest {
             set: 1,
+            start: 0,
             end: 1,
             block_size: 4,
             args: &wrong

@@ -243,8 +243,9 @@ fn host_features() -> Vec<&'static str> {
 
 /// The facade's test files that run again on each device backend (the others test host-compiler
 /// caches and OpenMP settings).
-const DEVICE_SUITE: [&str; 7] = [
+const DEVICE_SUITE: [&str; 8] = [
     "classic",
+    "distributed",
     "errors",
     "hardening",
     "laziness",

@@ -2,10 +2,12 @@
 //! code, the shared settings by method and each backend's own by name.
 
 use super::Runtime;
+use crate::comm::Communicator;
 use crate::config::Config;
 use crate::error::{Op2Error, Result};
 use crate::settings::find_setting;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Builds a [`Runtime`]: starts from the environment ([`Config::from_env`]) and applies overrides.
 #[derive(Default, Debug, Clone)]
@@ -20,6 +22,8 @@ pub struct RuntimeBuilder {
     num_threads: Option<usize>,
     /// Backend settings by name, in the order given.
     settings: Vec<(String, String)>,
+    /// The ranks the runtime runs with (default: one process).
+    comm: Option<Arc<dyn Communicator>>,
 }
 
 impl RuntimeBuilder {
@@ -79,6 +83,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The ranks the runtime runs with: `op2-mpi`'s MPI communicator, or one of
+    /// [`crate::thread_communicators`] (default: this process alone).
+    pub fn communicator(mut self, comm: Arc<dyn Communicator>) -> Self {
+        self.comm = Some(comm);
+        self
+    }
+
     /// The configuration this builder would use.
     pub fn config(&self) -> Result<Config> {
         let mut c = Config::from_env()?;
@@ -124,6 +135,10 @@ impl RuntimeBuilder {
 
     /// Creates the runtime and its backend.
     pub fn build(self) -> Result<Runtime> {
-        Runtime::with_config(self.config()?)
+        let config = self.config()?;
+        match self.comm {
+            Some(comm) => Runtime::with_communicator(config, comm),
+            None => Runtime::with_config(config),
+        }
     }
 }

@@ -1,12 +1,17 @@
-//! Running recorded work: the runtime's shared state (backend, trace, compiled loops, timings),
-//! and forcing: taking what an access needs from the trace and running it in program order, keeping
-//! what fails (and what depends on it) pending.
+//! Running recorded work: the runtime's shared state (backend, communicator, trace, compiled
+//! loops, timings), forcing (taking what an access needs from the trace and running it in program
+//! order, keeping what fails and what depends on it pending), and running each kind of step: a
+//! loop over a range of its set, halo exchanges, cross-rank reductions.
 
+use super::steps::{Exchange, LoopStep, Reduction, ReductionTarget, Step};
 use super::timing::{self, LoopTiming};
+use crate::access::Access;
 use crate::backend::{Backend, LoopInvocation, PreparedLoop};
-use crate::carrier::Carrier;
+use crate::carrier::{Carrier, CarrierKind};
+use crate::comm::{Communicator, ReduceOp, combine};
 use crate::config::Config;
-use crate::error::Result;
+use crate::dtype::HostBuffer;
+use crate::error::{Op2Error, Result};
 use crate::map::Map;
 use crate::set::Set;
 use crate::signature::LoopSignature;
@@ -24,8 +29,6 @@ pub struct LoopRecord {
     pub(crate) carriers: Vec<Arc<Carrier>>,
     pub(crate) maps: Vec<Map>,
     pub(crate) consts: Vec<Arc<Carrier>>,
-    pub(crate) start: usize,
-    pub(crate) end: usize,
     /// Bytes the loop moves by OP2's convention (see [`LoopTiming::bytes`]).
     pub(crate) bytes: u64,
 }
@@ -38,7 +41,7 @@ impl LoopRecord {
 }
 
 pub(crate) struct State {
-    pub(crate) trace: Trace<Arc<LoopRecord>>,
+    pub(crate) trace: Trace<Step>,
     pub(crate) prepared: HashMap<LoopSignature, (Arc<LoopSignature>, Arc<dyn PreparedLoop>)>,
     pub(crate) consts: Vec<Arc<Carrier>>,
 }
@@ -48,11 +51,15 @@ pub struct RuntimeShared {
     pub(crate) id: u64,
     pub(crate) config: Config,
     pub(crate) backend: Box<dyn Backend>,
+    /// The ranks this runtime runs with (one process: [`crate::SelfCommunicator`]).
+    pub(crate) comm: Arc<dyn Communicator>,
     pub(crate) state: Mutex<State>,
     /// Held while pending work runs, so that concurrent forces keep program order.
     pub(crate) exec: Mutex<()>,
     pub(crate) executed: AtomicU64,
     pub(crate) recorded: AtomicU64,
+    /// Halo exchanges of one Dat started so far.
+    pub(crate) exchanges: AtomicU64,
     /// Per-kernel run times, in order of first run.
     pub(crate) timings: Mutex<Vec<LoopTiming>>,
 }
@@ -62,12 +69,20 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+fn reduce_op(access: Access) -> ReduceOp {
+    match access {
+        Access::Min => ReduceOp::Min,
+        Access::Max => ReduceOp::Max,
+        _ => ReduceOp::Sum,
+    }
+}
+
 impl RuntimeShared {
     /// Runs `work` in order. A loop that fails stays pending, with every later one that depends on
     /// it; loops that do not depend on a failure still run. The kept loops go back to the front of
     /// the trace (they come before anything recorded later), so nothing recorded is lost, and the
     /// first error is returned.
-    fn run_pending(&self, work: Vec<Pending<Arc<LoopRecord>>>) -> Result<()> {
+    fn run_pending(&self, work: Vec<Pending<Step>>) -> Result<()> {
         let mut first_error = None;
         let mut kept = Vec::new();
         let mut blocked = Footprint::default();
@@ -77,7 +92,7 @@ impl RuntimeShared {
                 kept.push(p);
                 continue;
             }
-            if let Err(e) = self.run_record(&p.work) {
+            if let Err(e) = self.run_step(&p.work) {
                 first_error.get_or_insert(e);
                 blocked.add(&p);
                 kept.push(p);
@@ -89,18 +104,49 @@ impl RuntimeShared {
         first_error.map_or(Ok(()), Err)
     }
 
-    fn run_record(&self, rec: &LoopRecord) -> Result<()> {
+    fn run_step(&self, step: &Step) -> Result<()> {
+        match step {
+            Step::Loop(l) => self.run_loop(l),
+            Step::HaloBegin(x) => self.begin_exchange(x),
+            Step::HaloEnd(x) => self.end_exchange(x),
+            Step::ReduceInit(r) => self.init_reduction(r),
+            Step::ReduceBegin(r) => self.begin_reduction(r),
+            Step::ReduceEnd(r) => self.end_reduction(r),
+        }
+    }
+
+    fn run_loop(&self, step: &LoopStep) -> Result<()> {
+        let rec = &step.record;
         let kernel = rec.sig.kernel.name();
+        // Reduction args accumulate in the Globals, this rank's partials, or scratch copies.
+        let reductions = rec.sig.reduction_args();
+        let carriers: Vec<Arc<Carrier>> = rec
+            .carriers
+            .iter()
+            .enumerate()
+            .map(
+                |(i, c)| match (&step.reductions, reductions.iter().position(|&r| r == i)) {
+                    (ReductionTarget::Partials(r), Some(k)) => r.partials[k].clone(),
+                    (ReductionTarget::Discard, Some(_)) => Carrier::detached(
+                        c,
+                        super::next_id(),
+                        "redundant elements' part, discarded",
+                        HostBuffer::zeroed(c.dtype(), c.dim()),
+                    ),
+                    _ => c.clone(),
+                },
+            )
+            .collect();
         // Each carrier once: exclusively when some arg writes it, shared otherwise.
         let writes = |id: u64| {
             rec.sig
                 .args
                 .iter()
-                .zip(&rec.carriers)
+                .zip(&carriers)
                 .any(|(a, c)| c.id == id && a.access.writes())
         };
-        let mut locked = Vec::with_capacity(rec.carriers.len() + rec.consts.len());
-        for c in rec.carriers.iter().chain(&rec.consts) {
+        let mut locked = Vec::with_capacity(carriers.len() + rec.consts.len());
+        for c in carriers.iter().chain(&rec.consts) {
             if !locked.iter().any(|(id, _)| *id == c.id) {
                 locked.push((c.id, c.lock_for_loop(kernel, writes(c.id))?));
             }
@@ -112,7 +158,7 @@ impl RuntimeShared {
                 .expect("every carrier of the loop was locked just above");
             guard.pointer()
         };
-        let args: Vec<_> = rec.carriers.iter().map(|c| pointer(c.id)).collect();
+        let args: Vec<_> = carriers.iter().map(|c| pointer(c.id)).collect();
         let consts: Vec<_> = rec
             .consts
             .iter()
@@ -122,16 +168,136 @@ impl RuntimeShared {
         rec.prepared.run(&LoopInvocation {
             sig: &rec.sig,
             set: &rec.set,
-            start: rec.start,
-            end: rec.end,
+            start: step.range.start,
+            end: step.range.end,
             args: &args,
-            carriers: &rec.carriers,
+            carriers: &carriers,
             maps: &rec.maps,
             consts: &consts,
         })?;
         let seconds = started.elapsed().as_secs_f64();
-        timing::record(&mut lock(&self.timings), kernel, seconds, rec.bytes);
-        self.executed.fetch_add(1, Ordering::Relaxed);
+        timing::record(
+            &mut lock(&self.timings),
+            kernel,
+            seconds,
+            u64::from(step.first),
+            if step.first { rec.bytes } else { 0 },
+        );
+        if step.last {
+            self.executed.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Packs each Dat's sent rows (its host copy, brought up to date) per neighbour and posts the
+    /// exchange.
+    fn begin_exchange(&self, x: &Exchange) -> Result<()> {
+        let mut pending = lock(&x.pending);
+        for dat in &x.dats {
+            let CarrierKind::Dat(set) = dat.kind() else {
+                continue;
+            };
+            let Some(halo) = set.halo() else {
+                continue;
+            };
+            self.backend.host_access(dat, false)?;
+            let row = dat.dim() * dat.dtype().size();
+            let guard = dat.lock_for_loop("halo exchange", false)?;
+            let bytes = guard.bytes();
+            let sends = halo
+                .neighbours
+                .iter()
+                .map(|n| {
+                    let packed: Vec<u8> = n
+                        .send
+                        .iter()
+                        .flat_map(|&e| &bytes[e as usize * row..(e as usize + 1) * row])
+                        .copied()
+                        .collect();
+                    (n.rank, packed)
+                })
+                .collect();
+            let receives = halo
+                .neighbours
+                .iter()
+                .map(|n| (n.rank, n.receive.len() * row))
+                .collect();
+            pending.push(self.comm.begin_exchange(sends, receives)?);
+            self.exchanges.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Waits for each Dat's messages and writes them into its halo rows (on the host, which the
+    /// backend then holds as the valid copy).
+    fn end_exchange(&self, x: &Exchange) -> Result<()> {
+        let pending: Vec<_> = std::mem::take(&mut *lock(&x.pending));
+        for (dat, p) in x.dats.iter().zip(pending) {
+            let received = p.wait()?;
+            let CarrierKind::Dat(set) = dat.kind() else {
+                continue;
+            };
+            let Some(halo) = set.halo() else {
+                continue;
+            };
+            self.backend.host_access(dat, true)?;
+            let row = dat.dim() * dat.dtype().size();
+            let mut guard = dat.lock_for_loop("halo exchange", true)?;
+            let bytes = guard.bytes_mut().expect("a write lock gives mutable bytes");
+            for (n, message) in halo.neighbours.iter().zip(received) {
+                for (k, &e) in n.receive.iter().enumerate() {
+                    let e = e as usize;
+                    bytes[e * row..(e + 1) * row].copy_from_slice(&message[k * row..(k + 1) * row]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts this rank's partials: zero for sums, the Global's value for MIN and MAX (the same
+    /// on every rank, so combining it again changes nothing).
+    fn init_reduction(&self, r: &Reduction) -> Result<()> {
+        for ((_, global, access), partial) in r.globals.iter().zip(&r.partials) {
+            let mut p = partial.lock_for_loop("reduction", true)?;
+            let p = p.bytes_mut().expect("a write lock gives mutable bytes");
+            if *access == Access::Inc {
+                p.fill(0);
+            } else {
+                self.backend.host_access(global, false)?;
+                p.copy_from_slice(global.lock_for_loop("reduction", false)?.bytes());
+            }
+        }
+        Ok(())
+    }
+
+    fn begin_reduction(&self, r: &Reduction) -> Result<()> {
+        let mut pending = lock(&r.pending);
+        for ((_, global, access), partial) in r.globals.iter().zip(&r.partials) {
+            self.backend.host_access(partial, false)?;
+            let values = partial.lock_for_loop("reduction", false)?.bytes().to_vec();
+            pending.push(
+                self.comm
+                    .begin_all_reduce(values, global.dtype(), reduce_op(*access))?,
+            );
+        }
+        Ok(())
+    }
+
+    /// Folds the combined partials into the Globals: sums are added, extremes combined.
+    fn end_reduction(&self, r: &Reduction) -> Result<()> {
+        let pending: Vec<_> = std::mem::take(&mut *lock(&r.pending));
+        if pending.len() != r.globals.len() {
+            return Err(Op2Error::Communication {
+                reason: "a reduction finished that never started".into(),
+            });
+        }
+        for ((_, global, access), p) in r.globals.iter().zip(pending) {
+            let combined = p.wait()?;
+            self.backend.host_access(global, true)?;
+            let mut g = global.lock_for_loop("reduction", true)?;
+            let g = g.bytes_mut().expect("a write lock gives mutable bytes");
+            combine(g, &combined, global.dtype(), reduce_op(*access));
+        }
         Ok(())
     }
 

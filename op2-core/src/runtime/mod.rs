@@ -5,6 +5,7 @@
 
 mod builder;
 mod execute;
+mod steps;
 mod timing;
 mod validate;
 
@@ -15,14 +16,15 @@ pub use timing::LoopTiming;
 use crate::arg::Arg;
 use crate::backend::{PreparedLoop, find_backend};
 use crate::carrier::{Carrier, CarrierKind, Const, Dat, Global, check_len};
+use crate::comm::Communicator;
 use crate::config::Config;
 use crate::dtype::{HostBuffer, Scalar};
 use crate::error::{Op2Error, Result};
 use crate::kernel::Kernel;
 use crate::map::Map;
-use crate::set::{Set, SetSizes};
-use crate::signature::{ArgKind, ConstSig, LoopSignature};
-use crate::trace::{DataUse, Pending, Trace, section};
+use crate::set::{Set, SetHalo, SetSizes};
+use crate::signature::{ConstSig, LoopSignature};
+use crate::trace::Trace;
 use execute::{State, lock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,7 +32,7 @@ use std::sync::{Arc, Mutex};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-fn next_id() -> u64 {
+pub(crate) fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
@@ -84,6 +86,11 @@ impl Runtime {
 
     /// A runtime with exactly this configuration.
     pub fn with_config(config: Config) -> Result<Runtime> {
+        Self::with_communicator(config, Arc::new(crate::comm::SelfCommunicator))
+    }
+
+    /// A runtime with this configuration, one rank of the ranks `comm` connects.
+    pub fn with_communicator(config: Config, comm: Arc<dyn Communicator>) -> Result<Runtime> {
         let factory = find_backend(&config.backend)?;
         let backend = (factory.create)(&config)?;
         Ok(Runtime {
@@ -91,6 +98,7 @@ impl Runtime {
                 id: next_id(),
                 config,
                 backend,
+                comm,
                 state: Mutex::new(State {
                     trace: Trace::default(),
                     prepared: HashMap::new(),
@@ -99,6 +107,7 @@ impl Runtime {
                 exec: Mutex::new(()),
                 executed: AtomicU64::new(0),
                 recorded: AtomicU64::new(0),
+                exchanges: AtomicU64::new(0),
                 timings: Mutex::new(Vec::new()),
             }),
         })
@@ -114,9 +123,22 @@ impl Runtime {
         self.shared.backend.name()
     }
 
-    /// Loops recorded but not yet run.
+    /// Loops recorded but not yet run (or not yet run over every section of their set).
     pub fn pending_loops(&self) -> usize {
-        lock(&self.shared.state).trace.len()
+        let st = lock(&self.shared.state);
+        let mut loops: Vec<*const LoopRecord> = st
+            .trace
+            .iter()
+            .filter_map(|p| p.work.loop_record().map(Arc::as_ptr))
+            .collect();
+        loops.sort_unstable();
+        loops.dedup();
+        loops.len()
+    }
+
+    /// The ranks this runtime runs with.
+    pub fn communicator(&self) -> &Arc<dyn Communicator> {
+        &self.shared.comm
     }
 
     /// Time and bytes per kernel so far, in order of first run (OP2's timing output).
@@ -145,6 +167,11 @@ impl Runtime {
         self.shared.executed.load(Ordering::Relaxed)
     }
 
+    /// Halo exchanges (of one Dat each) started so far.
+    pub fn halo_exchanges(&self) -> u64 {
+        self.shared.exchanges.load(Ordering::Relaxed)
+    }
+
     /// Loops recorded so far.
     pub fn recorded_loops(&self) -> u64 {
         self.shared.recorded.load(Ordering::Relaxed)
@@ -164,6 +191,14 @@ impl Runtime {
             },
             name,
         )
+    }
+
+    /// Declares a set with explicit MPI section sizes, and what a halo exchange sends to and
+    /// receives from each neighbour rank ([`Op2Error::BadHalo`] when the lists do not fit the
+    /// sections). Loops that read its Dats' halos exchange them first, through the runtime's
+    /// communicator, when they are out of date.
+    pub fn decl_set_with_halo(&self, sizes: SetSizes, halo: SetHalo, name: &str) -> Result<Set> {
+        Set::with_halo(next_id(), self.shared.id, name, sizes, halo)
     }
 
     /// Declares a set with explicit MPI section sizes.
@@ -354,27 +389,6 @@ impl Runtime {
 
         let exec = sig.has_indirect_writes();
         let end = if exec { set.exec_size() } else { set.size() };
-        let iterated = section::CORE | section::OWNED | if exec { section::EXEC_HALO } else { 0 };
-        let mut reads = Vec::with_capacity(carriers.len() + consts.len());
-        let mut writes = Vec::new();
-        for (a, c) in sig.args.iter().zip(&carriers) {
-            let sections = if a.kind == ArgKind::Direct {
-                iterated
-            } else {
-                section::ALL
-            };
-            let u = DataUse { id: c.id, sections };
-            if a.access.reads() {
-                reads.push(u);
-            }
-            if a.access.writes() {
-                writes.push(u);
-            }
-        }
-        reads.extend(consts.iter().map(|c| DataUse {
-            id: c.id,
-            sections: section::ALL,
-        }));
         let bytes = timing::loop_bytes(&sig, &carriers, &maps, end);
         let record = Arc::new(LoopRecord {
             sig,
@@ -383,16 +397,14 @@ impl Runtime {
             carriers,
             maps,
             consts,
-            start: 0,
-            end,
             bytes,
         });
         self.shared.recorded.fetch_add(1, Ordering::Relaxed);
-        lock(&self.shared.state).trace.push(Pending {
-            work: record,
-            reads,
-            writes,
-        });
+        let mut st = lock(&self.shared.state);
+        for step in steps::loop_steps(&record, &*self.shared.comm, next_id) {
+            st.trace.push(step);
+        }
+        drop(st);
         if !self.shared.config.lazy {
             self.flush()?;
         }

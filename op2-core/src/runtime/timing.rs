@@ -84,17 +84,24 @@ pub(crate) fn loop_bytes(
     dats + map_bytes
 }
 
-/// Adds one run of kernel `kernel` to `timings` (in order of first run).
-pub(crate) fn record(timings: &mut Vec<LoopTiming>, kernel: &str, seconds: f64, bytes: u64) {
+/// Adds a run of kernel `kernel` to `timings` (in order of first run): `seconds` spent, `calls`
+/// loops completed, `bytes` moved.
+pub(crate) fn record(
+    timings: &mut Vec<LoopTiming>,
+    kernel: &str,
+    seconds: f64,
+    calls: u64,
+    bytes: u64,
+) {
     match timings.iter_mut().find(|t| t.kernel == kernel) {
         Some(t) => {
-            t.calls += 1;
+            t.calls += calls;
             t.seconds += seconds;
             t.bytes += bytes;
         }
         None => timings.push(LoopTiming {
             kernel: kernel.to_string(),
-            calls: 1,
+            calls,
             seconds,
             bytes,
         }),

@@ -1,0 +1,319 @@
+//! Execution plans as data, and the [`Planner`] trait that makes them: how a backend keeps a loop
+//! race-free ([`Strategy`]), and for a range of an iteration set its blocks, their colours and
+//! the staging of indirect data (PyOP2's parallel execution plan). `op2-plan` builds and caches
+//! plans; backends consume them.
+
+use crate::access::Access;
+use crate::backend::LoopInvocation;
+use crate::error::Result;
+use crate::map::Map;
+use crate::signature::{ArgKind, LoopSignature};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a backend keeps the concurrent updates of a loop free of races.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// Nothing to keep apart: elements run in any order (no conflicting writes, or one thread).
+    None,
+    /// A plan's blocks and colours: blocks of one colour, and elements of one colour in a block,
+    /// touch no item in common (and devices stage indirect data per block).
+    Colour,
+    /// Increments added atomically, in one pass without a plan.
+    Atomics,
+}
+
+/// Makes plans: the one place a backend decides how loops stay race-free, and for a range of an
+/// iteration set (a section: core, owned, exec halo) the plan that runs it.
+pub trait Planner: Send + Sync {
+    /// How loops of `sig` run on this backend.
+    fn strategy(&self, sig: &LoopSignature) -> Strategy;
+
+    /// The plan of `request`'s range (from a cache when it was made before).
+    fn plan(&self, request: &PlanRequest<'_>) -> Result<Arc<Plan>>;
+}
+
+/// Which entries of a map row an arg reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MapAccess {
+    /// One entry.
+    Entry(usize),
+    /// The whole row.
+    Row,
+}
+
+/// A map as the planner sees it: borrowed values, so plans can be built without a runtime.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanMap<'a> {
+    /// Identity (a [`Map`]'s id).
+    pub id: u64,
+    /// Name, for messages.
+    pub name: &'a str,
+    /// Row-major values, at least `end * arity` of them.
+    pub values: &'a [i32],
+    /// Entries per row.
+    pub arity: usize,
+    /// Size of the target set (all sections): every value must be below it.
+    pub target_size: usize,
+}
+
+impl<'a> From<&'a Map> for PlanMap<'a> {
+    fn from(m: &'a Map) -> Self {
+        PlanMap {
+            id: m.id(),
+            name: m.name(),
+            values: m.values(),
+            arity: m.arity(),
+            target_size: m.to().total_size(),
+        }
+    }
+}
+
+/// One loop arg as the planner sees it.
+#[derive(Debug, Clone)]
+pub struct PlanArg<'a> {
+    /// Identity of the data (a carrier id): args on the same data share staging and colouring.
+    pub data: u64,
+    /// Values per element of the data.
+    pub dim: usize,
+    /// Bytes per value.
+    pub elem_bytes: usize,
+    /// The map for an indirect arg; `None` for direct args and globals (which need no plan).
+    pub map: Option<PlanMap<'a>>,
+    /// Which entries of the map row.
+    pub entries: MapAccess,
+    /// The access mode.
+    pub access: Access,
+}
+
+impl<'a> PlanArg<'a> {
+    /// Every arg of one run of a loop, in order (direct args and Globals have no map).
+    pub fn of_loop(inv: &LoopInvocation<'a>) -> Vec<PlanArg<'a>> {
+        let maps: &'a [Map] = inv.maps;
+        inv.sig
+            .args
+            .iter()
+            .zip(inv.carriers)
+            .map(|(a, c)| {
+                let (map, entries) = match a.kind {
+                    ArgKind::Indirect { map, index, .. } => {
+                        (Some(PlanMap::from(&maps[map])), MapAccess::Entry(index))
+                    }
+                    ArgKind::Row { map, .. } => (Some(PlanMap::from(&maps[map])), MapAccess::Row),
+                    ArgKind::Direct | ArgKind::Global => (None, MapAccess::Row),
+                };
+                PlanArg {
+                    data: c.id(),
+                    dim: a.dim,
+                    elem_bytes: a.dtype.size(),
+                    map,
+                    entries,
+                    access: a.access,
+                }
+            })
+            .collect()
+    }
+
+    /// Whether this arg modifies data through a map, so that elements touching the same item conflict.
+    pub fn needs_colouring(&self) -> bool {
+        self.map.is_some() && matches!(self.access, Access::Inc | Access::Rw | Access::Write)
+    }
+}
+
+/// What to plan: elements `start..end` of the iteration set (a section), cut into blocks of
+/// `block_size`.
+#[derive(Debug, Clone)]
+pub struct PlanRequest<'a> {
+    /// Identity of the iteration set (a [`crate::Set`]'s id).
+    pub set: u64,
+    /// The first element.
+    pub start: usize,
+    /// One past the last element.
+    pub end: usize,
+    /// Elements per block (the last block may be shorter).
+    pub block_size: usize,
+    /// The loop's args, in order.
+    pub args: &'a [PlanArg<'a>],
+}
+
+/// Block-local indices, in the smallest type that holds the largest block's staging size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalIndices {
+    /// Every block stages at most 65,536 items.
+    U16(Vec<u16>),
+    /// Some block stages more.
+    U32(Vec<u32>),
+}
+
+impl LocalIndices {
+    /// The value at `i`.
+    pub fn get(&self, i: usize) -> usize {
+        match self {
+            LocalIndices::U16(v) => v[i] as usize,
+            LocalIndices::U32(v) => v[i] as usize,
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            LocalIndices::U16(v) => v.len(),
+            LocalIndices::U32(v) => v.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes per value.
+    pub fn width(&self) -> usize {
+        match self {
+            LocalIndices::U16(_) => 2,
+            LocalIndices::U32(_) => 4,
+        }
+    }
+}
+
+/// Staging of one unique (Dat, Map) pair accessed indirectly.
+#[derive(Debug, Clone)]
+pub struct Staging {
+    /// The data's identity.
+    pub data: u64,
+    /// The map's id.
+    pub map: u64,
+    /// The map's arity.
+    pub arity: usize,
+    /// Values per item.
+    pub dim: usize,
+    /// Bytes per value.
+    pub elem_bytes: usize,
+    /// The map entries staged (the union over the args of this pair), ascending.
+    pub entries: Vec<usize>,
+    /// Per block: start of its segment in `local_to_global`.
+    pub offsets: Vec<u32>,
+    /// Per block: number of items it stages.
+    pub sizes: Vec<u32>,
+    /// Per block, concatenated: the sorted unique target indices the block touches.
+    pub local_to_global: Vec<i32>,
+    /// For staged entry slot `s` (position in `entries`) and element `e` of a plan of `len`
+    /// elements from `start`: at `s * len + (e - start)`, the index of `map[e][entries[s]]`
+    /// within its block's segment of `local_to_global`.
+    pub global_to_local: LocalIndices,
+}
+
+impl Staging {
+    /// Block-local index of map entry `entry` of element `e` of `plan` (`entry` must be staged).
+    pub fn local(&self, plan: &Plan, e: usize, entry: usize) -> Option<usize> {
+        let slot = self.entries.iter().position(|&x| x == entry)?;
+        Some(self.global_to_local.get(slot * plan.len() + e - plan.start))
+    }
+}
+
+/// Numbers a user can print about a plan.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlanStats {
+    /// Elements planned.
+    pub elements: usize,
+    /// Blocks.
+    pub blocks: usize,
+    /// Block colours.
+    pub block_colours: usize,
+    /// Largest number of element colours in one block.
+    pub max_element_colours: usize,
+    /// Average elements per block.
+    pub average_block_size: f64,
+    /// Largest shared-memory (staging) bytes one block needs.
+    pub max_staging_bytes: usize,
+    /// Staging bytes summed over blocks.
+    pub total_staging_bytes: usize,
+    /// Time to build the plan.
+    pub build_time: Duration,
+}
+
+impl fmt::Display for PlanStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} elements in {} blocks (average {:.1}), {} block colours, at most {} element colours per block, \
+             staging {} B per block at most ({} B in all), built in {:.3} ms",
+            self.elements,
+            self.blocks,
+            self.average_block_size,
+            self.block_colours,
+            self.max_element_colours,
+            self.max_staging_bytes,
+            self.total_staging_bytes,
+            self.build_time.as_secs_f64() * 1e3
+        )
+    }
+}
+
+/// An execution plan of elements `start..end`: plain data the backends consume. Block offsets
+/// are element indices; per-element arrays are indexed from `start`.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// First element planned.
+    pub start: usize,
+    /// One past the last element planned.
+    pub end: usize,
+    /// Requested block size.
+    pub block_size: usize,
+    /// First element of each block.
+    pub block_offsets: Vec<u32>,
+    /// Elements in each block.
+    pub block_lengths: Vec<u32>,
+    /// Colour of each block.
+    pub block_colours: Vec<u32>,
+    /// Blocks ordered by colour: colour `c` runs `block_map[colour_offsets[c]..colour_offsets[c + 1]]`.
+    pub block_map: Vec<u32>,
+    /// Start of each colour in `block_map`, plus the end.
+    pub colour_offsets: Vec<usize>,
+    /// Colour of each element within its block (element `e` at `e - start`).
+    pub element_colours: Vec<u32>,
+    /// Number of element colours in each block.
+    pub block_element_colours: Vec<u32>,
+    /// One staging per unique (Dat, Map) pair accessed indirectly.
+    pub staging: Vec<Staging>,
+    /// For each arg: its staging, if it is indirect.
+    pub arg_staging: Vec<Option<usize>>,
+    /// Shared-memory bytes each block needs (each staging rounded up to 16 bytes).
+    pub shared_bytes: Vec<u32>,
+    /// Diagnostics.
+    pub stats: PlanStats,
+}
+
+impl Plan {
+    /// Elements planned.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether the plan has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// Number of blocks.
+    pub fn blocks(&self) -> usize {
+        self.block_offsets.len()
+    }
+
+    /// Number of block colours.
+    pub fn colours(&self) -> usize {
+        self.colour_offsets.len().saturating_sub(1)
+    }
+
+    /// The blocks of colour `c`.
+    pub fn colour_blocks(&self, c: usize) -> &[u32] {
+        &self.block_map[self.colour_offsets[c]..self.colour_offsets[c + 1]]
+    }
+
+    /// The elements of block `b`.
+    pub fn block_elements(&self, b: usize) -> std::ops::Range<usize> {
+        let start = self.block_offsets[b] as usize;
+        start..start + self.block_lengths[b] as usize
+    }
+}

@@ -1,0 +1,322 @@
+//! The steps a loop is recorded as (PyOP2's and OP2's distributed sequence): start the halo
+//! exchanges of the Dats the loop reads through maps whose halo is out of date; run the core
+//! elements; finish the exchanges; run the owned elements; start the reductions; run the exec
+//! halo (elements computed redundantly, for loops that write through maps); finish the
+//! reductions; mark written halos out of date. A step with nothing to do is not recorded: one
+//! process with no halos records one loop step over the owned elements (and one over the exec
+//! halo where a set has one). Each step states the data sections it reads and writes, so the lazy
+//! trace orders and forces steps like loops.
+
+use super::LoopRecord;
+use crate::access::Access;
+use crate::carrier::{Carrier, CarrierKind};
+use crate::comm::{Communicator, PendingExchange, PendingReduction};
+use crate::set::SetSizes;
+use crate::signature::ArgKind;
+use crate::trace::{DataUse, Pending, section};
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+/// One step of the trace.
+pub(crate) enum Step {
+    /// Run a loop over a range of its iteration set.
+    Loop(LoopStep),
+    /// Send the owned values of Dats their neighbours hold as halo, and post the receives.
+    HaloBegin(Arc<Exchange>),
+    /// Wait for an exchange and write the received values into the halo rows.
+    HaloEnd(Arc<Exchange>),
+    /// Start each rank's reduction partials from the Globals (zero for sums, their value for
+    /// MIN and MAX).
+    ReduceInit(Arc<Reduction>),
+    /// Start combining the partials across ranks.
+    ReduceBegin(Arc<Reduction>),
+    /// Finish combining and fold the result into the Globals.
+    ReduceEnd(Arc<Reduction>),
+}
+
+impl Step {
+    /// The loop a step belongs to, for counting pending loops.
+    pub(crate) fn loop_record(&self) -> Option<&Arc<LoopRecord>> {
+        match self {
+            Step::Loop(l) => Some(&l.record),
+            _ => None,
+        }
+    }
+}
+
+/// Where a loop step's reduction args accumulate.
+#[derive(Clone)]
+pub(crate) enum ReductionTarget {
+    /// Into the Globals themselves (one process).
+    Globals,
+    /// Into this rank's partials, combined across ranks later.
+    Partials(Arc<Reduction>),
+    /// Into scratch copies thrown away (elements computed redundantly must not count).
+    Discard,
+}
+
+/// A loop over a range of its iteration set.
+pub(crate) struct LoopStep {
+    pub(crate) record: Arc<LoopRecord>,
+    pub(crate) range: Range<usize>,
+    pub(crate) reductions: ReductionTarget,
+    /// The loop's first step (its call is counted once, its bytes once).
+    pub(crate) first: bool,
+    /// The loop's last step (it has run when this one has).
+    pub(crate) last: bool,
+}
+
+/// A halo exchange of some Dats of one set.
+pub(crate) struct Exchange {
+    pub(crate) dats: Vec<Arc<Carrier>>,
+    /// The messages in flight, one exchange per Dat, between begin and end.
+    pub(crate) pending: Mutex<Vec<Box<dyn PendingExchange>>>,
+}
+
+/// The cross-rank reductions of one loop.
+pub(crate) struct Reduction {
+    /// Per reduction: the arg's position, the Global, its access.
+    pub(crate) globals: Vec<(usize, Arc<Carrier>, Access)>,
+    /// Per reduction, this rank's partial result.
+    pub(crate) partials: Vec<Arc<Carrier>>,
+    /// The combinations in flight between begin and end.
+    pub(crate) pending: Mutex<Vec<Box<dyn PendingReduction>>>,
+}
+
+/// The sections a range of a set covers.
+fn sections_of(sizes: SetSizes, range: &Range<usize>) -> u8 {
+    let bounds = [
+        (0, sizes.core, section::CORE),
+        (sizes.core, sizes.core + sizes.owned, section::OWNED),
+        (
+            sizes.core + sizes.owned,
+            sizes.core + sizes.owned + sizes.exec_halo,
+            section::EXEC_HALO,
+        ),
+    ];
+    bounds
+        .iter()
+        .filter(|(lo, hi, _)| range.start < *hi && *lo < range.end)
+        .fold(0, |acc, (_, _, bit)| acc | bit)
+}
+
+/// Records `record` as steps: returns them in program order, with what each reads and writes.
+/// `new_id` numbers the runtime's own carriers (reduction partials).
+pub(crate) fn loop_steps(
+    record: &Arc<LoopRecord>,
+    comm: &dyn Communicator,
+    mut new_id: impl FnMut() -> u64,
+) -> Vec<Pending<Step>> {
+    let sig = &record.sig;
+    let set = &record.set;
+    let sizes = set.sizes();
+    let exec = sig.has_indirect_writes();
+    let distributed = comm.size() > 1;
+
+    // Dats whose halo rows the loop reads: through maps (not only incremented or written), and
+    // on the iteration set when the exec halo runs. Exchanged when their set has neighbours and
+    // their halo is out of date.
+    let mut exchanged: Vec<Arc<Carrier>> = Vec::new();
+    if distributed {
+        for (a, c) in sig.args.iter().zip(&record.carriers) {
+            let CarrierKind::Dat(dset) = c.kind() else {
+                continue;
+            };
+            let reads_halo = match a.kind {
+                ArgKind::Indirect { .. } | ArgKind::Row { .. } => {
+                    matches!(a.access, Access::Read | Access::Rw)
+                }
+                ArgKind::Direct => exec && a.access.reads(),
+                ArgKind::Global => false,
+            };
+            if reads_halo
+                && dset.halo().is_some()
+                && c.halo_dirty.load(Ordering::Relaxed)
+                && !exchanged.iter().any(|d| d.id == c.id)
+            {
+                exchanged.push(c.clone());
+            }
+        }
+    }
+    // The halos of what was exchanged are current; what the loop writes is not (marked now, in
+    // program order: the steps run in that order).
+    for c in &exchanged {
+        c.halo_dirty.store(false, Ordering::Relaxed);
+    }
+    for (a, c) in sig.args.iter().zip(&record.carriers) {
+        if a.access.writes() && matches!(c.kind(), CarrierKind::Dat(_)) {
+            c.halo_dirty.store(true, Ordering::Relaxed);
+        }
+    }
+
+    let reduction = (distributed && sig.has_reductions()).then(|| {
+        let globals: Vec<(usize, Arc<Carrier>, Access)> = sig
+            .reduction_args()
+            .into_iter()
+            .map(|i| (i, record.carriers[i].clone(), sig.args[i].access))
+            .collect();
+        let partials = globals
+            .iter()
+            .map(|(_, g, _)| {
+                let host = crate::dtype::HostBuffer::zeroed(g.dtype(), g.dim());
+                Carrier::detached(g, new_id(), "this rank's partial", host)
+            })
+            .collect();
+        Arc::new(Reduction {
+            globals,
+            partials,
+            pending: Mutex::new(Vec::new()),
+        })
+    });
+
+    let mut steps: Vec<Pending<Step>> = Vec::new();
+    let exchange = (!exchanged.is_empty()).then(|| {
+        Arc::new(Exchange {
+            dats: exchanged,
+            pending: Mutex::new(Vec::new()),
+        })
+    });
+    let dat_uses = |dats: &[Arc<Carrier>], sections: u8| -> Vec<DataUse> {
+        dats.iter()
+            .map(|c| DataUse { id: c.id, sections })
+            .collect()
+    };
+    let global_uses = |r: &Reduction, partials: bool, sections: u8| -> Vec<DataUse> {
+        if partials {
+            dat_uses(&r.partials, sections)
+        } else {
+            r.globals
+                .iter()
+                .map(|(_, g, _)| DataUse { id: g.id, sections })
+                .collect()
+        }
+    };
+    if let Some(x) = &exchange {
+        steps.push(Pending {
+            work: Step::HaloBegin(x.clone()),
+            reads: dat_uses(&x.dats, section::CORE | section::OWNED),
+            writes: dat_uses(&x.dats, section::NET),
+        });
+    }
+    if let Some(r) = &reduction {
+        steps.push(Pending {
+            work: Step::ReduceInit(r.clone()),
+            reads: global_uses(r, false, section::ALL),
+            writes: global_uses(r, true, section::ALL),
+        });
+    }
+    let target = match &reduction {
+        Some(r) => ReductionTarget::Partials(r.clone()),
+        None => ReductionTarget::Globals,
+    };
+    let owned_end = set.size();
+    let mut ranges: Vec<(Range<usize>, ReductionTarget)> = Vec::new();
+    match &exchange {
+        // Core elements touch no halo: they run while the messages travel.
+        Some(_) => {
+            ranges.push((0..sizes.core, target.clone()));
+            ranges.push((sizes.core..owned_end, target.clone()));
+        }
+        None => ranges.push((0..owned_end, target.clone())),
+    }
+    if exec && set.exec_size() > owned_end {
+        ranges.push((owned_end..set.exec_size(), ReductionTarget::Discard));
+    }
+    let n_ranges = ranges.len();
+    for (k, (range, reductions)) in ranges.into_iter().enumerate() {
+        if k == 1 {
+            if let Some(x) = &exchange {
+                steps.push(Pending {
+                    work: Step::HaloEnd(x.clone()),
+                    reads: dat_uses(&x.dats, section::NET),
+                    writes: dat_uses(&x.dats, section::EXEC_HALO | section::NONEXEC_HALO),
+                });
+            }
+        }
+        let is_exec = matches!(reductions, ReductionTarget::Discard);
+        if is_exec {
+            if let Some(r) = &reduction {
+                steps.push(Pending {
+                    work: Step::ReduceBegin(r.clone()),
+                    reads: global_uses(r, true, section::ALL),
+                    writes: global_uses(r, false, section::NET),
+                });
+            }
+        }
+        let (reads, writes) = range_uses(record, &range, sizes, &reductions);
+        steps.push(Pending {
+            work: Step::Loop(LoopStep {
+                record: record.clone(),
+                range,
+                reductions,
+                first: k == 0,
+                last: k + 1 == n_ranges,
+            }),
+            reads,
+            writes,
+        });
+    }
+    if let Some(r) = &reduction {
+        if !steps.iter().any(|p| matches!(p.work, Step::ReduceBegin(_))) {
+            steps.push(Pending {
+                work: Step::ReduceBegin(r.clone()),
+                reads: global_uses(r, true, section::ALL),
+                writes: global_uses(r, false, section::NET),
+            });
+        }
+        let mut reads = global_uses(r, false, section::ALL);
+        reads.extend(global_uses(r, false, section::NET));
+        steps.push(Pending {
+            work: Step::ReduceEnd(r.clone()),
+            reads,
+            writes: global_uses(r, false, section::ALL),
+        });
+    }
+    steps
+}
+
+/// What a loop step over `range` reads and writes: direct Dats in the range's sections, data
+/// reached through maps anywhere, reductions in the Globals or the partials they accumulate in.
+fn range_uses(
+    record: &LoopRecord,
+    range: &Range<usize>,
+    sizes: SetSizes,
+    reductions: &ReductionTarget,
+) -> (Vec<DataUse>, Vec<DataUse>) {
+    let mut reads = Vec::with_capacity(record.carriers.len() + record.consts.len());
+    let mut writes = Vec::new();
+    let iterated = sections_of(sizes, range);
+    let reduction_args = record.sig.reduction_args();
+    for (i, (a, c)) in record.sig.args.iter().zip(&record.carriers).enumerate() {
+        let id = match reductions {
+            ReductionTarget::Partials(r) if reduction_args.contains(&i) => {
+                let k = reduction_args
+                    .iter()
+                    .position(|&x| x == i)
+                    .expect("a reduction");
+                r.partials[k].id
+            }
+            // Scratch copies: nothing anybody else sees.
+            ReductionTarget::Discard if reduction_args.contains(&i) => continue,
+            _ => c.id,
+        };
+        let sections = if a.kind == ArgKind::Direct {
+            iterated
+        } else {
+            section::ALL
+        };
+        let u = DataUse { id, sections };
+        if a.access.reads() {
+            reads.push(u);
+        }
+        if a.access.writes() {
+            writes.push(u);
+        }
+    }
+    reads.extend(record.consts.iter().map(|c| DataUse {
+        id: c.id,
+        sections: section::ALL,
+    }));
+    (reads, writes)
+}

@@ -1,0 +1,337 @@
+//! The staged executor: loops run by section (core, owned, exec halo), halo exchanges and
+//! cross-rank reductions as steps of the lazy trace. Two ranks simulated as threads
+//! (`thread_communicators`) share a chain mesh partitioned by hand, and must compute on their
+//! owned elements exactly what one process computes on the whole mesh. `cargo xtask test` runs
+//! this file on every backend.
+
+mod common;
+
+use common::backend;
+use op2::{
+    HaloNeighbour, INC, Kernel, READ, RW, Runtime, SetHalo, SetSizes, WRITE, thread_communicators,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn kernel(name: &str, src: &str) -> Kernel {
+    Kernel::new(name, src).unwrap()
+}
+
+/// The loops every run does: scale the node values (so their halo goes out of date), an edge
+/// value from its two nodes (read through the map: exchange), then increments from edges into
+/// nodes (through the map, so the exec halo runs redundantly, reading edge values there:
+/// exchange) with a sum and a maximum over the edges.
+struct Loops {
+    scale: Kernel,
+    edge: Kernel,
+    spread: Kernel,
+}
+
+fn loops() -> Loops {
+    Loops {
+        scale: kernel("scale", "void scale(double *x) { *x = 3.0 * *x + 1.0; }"),
+        edge: kernel(
+            "edge",
+            "void edge(const double *a, const double *b, double *y) { *y = *a + 2.0 * *b; }",
+        ),
+        spread: kernel(
+            "spread",
+            "void spread(const double *y, double *a, double *b, double *s, double *m) {
+               *a += *y; *b += 0.5 * *y; *s += *y; if (*y > *m) *m = *y; }",
+        ),
+    }
+}
+
+/// What a run computes: node values, edge values, node accumulators, the sum and the maximum.
+struct Results {
+    x: Vec<f64>,
+    y: Vec<f64>,
+    acc: Vec<f64>,
+    sum: f64,
+    max: f64,
+    /// Halo exchanges the runtime made.
+    exchanges: u64,
+}
+
+/// Runs the loops on a mesh of `nodes` nodes (x values `x0`) and edges `e2n` (local numbers),
+/// with the given set shapes; returns everything (halo rows included).
+#[allow(clippy::too_many_arguments)]
+fn run(
+    rt: &Runtime,
+    node_sizes: SetSizes,
+    node_halo: SetHalo,
+    edge_sizes: SetSizes,
+    edge_halo: SetHalo,
+    e2n: Vec<i32>,
+    x0: &[f64],
+) -> Results {
+    let l = loops();
+    let nodes = rt
+        .decl_set_with_halo(node_sizes, node_halo, "nodes")
+        .unwrap();
+    let edges = rt
+        .decl_set_with_halo(edge_sizes, edge_halo, "edges")
+        .unwrap();
+    let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
+    let x = rt.decl_dat(&nodes, 1, x0, "x").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&edges, 1, "y").unwrap();
+    let acc = rt.decl_dat_zeros::<f64>(&nodes, 1, "acc").unwrap();
+    let sum = rt.decl_global(1, &[0.25f64], "sum").unwrap();
+    let max = rt.decl_global(1, &[-1.0f64], "max").unwrap();
+    rt.par_loop(&l.scale, &nodes, [x.arg(RW)]).unwrap();
+    rt.par_loop(
+        &l.edge,
+        &edges,
+        [x.arg_via(&m, 0, READ), x.arg_via(&m, 1, READ), y.arg(WRITE)],
+    )
+    .unwrap();
+    rt.par_loop(
+        &l.spread,
+        &edges,
+        [
+            y.arg(READ),
+            acc.arg_via(&m, 0, INC),
+            acc.arg_via(&m, 1, INC),
+            sum.arg(INC),
+            max.arg(op2::MAX),
+        ],
+    )
+    .unwrap();
+    Results {
+        sum: sum.value().unwrap()[0],
+        max: max.value().unwrap()[0],
+        x: x.to_vec().unwrap(),
+        y: y.to_vec().unwrap(),
+        acc: acc.to_vec().unwrap(),
+        exchanges: rt.halo_exchanges(),
+    }
+}
+
+fn runtime() -> op2::RuntimeBuilder {
+    op2::builder().backend(&backend())
+}
+
+fn core(n: usize) -> SetSizes {
+    SetSizes {
+        core: n,
+        ..SetSizes::default()
+    }
+}
+
+/// Node values of the whole chain.
+fn initial(n: usize) -> Vec<f64> {
+    (0..n).map(|i| ((i * 7) % 11) as f64 - 3.5).collect()
+}
+
+#[test]
+fn two_ranks_compute_what_one_process_computes() {
+    // A chain of N + 1 nodes and N edges (e joins e and e + 1). Rank 0 owns edges 0..M and nodes
+    // 0..M; rank 1 owns edges M..N and nodes M..=N.
+    const N: usize = 40;
+    const M: usize = 17;
+    let whole: Vec<f64> = initial(N + 1);
+    let one = run(
+        &runtime().build().unwrap(),
+        core(N + 1),
+        SetHalo::default(),
+        core(N),
+        SetHalo::default(),
+        (0..N as i32).flat_map(|e| [e, e + 1]).collect(),
+        &whole,
+    );
+
+    // Rank 0. Edges: 0..M-1 core, M-1 owned (it reaches node M, rank 1's), no exec halo.
+    // Nodes: 0..M owned, node M (local M) a non-exec halo element read by edge M-1.
+    // Rank 1. Edges: M..N core (local 0..N-M), edge M-1 exec halo (local N-M: it increments
+    // node M). Nodes: M..=N owned (local 0..=N-M), node M-1 non-exec halo (local N-M+1).
+    let rank0 = move |rt: Runtime| {
+        let nodes = SetSizes {
+            core: M,
+            nonexec_halo: 1,
+            ..SetSizes::default()
+        };
+        let node_halo = SetHalo {
+            neighbours: vec![HaloNeighbour {
+                rank: 1,
+                send: vec![(M - 1) as u32],
+                receive: vec![M as u32],
+            }],
+        };
+        let edges = SetSizes {
+            core: M - 1,
+            owned: 1,
+            ..SetSizes::default()
+        };
+        let edge_halo = SetHalo {
+            neighbours: vec![HaloNeighbour {
+                rank: 1,
+                send: vec![(M - 1) as u32],
+                receive: vec![],
+            }],
+        };
+        let e2n: Vec<i32> = (0..M as i32).flat_map(|e| [e, e + 1]).collect();
+        run(
+            &rt,
+            nodes,
+            node_halo,
+            edges,
+            edge_halo,
+            e2n,
+            &initial(N + 1)[..=M],
+        )
+    };
+    let rank1 = move |rt: Runtime| {
+        let owned = N - M + 1;
+        let nodes = SetSizes {
+            core: owned,
+            nonexec_halo: 1,
+            ..SetSizes::default()
+        };
+        let node_halo = SetHalo {
+            neighbours: vec![HaloNeighbour {
+                rank: 0,
+                send: vec![0],
+                receive: vec![owned as u32],
+            }],
+        };
+        let edges = SetSizes {
+            core: N - M,
+            exec_halo: 1,
+            ..SetSizes::default()
+        };
+        let edge_halo = SetHalo {
+            neighbours: vec![HaloNeighbour {
+                rank: 0,
+                send: vec![],
+                receive: vec![(N - M) as u32],
+            }],
+        };
+        let mut e2n: Vec<i32> = (0..(N - M) as i32).flat_map(|e| [e, e + 1]).collect();
+        e2n.extend([owned as i32, 0]);
+        let mut x0: Vec<f64> = initial(N + 1)[M..].to_vec();
+        x0.push(initial(N + 1)[M - 1]);
+        run(&rt, nodes, node_halo, edges, edge_halo, e2n, &x0)
+    };
+    let comms = thread_communicators(2, Duration::from_secs(60));
+    let mut comms = comms.into_iter();
+    let (c0, c1) = (comms.next().unwrap(), comms.next().unwrap());
+    let (r0, r1) = std::thread::scope(|s| {
+        let a = s.spawn(move || rank0(runtime().communicator(Arc::new(c0)).build().unwrap()));
+        let b = s.spawn(move || rank1(runtime().communicator(Arc::new(c1)).build().unwrap()));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+
+    // Owned values are the one process's, exactly (the same additions in the same order).
+    assert_eq!(r0.x[..M], one.x[..M], "rank 0 nodes");
+    assert_eq!(r1.x[..=N - M], one.x[M..], "rank 1 nodes");
+    assert_eq!(r0.y[..M], one.y[..M], "rank 0 edges");
+    assert_eq!(r1.y[..N - M], one.y[M..], "rank 1 edges");
+    assert_eq!(r0.acc[..M], one.acc[..M], "rank 0 accumulators");
+    assert_eq!(r1.acc[..=N - M], one.acc[M..], "rank 1 accumulators");
+    // Halos hold their owners' values after the exchanges the loops needed.
+    assert_eq!(r0.x[M], one.x[M], "rank 0's halo node, exchanged");
+    assert_eq!(
+        r1.x[N - M + 1],
+        one.x[M - 1],
+        "rank 1's halo node, exchanged"
+    );
+    assert_eq!(
+        r1.y[N - M],
+        one.y[M - 1],
+        "rank 1's exec-halo edge, exchanged"
+    );
+    // Exactly the exchanges needed: x before the edge loop reads it through the map, y before the
+    // exec halo reads it; none in one process.
+    assert_eq!((one.exchanges, r0.exchanges, r1.exchanges), (0, 2, 2));
+    // Reductions: every edge once (the redundant one not twice), the same on both ranks.
+    for r in [&r0, &r1] {
+        assert!(
+            (r.sum - one.sum).abs() <= 1e-12 * one.sum.abs(),
+            "{} != {}",
+            r.sum,
+            one.sum
+        );
+        assert_eq!(r.max, one.max);
+    }
+}
+
+#[test]
+fn redundant_elements_of_one_process_do_not_count_in_reductions() {
+    // One process whose edge set has an exec halo: a loop writing through the map runs it, but a
+    // reduction counts owned edges only.
+    let rt = runtime().build().unwrap();
+    let nodes = rt.decl_set(4, "nodes").unwrap();
+    let edges = rt
+        .decl_set_sections(
+            SetSizes {
+                core: 2,
+                owned: 0,
+                exec_halo: 1,
+                nonexec_halo: 0,
+            },
+            "edges",
+        )
+        .unwrap();
+    let m = rt
+        .decl_map(&edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3], "e2n")
+        .unwrap();
+    let acc = rt.decl_dat_zeros::<i32>(&nodes, 1, "acc").unwrap();
+    let count = rt.decl_global(1, &[0i32], "count").unwrap();
+    let k = kernel(
+        "touch",
+        "void touch(int *a, int *b, int *c) { *a += 1; *b += 1; *c += 1; }",
+    );
+    rt.par_loop(
+        &k,
+        &edges,
+        [
+            acc.arg_via(&m, 0, INC),
+            acc.arg_via(&m, 1, INC),
+            count.arg(INC),
+        ],
+    )
+    .unwrap();
+    assert_eq!(acc.to_vec().unwrap(), [1, 2, 2, 1], "the exec halo ran");
+    assert_eq!(count.value().unwrap(), [2], "only owned edges counted");
+    assert_eq!(rt.pending_loops(), 0);
+    assert_eq!(rt.executed_loops(), 1);
+}
+
+#[test]
+fn halo_lists_that_do_not_fit_the_sections_are_errors() {
+    let rt = runtime().build().unwrap();
+    let sizes = SetSizes {
+        core: 3,
+        owned: 0,
+        exec_halo: 0,
+        nonexec_halo: 2,
+    };
+    let bad = |send: Vec<u32>, receive: Vec<u32>| {
+        rt.decl_set_with_halo(
+            sizes,
+            SetHalo {
+                neighbours: vec![HaloNeighbour {
+                    rank: 1,
+                    send,
+                    receive,
+                }],
+            },
+            "s",
+        )
+    };
+    for (send, receive) in [
+        (vec![3], vec![3]),    // sends a halo element
+        (vec![0], vec![1]),    // receives into an owned element
+        (vec![0], vec![5]),    // receives past the set
+        (vec![0], vec![3, 3]), // receives one element twice
+    ] {
+        assert!(
+            matches!(
+                bad(send.clone(), receive.clone()),
+                Err(op2::Op2Error::BadHalo { .. })
+            ),
+            "{send:?} {receive:?}"
+        );
+    }
+    assert!(bad(vec![0, 2], vec![3, 4]).is_ok());
+}
