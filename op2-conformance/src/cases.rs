@@ -969,19 +969,6 @@ fn row_rw_gather_scatter(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-/// Airfoil (OP2's standard benchmark) for 20 iterations on a small I = 20, J = 30 grid: all five
-/// loops, the residual history and the final flow state.
-fn airfoil_small(rt: &Runtime) -> Result<Outputs> {
-    let mesh = airfoil::Mesh::generate(20, 30);
-    let a = airfoil::Airfoil::new(rt, &mesh, &airfoil::Constants::default())?;
-    let residuals: Vec<f64> = (0..20).map(|_| a.step()).collect::<Result<_>>()?;
-    let mut o = Outputs::new();
-    o.push("residuals", &residuals);
-    o.push("q", &a.q()?);
-    o.push("max_change", &[a.max_change()?]);
-    Ok(o)
-}
-
 /// Every named case.
 pub fn cases() -> Vec<Case> {
     macro_rules! case {
@@ -1137,11 +1124,6 @@ pub fn cases() -> Vec<Case> {
             diffusion_time_steps,
             1e-10,
             "20 time steps: flux INC + update with reduction"
-        ),
-        case!(
-            airfoil_small,
-            1e-10,
-            "Airfoil, 20 iterations on a 20 x 30 O-grid"
         ),
     ]
 }

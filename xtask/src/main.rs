@@ -278,9 +278,18 @@ fn test(args: &[String]) -> Result<(), String> {
             cmd.args(["--features", &ws_features]);
         }
     };
+    // Backends that must start here: the suite's `--require`s, and Airfoil's conformance test
+    // (in its own crate, so the suite needs no app) reads the same list.
+    let mut must_start = vec!["seq"];
+    for f in ["openmp", "opencl", "cuda-emulator"] {
+        if features.contains(&f) || (f == "cuda-emulator" && features.contains(&"cuda")) {
+            must_start.push(f);
+        }
+    }
     let mut c = cargo();
     c.args(["test", "--workspace", "--all-targets"]);
     with_features(&mut c);
+    c.env("OP2_REQUIRE_BACKENDS", must_start.join(","));
     run(c.envs(cuda_env.iter().cloned()))?;
     run(cargo().args(["test", "--workspace", "--doc"]))?;
     // The facade's suite computes its expected values independently; rerun it on the OpenMP
@@ -335,12 +344,10 @@ fn test(args: &[String]) -> Result<(), String> {
             run(&mut c)?;
         }
     }
-    let mut required = vec!["--require".to_string(), "seq".into()];
-    for f in ["openmp", "opencl", "cuda-emulator"] {
-        if features.contains(&f) || (f == "cuda-emulator" && features.contains(&"cuda")) {
-            required.extend(["--require".into(), f.into()]);
-        }
-    }
+    let required: Vec<String> = must_start
+        .iter()
+        .flat_map(|b| ["--require".to_string(), b.to_string()])
+        .collect();
     conformance::run(&required)?;
     // The GPU check's bundle, run on the CUDA emulator, so that it works when a GPU is lent.
     let bundle = root().join("target/gpu-check-ci");
