@@ -11,7 +11,7 @@ use crate::set::Set;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 /// What a carrier is.
@@ -38,7 +38,9 @@ pub struct Carrier {
     pub(crate) host: RwLock<HostBuffer>,
     pub(crate) rt: Weak<RuntimeShared>,
     /// Whether the halo rows of a Dat are out of date, as of the loops recorded so far (the trace
-    /// exchanges a dirty halo before a loop that reads it, and marks it dirty after a write).
+    /// exchanges a dirty halo before a loop that reads it, and marks it dirty after a write). New
+    /// Dats start out of date, as OP2's do: whatever the caller put in their halo rows, the first
+    /// loop that reads them through a map gets the owners' values.
     pub(crate) halo_dirty: AtomicBool,
 }
 
@@ -61,7 +63,7 @@ impl Carrier {
             dtype: host.dtype(),
             host: RwLock::new(host),
             rt,
-            halo_dirty: AtomicBool::new(false),
+            halo_dirty: AtomicBool::new(true),
         })
     }
 
@@ -141,6 +143,10 @@ impl Carrier {
     fn prepare_host_access(self: &Arc<Self>, write: bool) -> Result<()> {
         if let Some(rt) = self.rt.upgrade() {
             rt.force_for_host(self, write)?;
+        }
+        if write {
+            // The caller may change owned rows that other ranks hold as halo.
+            self.halo_dirty.store(true, Ordering::Relaxed);
         }
         Ok(())
     }

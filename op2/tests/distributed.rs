@@ -335,3 +335,83 @@ fn halo_lists_that_do_not_fit_the_sections_are_errors() {
     }
     assert!(bad(vec![0, 2], vec![3, 4]).is_ok());
 }
+
+/// Two ranks of one node each, each holding the other's node as halo, and one edge each joining
+/// its node (local 0) to the halo node (local 1): `y = own + 2 * other`.
+fn two_node_rank(rt: &Runtime, rank: usize, own: f64) -> (Vec<f64>, Vec<f64>, u64) {
+    let other = 1 - rank;
+    let nodes = rt
+        .decl_set_with_halo(
+            SetSizes {
+                core: 1,
+                nonexec_halo: 1,
+                ..SetSizes::default()
+            },
+            SetHalo {
+                neighbours: vec![HaloNeighbour {
+                    rank: other,
+                    send: vec![0],
+                    receive: vec![1],
+                }],
+            },
+            "nodes",
+        )
+        .unwrap();
+    let edges = rt
+        .decl_set_sections(
+            SetSizes {
+                owned: 1,
+                ..SetSizes::default()
+            },
+            "edges",
+        )
+        .unwrap();
+    let m = rt.decl_map(&edges, &nodes, 2, vec![0, 1], "e2n").unwrap();
+    // The halo row starts as garbage: the first loop must fetch the owner's value.
+    let x = rt.decl_dat(&nodes, 1, &[own, f64::NAN], "x").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&edges, 1, "y").unwrap();
+    let edge = kernel(
+        "edge",
+        "void edge(const double *a, const double *b, double *y) { *y = *a + 2.0 * *b; }",
+    );
+    let args = || [x.arg_via(&m, 0, READ), x.arg_via(&m, 1, READ), y.arg(WRITE)];
+    rt.par_loop(&edge, &edges, args()).unwrap();
+    let first = y.to_vec().unwrap();
+    // A host write to the owned row: the other rank's next loop must see it.
+    x.data().unwrap()[0] = 10.0 * own;
+    rt.par_loop(&edge, &edges, args()).unwrap();
+    let second = y.to_vec().unwrap();
+    // A loop that reads the halo again without anything written in between exchanges nothing.
+    rt.par_loop(&edge, &edges, args()).unwrap();
+    assert_eq!(y.to_vec().unwrap(), second);
+    (first, second, rt.halo_exchanges())
+}
+
+#[test]
+fn new_dats_and_host_writes_leave_the_halo_out_of_date() {
+    let comms = thread_communicators(2, Duration::from_secs(60));
+    let mut comms = comms.into_iter();
+    let (c0, c1) = (comms.next().unwrap(), comms.next().unwrap());
+    let (r0, r1) = std::thread::scope(|s| {
+        let a = s.spawn(move || {
+            two_node_rank(
+                &runtime().communicator(Arc::new(c0)).build().unwrap(),
+                0,
+                1.0,
+            )
+        });
+        let b = s.spawn(move || {
+            two_node_rank(
+                &runtime().communicator(Arc::new(c1)).build().unwrap(),
+                1,
+                2.0,
+            )
+        });
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(r0.0, [1.0 + 2.0 * 2.0], "rank 0, first loop");
+    assert_eq!(r1.0, [2.0 + 2.0 * 1.0], "rank 1, first loop");
+    assert_eq!(r0.1, [10.0 + 2.0 * 20.0], "rank 0, after both host writes");
+    assert_eq!(r1.1, [20.0 + 2.0 * 10.0], "rank 1, after both host writes");
+    assert_eq!((r0.2, r1.2), (2, 2), "one exchange per out-of-date halo");
+}
