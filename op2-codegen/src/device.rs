@@ -533,31 +533,37 @@ impl Around {
     }
 }
 
-/// One element per work-item, straight from global memory; `private` hands the kernel private
-/// copies (OpenCL's [`crate::ArgPassing::PrivateCopies`]).
-pub(crate) fn emit_direct_stub(
+/// The head of a stub that runs one element per work-item over `op2_start..op2_end` (the direct
+/// and atomics stubs): its parameters (with each map's values and row count when `maps`), the
+/// reduction scratch, the work-item's element `op2_e` and the reduction accumulators. Returns
+/// the parameters in order.
+fn open_flat_stub(
     s: &mut String,
     sig: &LoopSignature,
     d: &dyn Dialect,
     options: &DeviceOptions,
+    entry: &str,
+    maps: bool,
 ) -> Vec<StubParam> {
-    let (entry, private, tree) = (
-        DEVICE_ENTRY,
-        options.private_copies,
-        options.tree_reductions,
-    );
-    let mut decl = vec![
+    let mut decls = vec![
         "const int op2_start".to_string(),
         "const int op2_end".into(),
     ];
-    let mut order = vec![StubParam::Start, StubParam::End];
-    data_params(sig, d, options, &mut decl, &mut order);
+    let mut params = vec![StubParam::Start, StubParam::End];
+    data_params(sig, d, options, &mut decls, &mut params);
+    if maps {
+        for m in 0..sig.n_maps {
+            decls.push(format!("{}const int *op2_map{m}", d.global()));
+            decls.push(format!("const int op2_map{m}_rows"));
+            params.extend([StubParam::MapValues(m), StubParam::MapRows(m)]);
+        }
+    }
     let reductions = !reduction_args(sig).is_empty();
     if reductions && d.local_memory_params() {
-        decl.push(format!("{}char *op2_scratch", d.shared()));
-        order.push(StubParam::Scratch);
+        decls.push(format!("{}char *op2_scratch", d.shared()));
+        params.push(StubParam::Scratch);
     }
-    s.push_str(&d.kernel_head(entry, &decl, reductions));
+    s.push_str(&d.kernel_head(entry, &decls, reductions));
     if reductions {
         let _ = writeln!(
             s,
@@ -571,6 +577,23 @@ pub(crate) fn emit_direct_stub(
     }
     let _ = writeln!(s, "  const int op2_e = op2_start + {};", d.global_id());
     emit_reduction_init(s, sig);
+    params
+}
+
+/// One element per work-item, straight from global memory; `private` hands the kernel private
+/// copies (OpenCL's [`crate::ArgPassing::PrivateCopies`]).
+pub(crate) fn emit_direct_stub(
+    s: &mut String,
+    sig: &LoopSignature,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
+) -> Vec<StubParam> {
+    let (entry, private, tree) = (
+        DEVICE_ENTRY,
+        options.private_copies,
+        options.tree_reductions,
+    );
+    let order = open_flat_stub(s, sig, d, options, entry, false);
     let wide = d.wide();
     let mut around = Around::default();
     let mut call = Vec::new();
@@ -901,36 +924,7 @@ pub(crate) fn emit_atomic_stub(
         .atomic_add()
         .expect("the atomics stub is emitted for dialects that have atomics");
     let (g, wide) = (d.global(), d.wide());
-    let mut decls = vec![
-        "const int op2_start".to_string(),
-        "const int op2_end".into(),
-    ];
-    let mut params = vec![StubParam::Start, StubParam::End];
-    data_params(sig, d, options, &mut decls, &mut params);
-    for m in 0..sig.n_maps {
-        decls.push(format!("{g}const int *op2_map{m}"));
-        decls.push(format!("const int op2_map{m}_rows"));
-        params.extend([StubParam::MapValues(m), StubParam::MapRows(m)]);
-    }
-    let reductions = !reduction_args(sig).is_empty();
-    if reductions && d.local_memory_params() {
-        decls.push(format!("{}char *op2_scratch", d.shared()));
-        params.push(StubParam::Scratch);
-    }
-    s.push_str(&d.kernel_head(DEVICE_ENTRY, &decls, reductions));
-    if reductions {
-        let _ = writeln!(
-            s,
-            "  const int op2_lid = {};\n  const int op2_lsize = {};",
-            d.local_id(),
-            d.local_size()
-        );
-        if !d.local_memory_params() {
-            s.push_str("  char *op2_scratch = op2_shared;\n");
-        }
-    }
-    let _ = writeln!(s, "  const int op2_e = op2_start + {};", d.global_id());
-    emit_reduction_init(s, sig);
+    let params = open_flat_stub(s, sig, d, options, DEVICE_ENTRY, true);
     s.push_str("  if (op2_e < op2_end) {\n");
     let target = |map: usize, entry: usize| {
         format!("({wide})op2_map{map}[({wide}){entry} * op2_map{map}_rows + op2_e]")
