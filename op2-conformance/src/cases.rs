@@ -436,7 +436,7 @@ fn set_larger_than_blocks(rt: &Runtime) -> Result<Outputs> {
 }
 
 fn row_read_midpoint(rt: &Runtime) -> Result<Outputs> {
-    // Seed 003's example: cell midpoints from node coordinates through a map of arity 3.
+    // OP2's classic example: cell midpoints from node coordinates through a map of arity 3.
     let nodes = rt.decl_set(5, "nodes")?;
     let cells = rt.decl_set(4, "cells")?;
     let c2n = rt.decl_map(
