@@ -1,0 +1,691 @@
+//! The collective partition step: check that every rank declared the same mesh, gather the
+//! connectivity, partition, build each rank's sections and halo lists, and move every dat's rows
+//! to the ranks that hold them; then declare the local mesh on a runtime and gather results back.
+
+use crate::error::{MpiError, Result};
+use crate::layout::{RankLayout, locality_order, rank_layout};
+use crate::local::LocalMesh;
+use crate::mesh::{Input, MeshBuilder, block_range};
+use crate::partition::{
+    Partitioner, TopoMap, Topology, bisection, blocks, edge_cut, metis, propagate,
+};
+use op2_core::comm::Communicator;
+use op2_core::{DType, HaloNeighbour, Runtime, Set, SetHalo, SetSizes};
+use std::fmt;
+use std::time::Instant;
+
+/// How to partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Who owns what.
+    pub partitioner: Partitioner,
+    /// Order each rank's core and owned elements for locality (reverse Cuthill-McKee on the
+    /// partitioned set, the others following through the maps), as OP2's `op_renumber`.
+    pub renumber: bool,
+}
+
+impl Options {
+    /// `partitioner`, no renumbering.
+    pub fn new(partitioner: Partitioner) -> Self {
+        Options {
+            partitioner,
+            renumber: false,
+        }
+    }
+
+    /// With or without renumbering.
+    pub fn renumber(mut self, on: bool) -> Self {
+        self.renumber = on;
+        self
+    }
+}
+
+/// What a partition gives: the cut and every rank's section sizes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionReport {
+    /// The partitioner's name.
+    pub partitioner: &'static str,
+    /// Number of parts.
+    pub parts: usize,
+    /// Edges of the measured graph (see [`PartitionReport::cut_map`]) joining different parts.
+    pub edge_cut: usize,
+    /// The map whose target graph the cut is measured on (the METIS map, else the first map
+    /// whose target set is the partitioned set, else the first map).
+    pub cut_map: String,
+    /// Per set: its name and every rank's section sizes.
+    pub sets: Vec<(String, Vec<SetSizes>)>,
+    /// Seconds spent partitioning (gathering, partitioning and building this rank's sections).
+    pub seconds: f64,
+}
+
+impl PartitionReport {
+    /// The largest halo (exec + non-exec) of `set` over all ranks.
+    pub fn largest_halo(&self, set: &str) -> Option<usize> {
+        let (_, sizes) = self.sets.iter().find(|(n, _)| n == set)?;
+        sizes.iter().map(|s| s.exec_halo + s.nonexec_halo).max()
+    }
+}
+
+/// One set on this rank after partitioning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalSet {
+    /// The set's name.
+    pub name: String,
+    /// Section sizes.
+    pub sizes: SetSizes,
+    /// What each neighbour sends and receives.
+    pub halo: SetHalo,
+    /// Global number of each local element.
+    pub global: Vec<u64>,
+}
+
+/// One map on this rank: rows for core, owned and exec-halo elements, in local numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalMap {
+    /// The map's name.
+    pub name: String,
+    /// Source set (index into [`Distributed::sets`]).
+    pub from: usize,
+    /// Target set.
+    pub to: usize,
+    /// Targets per element.
+    pub arity: usize,
+    /// Local target numbers, row-major.
+    pub values: Vec<i32>,
+}
+
+/// One dat on this rank: every local element's values (halos included), in local order.
+pub struct LocalDat {
+    /// The dat's name.
+    pub name: String,
+    /// Its set (index into [`Distributed::sets`]).
+    pub set: usize,
+    /// Values per element.
+    pub dim: usize,
+    /// Element type.
+    pub dtype: DType,
+    /// The values' bytes.
+    pub bytes: Vec<u8>,
+    make: crate::mesh::MakeDat,
+}
+
+impl LocalDat {
+    /// Declares it on `rt` over `set`, as the type it was declared with.
+    pub(crate) fn declare(
+        &self,
+        rt: &Runtime,
+        set: &Set,
+    ) -> op2_core::Result<Box<dyn std::any::Any + Send + Sync>> {
+        (self.make)(rt, set, self.dim, &self.bytes, &self.name)
+    }
+}
+
+impl fmt::Debug for LocalDat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "LocalDat({:?}, set {}, dim {}, {:?})",
+            self.name, self.set, self.dim, self.dtype
+        )
+    }
+}
+
+/// This rank's part of a partitioned mesh, before it is declared on a runtime.
+#[derive(Debug)]
+pub struct Distributed {
+    /// This rank.
+    pub rank: usize,
+    /// Number of ranks.
+    pub ranks: usize,
+    /// Sets, in declaration order.
+    pub sets: Vec<LocalSet>,
+    /// Maps, in declaration order.
+    pub maps: Vec<LocalMap>,
+    /// Dats, in declaration order.
+    pub dats: Vec<LocalDat>,
+    /// The partition's quality, the same on every rank.
+    pub report: PartitionReport,
+}
+
+// ---- wire helpers ----------------------------------------------------------------------------
+
+fn u64s_to_bytes(v: &[u64]) -> Vec<u8> {
+    bytemuck::cast_slice(v).to_vec()
+}
+
+fn bytes_to_u64s(b: &[u8]) -> Vec<u64> {
+    bytemuck::pod_collect_to_vec(b)
+}
+
+/// Every rank's `bytes`, in rank order.
+fn all_gather(comm: &dyn Communicator, bytes: Vec<u8>) -> Result<Vec<Vec<u8>>> {
+    Ok(comm.all_to_all_v(vec![bytes; comm.size()])?)
+}
+
+/// Rank 0's `bytes` on every rank.
+fn broadcast(comm: &dyn Communicator, bytes: Vec<u8>) -> Result<Vec<u8>> {
+    let sends = if comm.rank() == 0 {
+        vec![bytes; comm.size()]
+    } else {
+        vec![Vec::new(); comm.size()]
+    };
+    Ok(comm.all_to_all_v(sends)?.swap_remove(0))
+}
+
+/// Makes a local failure collective: every rank learns whether any rank failed, and fails too,
+/// quoting the first failing rank's error.
+pub(crate) fn agree<T>(comm: &dyn Communicator, local: Result<T>) -> Result<T> {
+    let message = match &local {
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            let mut m = e.to_string().into_bytes();
+            m.insert(0, b'!');
+            m
+        }
+    };
+    let all = all_gather(comm, message)?;
+    match local {
+        Err(e) => Err(e),
+        Ok(v) => match all.iter().position(|m| !m.is_empty()) {
+            None => Ok(v),
+            Some(rank) => Err(MpiError::OtherRank {
+                rank,
+                reason: String::from_utf8_lossy(&all[rank][1..]).into_owned(),
+            }),
+        },
+    }
+}
+
+// ---- the partition step ----------------------------------------------------------------------
+
+impl MeshBuilder {
+    /// The collective partition step: every rank calls it with the same declarations; each gets
+    /// its sets (core | owned | exec halo | non-exec halo), maps in local numbers and dats with
+    /// their halo values, declared on `rt` (whose communicator says the ranks).
+    pub fn partition(self, rt: &Runtime, options: &Options) -> Result<LocalMesh> {
+        let comm = rt.communicator().clone();
+        let distributed = self.distribute(&*comm, options)?;
+        distributed.declare(rt)
+    }
+
+    /// The partition step without a runtime: this rank's part as plain data.
+    pub fn distribute(self, comm: &dyn Communicator, options: &Options) -> Result<Distributed> {
+        let start = Instant::now();
+        let (ranks, rank) = (comm.size(), comm.rank());
+
+        // The same declarations everywhere.
+        let ours = format!(
+            "{}; partitioner {:?}; renumber {}",
+            self.summary(),
+            options.partitioner,
+            options.renumber
+        );
+        let all = all_gather(comm, ours.clone().into_bytes())?;
+        if let Some(r) = all.iter().position(|s| *s != all[0]) {
+            let (r, theirs) = if r == rank {
+                (0, &all[0])
+            } else {
+                (r, &all[r])
+            };
+            return Err(MpiError::MismatchedDeclarations {
+                rank: r,
+                theirs: String::from_utf8_lossy(theirs).into_owned(),
+                ours,
+            });
+        }
+        agree(
+            comm,
+            self.check_options(options)
+                .and_then(|()| self.check_lengths(ranks, rank)),
+        )?;
+
+        let top = self.gather_topology(comm)?;
+        top.check()?;
+        // Every dat's rows of this rank's block.
+        let blocks_of_dats = self.dat_blocks(comm)?;
+
+        let parts = self.partition_parts(comm, &top, options, &blocks_of_dats)?;
+        let first = self.first_set(&top, options);
+        let order = options.renumber.then(|| locality_order(&top, first));
+        let layout = rank_layout(&top, &parts, rank as u32, order.as_deref());
+
+        let halos = exchange_lists(comm, &layout)?;
+        let dats = self.move_dat_rows(comm, &layout, blocks_of_dats)?;
+
+        // Every rank's sizes, for the report.
+        let mine: Vec<u64> = layout
+            .sets
+            .iter()
+            .flat_map(|s| {
+                [
+                    s.sizes.core,
+                    s.sizes.owned,
+                    s.sizes.exec_halo,
+                    s.sizes.nonexec_halo,
+                ]
+            })
+            .map(|x| x as u64)
+            .collect();
+        let everyone: Vec<Vec<u64>> = all_gather(comm, u64s_to_bytes(&mine))?
+            .iter()
+            .map(|b| bytes_to_u64s(b))
+            .collect();
+        let report = self.report(
+            &top,
+            options,
+            &parts,
+            &everyone,
+            start.elapsed().as_secs_f64(),
+        );
+
+        let RankLayout { sets, maps } = layout;
+        Ok(Distributed {
+            rank,
+            ranks,
+            sets: sets
+                .into_iter()
+                .zip(halos)
+                .zip(&self.sets)
+                .map(|((s, halo), d)| LocalSet {
+                    name: d.name.clone(),
+                    sizes: s.sizes,
+                    halo,
+                    global: s.global,
+                })
+                .collect(),
+            maps: maps
+                .into_iter()
+                .zip(&self.maps)
+                .map(|(values, m)| LocalMap {
+                    name: m.name.clone(),
+                    from: m.from,
+                    to: m.to,
+                    arity: m.arity,
+                    values,
+                })
+                .collect(),
+            dats,
+            report,
+        })
+    }
+
+    /// Partitions without any ranks (every value handed in, [`Input::Everywhere`]) and reports
+    /// what `parts` ranks would hold: for choosing a partitioner, and for tables.
+    pub fn plan(&self, parts: usize, options: &Options) -> Result<PartitionReport> {
+        if self.input != Input::Everywhere {
+            return Err(MpiError::BadDeclaration(
+                "planning a partition needs the whole mesh (Input::Everywhere)".into(),
+            ));
+        }
+        let start = Instant::now();
+        self.check_options(options)?;
+        self.check_lengths(1, 0)?;
+        let top = self.topology(self.maps.iter().map(|m| m.values.clone()).collect());
+        top.check()?;
+        let coords: Option<Vec<f64>> = match options.partitioner {
+            Partitioner::Geometric { coords } => {
+                Some(bytemuck::pod_collect_to_vec(&self.dats[coords.0].bytes))
+            }
+            _ => None,
+        };
+        let first = self.first_parts(&top, options, parts, coords.as_deref())?;
+        let parts_of = self.all_parts(&top, options, parts, first);
+        let first = self.first_set(&top, options);
+        let order = options.renumber.then(|| locality_order(&top, first));
+        let mut everyone = Vec::with_capacity(parts);
+        for r in 0..parts {
+            let l = rank_layout(&top, &parts_of, r as u32, order.as_deref());
+            everyone.push(
+                l.sets
+                    .iter()
+                    .flat_map(|s| {
+                        [
+                            s.sizes.core,
+                            s.sizes.owned,
+                            s.sizes.exec_halo,
+                            s.sizes.nonexec_halo,
+                        ]
+                    })
+                    .map(|x| x as u64)
+                    .collect(),
+            );
+        }
+        Ok(self.report(
+            &top,
+            options,
+            &parts_of,
+            &everyone,
+            start.elapsed().as_secs_f64(),
+        ))
+    }
+
+    fn check_options(&self, options: &Options) -> Result<()> {
+        match options.partitioner {
+            Partitioner::Blocks => Ok(()),
+            Partitioner::Metis { map } if map.0 >= self.maps.len() => Err(
+                MpiError::BadDeclaration("the METIS map belongs to another mesh".into()),
+            ),
+            Partitioner::Metis { .. } => Ok(()),
+            Partitioner::Geometric { coords } => match self.dats.get(coords.0) {
+                None => Err(MpiError::BadDeclaration(
+                    "the coordinates belong to another mesh".into(),
+                )),
+                Some(d) if d.dim > 3 => Err(MpiError::BadDeclaration(format!(
+                    "coordinates `{}` have dim {}: 1, 2 or 3 expected",
+                    d.name, d.dim
+                ))),
+                Some(_) => Ok(()),
+            },
+        }
+    }
+
+    fn first_set(&self, top: &Topology, options: &Options) -> usize {
+        let coords_set = match options.partitioner {
+            Partitioner::Geometric { coords } => Some(self.dats[coords.0].set),
+            _ => None,
+        };
+        crate::partition::first_set(top, &options.partitioner, coords_set)
+    }
+
+    fn topology(&self, values: Vec<Vec<i32>>) -> Topology {
+        Topology {
+            names: self.sets.iter().map(|s| s.name.clone()).collect(),
+            sizes: self.sets.iter().map(|s| s.size).collect(),
+            maps: self
+                .maps
+                .iter()
+                .zip(values)
+                .map(|(m, values)| TopoMap {
+                    name: m.name.clone(),
+                    from: m.from,
+                    to: m.to,
+                    arity: m.arity,
+                    values,
+                })
+                .collect(),
+        }
+    }
+
+    /// Every map's global values, on every rank.
+    fn gather_topology(&self, comm: &dyn Communicator) -> Result<Topology> {
+        let mut values = Vec::with_capacity(self.maps.len());
+        for m in &self.maps {
+            let bytes: Vec<u8> = bytemuck::cast_slice(&m.values).to_vec();
+            let whole: Vec<u8> = match self.input {
+                Input::Everywhere => bytes,
+                Input::Root => broadcast(comm, bytes)?,
+                Input::Slices => all_gather(comm, bytes)?.concat(),
+            };
+            values.push(bytemuck::pod_collect_to_vec(&whole));
+        }
+        Ok(self.topology(values))
+    }
+
+    /// Every dat's rows of this rank's block (`block_range` of its set).
+    fn dat_blocks(&self, comm: &dyn Communicator) -> Result<Vec<Vec<u8>>> {
+        let (ranks, rank) = (comm.size(), comm.rank());
+        let mut out = Vec::with_capacity(self.dats.len());
+        for d in &self.dats {
+            let row = d.dim * d.dtype.size();
+            let size = self.sets[d.set].size;
+            out.push(match self.input {
+                Input::Everywhere => {
+                    let b = block_range(size, ranks, rank);
+                    d.bytes[b.start * row..b.end * row].to_vec()
+                }
+                Input::Slices => d.bytes.clone(),
+                Input::Root => {
+                    let sends = if rank == 0 {
+                        (0..ranks)
+                            .map(|p| {
+                                let b = block_range(size, ranks, p);
+                                d.bytes[b.start * row..b.end * row].to_vec()
+                            })
+                            .collect()
+                    } else {
+                        vec![Vec::new(); ranks]
+                    };
+                    comm.all_to_all_v(sends)?.swap_remove(0)
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// Checks the part count, then the partitioned set's parts (pure: no communication).
+    fn first_parts(
+        &self,
+        top: &Topology,
+        options: &Options,
+        parts: usize,
+        coords: Option<&[f64]>,
+    ) -> Result<Vec<u32>> {
+        let first = self.first_set(top, options);
+        let size = top.sizes[first];
+        if parts > size && parts > 1 {
+            return Err(MpiError::TooManyParts {
+                parts,
+                set: top.names[first].clone(),
+                size,
+            });
+        }
+        Ok(match options.partitioner {
+            Partitioner::Blocks => blocks(size, parts),
+            Partitioner::Metis { map } => metis(top, map.0, parts)?,
+            Partitioner::Geometric { coords: c } => {
+                bisection(coords.unwrap_or_default(), self.dats[c.0].dim, parts)
+            }
+        })
+    }
+
+    /// Every set's parts from the partitioned set's.
+    fn all_parts(
+        &self,
+        top: &Topology,
+        options: &Options,
+        parts: usize,
+        first: Vec<u32>,
+    ) -> Vec<Vec<u32>> {
+        match options.partitioner {
+            Partitioner::Blocks => top.sizes.iter().map(|&n| blocks(n, parts)).collect(),
+            _ => propagate(top, self.first_set(top, options), first, parts),
+        }
+    }
+
+    /// Every set's part per element, the same on every rank.
+    fn partition_parts(
+        &self,
+        comm: &dyn Communicator,
+        top: &Topology,
+        options: &Options,
+        dat_blocks: &[Vec<u8>],
+    ) -> Result<Vec<Vec<u32>>> {
+        let parts = comm.size();
+        let first = match options.partitioner {
+            Partitioner::Blocks => self.first_parts(top, options, parts, None),
+            Partitioner::Metis { .. } => {
+                // Computed once, on rank 0, and sent: the answer must be the same everywhere.
+                let local = if comm.rank() == 0 {
+                    self.first_parts(top, options, parts, None)
+                        .map(|p| bytemuck::cast_slice(&p).to_vec())
+                } else {
+                    Ok(Vec::new())
+                };
+                let local = agree(comm, local)?;
+                Ok(bytemuck::pod_collect_to_vec(&broadcast(comm, local)?))
+            }
+            Partitioner::Geometric { coords } => {
+                let whole = all_gather(comm, dat_blocks[coords.0].clone())?.concat();
+                let xy: Vec<f64> = bytemuck::pod_collect_to_vec(&whole);
+                self.first_parts(top, options, parts, Some(&xy))
+            }
+        }?;
+        Ok(self.all_parts(top, options, parts, first))
+    }
+
+    fn report(
+        &self,
+        top: &Topology,
+        options: &Options,
+        parts: &[Vec<u32>],
+        everyone: &[Vec<u64>],
+        seconds: f64,
+    ) -> PartitionReport {
+        let first = self.first_set(top, options);
+        let cut_map = match options.partitioner {
+            Partitioner::Metis { map } => Some(map.0),
+            _ => top
+                .maps
+                .iter()
+                .position(|m| m.to == first)
+                .or(if top.maps.is_empty() { None } else { Some(0) }),
+        };
+        PartitionReport {
+            partitioner: options.partitioner.name(),
+            parts: everyone.len(),
+            edge_cut: cut_map.map_or(0, |m| edge_cut(top, m, &parts[top.maps[m].to])),
+            cut_map: cut_map.map_or_else(String::new, |m| top.maps[m].name.clone()),
+            sets: self
+                .sets
+                .iter()
+                .enumerate()
+                .map(|(s, d)| {
+                    let sizes = everyone
+                        .iter()
+                        .map(|r| SetSizes {
+                            core: r[4 * s] as usize,
+                            owned: r[4 * s + 1] as usize,
+                            exec_halo: r[4 * s + 2] as usize,
+                            nonexec_halo: r[4 * s + 3] as usize,
+                        })
+                        .collect();
+                    (d.name.clone(), sizes)
+                })
+                .collect(),
+            seconds,
+        }
+    }
+
+    /// Every dat's values for this rank's local elements, fetched from the block holders.
+    fn move_dat_rows(
+        &self,
+        comm: &dyn Communicator,
+        layout: &RankLayout,
+        dat_blocks: Vec<Vec<u8>>,
+    ) -> Result<Vec<LocalDat>> {
+        let ranks = comm.size();
+        let mut out = Vec::with_capacity(self.dats.len());
+        // Per set: which global rows each block holder must send here (asked once per set).
+        let mut asked: Vec<Option<(Vec<Vec<u64>>, Vec<Vec<u64>>)>> = vec![None; self.sets.len()];
+        for (d, block) in self.dats.iter().zip(dat_blocks) {
+            let size = self.sets[d.set].size;
+            if asked[d.set].is_none() {
+                let mut wanted: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+                for &g in &layout.sets[d.set].global {
+                    wanted[holder(size, ranks, g as usize)].push(g);
+                }
+                let requests = comm
+                    .all_to_all_v(wanted.iter().map(|w| u64s_to_bytes(w)).collect())?
+                    .iter()
+                    .map(|b| bytes_to_u64s(b))
+                    .collect();
+                asked[d.set] = Some((wanted, requests));
+            }
+            let (wanted, requests) = asked[d.set].as_ref().expect("just asked");
+            let row = d.dim * d.dtype.size();
+            let mine = block_range(size, ranks, comm.rank());
+            let replies: Vec<Vec<u8>> = requests
+                .iter()
+                .map(|ids| {
+                    let mut r = Vec::with_capacity(ids.len() * row);
+                    for &g in ids {
+                        let at = g as usize - mine.start;
+                        r.extend_from_slice(&block[at * row..(at + 1) * row]);
+                    }
+                    r
+                })
+                .collect();
+            let got = comm.all_to_all_v(replies)?;
+            // Back into local order: rows from each holder arrive in the order asked.
+            let mut next = vec![0usize; ranks];
+            let mut bytes = Vec::with_capacity(layout.sets[d.set].global.len() * row);
+            for &g in &layout.sets[d.set].global {
+                let h = holder(size, ranks, g as usize);
+                let at = next[h];
+                next[h] += 1;
+                bytes.extend_from_slice(&got[h][at * row..(at + 1) * row]);
+            }
+            debug_assert!(next.iter().zip(wanted).all(|(n, w)| *n == w.len()));
+            out.push(LocalDat {
+                name: d.name.clone(),
+                set: d.set,
+                dim: d.dim,
+                dtype: d.dtype,
+                bytes,
+                make: d.make,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The rank whose block holds global element `g` of a set of `size`.
+fn holder(size: usize, ranks: usize, g: usize) -> usize {
+    // block_range(size, ranks, r).start = size * r / ranks: invert, then step to the right block.
+    let mut r = ((g as u128 * ranks as u128) / size.max(1) as u128) as usize;
+    r = r.min(ranks - 1);
+    while block_range(size, ranks, r).start > g {
+        r -= 1;
+    }
+    while block_range(size, ranks, r).end <= g {
+        r += 1;
+    }
+    r
+}
+
+/// Per set, what this rank sends to and receives from each neighbour: it receives its halo
+/// elements from their owners (in local order) and asks each owner for them by global number;
+/// the owner turns the asked numbers into its local numbers, in the asked order.
+fn exchange_lists(comm: &dyn Communicator, layout: &RankLayout) -> Result<Vec<SetHalo>> {
+    let ranks = comm.size();
+    let mut out = Vec::with_capacity(layout.sets.len());
+    for s in &layout.sets {
+        let first_halo = s.sizes.core + s.sizes.owned;
+        let mut receive: Vec<Vec<u32>> = vec![Vec::new(); ranks];
+        let mut wanted: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+        for (i, &owner) in s.owners.iter().enumerate() {
+            receive[owner as usize].push((first_halo + i) as u32);
+            wanted[owner as usize].push(s.global[first_halo + i]);
+        }
+        let asked = comm.all_to_all_v(wanted.iter().map(|w| u64s_to_bytes(w)).collect())?;
+        let local: std::collections::HashMap<u64, u32> = s.global[..first_halo]
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| (g, i as u32))
+            .collect();
+        let mut neighbours = Vec::new();
+        for (p, (recv, asked)) in receive.into_iter().zip(asked).enumerate() {
+            let send = bytes_to_u64s(&asked)
+                .into_iter()
+                .map(|g| {
+                    local.get(&g).copied().ok_or_else(|| {
+                        MpiError::Op2(op2_core::Op2Error::Communication {
+                            reason: format!(
+                                "rank {p} asked for element {g}, which this rank does not own"
+                            ),
+                        })
+                    })
+                })
+                .collect::<Result<Vec<u32>>>()?;
+            if !send.is_empty() || !recv.is_empty() {
+                neighbours.push(HaloNeighbour {
+                    rank: p,
+                    send,
+                    receive: recv,
+                });
+            }
+        }
+        out.push(SetHalo { neighbours });
+    }
+    Ok(out)
+}

@@ -1,0 +1,458 @@
+//! The MPI communicator: op2-core's [`Communicator`] over rsmpi (Open MPI), with every wait
+//! bounded by a timeout so that a collective some ranks never call is an error, not a hang.
+//!
+//! rsmpi ties a pending request to the buffers it borrows and aborts the process when one is
+//! dropped unfinished. Here each operation starts inside a short rsmpi scope and is turned into
+//! its raw `MPI_Request` at once; the buffers are heap blocks owned by the pending object, which
+//! polls with `MPI_Test` until done. On a timeout the request and its buffers are leaked on
+//! purpose: MPI may still write into them, so freeing them would be unsound.
+
+use crate::error::{MpiError, Result};
+use mpi::Count;
+use mpi::collective::CommunicatorCollectives as _;
+use mpi::datatype::{Partition, PartitionMut};
+use mpi::ffi;
+use mpi::point_to_point::{Destination as _, Source as _};
+use mpi::topology::Communicator as _;
+use op2_core::comm::{Communicator, PendingExchange, PendingReduction, ReduceOp, combine};
+use op2_core::{DType, Op2Error};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The tag of halo-exchange messages. MPI delivers messages between two ranks with one tag in
+/// the order they were sent, and every rank starts its exchanges in the same order.
+const HALO_TAG: i32 = 7301;
+
+/// How long a rank waits for the others before giving up, unless `OP2_MPI_TIMEOUT` (seconds)
+/// says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// MPI for this process: started by [`Mpi::init`], finalised when dropped. Keep it alive in
+/// `main` for as long as anything communicates.
+pub struct Mpi {
+    world: Arc<MpiCommunicator>,
+    // Dropped last: finalises MPI.
+    _universe: mpi::environment::Universe,
+}
+
+impl fmt::Debug for Mpi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mpi").field("world", &self.world).finish()
+    }
+}
+
+impl Mpi {
+    /// Starts MPI (`MPI_Init_thread`, serialised calls: the runtime may communicate from any
+    /// thread, one call at a time). Fails when MPI was started before in this process.
+    pub fn init() -> Result<Mpi> {
+        let (universe, threading) = mpi::initialize_with_threading(mpi::Threading::Serialized)
+            .ok_or_else(|| MpiError::Init("MPI is already initialised in this process".into()))?;
+        if threading < mpi::Threading::Serialized {
+            return Err(MpiError::Init(format!(
+                "the MPI library offers threading level {threading:?}; op2-mpi needs Serialized"
+            )));
+        }
+        let timeout = std::env::var("OP2_MPI_TIMEOUT")
+            .ok()
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
+        let world = universe.world();
+        let world = Arc::new(MpiCommunicator {
+            inner: Arc::new(Inner {
+                rank: world.rank() as usize,
+                size: world.size() as usize,
+                comm: Mutex::new(World(world)),
+                timeout,
+            }),
+        });
+        Ok(Mpi {
+            world,
+            _universe: universe,
+        })
+    }
+
+    /// Every rank of the job (`MPI_COMM_WORLD`).
+    pub fn world(&self) -> Arc<MpiCommunicator> {
+        self.world.clone()
+    }
+}
+
+/// `MPI_COMM_WORLD` behind a lock.
+struct World(mpi::topology::SimpleCommunicator);
+
+// SAFETY: MPI was initialised with (at least) serialised threading, and every MPI call made
+// through a `World` holds the `Mutex` around it, so no two threads call MPI at once.
+unsafe impl Send for World {}
+
+/// The ranks of an MPI job as op2-core's [`Communicator`].
+pub struct MpiCommunicator {
+    inner: Arc<Inner>,
+}
+
+/// What pending operations share with their communicator.
+struct Inner {
+    rank: usize,
+    size: usize,
+    comm: Mutex<World>,
+    timeout: Duration,
+}
+
+impl fmt::Debug for MpiCommunicator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "MpiCommunicator(rank {} of {})",
+            self.inner.rank, self.inner.size
+        )
+    }
+}
+
+fn comm_error(reason: String) -> Op2Error {
+    Op2Error::Communication { reason }
+}
+
+fn count(len: usize, what: &str) -> op2_core::Result<Count> {
+    Count::try_from(len).map_err(|_| {
+        comm_error(format!(
+            "{what} of {len} bytes exceeds MPI's 2 GiB message limit"
+        ))
+    })
+}
+
+/// A started MPI operation: raw requests plus every buffer they use, owned until they finish.
+struct InFlight {
+    requests: Vec<ffi::MPI_Request>,
+    /// Kept alive (and unmoved: heap blocks) until the requests finish.
+    buffers: Vec<Vec<u8>>,
+    counts: Vec<Vec<Count>>,
+    what: &'static str,
+    deadline: Instant,
+    timeout: Duration,
+}
+
+// SAFETY: the raw requests are handles MPI lets any thread complete (threading is at least
+// serialised, and tests happen under the communicator's lock).
+unsafe impl Send for InFlight {}
+
+impl InFlight {
+    /// Polls until every request finished, or leaks everything and fails at the deadline.
+    fn finish(&mut self, comm: &Inner) -> op2_core::Result<()> {
+        let mut spins = 0u32;
+        loop {
+            let mut done = 0;
+            {
+                let _lock = comm.lock();
+                for r in &mut self.requests {
+                    if *r == unsafe { ffi::RSMPI_REQUEST_NULL } {
+                        done += 1;
+                        continue;
+                    }
+                    let mut flag = 0;
+                    // SAFETY: `r` is a live request started by this object, whose buffers it
+                    // still owns; MPI_Test sets it to MPI_REQUEST_NULL when it completes.
+                    let rc = unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+                    if rc != 0 {
+                        return Err(comm_error(format!(
+                            "MPI_Test failed ({rc}) in {}",
+                            self.what
+                        )));
+                    }
+                    if flag != 0 {
+                        done += 1;
+                    }
+                }
+            }
+            if done == self.requests.len() {
+                self.requests.clear();
+                return Ok(());
+            }
+            if Instant::now() >= self.deadline {
+                // MPI may still write into the buffers: never free them.
+                std::mem::forget(std::mem::take(&mut self.buffers));
+                self.requests.clear();
+                return Err(comm_error(format!(
+                    "{} did not complete within {:?} (another rank never took part, or is stuck)",
+                    self.what, self.timeout
+                )));
+            }
+            spins += 1;
+            if spins < 200 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(if spins < 2000 { 20 } else { 500 }));
+            }
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !self.requests.is_empty() {
+            // Dropped unfinished (an error elsewhere): the buffers must outlive MPI's use.
+            std::mem::forget(std::mem::take(&mut self.buffers));
+            std::mem::forget(std::mem::take(&mut self.counts));
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, World> {
+        self.comm.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn in_flight(&self, what: &'static str) -> InFlight {
+        InFlight {
+            requests: Vec::new(),
+            buffers: Vec::new(),
+            counts: Vec::new(),
+            what,
+            deadline: Instant::now() + self.timeout,
+            timeout: self.timeout,
+        }
+    }
+
+    /// Each rank's `values` (all the same length), concatenated in rank order.
+    fn all_gather(&self, values: Vec<u8>, what: &'static str) -> op2_core::Result<InFlight> {
+        count(values.len() * self.size, what)?;
+        let mut op = self.in_flight(what);
+        let mut received = vec![0u8; values.len() * self.size];
+        {
+            let world = self.lock();
+            mpi::request::scope(|scope| {
+                let request =
+                    world
+                        .0
+                        .immediate_all_gather_into(scope, &values[..], &mut received[..]);
+                // SAFETY: the buffers move into `op` (heap blocks: their addresses stay) and
+                // live until the request finishes or are leaked.
+                op.requests.push(unsafe { request.into_raw() }.0);
+            });
+        }
+        op.buffers.push(values);
+        op.buffers.push(received);
+        Ok(op)
+    }
+}
+
+/// An all-reduce in flight: every rank's values gathered, combined in rank order at the end
+/// (so the same number of ranks always gives the same bits).
+struct MpiReduction {
+    comm: Arc<Inner>,
+    op: InFlight,
+    dtype: DType,
+    reduce: ReduceOp,
+}
+
+impl PendingReduction for MpiReduction {
+    fn wait(mut self: Box<Self>) -> op2_core::Result<Vec<u8>> {
+        let comm = self.comm.clone();
+        self.op.finish(&comm)?;
+        let gathered = self.op.buffers.pop().unwrap_or_default();
+        let len = gathered.len() / comm.size.max(1);
+        let mut result = gathered[..len].to_vec();
+        if len > 0 {
+            for chunk in gathered.chunks_exact(len).skip(1) {
+                combine(&mut result, chunk, self.dtype, self.reduce);
+            }
+        }
+        Ok(result)
+    }
+}
+
+struct MpiExchange {
+    comm: Arc<Inner>,
+    op: InFlight,
+    receives: usize,
+}
+
+impl PendingExchange for MpiExchange {
+    fn wait(mut self: Box<Self>) -> op2_core::Result<Vec<Vec<u8>>> {
+        let comm = self.comm.clone();
+        self.op.finish(&comm)?;
+        let buffers = std::mem::take(&mut self.op.buffers);
+        Ok(buffers.into_iter().take(self.receives).collect())
+    }
+}
+
+impl Communicator for MpiCommunicator {
+    fn rank(&self) -> usize {
+        self.inner.rank
+    }
+
+    fn size(&self) -> usize {
+        self.inner.size
+    }
+
+    fn begin_all_reduce(
+        &self,
+        values: Vec<u8>,
+        dtype: DType,
+        op: ReduceOp,
+    ) -> op2_core::Result<Box<dyn PendingReduction>> {
+        Ok(Box::new(MpiReduction {
+            comm: self.inner.clone(),
+            op: self.inner.all_gather(values, "all-reduce")?,
+            dtype,
+            reduce: op,
+        }))
+    }
+
+    fn all_to_all_v(&self, sends: Vec<Vec<u8>>) -> op2_core::Result<Vec<Vec<u8>>> {
+        let me = &*self.inner;
+        if sends.len() != me.size {
+            return Err(comm_error(format!(
+                "all-to-all with {} buffers for {} ranks",
+                sends.len(),
+                me.size
+            )));
+        }
+        // First the sizes, then the bytes.
+        let mut sizes = Vec::with_capacity(me.size * 8);
+        for s in &sends {
+            sizes.extend_from_slice(&(s.len() as u64).to_ne_bytes());
+        }
+        let mut counts_op = me.in_flight("all-to-all (sizes)");
+        let mut received_sizes = vec![0u8; sizes.len()];
+        {
+            let world = me.lock();
+            mpi::request::scope(|scope| {
+                let request =
+                    world
+                        .0
+                        .immediate_all_to_all_into(scope, &sizes[..], &mut received_sizes[..]);
+                // SAFETY: as in `all_gather`.
+                counts_op.requests.push(unsafe { request.into_raw() }.0);
+            });
+        }
+        counts_op.buffers.push(sizes);
+        counts_op.buffers.push(received_sizes);
+        counts_op.finish(me)?;
+        let received_sizes = counts_op.buffers.pop().unwrap_or_default();
+        let receive_lens: Vec<usize> = received_sizes
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()) as usize)
+            .collect();
+
+        let send_counts = sends
+            .iter()
+            .map(|s| count(s.len(), "all-to-all"))
+            .collect::<op2_core::Result<Vec<Count>>>()?;
+        let receive_counts = receive_lens
+            .iter()
+            .map(|&n| count(n, "all-to-all"))
+            .collect::<op2_core::Result<Vec<Count>>>()?;
+        let displacements = |c: &[Count]| -> op2_core::Result<Vec<Count>> {
+            let mut at = 0usize;
+            c.iter()
+                .map(|&n| {
+                    let d = count(at, "all-to-all")?;
+                    at += n as usize;
+                    Ok(d)
+                })
+                .collect()
+        };
+        let send_displs = displacements(&send_counts)?;
+        let receive_displs = displacements(&receive_counts)?;
+        let total: usize = receive_lens.iter().sum();
+        count(total, "all-to-all")?;
+        let send_buf: Vec<u8> = sends.concat();
+        let mut receive_buf = vec![0u8; total];
+        let mut op = me.in_flight("all-to-all");
+        {
+            let world = me.lock();
+            let send = Partition::new(&send_buf[..], &send_counts[..], &send_displs[..]);
+            let mut receive = PartitionMut::new(
+                &mut receive_buf[..],
+                &receive_counts[..],
+                &receive_displs[..],
+            );
+            mpi::request::scope(|scope| {
+                let request =
+                    world
+                        .0
+                        .immediate_all_to_all_varcount_into(scope, &send, &mut receive);
+                // SAFETY: as in `all_gather`; the count arrays move into `op` too.
+                op.requests.push(unsafe { request.into_raw() }.0);
+            });
+        }
+        op.buffers.push(send_buf);
+        op.buffers.push(receive_buf);
+        op.counts = vec![send_counts, receive_counts, send_displs, receive_displs];
+        op.finish(me)?;
+        let receive_buf = op.buffers.pop().unwrap_or_default();
+        let mut out = Vec::with_capacity(me.size);
+        let mut at = 0;
+        for n in receive_lens {
+            out.push(receive_buf[at..at + n].to_vec());
+            at += n;
+        }
+        Ok(out)
+    }
+
+    fn begin_exchange(
+        &self,
+        sends: Vec<(usize, Vec<u8>)>,
+        receives: Vec<(usize, usize)>,
+    ) -> op2_core::Result<Box<dyn PendingExchange>> {
+        let me = &*self.inner;
+        for rank in sends
+            .iter()
+            .map(|(r, _)| *r)
+            .chain(receives.iter().map(|(r, _)| *r))
+        {
+            if rank >= me.size {
+                return Err(comm_error(format!(
+                    "rank {rank} named, but there are {}",
+                    me.size
+                )));
+            }
+        }
+        // Every size checked before anything is posted: an error after posting would leave
+        // MPI writing into freed buffers.
+        for len in sends
+            .iter()
+            .map(|(_, b)| b.len())
+            .chain(receives.iter().map(|&(_, n)| n))
+        {
+            count(len, "halo message")?;
+        }
+        let mut op = me.in_flight("halo exchange");
+        let mut buffers: Vec<Vec<u8>> = receives.iter().map(|&(_, n)| vec![0u8; n]).collect();
+        let mut send_buffers: Vec<Vec<u8>> = Vec::with_capacity(sends.len());
+        {
+            let world = me.lock();
+            // Receives first, so no message waits for its receive to be posted.
+            for ((rank, _), buf) in receives.iter().zip(buffers.iter_mut()) {
+                mpi::request::scope(|scope| {
+                    let request = world
+                        .0
+                        .process_at_rank(*rank as i32)
+                        .immediate_receive_into_with_tag(scope, &mut buf[..], HALO_TAG);
+                    // SAFETY: as in `all_gather`.
+                    op.requests.push(unsafe { request.into_raw() }.0);
+                });
+            }
+            for (rank, bytes) in sends {
+                mpi::request::scope(|scope| {
+                    let request = world
+                        .0
+                        .process_at_rank(rank as i32)
+                        .immediate_send_with_tag(scope, &bytes[..], HALO_TAG);
+                    // SAFETY: as in `all_gather`.
+                    op.requests.push(unsafe { request.into_raw() }.0);
+                });
+                send_buffers.push(bytes);
+            }
+        }
+        let receives = buffers.len();
+        buffers.extend(send_buffers);
+        op.buffers = buffers;
+        Ok(Box::new(MpiExchange {
+            comm: self.inner.clone(),
+            op,
+            receives,
+        }))
+    }
+}
