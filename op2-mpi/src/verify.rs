@@ -167,7 +167,10 @@ fn check_local(whole: &MeshBuilder, d: &Distributed) -> Result<()> {
     Ok(())
 }
 
+/// Every set takes part in the same collectives whatever it finds: the first problem is kept
+/// and reported after the loop, so no rank leaves a collective early.
 fn check_owned_once(whole: &MeshBuilder, d: &Distributed, comm: &dyn Communicator) -> Result<()> {
+    let mut found: Result<()> = Ok(());
     for (s, ls) in d.sets.iter().enumerate() {
         let mut count = vec![0i32; whole.sets[s].size];
         for &g in &ls.global[..ls.sizes.core + ls.sizes.owned] {
@@ -190,6 +193,7 @@ fn check_owned_once(whole: &MeshBuilder, d: &Distributed, comm: &dyn Communicato
 }
 
 fn check_lists(d: &Distributed, comm: &dyn Communicator) -> Result<()> {
+    let mut found: Result<()> = Ok(());
     for ls in &d.sets {
         // Every rank tells every rank what it sends there (nothing, when not a neighbour), so a
         // list one side has and the other lacks is found too.
@@ -209,7 +213,7 @@ fn check_lists(d: &Distributed, comm: &dyn Communicator) -> Result<()> {
                 .map(|n| n.receive.iter().map(|&e| ls.global[e as usize]).collect())
                 .unwrap_or_default();
             if sent != expected {
-                return Err(broken(
+                found = found.and(Err(broken(
                     d,
                     format!(
                         "set `{}`: rank {p} sends {} elements, this rank expects {} (or others)",
@@ -217,9 +221,9 @@ fn check_lists(d: &Distributed, comm: &dyn Communicator) -> Result<()> {
                         sent.len(),
                         expected.len()
                     ),
-                ));
+                )));
             }
         }
     }
-    Ok(())
+    found
 }
