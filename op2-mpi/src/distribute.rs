@@ -452,14 +452,8 @@ impl MeshBuilder {
         Ok(out)
     }
 
-    /// Checks the part count, then the partitioned set's parts (pure: no communication).
-    fn first_parts(
-        &self,
-        top: &Topology,
-        options: &Options,
-        parts: usize,
-        coords: Option<&[f64]>,
-    ) -> Result<Vec<u32>> {
+    /// Refuses more parts than the partitioned set has elements (every rank sees the same).
+    fn check_parts(&self, top: &Topology, options: &Options, parts: usize) -> Result<()> {
         let first = self.first_set(top, options);
         let size = top.sizes[first];
         if parts > size && parts > 1 {
@@ -469,6 +463,19 @@ impl MeshBuilder {
                 size,
             });
         }
+        Ok(())
+    }
+
+    /// The partitioned set's parts (pure: no communication).
+    fn first_parts(
+        &self,
+        top: &Topology,
+        options: &Options,
+        parts: usize,
+        coords: Option<&[f64]>,
+    ) -> Result<Vec<u32>> {
+        self.check_parts(top, options, parts)?;
+        let size = top.sizes[self.first_set(top, options)];
         Ok(match options.partitioner {
             Partitioner::Blocks => blocks(size, parts),
             Partitioner::Metis { map } => metis(top, map.0, parts)?,
@@ -501,6 +508,7 @@ impl MeshBuilder {
         dat_blocks: &[Vec<u8>],
     ) -> Result<Vec<Vec<u32>>> {
         let parts = comm.size();
+        self.check_parts(top, options, parts)?;
         let first = match options.partitioner {
             Partitioner::Blocks => self.first_parts(top, options, parts, None),
             Partitioner::Metis { .. } => {

@@ -121,6 +121,12 @@ fn count(len: usize, what: &str) -> op2_core::Result<Count> {
     })
 }
 
+/// A zeroed buffer of `len` bytes that is never empty: Open MPI refuses a collective whose send
+/// and receive buffers are the same address, which two empty `Vec`s are (both dangling).
+fn buffer(len: usize) -> Vec<u8> {
+    vec![0u8; len.max(1)]
+}
+
 /// A started MPI operation: raw requests plus every buffer they use, owned until they finish.
 struct InFlight {
     requests: Vec<ffi::MPI_Request>,
@@ -217,14 +223,18 @@ impl Inner {
     fn all_gather(&self, values: Vec<u8>, what: &'static str) -> op2_core::Result<InFlight> {
         count(values.len() * self.size, what)?;
         let mut op = self.in_flight(what);
-        let mut received = vec![0u8; values.len() * self.size];
+        let len = values.len();
+        let mut values = values;
+        values.resize(len.max(1), 0);
+        let mut received = buffer(len * self.size);
         {
             let world = self.lock();
             mpi::request::scope(|scope| {
-                let request =
-                    world
-                        .0
-                        .immediate_all_gather_into(scope, &values[..], &mut received[..]);
+                let request = world.0.immediate_all_gather_into(
+                    scope,
+                    &values[..len],
+                    &mut received[..len * self.size],
+                );
                 // SAFETY: the buffers move into `op` (heap blocks: their addresses stay) and
                 // live until the request finishes or are leaked.
                 op.requests.push(unsafe { request.into_raw() }.0);
@@ -240,6 +250,8 @@ impl Inner {
 /// (so the same number of ranks always gives the same bits).
 struct MpiReduction {
     comm: Arc<Inner>,
+    /// Bytes each rank contributes (the buffers may be padded).
+    len: usize,
     op: InFlight,
     dtype: DType,
     reduce: ReduceOp,
@@ -250,10 +262,10 @@ impl PendingReduction for MpiReduction {
         let comm = self.comm.clone();
         self.op.finish(&comm)?;
         let gathered = self.op.buffers.pop().unwrap_or_default();
-        let len = gathered.len() / comm.size.max(1);
+        let len = self.len;
         let mut result = gathered[..len].to_vec();
         if len > 0 {
-            for chunk in gathered.chunks_exact(len).skip(1) {
+            for chunk in gathered[..len * comm.size].chunks_exact(len).skip(1) {
                 combine(&mut result, chunk, self.dtype, self.reduce);
             }
         }
@@ -293,6 +305,7 @@ impl Communicator for MpiCommunicator {
     ) -> op2_core::Result<Box<dyn PendingReduction>> {
         Ok(Box::new(MpiReduction {
             comm: self.inner.clone(),
+            len: values.len(),
             op: self.inner.all_gather(values, "all-reduce")?,
             dtype,
             reduce: op,
@@ -357,8 +370,11 @@ impl Communicator for MpiCommunicator {
         let receive_displs = displacements(&receive_counts)?;
         let total: usize = receive_lens.iter().sum();
         count(total, "all-to-all")?;
-        let send_buf: Vec<u8> = sends.concat();
-        let mut receive_buf = vec![0u8; total];
+        let mut send_buf: Vec<u8> = sends.concat();
+        if send_buf.is_empty() {
+            send_buf.push(0);
+        }
+        let mut receive_buf = buffer(total);
         let mut op = me.in_flight("all-to-all");
         {
             let world = me.lock();

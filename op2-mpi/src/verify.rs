@@ -180,16 +180,16 @@ fn check_owned_once(whole: &MeshBuilder, d: &Distributed, comm: &dyn Communicato
         comm.all_reduce(&mut bytes, DType::I32, ReduceOp::Sum)?;
         let count: Vec<i32> = bytemuck::pod_collect_to_vec(&bytes);
         if let Some(g) = count.iter().position(|&c| c != 1) {
-            return Err(broken(
+            found = found.and(Err(broken(
                 d,
                 format!(
                     "element {g} of set `{}` is owned by {} ranks",
                     ls.name, count[g]
                 ),
-            ));
+            )));
         }
     }
-    Ok(())
+    found
 }
 
 fn check_lists(d: &Distributed, comm: &dyn Communicator) -> Result<()> {

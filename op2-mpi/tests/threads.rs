@@ -546,7 +546,10 @@ fn verify_finds_each_broken_invariant() {
         });
         for r in results {
             let e = r.expect_err(what).to_string();
-            assert!(e.contains(what) || e.contains("rank 0 failed"), "{what}: {e}");
+            assert!(
+                e.contains(what) || e.contains("rank 0 failed"),
+                "{what}: {e}"
+            );
         }
     }
 }
