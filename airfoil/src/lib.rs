@@ -5,6 +5,8 @@
 #![warn(missing_docs)]
 
 pub mod baseline;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod mesh;
 pub mod solver;
 

@@ -584,7 +584,7 @@ impl MeshBuilder {
         let ranks = comm.size();
         let mut out = Vec::with_capacity(self.dats.len());
         // Per set: which global rows each block holder must send here (asked once per set).
-        let mut asked: Vec<Option<(Vec<Vec<u64>>, Vec<Vec<u64>>)>> = vec![None; self.sets.len()];
+        let mut asked: Vec<Option<Asked>> = vec![None; self.sets.len()];
         for (d, block) in self.dats.iter().zip(dat_blocks) {
             let size = self.sets[d.set].size;
             if asked[d.set].is_none() {
@@ -636,6 +636,9 @@ impl MeshBuilder {
         Ok(out)
     }
 }
+
+/// Per set, the global rows this rank asks each block holder for, and those each rank asks it for.
+type Asked = (Vec<Vec<u64>>, Vec<Vec<u64>>);
 
 /// The rank whose block holds global element `g` of a set of `size`.
 fn holder(size: usize, ranks: usize, g: usize) -> usize {

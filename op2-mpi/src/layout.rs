@@ -76,11 +76,8 @@ pub(crate) fn rank_layout(
             let reaches_mine = row.iter().any(|&t| to_parts[t as usize] == rank);
             let reaches_other = row.iter().any(|&t| to_parts[t as usize] != rank);
             match mark[m.from][e] {
-                OWNED => {
-                    if reaches_other {
-                        core[m.from][e] = false;
-                    }
-                }
+                OWNED if reaches_other => core[m.from][e] = false,
+                OWNED => {}
                 _ if reaches_mine => mark[m.from][e] = EXEC,
                 _ => {}
             }

@@ -120,7 +120,7 @@ pub(crate) fn metis(top: &Topology, map: usize, parts: usize) -> Result<Vec<u32>
     if parts <= 1 {
         return Ok(vec![0; n]);
     }
-    let (mut xadj, mut adjncy) = top.target_graph(map);
+    let (xadj, adjncy) = top.target_graph(map);
     let mut part = vec![0 as metis::Idx; n];
     let fail = |e: String| MpiError::Partitioner {
         partitioner: "metis",
@@ -131,7 +131,7 @@ pub(crate) fn metis(top: &Topology, map: usize, parts: usize) -> Result<Vec<u32>
     if adjncy.is_empty() {
         return Ok(blocks(n, parts));
     }
-    metis::Graph::new(1, parts as metis::Idx, &mut xadj, &mut adjncy)
+    metis::Graph::new(1, parts as metis::Idx, &xadj, &adjncy)
         .map_err(|e| fail(e.to_string()))?
         .part_kway(&mut part)
         .map_err(|e| fail(e.to_string()))?;

@@ -24,6 +24,10 @@ pub use op2_core::*;
 /// The generic device backend: a third-party device backend implements its `Device` trait (and an
 /// `op2_codegen` `Dialect` for a new language) and registers a `DeviceBackend` over it.
 pub use op2_device;
+/// Distributed meshes and MPI (feature `mpi`): partition a mesh declared in global numbering,
+/// get each rank's sets with halos, gather results; `mpi::Mpi` is the communicator.
+#[cfg(feature = "mpi")]
+pub use op2_mpi as mpi;
 
 /// The first-party backends, written once: for each, the Cargo feature of this crate that brings
 /// it in, its crate, and the backend names it registers. From this one list come the re-exports

@@ -47,6 +47,18 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         why: "PoCL's CPU OpenCL device runs the opencl backend's tests",
         required: false,
     },
+    SystemDep {
+        what: "Open MPI (library, headers, `mpirun`) and libclang",
+        check: "command -v mpirun && command -v mpicc && (ls /usr/lib/llvm-*/lib/libclang*.so* || ls /usr/lib/x86_64-linux-gnu/libclang*.so*) >/dev/null 2>&1",
+        packages: &[
+            "libopenmpi-dev",
+            "openmpi-bin",
+            "libclang-dev",
+            "pkg-config",
+        ],
+        why: "op2-mpi links MPI (rsmpi generates its bindings with libclang) and its tests run `mpirun -np 1..4`",
+        required: true,
+    },
 ];
 
 /// Where `--install-deps` puts NVRTC (the PyPI wheel of CUDA 12.8's), relative to the workspace.
@@ -105,12 +117,13 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
+        Some("deps") => deps(&args[1..]),
         Some("conformance") => conformance::run(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("gpu-check") => gpu::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]...\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]...\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]"
             );
             Err("unknown or missing command".into())
         }
@@ -254,6 +267,17 @@ const DEVICE_SUITE: [&str; 8] = [
     "registry",
 ];
 
+/// Checks (and with `--install`, installs) the system packages building and testing need: CI
+/// runs it first, since even `cargo clippy` on the workspace links MPI.
+fn deps(args: &[String]) -> Result<(), String> {
+    let install = args.iter().any(|a| a == "--install");
+    if let Some(bad) = args.iter().find(|a| *a != "--install") {
+        return Err(format!("unknown option `{bad}`"));
+    }
+    check_system_deps(install)?;
+    check_nvrtc(install).map(drop)
+}
+
 fn test(args: &[String]) -> Result<(), String> {
     let install = args.iter().any(|a| a == "--install-deps");
     if let Some(bad) = args.iter().find(|a| *a != "--install-deps") {
@@ -272,6 +296,8 @@ fn test(args: &[String]) -> Result<(), String> {
     let features = host_features();
     let mut ws_features: Vec<String> = features.iter().map(|f| format!("op2/{f}")).collect();
     ws_features.extend(features.iter().map(|f| format!("op2-conformance/{f}")));
+    // Distributed meshes: the facade's `mpi` and Airfoil's partition tests and table.
+    ws_features.extend(["op2/mpi".to_string(), "airfoil/mpi".to_string()]);
     let ws_features = ws_features.join(",");
     let with_features = |cmd: &mut Command| {
         if !ws_features.is_empty() {

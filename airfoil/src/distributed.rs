@@ -1,0 +1,133 @@
+//! The Airfoil mesh declared for partitioning across ranks (feature `mpi`): its sets, maps and
+//! the data partitioners use, in global numbering, as OP2's Airfoil declares them.
+
+use crate::mesh::Mesh;
+use op2::mpi::{GlobalDat, GlobalMap, GlobalSet, Input, MeshBuilder, Partitioner, Result};
+
+/// Handles of the Airfoil mesh on a [`MeshBuilder`].
+#[derive(Debug, Clone, Copy)]
+pub struct AirfoilHandles {
+    /// Nodes.
+    pub nodes: GlobalSet,
+    /// Interior edges.
+    pub edges: GlobalSet,
+    /// Boundary edges.
+    pub bedges: GlobalSet,
+    /// Cells.
+    pub cells: GlobalSet,
+    /// Edge to its two nodes.
+    pub pedge: GlobalMap,
+    /// Edge to its two cells.
+    pub pecell: GlobalMap,
+    /// Boundary edge to its two nodes.
+    pub pbedge: GlobalMap,
+    /// Boundary edge to its cell.
+    pub pbecell: GlobalMap,
+    /// Cell to its four nodes.
+    pub pcell: GlobalMap,
+    /// Node coordinates.
+    pub x: GlobalDat<f64>,
+    /// Boundary kind per boundary edge.
+    pub bound: GlobalDat<i32>,
+}
+
+impl AirfoilHandles {
+    /// The partitioners OP2 offers for Airfoil: METIS on the cells' dual graph (through the
+    /// edge-to-cell map, as OP2's Airfoil asks), coordinate bisection on the nodes, and blocks.
+    pub fn partitioners(&self) -> [Partitioner; 3] {
+        [
+            Partitioner::Metis { map: self.pecell },
+            Partitioner::Geometric { coords: self.x },
+            Partitioner::Blocks,
+        ]
+    }
+}
+
+/// Declares the whole of `mesh` ([`Input::Everywhere`]).
+pub fn declare(mesh: &Mesh) -> Result<(MeshBuilder, AirfoilHandles)> {
+    let mut b = MeshBuilder::new(Input::Everywhere);
+    let nodes = b.decl_set(mesh.nnode(), "nodes")?;
+    let edges = b.decl_set(mesh.nedge(), "edges")?;
+    let bedges = b.decl_set(mesh.nbedge(), "bedges")?;
+    let cells = b.decl_set(mesh.ncell(), "cells")?;
+    let pedge = b.decl_map(edges, nodes, 2, mesh.edge.clone(), "pedge")?;
+    let pecell = b.decl_map(edges, cells, 2, mesh.ecell.clone(), "pecell")?;
+    let pbedge = b.decl_map(bedges, nodes, 2, mesh.bedge.clone(), "pbedge")?;
+    let pbecell = b.decl_map(bedges, cells, 1, mesh.becell.clone(), "pbecell")?;
+    let pcell = b.decl_map(cells, nodes, 4, mesh.cell.clone(), "pcell")?;
+    let x = b.decl_dat(nodes, 2, &mesh.x, "p_x")?;
+    let bound = b.decl_dat(bedges, 1, &mesh.bound, "p_bound")?;
+    Ok((
+        b,
+        AirfoilHandles {
+            nodes,
+            edges,
+            bedges,
+            cells,
+            pedge,
+            pecell,
+            pbedge,
+            pbecell,
+            pcell,
+            x,
+            bound,
+        },
+    ))
+}
+
+/// `mesh` with its nodes, cells, edges and boundary edges numbered in a pseudo-random order
+/// (fixed by `seed`), as a mesh generator that does not care about order writes them: file-order
+/// blocks are then a poor partition, which is what real partitioners are for.
+pub fn shuffled(mesh: &Mesh, seed: u64) -> Mesh {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut permutation = |n: usize| -> Vec<usize> {
+        // Fisher-Yates over a 64-bit linear congruential generator.
+        let mut p: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            p.swap(i, ((state >> 33) % (i as u64 + 1)) as usize);
+        }
+        p
+    };
+    // new_of[old] and old_of[new].
+    let (node_old, cell_old, edge_old, bedge_old) = (
+        permutation(mesh.nnode()),
+        permutation(mesh.ncell()),
+        permutation(mesh.nedge()),
+        permutation(mesh.nbedge()),
+    );
+    let invert = |old_of: &[usize]| {
+        let mut new_of = vec![0i32; old_of.len()];
+        for (new, &old) in old_of.iter().enumerate() {
+            new_of[old] = new as i32;
+        }
+        new_of
+    };
+    let (node_new, cell_new) = (invert(&node_old), invert(&cell_old));
+    let rows = |values: &[i32], arity: usize, old_of: &[usize], renumber: &[i32]| -> Vec<i32> {
+        old_of
+            .iter()
+            .flat_map(|&o| {
+                values[o * arity..(o + 1) * arity]
+                    .iter()
+                    .map(|&v| renumber[v as usize])
+            })
+            .collect()
+    };
+    Mesh {
+        x: node_old
+            .iter()
+            .flat_map(|&o| [mesh.x[2 * o], mesh.x[2 * o + 1]])
+            .collect(),
+        cell: rows(&mesh.cell, 4, &cell_old, &node_new),
+        edge: rows(&mesh.edge, 2, &edge_old, &node_new),
+        ecell: rows(&mesh.ecell, 2, &edge_old, &cell_new),
+        bedge: rows(&mesh.bedge, 2, &bedge_old, &node_new),
+        becell: rows(&mesh.becell, 1, &bedge_old, &cell_new),
+        bound: bedge_old.iter().map(|&o| mesh.bound[o]).collect(),
+    }
+}
