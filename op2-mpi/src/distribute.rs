@@ -246,7 +246,8 @@ impl MeshBuilder {
 
         let parts = self.partition_parts(comm, &top, options, &blocks_of_dats)?;
         let first = self.first_set(&top, options);
-        let order = options.renumber.then(|| locality_order(&top, first));
+        let order =
+            (options.renumber && !top.sizes.is_empty()).then(|| locality_order(&top, first));
         let layout = rank_layout(&top, &parts, rank as u32, order.as_deref());
 
         let halos = exchange_lists(comm, &layout)?;
@@ -331,7 +332,8 @@ impl MeshBuilder {
         let first = self.first_parts(&top, options, parts, coords.as_deref())?;
         let parts_of = self.all_parts(&top, options, parts, first);
         let first = self.first_set(&top, options);
-        let order = options.renumber.then(|| locality_order(&top, first));
+        let order =
+            (options.renumber && !top.sizes.is_empty()).then(|| locality_order(&top, first));
         let mut everyone = Vec::with_capacity(parts);
         for r in 0..parts {
             let l = rank_layout(&top, &parts_of, r as u32, order.as_deref());
@@ -454,6 +456,11 @@ impl MeshBuilder {
 
     /// Refuses more parts than the partitioned set has elements (every rank sees the same).
     fn check_parts(&self, top: &Topology, options: &Options, parts: usize) -> Result<()> {
+        // Blocks split every set as it is: a set smaller than the rank count leaves ranks
+        // without elements of it, which is legal. The other partitioners split one set.
+        if top.sizes.is_empty() || options.partitioner == Partitioner::Blocks {
+            return Ok(());
+        }
         let first = self.first_set(top, options);
         let size = top.sizes[first];
         if parts > size && parts > 1 {
@@ -475,6 +482,9 @@ impl MeshBuilder {
         coords: Option<&[f64]>,
     ) -> Result<Vec<u32>> {
         self.check_parts(top, options, parts)?;
+        if top.sizes.is_empty() {
+            return Ok(Vec::new());
+        }
         let size = top.sizes[self.first_set(top, options)];
         Ok(match options.partitioner {
             Partitioner::Blocks => blocks(size, parts),
@@ -494,6 +504,8 @@ impl MeshBuilder {
         first: Vec<u32>,
     ) -> Vec<Vec<u32>> {
         match options.partitioner {
+            // Blocks; and a mesh without sets, with nothing to propagate from.
+            _ if top.sizes.is_empty() => Vec::new(),
             Partitioner::Blocks => top.sizes.iter().map(|&n| blocks(n, parts)).collect(),
             _ => propagate(top, self.first_set(top, options), first, parts),
         }

@@ -42,7 +42,8 @@ pub enum MpiError {
         /// Where the expectation comes from.
         detail: String,
     },
-    /// More parts asked for than the partitioned set has elements.
+    /// More parts asked for than the set METIS or bisection splits has elements (blocks accept
+    /// it: ranks then own nothing of a small set).
     #[error("{parts} parts asked for, but set `{set}` has only {size} elements")]
     TooManyParts {
         /// Parts asked for (the number of ranks).

@@ -157,11 +157,12 @@ fn options_for(d: &Declared, choice: usize, renumber: bool) -> Options {
     Options::new(p).renumber(renumber)
 }
 
-/// The set a partitioner splits first, for the expected too-many-parts error.
-fn first_set(mesh: &Mesh, choice: usize) -> usize {
+/// The set a partitioner splits (none for blocks), for the expected too-many-parts error.
+fn first_set(mesh: &Mesh, choice: usize) -> Option<usize> {
     match choice % 3 {
-        1 if !mesh.maps.is_empty() => mesh.maps[choice / 3 % mesh.maps.len()].1,
-        _ => 0,
+        1 if !mesh.maps.is_empty() => Some(mesh.maps[choice / 3 % mesh.maps.len()].1),
+        2 => Some(0),
+        _ => None,
     }
 }
 
@@ -177,7 +178,7 @@ proptest! {
         renumber in any::<bool>(),
     ) {
         let input = [Input::Everywhere, Input::Root, Input::Slices][input];
-        let too_many = ranks > 1 && ranks > mesh.sets[first_set(&mesh, choice)];
+        let too_many = first_set(&mesh, choice).is_some_and(|s| ranks > 1 && ranks > mesh.sets[s]);
         let results = on_ranks(ranks, Duration::from_secs(30), |rank, comm| {
             let here = declare(&mesh, input, ranks, rank);
             let whole = declare(&mesh, Input::Everywhere, ranks, rank);
@@ -552,4 +553,27 @@ fn verify_finds_each_broken_invariant() {
             );
         }
     }
+}
+
+#[test]
+fn empty_meshes_and_empty_sets_distribute_to_nothing() {
+    let results = on_ranks(3, Duration::from_secs(30), |_, comm| {
+        let empty = MeshBuilder::new(Input::Everywhere)
+            .distribute(&*comm, &Options::new(Partitioner::Blocks).renumber(true))
+            .unwrap();
+        assert!(empty.sets.is_empty() && empty.maps.is_empty());
+        // A set of 0 elements beside a real one: blocks give every rank nothing of it.
+        let mut b = MeshBuilder::new(Input::Everywhere);
+        let none = b.decl_set(0, "none").unwrap();
+        let some = b.decl_set(6, "some").unwrap();
+        b.decl_map(none, some, 2, vec![], "m").unwrap();
+        b.decl_dat::<f64>(none, 3, &[], "d").unwrap();
+        let whole = b.clone();
+        let d = b
+            .distribute(&*comm, &Options::new(Partitioner::Blocks).renumber(true))
+            .unwrap();
+        verify(&whole, &d, &*comm).unwrap();
+        (d.sets[0].global.len(), d.sets[1].sizes.core)
+    });
+    assert_eq!(results, vec![(0, 2); 3]);
 }
