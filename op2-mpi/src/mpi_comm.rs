@@ -175,8 +175,9 @@ impl InFlight {
                 return Ok(());
             }
             if Instant::now() >= self.deadline {
-                // MPI may still write into the buffers: never free them.
+                // MPI may still use the buffers and count arrays: never free them.
                 std::mem::forget(std::mem::take(&mut self.buffers));
+                std::mem::forget(std::mem::take(&mut self.counts));
                 self.requests.clear();
                 return Err(comm_error(format!(
                     "{} did not complete within {:?} (another rank never took part, or is stuck)",
