@@ -254,20 +254,7 @@ impl MeshBuilder {
         let dats = self.move_dat_rows(comm, &layout, blocks_of_dats)?;
 
         // Every rank's sizes, for the report.
-        let mine: Vec<u64> = layout
-            .sets
-            .iter()
-            .flat_map(|s| {
-                [
-                    s.sizes.core,
-                    s.sizes.owned,
-                    s.sizes.exec_halo,
-                    s.sizes.nonexec_halo,
-                ]
-            })
-            .map(|x| x as u64)
-            .collect();
-        let everyone: Vec<Vec<u64>> = all_gather(comm, u64s_to_bytes(&mine))?
+        let everyone: Vec<Vec<u64>> = all_gather(comm, u64s_to_bytes(&layout.section_sizes()))?
             .iter()
             .map(|b| bytes_to_u64s(b))
             .collect();
@@ -334,24 +321,9 @@ impl MeshBuilder {
         let first = self.first_set(&top, options);
         let order =
             (options.renumber && !top.sizes.is_empty()).then(|| locality_order(&top, first));
-        let mut everyone = Vec::with_capacity(parts);
-        for r in 0..parts {
-            let l = rank_layout(&top, &parts_of, r as u32, order.as_deref());
-            everyone.push(
-                l.sets
-                    .iter()
-                    .flat_map(|s| {
-                        [
-                            s.sizes.core,
-                            s.sizes.owned,
-                            s.sizes.exec_halo,
-                            s.sizes.nonexec_halo,
-                        ]
-                    })
-                    .map(|x| x as u64)
-                    .collect(),
-            );
-        }
+        let everyone: Vec<Vec<u64>> = (0..parts)
+            .map(|r| rank_layout(&top, &parts_of, r as u32, order.as_deref()).section_sizes())
+            .collect();
         Ok(self.report(
             &top,
             options,
@@ -558,7 +530,7 @@ impl MeshBuilder {
                 .maps
                 .iter()
                 .position(|m| m.to == first)
-                .or(if top.maps.is_empty() { None } else { Some(0) }),
+                .or((!top.maps.is_empty()).then_some(0)),
         };
         PartitionReport {
             partitioner: options.partitioner.name(),

@@ -21,7 +21,7 @@
 //! order (or a locality order when renumbering); halo elements are ordered by owner rank, then
 //! global number, so each neighbour's elements are contiguous within each halo section.
 
-use crate::partition::Topology;
+use crate::partition::{Csr, Topology, join_all};
 use op2_core::SetSizes;
 
 const NONE: u8 = 0;
@@ -45,6 +45,21 @@ pub(crate) struct RankLayout {
     pub(crate) sets: Vec<SetLayout>,
     /// Every map's rows for the source set's core, owned and exec-halo elements.
     pub(crate) maps: Vec<Vec<i32>>,
+}
+
+impl RankLayout {
+    /// Every set's four section sizes, flattened (core, owned, exec, non-exec per set): what
+    /// ranks gather for the partition report.
+    pub(crate) fn section_sizes(&self) -> Vec<u64> {
+        self.sets
+            .iter()
+            .flat_map(|s| {
+                let z = s.sizes;
+                [z.core, z.owned, z.exec_halo, z.nonexec_halo]
+            })
+            .map(|x| x as u64)
+            .collect()
+    }
 }
 
 /// Builds rank `rank`'s layout. `order`, when given, is a locality key per global element of
@@ -221,59 +236,36 @@ pub(crate) fn locality_order(top: &Topology, first: usize) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// A set's own graph in CSR: elements joined when they share a target of a map from the set or,
-/// for a set no map leaves, a source of a map into it.
-fn set_graph(top: &Topology, s: usize) -> (Vec<usize>, Vec<u32>) {
-    let n = top.sizes[s];
-    let mut pairs: Vec<(u32, u32)> = Vec::new();
+/// A set's own graph: elements joined when they share a target of a map from the set or, for a
+/// set no map leaves, a source of a map into it.
+fn set_graph(top: &Topology, s: usize) -> Csr {
+    let mut pairs = Vec::new();
     let outgoing: Vec<_> = top.maps.iter().filter(|m| m.from == s).collect();
-    if !outgoing.is_empty() {
-        for m in outgoing {
-            // target -> sources, then sources sharing a target are joined.
-            let mut by_target: Vec<Vec<u32>> = vec![Vec::new(); top.sizes[m.to]];
-            for (e, row) in m.values.chunks_exact(m.arity).enumerate() {
-                for &t in row {
-                    by_target[t as usize].push(e as u32);
-                }
-            }
-            for group in by_target {
-                for (i, &a) in group.iter().enumerate() {
-                    for &b in &group[i + 1..] {
-                        pairs.push((a, b));
-                        pairs.push((b, a));
-                    }
-                }
-            }
-        }
-    } else {
+    if outgoing.is_empty() {
         for m in top.maps.iter().filter(|m| m.to == s) {
             for row in m.values.chunks_exact(m.arity) {
-                for (i, &a) in row.iter().enumerate() {
-                    for &b in &row[i + 1..] {
-                        if a != b {
-                            pairs.push((a as u32, b as u32));
-                            pairs.push((b as u32, a as u32));
-                        }
-                    }
-                }
+                join_all(row.iter().map(|&t| t as u32), &mut pairs);
             }
         }
     }
-    pairs.sort_unstable();
-    pairs.dedup();
-    let mut xadj = vec![0usize; n + 1];
-    for &(a, _) in &pairs {
-        xadj[a as usize + 1] += 1;
+    for m in outgoing {
+        // Target -> its sources; the sources of one target are joined.
+        let mut by_target: Vec<Vec<u32>> = vec![Vec::new(); top.sizes[m.to]];
+        for (e, row) in m.values.chunks_exact(m.arity).enumerate() {
+            for &t in row {
+                by_target[t as usize].push(e as u32);
+            }
+        }
+        for group in by_target {
+            join_all(group.into_iter(), &mut pairs);
+        }
     }
-    for i in 0..n {
-        xadj[i + 1] += xadj[i];
-    }
-    (xadj, pairs.into_iter().map(|(_, b)| b).collect())
+    Csr::from_pairs(top.sizes[s], pairs)
 }
 
 /// Reverse Cuthill-McKee: breadth-first from a lowest-degree element of each component,
 /// neighbours by increasing degree, the visit order reversed. Returns each element's position.
-fn rcm((xadj, adj): &(Vec<usize>, Vec<u32>)) -> Vec<u32> {
+fn rcm(Csr { xadj, adj }: &Csr) -> Vec<u32> {
     let n = xadj.len() - 1;
     let degree = |v: usize| xadj[v + 1] - xadj[v];
     let mut by_degree: Vec<usize> = (0..n).collect();

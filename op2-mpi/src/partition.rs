@@ -73,32 +73,52 @@ impl Topology {
         Ok(())
     }
 
-    /// The graph `map` induces on its target set, as METIS takes it (CSR, no self loops, each
-    /// neighbour once).
-    pub(crate) fn target_graph(&self, map: usize) -> (Vec<i32>, Vec<i32>) {
+    /// The graph `map` induces on its target set: targets of one row are joined.
+    pub(crate) fn target_graph(&self, map: usize) -> Csr {
         let m = &self.maps[map];
-        let n = self.sizes[m.to];
-        let mut pairs: Vec<(i32, i32)> = Vec::new();
+        let mut pairs = Vec::new();
         for row in m.values.chunks_exact(m.arity) {
-            for (i, &a) in row.iter().enumerate() {
-                for &b in &row[i + 1..] {
-                    if a != b {
-                        pairs.push((a, b));
-                        pairs.push((b, a));
-                    }
-                }
-            }
+            join_all(row.iter().map(|&t| t as u32), &mut pairs);
         }
+        Csr::from_pairs(self.sizes[m.to], pairs)
+    }
+}
+
+/// A graph in compressed rows: the neighbours of `v` are `adj[xadj[v]..xadj[v + 1]]`, each once,
+/// no self loops.
+#[derive(Debug, Clone)]
+pub(crate) struct Csr {
+    pub(crate) xadj: Vec<usize>,
+    pub(crate) adj: Vec<u32>,
+}
+
+impl Csr {
+    /// The graph of `n` vertices with the (directed) `pairs`.
+    pub(crate) fn from_pairs(n: usize, mut pairs: Vec<(u32, u32)>) -> Csr {
+        pairs.retain(|(a, b)| a != b);
         pairs.sort_unstable();
         pairs.dedup();
-        let mut xadj = vec![0i32; n + 1];
+        let mut xadj = vec![0usize; n + 1];
         for &(a, _) in &pairs {
             xadj[a as usize + 1] += 1;
         }
         for i in 0..n {
             xadj[i + 1] += xadj[i];
         }
-        (xadj, pairs.into_iter().map(|(_, b)| b).collect())
+        Csr {
+            xadj,
+            adj: pairs.into_iter().map(|(_, b)| b).collect(),
+        }
+    }
+}
+
+/// Joins every two of `group` both ways (a clique), into `pairs`.
+pub(crate) fn join_all(group: impl Iterator<Item = u32> + Clone, pairs: &mut Vec<(u32, u32)>) {
+    for (i, a) in group.clone().enumerate() {
+        for b in group.clone().skip(i + 1) {
+            pairs.push((a, b));
+            pairs.push((b, a));
+        }
     }
 }
 
@@ -120,7 +140,9 @@ pub(crate) fn metis(top: &Topology, map: usize, parts: usize) -> Result<Vec<u32>
     if parts <= 1 {
         return Ok(vec![0; n]);
     }
-    let (xadj, adjncy) = top.target_graph(map);
+    let graph = top.target_graph(map);
+    let xadj: Vec<metis::Idx> = graph.xadj.iter().map(|&x| x as metis::Idx).collect();
+    let adjncy: Vec<metis::Idx> = graph.adj.iter().map(|&x| x as metis::Idx).collect();
     let mut part = vec![0 as metis::Idx; n];
     let fail = |e: String| MpiError::Partitioner {
         partitioner: "metis",
@@ -295,10 +317,10 @@ pub(crate) fn propagate(
 
 /// Graph edges of `map`'s target graph whose ends lie in different parts.
 pub(crate) fn edge_cut(top: &Topology, map: usize, parts: &[u32]) -> usize {
-    let (xadj, adjncy) = top.target_graph(map);
+    let Csr { xadj, adj } = top.target_graph(map);
     let mut cut = 0;
     for v in 0..xadj.len() - 1 {
-        for &w in &adjncy[xadj[v] as usize..xadj[v + 1] as usize] {
+        for &w in &adj[xadj[v]..xadj[v + 1]] {
             if (w as usize) > v && parts[v] != parts[w as usize] {
                 cut += 1;
             }
