@@ -43,7 +43,7 @@ pub use dtype::{DType, HostBuffer, Scalar};
 pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};
 pub use map::Map;
-pub use runtime::{LoopTiming, Runtime, RuntimeBuilder};
+pub use runtime::{DatTraffic, HaloTraffic, LoopTiming, Runtime, RuntimeBuilder};
 pub use set::{HaloNeighbour, Set, SetHalo, SetSizes};
 pub use settings::{Setting, SettingKind, SettingValues, known_settings};
 pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};

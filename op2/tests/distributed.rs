@@ -51,6 +51,8 @@ struct Results {
     max: f64,
     /// Halo exchanges the runtime made.
     exchanges: u64,
+    /// Cross-rank reductions the spread loop started.
+    reductions: u64,
 }
 
 /// Runs the loops on a mesh of `nodes` nodes (x values `x0`) and edges `e2n` (local numbers),
@@ -104,6 +106,11 @@ fn run(
         y: y.to_vec().unwrap(),
         acc: acc.to_vec().unwrap(),
         exchanges: rt.halo_exchanges(),
+        reductions: rt
+            .timings()
+            .iter()
+            .find(|t| t.kernel == "spread")
+            .map_or(0, |t| t.reductions),
     }
 }
 
@@ -243,6 +250,8 @@ fn two_ranks_compute_what_one_process_computes() {
     // Exactly the exchanges needed: x before the edge loop reads it through the map, y before the
     // exec halo reads it; none in one process.
     assert_eq!((one.exchanges, r0.exchanges, r1.exchanges), (0, 2, 2));
+    // One all-reduce per Global of the spread loop on each rank; none in one process.
+    assert_eq!((one.reductions, r0.reductions, r1.reductions), (0, 2, 2));
     // Reductions: every edge once (the redundant one not twice), the same on both ranks.
     for r in [&r0, &r1] {
         assert!(
@@ -384,6 +393,20 @@ fn two_node_rank(rt: &Runtime, rank: usize, own: f64) -> (Vec<f64>, Vec<f64>, u6
     // A loop that reads the halo again without anything written in between exchanges nothing.
     rt.par_loop(&edge, &edges, args()).unwrap();
     assert_eq!(y.to_vec().unwrap(), second);
+    // The counters say the same per Dat and per loop: two exchanges of x, one 8-byte message
+    // each way per exchange; y (never read through a map) none.
+    let traffic = rt.halo_traffic();
+    assert_eq!(traffic.len(), 1, "{traffic:?}");
+    assert_eq!(traffic[0].name, "x");
+    let t = traffic[0].traffic;
+    assert_eq!((t.exchanges, t.messages, t.bytes), (2, 2, 16));
+    assert!(t.wait_seconds >= 0.0);
+    let timings = rt.timings();
+    assert_eq!(timings.len(), 1);
+    assert_eq!(timings[0].calls, 3);
+    assert_eq!(timings[0].halo.exchanges, 2);
+    assert_eq!(timings[0].halo.bytes, 16);
+    assert_eq!(timings[0].reductions, 0);
     (first, second, rt.halo_exchanges())
 }
 

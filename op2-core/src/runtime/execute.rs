@@ -4,7 +4,7 @@
 //! loop over a range of its set, halo exchanges, cross-rank reductions.
 
 use super::steps::{Exchange, LoopStep, Reduction, ReductionTarget, Step};
-use super::timing::{self, LoopTiming};
+use super::timing::{self, DatTraffic, HaloTraffic, LoopTiming};
 use crate::access::Access;
 use crate::backend::{Backend, LoopInvocation, PreparedLoop};
 use crate::carrier::{Carrier, CarrierKind};
@@ -62,6 +62,8 @@ pub struct RuntimeShared {
     pub(crate) exchanges: AtomicU64,
     /// Per-kernel run times, in order of first run.
     pub(crate) timings: Mutex<Vec<LoopTiming>>,
+    /// Per-Dat halo traffic, in order of first exchange.
+    pub(crate) dat_traffic: Mutex<Vec<DatTraffic>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -216,16 +218,31 @@ impl RuntimeShared {
                         .collect();
                     (n.rank, packed)
                 })
-                .collect();
+                .collect::<Vec<_>>();
             let receives = halo
                 .neighbours
                 .iter()
                 .map(|n| (n.rank, n.receive.len() * row))
                 .collect();
+            let traffic = HaloTraffic {
+                exchanges: 1,
+                messages: sends.len() as u64,
+                bytes: sends.iter().map(|(_, b)| b.len() as u64).sum(),
+                wait_seconds: 0.0,
+            };
             pending.push(self.comm.begin_exchange(sends, receives)?);
             self.exchanges.fetch_add(1, Ordering::Relaxed);
+            self.count_halo(&x.kernel, dat, &traffic);
         }
         Ok(())
+    }
+
+    /// Adds `traffic` to the exchanging loop's row and the Dat's.
+    fn count_halo(&self, kernel: &str, dat: &Carrier, traffic: &HaloTraffic) {
+        timing::entry(&mut lock(&self.timings), kernel)
+            .halo
+            .add(traffic);
+        timing::record_dat(&mut lock(&self.dat_traffic), dat.id, dat.name(), traffic);
     }
 
     /// Waits for each Dat's messages and writes them into its halo rows (on the host, which the
@@ -233,7 +250,13 @@ impl RuntimeShared {
     fn end_exchange(&self, x: &Exchange) -> Result<()> {
         let pending: Vec<_> = std::mem::take(&mut *lock(&x.pending));
         for (dat, p) in x.dats.iter().zip(pending) {
+            let started = Instant::now();
             let received = p.wait()?;
+            let waited = HaloTraffic {
+                wait_seconds: started.elapsed().as_secs_f64(),
+                ..HaloTraffic::default()
+            };
+            self.count_halo(&x.kernel, dat, &waited);
             let CarrierKind::Dat(set) = dat.kind() else {
                 continue;
             };
@@ -279,6 +302,7 @@ impl RuntimeShared {
                 self.comm
                     .begin_all_reduce(values, global.dtype(), reduce_op(*access))?,
             );
+            timing::entry(&mut lock(&self.timings), &r.kernel).reductions += 1;
         }
         Ok(())
     }
@@ -292,7 +316,10 @@ impl RuntimeShared {
             });
         }
         for ((_, global, access), p) in r.globals.iter().zip(pending) {
+            let started = Instant::now();
             let combined = p.wait()?;
+            timing::entry(&mut lock(&self.timings), &r.kernel).reduction_wait_seconds +=
+                started.elapsed().as_secs_f64();
             self.backend.host_access(global, true)?;
             let mut g = global.lock_for_loop("reduction", true)?;
             let g = g.bytes_mut().expect("a write lock gives mutable bytes");

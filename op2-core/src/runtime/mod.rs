@@ -11,7 +11,7 @@ mod validate;
 
 pub use builder::RuntimeBuilder;
 pub use execute::{LoopRecord, RuntimeShared};
-pub use timing::LoopTiming;
+pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 
 use crate::arg::Arg;
 use crate::backend::{PreparedLoop, find_backend};
@@ -109,6 +109,7 @@ impl Runtime {
                 recorded: AtomicU64::new(0),
                 exchanges: AtomicU64::new(0),
                 timings: Mutex::new(Vec::new()),
+                dat_traffic: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -146,9 +147,16 @@ impl Runtime {
         lock(&self.shared.timings).clone()
     }
 
-    /// Clears the per-kernel timings (for example after a warm-up).
+    /// Clears the per-kernel timings and the per-Dat halo traffic (for example after a warm-up).
     pub fn reset_timings(&self) {
         lock(&self.shared.timings).clear();
+        lock(&self.shared.dat_traffic).clear();
+    }
+
+    /// Halo exchange traffic per Dat on this rank so far, in order of first exchange (the same
+    /// traffic per loop is in [`Runtime::timings`]). Empty on one process.
+    pub fn halo_traffic(&self) -> Vec<DatTraffic> {
+        lock(&self.shared.dat_traffic).clone()
     }
 
     /// A device backend's transfer counters; `None` on host backends.

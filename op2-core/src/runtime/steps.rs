@@ -69,6 +69,8 @@ pub(crate) struct LoopStep {
 
 /// A halo exchange of some Dats of one set.
 pub(crate) struct Exchange {
+    /// The kernel of the loop that needs it (its timing row counts the traffic).
+    pub(crate) kernel: String,
     pub(crate) dats: Vec<Arc<Carrier>>,
     /// The messages in flight, one exchange per Dat, between begin and end.
     pub(crate) pending: Mutex<Vec<Box<dyn PendingExchange>>>,
@@ -76,6 +78,8 @@ pub(crate) struct Exchange {
 
 /// The cross-rank reductions of one loop.
 pub(crate) struct Reduction {
+    /// The kernel of the loop whose Globals these are.
+    pub(crate) kernel: String,
     /// Per reduction: the arg's position, the Global, its access.
     pub(crate) globals: Vec<(usize, Arc<Carrier>, Access)>,
     /// Per reduction, this rank's partial result.
@@ -164,6 +168,7 @@ pub(crate) fn loop_steps(
             })
             .collect();
         Arc::new(Reduction {
+            kernel: sig.kernel.name().to_string(),
             globals,
             partials,
             pending: Mutex::new(Vec::new()),
@@ -173,6 +178,7 @@ pub(crate) fn loop_steps(
     let mut steps: Vec<Pending<Step>> = Vec::new();
     let exchange = (!exchanged.is_empty()).then(|| {
         Arc::new(Exchange {
+            kernel: sig.kernel.name().to_string(),
             dats: exchanged,
             pending: Mutex::new(Vec::new()),
         })

@@ -1,5 +1,6 @@
 //! Per-kernel loop timings, like OP2's `op_timing_output`: calls, seconds and the bytes each loop
-//! moves by OP2's convention.
+//! moves by OP2's convention, with the halo exchanges and cross-rank reductions each loop started
+//! (per loop here, per Dat in [`HaloTraffic`] rows the runtime keeps beside them).
 
 use crate::carrier::{Carrier, CarrierKind};
 use crate::map::Map;
@@ -19,6 +20,47 @@ pub struct LoopTiming {
     /// indirect its whole set, or the rows its map entries can reach if fewer), twice when it is both
     /// read and written; each map's rows once.
     pub bytes: u64,
+    /// The halo exchanges this kernel's loops started (before reading halos through maps).
+    pub halo: HaloTraffic,
+    /// Cross-rank reductions of Globals started by this kernel's loops (one per Global per loop).
+    pub reductions: u64,
+    /// Seconds spent waiting for those reductions to finish.
+    pub reduction_wait_seconds: f64,
+}
+
+/// Halo exchange traffic on this rank: of one Dat, or started by one kernel's loops.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct HaloTraffic {
+    /// Exchanges of one Dat each (one per Dat per loop that needed its halo).
+    pub exchanges: u64,
+    /// Messages this rank sent (one per neighbour per exchange; it receives as many).
+    pub messages: u64,
+    /// Bytes this rank sent (the owned rows its neighbours hold as halo).
+    pub bytes: u64,
+    /// Seconds this rank waited for messages to arrive after the core elements ran: the part of
+    /// the exchange computation did not hide.
+    pub wait_seconds: f64,
+}
+
+impl HaloTraffic {
+    /// Adds `other` to these counts.
+    pub fn add(&mut self, other: &HaloTraffic) {
+        self.exchanges += other.exchanges;
+        self.messages += other.messages;
+        self.bytes += other.bytes;
+        self.wait_seconds += other.wait_seconds;
+    }
+}
+
+/// One Dat's halo traffic so far, as [`crate::Runtime::halo_traffic`] reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatTraffic {
+    /// The Dat's id.
+    pub dat: u64,
+    /// The Dat's name.
+    pub name: String,
+    /// Its exchanges.
+    pub traffic: HaloTraffic,
 }
 
 impl LoopTiming {
@@ -84,6 +126,25 @@ pub(crate) fn loop_bytes(
     dats + map_bytes
 }
 
+/// Kernel `kernel`'s row of `timings`, added (in order of first use) when it has none.
+pub(crate) fn entry<'a>(timings: &'a mut Vec<LoopTiming>, kernel: &str) -> &'a mut LoopTiming {
+    match timings.iter().position(|t| t.kernel == kernel) {
+        Some(i) => &mut timings[i],
+        None => {
+            timings.push(LoopTiming {
+                kernel: kernel.to_string(),
+                calls: 0,
+                seconds: 0.0,
+                bytes: 0,
+                halo: HaloTraffic::default(),
+                reductions: 0,
+                reduction_wait_seconds: 0.0,
+            });
+            timings.last_mut().expect("just pushed")
+        }
+    }
+}
+
 /// Adds a run of kernel `kernel` to `timings` (in order of first run): `seconds` spent, `calls`
 /// loops completed, `bytes` moved.
 pub(crate) fn record(
@@ -93,17 +154,20 @@ pub(crate) fn record(
     calls: u64,
     bytes: u64,
 ) {
-    match timings.iter_mut().find(|t| t.kernel == kernel) {
-        Some(t) => {
-            t.calls += calls;
-            t.seconds += seconds;
-            t.bytes += bytes;
-        }
-        None => timings.push(LoopTiming {
-            kernel: kernel.to_string(),
-            calls,
-            seconds,
-            bytes,
+    let t = entry(timings, kernel);
+    t.calls += calls;
+    t.seconds += seconds;
+    t.bytes += bytes;
+}
+
+/// Adds `traffic` to Dat `dat`'s row of `rows` (in order of first exchange).
+pub(crate) fn record_dat(rows: &mut Vec<DatTraffic>, dat: u64, name: &str, traffic: &HaloTraffic) {
+    match rows.iter_mut().find(|r| r.dat == dat) {
+        Some(r) => r.traffic.add(traffic),
+        None => rows.push(DatTraffic {
+            dat,
+            name: name.to_string(),
+            traffic: *traffic,
         }),
     }
 }
