@@ -2,7 +2,14 @@
 //! the data partitioners use, in global numbering, as OP2's Airfoil declares them.
 
 use crate::mesh::Mesh;
-use op2::mpi::{GlobalDat, GlobalMap, GlobalSet, Input, MeshBuilder, Partitioner, Result};
+use crate::solver::{Airfoil, Constants, DeclaredMesh};
+use op2::Runtime;
+use op2::mpi::{
+    GlobalDat, GlobalMap, GlobalSet, Input, LocalMesh, MeshBuilder, Options, Partitioner, Result,
+};
+
+/// The partitioners' names, in the order of [`AirfoilHandles::partitioners`].
+pub const PARTITIONERS: [&str; 3] = ["metis", "geometric", "blocks"];
 
 /// Handles of the Airfoil mesh on a [`MeshBuilder`].
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +48,41 @@ impl AirfoilHandles {
             Partitioner::Blocks,
         ]
     }
+
+    /// The partitioner called `name` (one of [`PARTITIONERS`]).
+    pub fn partitioner(&self, name: &str) -> Option<Partitioner> {
+        PARTITIONERS
+            .iter()
+            .position(|p| *p == name)
+            .map(|i| self.partitioners()[i])
+    }
+}
+
+/// Airfoil across the ranks of `rt`'s communicator: `mesh` (the whole mesh, on every rank) is
+/// partitioned by `choose`'s partitioner (collectively), and this rank declares its part and the
+/// flow on `rt`. Returns the solver and the local mesh (for gathering results in global order).
+pub fn partitioned(
+    rt: &Runtime,
+    mesh: &Mesh,
+    c: &Constants,
+    choose: impl FnOnce(&AirfoilHandles) -> Options,
+) -> Result<(Airfoil, LocalMesh)> {
+    let (builder, h) = declare(mesh)?;
+    let local = builder.partition(rt, &choose(&h))?;
+    let declared = DeclaredMesh {
+        cells: local.set(h.cells),
+        edges: local.set(h.edges),
+        bedges: local.set(h.bedges),
+        pcell: local.map(h.pcell),
+        pedge: local.map(h.pedge),
+        pecell: local.map(h.pecell),
+        pbedge: local.map(h.pbedge),
+        pbecell: local.map(h.pbecell),
+        p_x: local.dat(h.x),
+        p_bound: local.dat(h.bound),
+        ncell: mesh.ncell(),
+    };
+    Ok((Airfoil::on(rt, declared, c)?, local))
 }
 
 /// Declares the whole of `mesh` ([`Input::Everywhere`]).

@@ -12,7 +12,7 @@ pub mod solver;
 
 pub use baseline::Baseline;
 pub use mesh::{Mesh, MeshError};
-pub use solver::{Airfoil, Constants, LOOPS};
+pub use solver::{Airfoil, Constants, DeclaredMesh, LOOPS};
 
 /// The standard mesh: I = 400, J = 600 (721,801 nodes, 720,000 cells, 1,438,600 edges).
 pub const STANDARD_IJ: (usize, usize) = (400, 600);

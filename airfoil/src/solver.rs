@@ -140,9 +140,38 @@ pub const UPDATE: &str = "void update(const double *qold, double *q, double *res
 /// The five loops' kernel names, in the order a step runs them first.
 pub const LOOPS: [&str; 5] = ["save_soln", "adt_calc", "res_calc", "bres_calc", "update"];
 
+/// The Airfoil mesh declared on a runtime (this rank's part of it, across ranks): what
+/// [`Airfoil::on`] needs besides the flow.
+pub struct DeclaredMesh {
+    /// Cells.
+    pub cells: Set,
+    /// Interior edges.
+    pub edges: Set,
+    /// Boundary edges.
+    pub bedges: Set,
+    /// Cell to its four nodes.
+    pub pcell: op2::Map,
+    /// Edge to its two nodes.
+    pub pedge: op2::Map,
+    /// Edge to its two cells.
+    pub pecell: op2::Map,
+    /// Boundary edge to its two nodes.
+    pub pbedge: op2::Map,
+    /// Boundary edge to its cell.
+    pub pbecell: op2::Map,
+    /// Node coordinates.
+    pub p_x: Dat<f64>,
+    /// Boundary kind per boundary edge.
+    pub p_bound: Dat<i32>,
+    /// Cells in the whole mesh (the residual is an average over all of them).
+    pub ncell: usize,
+}
+
 /// Airfoil declared on one runtime.
 pub struct Airfoil {
     rt: Runtime,
+    /// Cells in the whole mesh, on every rank.
+    ncell: usize,
     cells: Set,
     edges: Set,
     bedges: Set,
@@ -169,12 +198,29 @@ impl Airfoil {
         let edges = rt.decl_set(mesh.nedge(), "edges")?;
         let bedges = rt.decl_set(mesh.nbedge(), "bedges")?;
         let cells = rt.decl_set(mesh.ncell(), "cells")?;
-        let pcell = rt.decl_map(&cells, &nodes, 4, mesh.cell.clone(), "pcell")?;
-        let pedge = rt.decl_map(&edges, &nodes, 2, mesh.edge.clone(), "pedge")?;
-        let pecell = rt.decl_map(&edges, &cells, 2, mesh.ecell.clone(), "pecell")?;
-        let pbedge = rt.decl_map(&bedges, &nodes, 2, mesh.bedge.clone(), "pbedge")?;
-        let pbecell = rt.decl_map(&bedges, &cells, 1, mesh.becell.clone(), "pbecell")?;
-        let q: Vec<f64> = (0..mesh.ncell()).flat_map(|_| c.qinf).collect();
+        let mesh = DeclaredMesh {
+            pcell: rt.decl_map(&cells, &nodes, 4, mesh.cell.clone(), "pcell")?,
+            pedge: rt.decl_map(&edges, &nodes, 2, mesh.edge.clone(), "pedge")?,
+            pecell: rt.decl_map(&edges, &cells, 2, mesh.ecell.clone(), "pecell")?,
+            pbedge: rt.decl_map(&bedges, &nodes, 2, mesh.bedge.clone(), "pbedge")?,
+            pbecell: rt.decl_map(&bedges, &cells, 1, mesh.becell.clone(), "pbecell")?,
+            p_x: rt.decl_dat(&nodes, 2, &mesh.x, "p_x")?,
+            p_bound: rt.decl_dat(&bedges, 1, &mesh.bound, "p_bound")?,
+            ncell: mesh.ncell(),
+            cells,
+            edges,
+            bedges,
+        };
+        Self::on(rt, mesh, c)
+    }
+
+    /// Declares the flow (q = qinf everywhere, res = 0) and the constants on a mesh already
+    /// declared on `rt`: in one process by [`Airfoil::new`], or this rank's part of a partitioned
+    /// mesh.
+    pub fn on(rt: &Runtime, mesh: DeclaredMesh, c: &Constants) -> Result<Self> {
+        let cells = mesh.cells;
+        // Every row, halos included (they hold the same initial state as their owners).
+        let q: Vec<f64> = (0..cells.total_size()).flat_map(|_| c.qinf).collect();
         rt.decl_const(1, &[c.gam], "gam")?;
         rt.decl_const(1, &[c.gm1], "gm1")?;
         rt.decl_const(1, &[c.cfl], "cfl")?;
@@ -182,12 +228,12 @@ impl Airfoil {
         rt.decl_const(1, &[c.mach], "mach")?;
         rt.decl_const(4, &c.qinf, "qinf")?;
         Ok(Airfoil {
-            p_x: rt.decl_dat(&nodes, 2, &mesh.x, "p_x")?,
+            p_x: mesh.p_x,
             p_q: rt.decl_dat(&cells, 4, &q, "p_q")?,
             p_qold: rt.decl_dat_zeros(&cells, 4, "p_qold")?,
             p_adt: rt.decl_dat_zeros(&cells, 1, "p_adt")?,
             p_res: rt.decl_dat_zeros(&cells, 4, "p_res")?,
-            p_bound: rt.decl_dat(&bedges, 1, &mesh.bound, "p_bound")?,
+            p_bound: mesh.p_bound,
             rms: rt.decl_global(1, &[0.0], "rms")?,
             maxerr: rt.decl_global(1, &[0.0], "maxerr")?,
             kernels: [
@@ -198,14 +244,15 @@ impl Airfoil {
                 Kernel::new("update", UPDATE)?,
             ],
             rt: rt.clone(),
+            ncell: mesh.ncell,
             cells,
-            edges,
-            bedges,
-            pcell,
-            pedge,
-            pecell,
-            pbedge,
-            pbecell,
+            edges: mesh.edges,
+            bedges: mesh.bedges,
+            pcell: mesh.pcell,
+            pedge: mesh.pedge,
+            pecell: mesh.pecell,
+            pbedge: mesh.pbedge,
+            pbecell: mesh.pbecell,
         })
     }
 
@@ -272,7 +319,7 @@ impl Airfoil {
                 ],
             )?;
         }
-        Ok((self.rms.value()?[0] / self.cells.size() as f64).sqrt())
+        Ok((self.rms.value()?[0] / self.ncell as f64).sqrt())
     }
 
     /// Back to the initial state (q = qinf, everything else 0), keeping the compiled loops and
@@ -288,9 +335,14 @@ impl Airfoil {
         self.maxerr.set_value(&[0.0])
     }
 
-    /// The flow state `q` (4 per cell).
+    /// The flow state `q` (4 per cell; across ranks this rank's rows, halos included).
     pub fn q(&self) -> Result<Vec<f64>> {
         self.p_q.to_vec()
+    }
+
+    /// The flow state's Dat (across ranks, `LocalMesh::gather` of op2-mpi collects it in global order).
+    pub fn q_dat(&self) -> &Dat<f64> {
+        &self.p_q
     }
 
     /// The largest squared update seen so far.

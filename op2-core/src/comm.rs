@@ -267,6 +267,8 @@ pub struct ThreadCommunicator {
     /// Sequence numbers of this rank's collectives and exchanges, per kind (every rank counts
     /// alike, as it calls them in the same order).
     counters: Mutex<HashMap<&'static str, u64>>,
+    /// Point-to-point message counts per (direction, peer rank).
+    pairs: Mutex<HashMap<(&'static str, usize), u64>>,
 }
 
 impl fmt::Debug for ThreadCommunicator {
@@ -293,6 +295,7 @@ pub fn thread_communicators(size: usize, timeout: Duration) -> Vec<ThreadCommuni
             rank,
             world: world.clone(),
             counters: Mutex::new(HashMap::new()),
+            pairs: Mutex::new(HashMap::new()),
         })
         .collect()
 }
@@ -303,6 +306,16 @@ impl ThreadCommunicator {
         let n = c.entry(kind).or_insert(0);
         *n += 1;
         (kind, *n)
+    }
+
+    /// The tag of the next point-to-point message sent to (`direction` "exchange to") or
+    /// received from ("exchange from") `peer`: numbered per pair, so the sender's n-th message
+    /// to a rank is that rank's n-th receive from it.
+    fn next_between(&self, direction: &'static str, peer: usize) -> Tag {
+        let mut c = self.pairs.lock().unwrap_or_else(|e| e.into_inner());
+        let n = c.entry((direction, peer)).or_insert(0);
+        *n += 1;
+        ("exchange", *n)
     }
 }
 
@@ -339,16 +352,16 @@ impl PendingReduction for ThreadReduction {
 struct ThreadExchange {
     rank: usize,
     world: Arc<World>,
-    tag: Tag,
-    receives: Vec<(usize, usize)>,
+    /// Per receive: the sender, the bytes expected, the message's tag.
+    receives: Vec<(usize, usize, Tag)>,
 }
 
 impl PendingExchange for ThreadExchange {
     fn wait(self: Box<Self>) -> Result<Vec<Vec<u8>>> {
         self.receives
             .iter()
-            .map(|&(from, bytes)| {
-                let m = self.world.receive(self.rank, from, self.tag)?;
+            .map(|&(from, bytes, tag)| {
+                let m = self.world.receive(self.rank, from, tag)?;
                 check_length(from, bytes, m.len())?;
                 Ok(m)
             })
@@ -425,14 +438,20 @@ impl Communicator for ThreadCommunicator {
                 return Err(bad_rank(r, size));
             }
         }
-        let tag = self.next("exchange");
+        // Point-to-point messages match as MPI's do: in the order each pair of ranks posts them,
+        // whatever else either rank exchanges with others meanwhile (a rank with no neighbours
+        // for a set takes no part in that set's exchanges).
         for (to, bytes) in sends {
+            let tag = self.next_between("exchange to", to);
             self.world.send(self.rank, to, tag, bytes);
         }
+        let receives = receives
+            .into_iter()
+            .map(|(from, bytes)| (from, bytes, self.next_between("exchange from", from)))
+            .collect();
         Ok(Box::new(ThreadExchange {
             rank: self.rank,
             world: self.world.clone(),
-            tag,
             receives,
         }))
     }
@@ -511,5 +530,43 @@ mod tests {
         c.all_reduce(&mut v, DType::F64, ReduceOp::Min).unwrap();
         assert_eq!(v, f64s(&[2.5]));
         assert!(c.begin_exchange(vec![(1, vec![])], vec![]).is_err());
+    }
+
+    #[test]
+    fn exchanges_match_per_pair_of_ranks_like_mpi() {
+        // Ranks 0 and 1 exchange, then 1 and 2 (rank 0 takes no part), then 0 and 1 again:
+        // rank 0's second exchange is rank 1's third, and they must still meet.
+        let comms = thread_communicators(3, Duration::from_secs(10));
+        let got: Vec<Vec<Vec<u8>>> = std::thread::scope(|s| {
+            let hs: Vec<_> = comms
+                .iter()
+                .map(|c| {
+                    s.spawn(move || {
+                        let r = c.rank();
+                        let mut seen = Vec::new();
+                        let mut swap = |peer: usize, round: u8| {
+                            let p = c
+                                .begin_exchange(vec![(peer, vec![round, r as u8])], vec![(peer, 2)])
+                                .unwrap();
+                            seen.extend(p.wait().unwrap());
+                        };
+                        if r < 2 {
+                            swap(1 - r, 1);
+                        }
+                        if r > 0 {
+                            swap(3 - r, 2);
+                        }
+                        if r < 2 {
+                            swap(1 - r, 3);
+                        }
+                        seen
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(got[0], [vec![1, 1], vec![3, 1]]);
+        assert_eq!(got[1], [vec![1, 0], vec![2, 2], vec![3, 0]]);
+        assert_eq!(got[2], [vec![2, 1]]);
     }
 }

@@ -335,6 +335,13 @@ impl RuntimeShared {
             let mut st = lock(&self.state);
             if st.trace.is_empty() {
                 Vec::new()
+            } else if self.comm.size() > 1 {
+                // Across ranks everything pending runs: which steps an access needs depends on
+                // this rank's section sizes, so taking only those could run halo exchanges and
+                // reductions in a different order on different ranks (a deadlock), and a rank
+                // that goes on to a collective outside the trace (gathering results) must not
+                // leave messages its neighbours wait for unsent.
+                st.trace.take_all()
             } else {
                 let uses = [DataUse {
                     id: carrier.id,
