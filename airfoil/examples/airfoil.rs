@@ -4,6 +4,11 @@
 //!
 //! `cargo run --release --example airfoil -- [--iterations N] [--backend NAME] [--mesh FILE]
 //! [--ij I J] [--write-mesh FILE]`
+//!
+//! Across MPI ranks (built with `--features mpi`): `mpirun -np N target/release/examples/airfoil
+//! [--partitioner metis|geometric|blocks] [--renumber]`. Every rank builds the mesh, it is
+//! partitioned collectively, rank 0 prints; the timing table then has the halo exchanges, bytes
+//! and time waiting per loop (summed, or the slowest rank's), and a table per Dat.
 
 use airfoil::{Airfoil, Constants, LOOPS, Mesh, REFERENCE_RESIDUALS, STANDARD_IJ, format_residual};
 use std::path::PathBuf;
@@ -16,6 +21,9 @@ struct Options {
     mesh: Option<PathBuf>,
     ij: (usize, usize),
     write_mesh: Option<PathBuf>,
+    /// Across ranks: the partitioner's name (METIS by default under mpirun).
+    partitioner: Option<String>,
+    renumber: bool,
 }
 
 fn parse() -> Result<Options, String> {
@@ -25,6 +33,8 @@ fn parse() -> Result<Options, String> {
         mesh: None,
         ij: STANDARD_IJ,
         write_mesh: None,
+        partitioner: None,
+        renumber: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -42,8 +52,12 @@ fn parse() -> Result<Options, String> {
                 o.write_mesh = Some(it.next().ok_or("--write-mesh needs a file")?.into())
             }
             "--ij" => o.ij = (num(it.next(), "--ij")?, num(it.next(), "--ij")?),
+            "--partitioner" => {
+                o.partitioner = Some(it.next().ok_or("--partitioner needs a name")?.clone())
+            }
+            "--renumber" => o.renumber = true,
             "--help" | "-h" => {
-                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE]".into());
+                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--partitioner metis|geometric|blocks] [--renumber]".into());
             }
             other => return Err(format!("unknown option `{other}` (try --help)")),
         }
@@ -65,27 +79,38 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether an MPI launcher started this process (Open MPI, MPICH and PMIx set these).
+fn under_mpirun() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
 /// Runs the job; `Ok(false)` when the residuals should match the reference and do not.
 fn run() -> Result<bool, String> {
     let o = parse()?;
+    let distributed = o.partitioner.is_some() || o.renumber || under_mpirun();
+    // MPI first (finalized last, after the runtime is gone).
+    #[cfg(feature = "mpi")]
+    let mpi = if distributed {
+        Some(op2::mpi::Mpi::init().map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    #[cfg(not(feature = "mpi"))]
+    if distributed {
+        return Err(
+            "across ranks needs the `mpi` feature: cargo build --release -p airfoil --features mpi --example airfoil"
+                .into(),
+        );
+    }
+
     let t = Instant::now();
     let (mesh, standard) = match &o.mesh {
         Some(path) => (Mesh::read(path).map_err(|e| e.to_string())?, false),
         None => (Mesh::generate(o.ij.0, o.ij.1), o.ij == STANDARD_IJ),
     };
-    println!(
-        "mesh: {} nodes, {} cells, {} edges, {} boundary edges ({:.2} s)",
-        mesh.nnode(),
-        mesh.ncell(),
-        mesh.nedge(),
-        mesh.nbedge(),
-        t.elapsed().as_secs_f64()
-    );
-    if let Some(path) = &o.write_mesh {
-        mesh.write(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        println!("wrote {}", path.display());
-    }
+    let mesh_seconds = t.elapsed().as_secs_f64();
     let mut b = op2::builder();
     match (&o.backend, std::env::var_os("OP2_BACKEND")) {
         (Some(name), _) => b = b.backend(name),
@@ -95,20 +120,89 @@ fn run() -> Result<bool, String> {
         }
         _ => {}
     }
+    #[cfg(feature = "mpi")]
+    if let Some(mpi) = &mpi {
+        b = b.communicator(mpi.world());
+    }
     let rt = b.build().map_err(|e| e.to_string())?;
+    let comm = rt.communicator().clone();
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let lead = rank == 0;
+    macro_rules! say {
+        ($($t:tt)*) => { if lead { println!($($t)*); } };
+    }
+    say!(
+        "mesh: {} nodes, {} cells, {} edges, {} boundary edges ({mesh_seconds:.2} s)",
+        mesh.nnode(),
+        mesh.ncell(),
+        mesh.nedge(),
+        mesh.nbedge(),
+    );
+    if let Some(path) = &o.write_mesh {
+        if lead {
+            mesh.write(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            println!("wrote {}", path.display());
+        }
+    }
     let threads = match rt.backend_name() {
         "openmp" => format!(
-            " ({} threads)",
+            " ({} threads{})",
             rt.config()
                 .num_threads
-                .unwrap_or_else(|| { std::thread::available_parallelism().map_or(1, usize::from) })
+                .unwrap_or_else(|| { std::thread::available_parallelism().map_or(1, usize::from) }),
+            if ranks > 1 { " per rank" } else { "" }
         ),
         _ => String::new(),
     };
-    println!(
+    say!(
         "backend: {}{threads} (--backend NAME or OP2_BACKEND chooses another)",
         rt.backend_name()
     );
+
+    #[cfg(feature = "mpi")]
+    let (airfoil, _local) = if distributed {
+        let name = o.partitioner.as_deref().unwrap_or("metis");
+        let (airfoil, local) =
+            airfoil::distributed::partitioned(&rt, &mesh, &Constants::default(), |h| {
+                let p = h.partitioner(name);
+                op2::mpi::Options::new(p.unwrap_or(op2::mpi::Partitioner::Blocks))
+                    .renumber(o.renumber)
+            })
+            .map_err(|e| e.to_string())?;
+        if airfoil::distributed::PARTITIONERS.contains(&name) {
+            let r = local.report();
+            let cells = r.sets.iter().find(|(n, _)| n == "cells");
+            say!(
+                "ranks: {ranks}, partitioner {}{} ({:.2} s): edge cut {}, cells per rank {}, largest cell halo {}",
+                r.partitioner,
+                if o.renumber { ", renumbered" } else { "" },
+                r.seconds,
+                r.edge_cut,
+                cells.map_or(String::new(), |(_, s)| {
+                    let owned: Vec<usize> = s.iter().map(|s| s.core + s.owned).collect();
+                    format!(
+                        "{}..{}",
+                        owned.iter().min().unwrap_or(&0),
+                        owned.iter().max().unwrap_or(&0)
+                    )
+                }),
+                r.largest_halo("cells").unwrap_or(0)
+            );
+        } else {
+            return Err(format!(
+                "unknown partitioner `{name}` (one of {})",
+                airfoil::distributed::PARTITIONERS.join(", ")
+            ));
+        }
+        (airfoil, Some(local))
+    } else {
+        (
+            Airfoil::new(&rt, &mesh, &Constants::default()).map_err(|e| e.to_string())?,
+            None,
+        )
+    };
+    #[cfg(not(feature = "mpi"))]
     let airfoil = Airfoil::new(&rt, &mesh, &Constants::default()).map_err(|e| e.to_string())?;
 
     let t = Instant::now();
@@ -117,54 +211,172 @@ fn run() -> Result<bool, String> {
         let rms = airfoil.step().map_err(|e| e.to_string())?;
         if iter % 100 == 0 {
             let r = format_residual(rms);
-            println!(" {iter:5}  {r}");
+            say!(" {iter:5}  {r}");
             printed.push(r);
         }
     }
+    rt.flush().map_err(|e| e.to_string())?;
     let total = t.elapsed().as_secs_f64();
-    println!(
+    say!(
         "{} iterations in {:.2} s: {:.2} ms per iteration",
         o.iterations,
         total,
         1e3 * total / o.iterations.max(1) as f64
     );
+    print_timings(&rt, o.iterations).map_err(|e| e.to_string())?;
 
-    println!(
-        "\n  {:<10} {:>7} {:>10} {:>7} {:>8}",
-        "loop", "calls", "time (s)", "share", "GB/s"
-    );
-    let timings = rt.timings();
-    let sum: f64 = timings.iter().map(|t| t.seconds).sum();
-    for name in LOOPS {
-        if let Some(t) = timings.iter().find(|t| t.kernel == name) {
-            println!(
-                "  {:<10} {:>7} {:>10.3} {:>6.1}% {:>8.2}",
-                t.kernel,
-                t.calls,
-                t.seconds,
-                100.0 * t.seconds / sum.max(f64::MIN_POSITIVE),
-                t.gb_per_s()
-            );
-        }
+    if !(standard && o.iterations >= 100) {
+        say!("\n(no reference residuals for this mesh and iteration count)");
+        return Ok(true);
     }
-
-    if standard && o.iterations >= 100 {
-        let expected = &REFERENCE_RESIDUALS[..printed.len().min(10)];
-        let matches = printed.iter().zip(expected).all(|(a, b)| a == b);
-        if matches {
-            println!(
-                "\nresiduals match OP2-Common's reference ({} values)",
-                expected.len()
-            );
-        } else {
-            println!("\nresiduals DIFFER from OP2-Common's reference:");
-            for (i, (a, b)) in printed.iter().zip(expected).enumerate() {
-                println!("  {:5}  got {a}  expected {b}", 100 * (i + 1));
-            }
-        }
-        Ok(matches)
+    let expected = &REFERENCE_RESIDUALS[..printed.len().min(10)];
+    let matches = printed.iter().zip(expected).all(|(a, b)| a == b);
+    if matches {
+        say!(
+            "\nresiduals match OP2-Common's reference ({} values)",
+            expected.len()
+        );
     } else {
-        println!("\n(no reference residuals for this mesh and iteration count)");
-        Ok(true)
+        say!("\nresiduals DIFFER from OP2-Common's reference:");
+        for (i, (a, b)) in printed.iter().zip(expected).enumerate() {
+            say!("  {:5}  got {a}  expected {b}", 100 * (i + 1));
+        }
     }
+    Ok(matches)
+}
+
+/// OP2's per-loop table on rank 0; across ranks times are the slowest rank's and halo traffic
+/// is summed over ranks, followed by the traffic per Dat.
+fn print_timings(rt: &op2::Runtime, iterations: usize) -> op2::Result<()> {
+    use op2::{DType, ReduceOp};
+    let comm = rt.communicator().clone();
+    let ranks = comm.size();
+    let lead = comm.rank() == 0;
+    // Every rank reduces the same rows in the same order, whether it ran a loop or not.
+    let all = |values: Vec<f64>, op: ReduceOp| -> op2::Result<Vec<f64>> {
+        let mut bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        comm.all_reduce(&mut bytes, DType::F64, op)?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    };
+    let timings = rt.timings();
+    let row = |name: &str| timings.iter().find(|t| t.kernel == name).cloned();
+    let maxed = all(
+        LOOPS
+            .iter()
+            .flat_map(|n| {
+                let t = row(n);
+                [
+                    t.as_ref().map_or(0.0, |t| t.seconds),
+                    t.as_ref().map_or(0.0, |t| t.halo.wait_seconds),
+                    t.as_ref().map_or(0.0, |t| t.reduction_wait_seconds),
+                ]
+            })
+            .collect(),
+        ReduceOp::Max,
+    )?;
+    let summed = all(
+        LOOPS
+            .iter()
+            .flat_map(|n| {
+                let t = row(n);
+                [
+                    t.as_ref().map_or(0.0, |t| t.bytes as f64),
+                    t.as_ref().map_or(0.0, |t| t.halo.exchanges as f64),
+                    t.as_ref().map_or(0.0, |t| t.halo.bytes as f64),
+                    t.as_ref().map_or(0.0, |t| t.reductions as f64),
+                    t.as_ref().map_or(0.0, |t| t.calls as f64),
+                ]
+            })
+            .collect(),
+        ReduceOp::Sum,
+    )?;
+    if lead {
+        println!(
+            "\n  {:<10} {:>7} {:>10} {:>7} {:>8}{}",
+            "loop",
+            "calls",
+            "time (s)",
+            "share",
+            "GB/s",
+            if ranks > 1 {
+                format!(
+                    " {:>10} {:>10} {:>10} {:>8} {:>10}",
+                    "exch/call", "halo MB", "wait (s)", "wait %", "reductions"
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    let total: f64 = (0..LOOPS.len()).map(|i| maxed[3 * i]).sum();
+    for (i, name) in LOOPS.iter().enumerate() {
+        let (seconds, wait, reduce_wait) = (maxed[3 * i], maxed[3 * i + 1], maxed[3 * i + 2]);
+        let [bytes, exchanges, halo_bytes, reductions, calls] =
+            std::array::from_fn(|k| summed[5 * i + k]);
+        if !lead || calls == 0.0 {
+            continue;
+        }
+        let calls_per_rank = calls / ranks as f64;
+        let mut line = format!(
+            "  {:<10} {:>7} {:>10.3} {:>6.1}% {:>8.2}",
+            name,
+            calls_per_rank,
+            seconds,
+            100.0 * seconds / total.max(f64::MIN_POSITIVE),
+            bytes / seconds.max(f64::MIN_POSITIVE) / 1e9
+        );
+        if ranks > 1 {
+            line += &format!(
+                " {:>10.3} {:>10.1} {:>10.3} {:>7.1}% {:>10}",
+                exchanges / calls,
+                halo_bytes / 1e6,
+                wait + reduce_wait,
+                100.0 * (wait + reduce_wait) / seconds.max(f64::MIN_POSITIVE),
+                reductions / ranks as f64
+            );
+        }
+        println!("{line}");
+    }
+    if ranks == 1 {
+        return Ok(());
+    }
+    // Per Dat: exchanges on each rank (the same everywhere a rank has neighbours), per iteration.
+    const DATS: [&str; 6] = ["p_x", "p_q", "p_qold", "p_adt", "p_res", "p_bound"];
+    let traffic = rt.halo_traffic();
+    let find = |n: &str| traffic.iter().find(|t| t.name == n).map(|t| t.traffic);
+    let maxed = all(
+        DATS.iter()
+            .flat_map(|n| {
+                let t = find(n).unwrap_or_default();
+                [t.exchanges as f64, t.wait_seconds]
+            })
+            .collect(),
+        ReduceOp::Max,
+    )?;
+    let summed = all(
+        DATS.iter()
+            .map(|n| find(n).map_or(0.0, |t| t.bytes as f64))
+            .collect(),
+        ReduceOp::Sum,
+    )?;
+    if lead {
+        println!(
+            "\n  {:<8} {:>10} {:>14} {:>14} {:>10}",
+            "dat", "exchanges", "per iteration", "MB (all ranks)", "wait (s)"
+        );
+        for (i, name) in DATS.iter().enumerate() {
+            println!(
+                "  {:<8} {:>10} {:>14.3} {:>14.1} {:>10.3}",
+                name,
+                maxed[2 * i],
+                maxed[2 * i] / iterations.max(1) as f64,
+                summed[i] / 1e6,
+                maxed[2 * i + 1]
+            );
+        }
+    }
+    Ok(())
 }

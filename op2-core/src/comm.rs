@@ -62,6 +62,19 @@ pub trait Communicator: Send + Sync + fmt::Debug {
     /// Sends `sends[r]` to rank `r` (one per rank) and returns what each rank sent here.
     fn all_to_all_v(&self, sends: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>>;
 
+    /// Starts gathering `values` (the same length on every rank) from every rank; the handle
+    /// gives every rank's values in rank order. A loop's reductions travel together this way, one
+    /// message for all its Globals whatever their types and operations. The default waits at
+    /// once (through [`Communicator::all_to_all_v`]); layers that can should not.
+    fn begin_all_gather(&self, values: Vec<u8>) -> Result<Box<dyn PendingExchange>> {
+        let len = values.len();
+        let got = self.all_to_all_v(vec![values; self.size()])?;
+        for (from, v) in got.iter().enumerate() {
+            check_length(from, len, v.len())?;
+        }
+        Ok(Box::new(Ready(got)))
+    }
+
     /// Starts sending each `(rank, bytes)` of `sends` and receiving `(rank, bytes)` of
     /// `receives` (posted before anything is waited for); the handle owns the buffers.
     fn begin_exchange(
@@ -349,6 +362,29 @@ impl PendingReduction for ThreadReduction {
     }
 }
 
+struct ThreadGather {
+    rank: usize,
+    size: usize,
+    world: Arc<World>,
+    tag: Tag,
+    mine: Vec<u8>,
+}
+
+impl PendingExchange for ThreadGather {
+    fn wait(self: Box<Self>) -> Result<Vec<Vec<u8>>> {
+        (0..self.size)
+            .map(|from| {
+                if from == self.rank {
+                    return Ok(self.mine.clone());
+                }
+                let v = self.world.receive(self.rank, from, self.tag)?;
+                check_length(from, self.mine.len(), v.len())?;
+                Ok(v)
+            })
+            .collect()
+    }
+}
+
 struct ThreadExchange {
     rank: usize,
     world: Arc<World>,
@@ -396,6 +432,20 @@ impl Communicator for ThreadCommunicator {
             mine: values,
             dtype,
             op,
+        }))
+    }
+
+    fn begin_all_gather(&self, values: Vec<u8>) -> Result<Box<dyn PendingExchange>> {
+        let tag = self.next("all_gather");
+        for to in (0..self.size()).filter(|&r| r != self.rank) {
+            self.world.send(self.rank, to, tag, values.clone());
+        }
+        Ok(Box::new(ThreadGather {
+            rank: self.rank,
+            size: self.size(),
+            world: self.world.clone(),
+            tag,
+            mine: values,
         }))
     }
 

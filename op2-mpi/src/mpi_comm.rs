@@ -274,6 +274,24 @@ impl PendingReduction for MpiReduction {
     }
 }
 
+/// Every rank's values of an all-gather, in rank order.
+struct MpiGather {
+    comm: Arc<Inner>,
+    len: usize,
+    op: InFlight,
+}
+
+impl PendingExchange for MpiGather {
+    fn wait(mut self: Box<Self>) -> op2_core::Result<Vec<Vec<u8>>> {
+        let comm = self.comm.clone();
+        self.op.finish(&comm)?;
+        let gathered = self.op.buffers.pop().unwrap_or_default();
+        Ok((0..comm.size)
+            .map(|r| gathered[r * self.len..(r + 1) * self.len].to_vec())
+            .collect())
+    }
+}
+
 struct MpiExchange {
     comm: Arc<Inner>,
     op: InFlight,
@@ -310,6 +328,14 @@ impl Communicator for MpiCommunicator {
             op: self.inner.all_gather(values, "all-reduce")?,
             dtype,
             reduce: op,
+        }))
+    }
+
+    fn begin_all_gather(&self, values: Vec<u8>) -> op2_core::Result<Box<dyn PendingExchange>> {
+        Ok(Box::new(MpiGather {
+            comm: self.inner.clone(),
+            len: values.len(),
+            op: self.inner.all_gather(values, "all-gather")?,
         }))
     }
 

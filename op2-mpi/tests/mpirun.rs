@@ -223,6 +223,16 @@ fn check_primitives(comm: &dyn Communicator) {
         .unwrap();
     assert_eq!(a.wait().unwrap(), vec![vec![prev as u8; 5]]);
     assert_eq!(b.wait().unwrap(), vec![vec![7u8; 2]]);
+    // An all-gather (how a loop's reductions travel), with an exchange in flight beside it.
+    let x = comm
+        .begin_exchange(vec![(next, vec![9; 1])], vec![(prev, 1)])
+        .unwrap();
+    let g = comm
+        .begin_all_gather(vec![rank as u8, 2 * rank as u8])
+        .unwrap();
+    let expected: Vec<Vec<u8>> = (0..size).map(|r| vec![r as u8, 2 * r as u8]).collect();
+    assert_eq!(g.wait().unwrap(), expected);
+    assert_eq!(x.wait().unwrap(), vec![vec![9u8]]);
     comm.barrier().unwrap();
 }
 

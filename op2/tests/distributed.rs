@@ -250,8 +250,9 @@ fn two_ranks_compute_what_one_process_computes() {
     // Exactly the exchanges needed: x before the edge loop reads it through the map, y before the
     // exec halo reads it; none in one process.
     assert_eq!((one.exchanges, r0.exchanges, r1.exchanges), (0, 2, 2));
-    // One all-reduce per Global of the spread loop on each rank; none in one process.
-    assert_eq!((one.reductions, r0.reductions, r1.reductions), (0, 2, 2));
+    // One cross-rank reduction for both Globals of the spread loop (a sum and a maximum travel
+    // in one message) on each rank; none in one process.
+    assert_eq!((one.reductions, r0.reductions, r1.reductions), (0, 1, 1));
     // Reductions: every edge once (the redundant one not twice), the same on both ranks.
     for r in [&r0, &r1] {
         assert!(

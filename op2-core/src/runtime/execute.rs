@@ -293,33 +293,55 @@ impl RuntimeShared {
         Ok(())
     }
 
+    /// Sends this rank's partials of every Global of the loop, as one message, to every rank.
     fn begin_reduction(&self, r: &Reduction) -> Result<()> {
-        let mut pending = lock(&r.pending);
-        for ((_, global, access), partial) in r.globals.iter().zip(&r.partials) {
+        let mut message = Vec::new();
+        for partial in &r.partials {
             self.backend.host_access(partial, false)?;
-            let values = partial.lock_for_loop("reduction", false)?.bytes().to_vec();
-            pending.push(
-                self.comm
-                    .begin_all_reduce(values, global.dtype(), reduce_op(*access))?,
-            );
-            timing::entry(&mut lock(&self.timings), &r.kernel).reductions += 1;
+            message.extend_from_slice(partial.lock_for_loop("reduction", false)?.bytes());
         }
+        *lock(&r.pending) = Some(self.comm.begin_all_gather(message)?);
+        timing::entry(&mut lock(&self.timings), &r.kernel).reductions += 1;
         Ok(())
     }
 
-    /// Folds the combined partials into the Globals: sums are added, extremes combined.
+    /// Combines every rank's partials in rank order (the same bits on every rank for a given
+    /// number of ranks) and folds the result into the Globals: sums are added, extremes combined.
     fn end_reduction(&self, r: &Reduction) -> Result<()> {
-        let pending: Vec<_> = std::mem::take(&mut *lock(&r.pending));
-        if pending.len() != r.globals.len() {
-            return Err(Op2Error::Communication {
+        let pending = lock(&r.pending)
+            .take()
+            .ok_or_else(|| Op2Error::Communication {
                 reason: "a reduction finished that never started".into(),
-            });
-        }
-        for ((_, global, access), p) in r.globals.iter().zip(pending) {
-            let started = Instant::now();
-            let combined = p.wait()?;
-            timing::entry(&mut lock(&self.timings), &r.kernel).reduction_wait_seconds +=
-                started.elapsed().as_secs_f64();
+            })?;
+        let started = Instant::now();
+        let ranks = pending.wait()?;
+        timing::entry(&mut lock(&self.timings), &r.kernel).reduction_wait_seconds +=
+            started.elapsed().as_secs_f64();
+        let mut offset = 0;
+        for (_, global, access) in &r.globals {
+            let len = global.dim() * global.dtype().size();
+            let part = |message: &Vec<u8>| -> Result<Vec<u8>> {
+                message
+                    .get(offset..offset + len)
+                    .map(<[u8]>::to_vec)
+                    .ok_or_else(|| Op2Error::Communication {
+                        reason: format!(
+                            "a reduction message of {} bytes, expected at least {}",
+                            message.len(),
+                            offset + len
+                        ),
+                    })
+            };
+            let mut combined = part(&ranks[0])?;
+            for message in &ranks[1..] {
+                combine(
+                    &mut combined,
+                    &part(message)?,
+                    global.dtype(),
+                    reduce_op(*access),
+                );
+            }
+            offset += len;
             self.backend.host_access(global, true)?;
             let mut g = global.lock_for_loop("reduction", true)?;
             let g = g.bytes_mut().expect("a write lock gives mutable bytes");

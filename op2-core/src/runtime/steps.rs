@@ -10,7 +10,7 @@
 use super::LoopRecord;
 use crate::access::Access;
 use crate::carrier::{Carrier, CarrierKind};
-use crate::comm::{Communicator, PendingExchange, PendingReduction};
+use crate::comm::{Communicator, PendingExchange};
 use crate::set::SetSizes;
 use crate::signature::ArgKind;
 use crate::trace::{DataUse, Pending, section};
@@ -84,8 +84,9 @@ pub(crate) struct Reduction {
     pub(crate) globals: Vec<(usize, Arc<Carrier>, Access)>,
     /// Per reduction, this rank's partial result.
     pub(crate) partials: Vec<Arc<Carrier>>,
-    /// The combinations in flight between begin and end.
-    pub(crate) pending: Mutex<Vec<Box<dyn PendingReduction>>>,
+    /// Every rank's partials (all of this loop's in one message), in flight between begin and
+    /// end.
+    pub(crate) pending: Mutex<Option<Box<dyn PendingExchange>>>,
 }
 
 /// The sections a range of a set covers.
@@ -171,7 +172,7 @@ pub(crate) fn loop_steps(
             kernel: sig.kernel.name().to_string(),
             globals,
             partials,
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::new(None),
         })
     });
 

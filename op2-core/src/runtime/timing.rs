@@ -22,7 +22,8 @@ pub struct LoopTiming {
     pub bytes: u64,
     /// The halo exchanges this kernel's loops started (before reading halos through maps).
     pub halo: HaloTraffic,
-    /// Cross-rank reductions of Globals started by this kernel's loops (one per Global per loop).
+    /// Cross-rank reductions started by this kernel's loops: one per loop with Globals to reduce,
+    /// all of them in one message whatever their types and operations.
     pub reductions: u64,
     /// Seconds spent waiting for those reductions to finish.
     pub reduction_wait_seconds: f64,
