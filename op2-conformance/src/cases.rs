@@ -1,8 +1,9 @@
 //! The named cases: each declares a mesh and runs loops through the public API, then reports the
 //! Dats and Globals it computed. Together they cover every feature of the library.
 
+use crate::decl::{CaseRuntime, Map, Set};
 use crate::outputs::Outputs;
-use op2::{INC, Kernel, MAX, MIN, READ, RW, Result, Runtime, Set, WRITE};
+use op2::{INC, Kernel, MAX, MIN, READ, RW, Result, WRITE};
 
 /// One named case.
 #[derive(Clone, Copy)]
@@ -14,7 +15,7 @@ pub struct Case {
     /// Relative tolerance for floating-point outputs (0 = exact); integers are always exact.
     pub tolerance: f64,
     /// Builds the mesh, runs the loops, reports the outputs.
-    pub run: fn(&Runtime) -> Result<Outputs>,
+    pub run: fn(&CaseRuntime) -> Result<Outputs>,
 }
 
 /// Tolerance of cases whose floating-point sums a parallel backend may reorder.
@@ -29,7 +30,7 @@ fn k(name: &str, src: &str) -> Result<Kernel> {
 }
 
 /// A chain of `n` nodes and `n - 1` edges, edge `i` joining nodes `i` and `i + 1`.
-fn chain(rt: &Runtime, n: usize) -> Result<(Set, Set, op2::Map)> {
+fn chain(rt: &CaseRuntime, n: usize) -> Result<(Set, Set, Map)> {
     let nodes = rt.decl_set(n, "nodes")?;
     let edges = rt.decl_set(n - 1, "edges")?;
     let e2n: Vec<i32> = (0..n as i32 - 1).flat_map(|i| [i, i + 1]).collect();
@@ -39,9 +40,9 @@ fn chain(rt: &Runtime, n: usize) -> Result<(Set, Set, op2::Map)> {
 
 /// A structured `nx` x `ny` quad mesh: (nodes, cells, interior edges, cell-to-node map of arity
 /// 4, edge-to-cell map of arity 2, edge-to-node map of arity 2).
-type Quads = (Set, Set, Set, op2::Map, op2::Map, op2::Map);
+type Quads = (Set, Set, Set, Map, Map, Map);
 
-fn quads(rt: &Runtime, nx: usize, ny: usize) -> Result<Quads> {
+fn quads(rt: &CaseRuntime, nx: usize, ny: usize) -> Result<Quads> {
     let node = |i: usize, j: usize| (i + j * (nx + 1)) as i32;
     let cell = |i: usize, j: usize| (i + j * nx) as i32;
     let nodes = rt.decl_set((nx + 1) * (ny + 1), "nodes")?;
@@ -91,7 +92,7 @@ fn permutation(n: usize) -> Vec<i32> {
     p
 }
 
-fn direct_write(rt: &Runtime) -> Result<Outputs> {
+fn direct_write(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(1000, "s")?;
     let x = rt.decl_dat_zeros::<u32>(&s, 1, "x")?;
     rt.par_loop(
@@ -104,7 +105,7 @@ fn direct_write(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn direct_rw(rt: &Runtime) -> Result<Outputs> {
+fn direct_rw(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(1000, "s")?;
     let init: Vec<i32> = (0..1000).collect();
     let x = rt.decl_dat(&s, 1, &init, "x")?;
@@ -118,7 +119,7 @@ fn direct_rw(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn direct_dim3_f64(rt: &Runtime) -> Result<Outputs> {
+fn direct_dim3_f64(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(777, "s")?;
     let a: Vec<f64> = (0..777 * 3).map(|i| (i as f64).sqrt()).collect();
     let a = rt.decl_dat(&s, 3, &a, "a")?;
@@ -133,7 +134,7 @@ fn direct_dim3_f64(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn every_dtype_direct(rt: &Runtime) -> Result<Outputs> {
+fn every_dtype_direct(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(300, "s")?;
     let n: usize = 300;
     let f64s = rt.decl_dat(
@@ -199,7 +200,7 @@ fn every_dtype_direct(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn global_inc_u64(rt: &Runtime) -> Result<Outputs> {
+fn global_inc_u64(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(5000, "s")?;
     let x = rt.decl_dat(&s, 1, &(0..5000u64).collect::<Vec<_>>(), "x")?;
     let g = rt.decl_global(1, &[5u64], "g")?;
@@ -213,7 +214,7 @@ fn global_inc_u64(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn global_inc_f64_dim2(rt: &Runtime) -> Result<Outputs> {
+fn global_inc_f64_dim2(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(4099, "s")?;
     let x: Vec<f64> = (0..4099).map(|i| (i as f64 * 0.37).cos()).collect();
     let x = rt.decl_dat(&s, 1, &x, "x")?;
@@ -228,7 +229,7 @@ fn global_inc_f64_dim2(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn global_min_max_i32(rt: &Runtime) -> Result<Outputs> {
+fn global_min_max_i32(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(2500, "s")?;
     let x: Vec<i32> = permutation(2500).iter().map(|&p| p * 3 - 4000).collect();
     let x = rt.decl_dat(
@@ -251,7 +252,7 @@ fn global_min_max_i32(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn global_min_max_f32(rt: &Runtime) -> Result<Outputs> {
+fn global_min_max_f32(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(3001, "s")?;
     let x: Vec<f32> = (0..3001)
         .map(|i| ((i * 7919) % 3001) as f32 * -0.5)
@@ -270,7 +271,7 @@ fn global_min_max_f32(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn global_read(rt: &Runtime) -> Result<Outputs> {
+fn global_read(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(1234, "s")?;
     let x = rt.decl_dat_zeros::<f32>(&s, 1, "x")?;
     let idx = rt.decl_dat(&s, 1, &(0..1234).collect::<Vec<i32>>(), "idx")?;
@@ -285,7 +286,7 @@ fn global_read(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn zero_size_set(rt: &Runtime) -> Result<Outputs> {
+fn zero_size_set(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(0, "empty")?;
     let nodes = rt.decl_set(3, "nodes")?;
     let m = rt.decl_map(&s, &nodes, 2, vec![], "m")?;
@@ -306,7 +307,7 @@ fn zero_size_set(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn one_element_set(rt: &Runtime) -> Result<Outputs> {
+fn one_element_set(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(1, "one")?;
     let nodes = rt.decl_set(4, "nodes")?;
     let m = rt.decl_map(&s, &nodes, 4, vec![3, 1, 0, 2], "m")?;
@@ -326,7 +327,7 @@ fn one_element_set(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn indirect_read_chain(rt: &Runtime) -> Result<Outputs> {
+fn indirect_read_chain(rt: &CaseRuntime) -> Result<Outputs> {
     let (nodes, edges, m) = chain(rt, 1000)?;
     let v: Vec<f64> = (0..1000).map(|i| (i * i) as f64).collect();
     let v = rt.decl_dat(&nodes, 1, &v, "v")?;
@@ -345,7 +346,7 @@ fn indirect_read_chain(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn indirect_inc_chain(rt: &Runtime) -> Result<Outputs> {
+fn indirect_inc_chain(rt: &CaseRuntime) -> Result<Outputs> {
     let (nodes, edges, m) = chain(rt, 5000)?;
     let e: Vec<f64> = (0..4999).map(|i| 1.0 / (1.0 + i as f64)).collect();
     let e = rt.decl_dat(&edges, 1, &e, "e")?;
@@ -368,7 +369,7 @@ fn indirect_inc_chain(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn indirect_rw_permutation(rt: &Runtime) -> Result<Outputs> {
+fn indirect_rw_permutation(rt: &CaseRuntime) -> Result<Outputs> {
     let n = 2000;
     let s = rt.decl_set(n, "s")?;
     let t = rt.decl_set(n, "t")?;
@@ -382,7 +383,7 @@ fn indirect_rw_permutation(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn indirect_write_permutation(rt: &Runtime) -> Result<Outputs> {
+fn indirect_write_permutation(rt: &CaseRuntime) -> Result<Outputs> {
     let n = 3000;
     let s = rt.decl_set(n, "s")?;
     let t = rt.decl_set(n, "t")?;
@@ -399,7 +400,7 @@ fn indirect_write_permutation(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn inc_into_one_element(rt: &Runtime) -> Result<Outputs> {
+fn inc_into_one_element(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(10_000, "s")?;
     let one = rt.decl_set(1, "one")?;
     let m = rt.decl_map(&s, &one, 1, vec![0; 10_000], "all_to_one")?;
@@ -411,7 +412,7 @@ fn inc_into_one_element(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn set_larger_than_blocks(rt: &Runtime) -> Result<Outputs> {
+fn set_larger_than_blocks(rt: &CaseRuntime) -> Result<Outputs> {
     // 40 x 30 quads: 1,200 cells and 2,330 edges, many blocks at any block size up to 1024.
     let (_, cells, edges, _, e2c, _) = quads(rt, 40, 30)?;
     let w: Vec<i64> = (0..2330).map(|e| e % 13 - 6).collect();
@@ -435,7 +436,7 @@ fn set_larger_than_blocks(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn row_read_midpoint(rt: &Runtime) -> Result<Outputs> {
+fn row_read_midpoint(rt: &CaseRuntime) -> Result<Outputs> {
     // OP2's classic example: cell midpoints from node coordinates through a map of arity 3.
     let nodes = rt.decl_set(5, "nodes")?;
     let cells = rt.decl_set(4, "cells")?;
@@ -464,7 +465,7 @@ fn row_read_midpoint(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn row_inc_cells_to_nodes(rt: &Runtime) -> Result<Outputs> {
+fn row_inc_cells_to_nodes(rt: &CaseRuntime) -> Result<Outputs> {
     let (nodes, cells, _, c2n, _, _) = quads(rt, 25, 20)?;
     let area: Vec<f64> = (0..500).map(|c| 1.0 + (c % 9) as f64 * 0.125).collect();
     let area = rt.decl_dat(&cells, 1, &area, "area")?;
@@ -479,7 +480,7 @@ fn row_inc_cells_to_nodes(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn two_maps_two_targets(rt: &Runtime) -> Result<Outputs> {
+fn two_maps_two_targets(rt: &CaseRuntime) -> Result<Outputs> {
     let (nodes, cells, edges, _, e2c, e2n) = quads(rt, 30, 17)?;
     let xy: Vec<f64> = (0..nodes.size())
         .flat_map(|n| [(n % 31) as f64, (n / 31) as f64 * 0.5])
@@ -511,7 +512,7 @@ fn two_maps_two_targets(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn consts_dim1_and_dim4(rt: &Runtime) -> Result<Outputs> {
+fn consts_dim1_and_dim4(rt: &CaseRuntime) -> Result<Outputs> {
     rt.decl_const(1, &[2.5f64], "alpha")?;
     rt.decl_const(4, &[1i32, -2, 3, -4], "coef")?;
     let s = rt.decl_set(100, "s")?;
@@ -527,7 +528,7 @@ fn consts_dim1_and_dim4(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn const_changes_between_loops(rt: &Runtime) -> Result<Outputs> {
+fn const_changes_between_loops(rt: &CaseRuntime) -> Result<Outputs> {
     let c = rt.decl_const(1, &[1.0f64], "factor")?;
     let s = rt.decl_set(50, "s")?;
     let y = rt.decl_dat(&s, 1, &vec![1.0f64; 50], "y")?;
@@ -540,7 +541,7 @@ fn const_changes_between_loops(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn repeated_args(rt: &Runtime) -> Result<Outputs> {
+fn repeated_args(rt: &CaseRuntime) -> Result<Outputs> {
     // Every arg is its own contribution: a Global twice with INC, MIN or MAX; a Dat twice
     // directly and twice through one map entry with INC; a kernel that keeps its own pointers
     // (OpenCL compiles it with private copies of its args).
@@ -625,7 +626,7 @@ const KERNEL_NAMES_TAKEN_ELSEWHERE: &[&str] = &[
     "M_PI",
 ];
 
-fn names_taken_elsewhere(rt: &Runtime) -> Result<Outputs> {
+fn names_taken_elsewhere(rt: &CaseRuntime) -> Result<Outputs> {
     let (nodes, edges, m) = chain(rt, 200)?;
     for (i, name) in CONST_NAMES_TAKEN_ELSEWHERE.iter().enumerate() {
         rt.decl_const(1, &[i as f64 + 0.5], name)?;
@@ -649,7 +650,7 @@ fn names_taken_elsewhere(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn wide_increments(rt: &Runtime) -> Result<Outputs> {
+fn wide_increments(rt: &CaseRuntime) -> Result<Outputs> {
     // Large private increments per element: whole rows of arity 8 and dim 40, one entry of dim
     // 300. Devices must shrink their work-groups rather than fail.
     let arity = 8;
@@ -660,12 +661,13 @@ fn wide_increments(rt: &Runtime) -> Result<Outputs> {
         .collect();
     let c2n = rt.decl_map(&cells, &nodes, arity, c2n, "c2n")?;
     let x = rt.decl_dat_zeros::<f64>(&nodes, 40, "x")?;
+    // The whole mesh first: across ranks it is partitioned at the first loop.
+    let (nodes2, edges, m) = chain(rt, 60)?;
     let row = k(
         "wide_row",
         "void wide_row(double *x[8]) { for (int j = 0; j < 8; j++) for (int d = 0; d < 40; d++) x[j][d] += j + 0.5 * d; }",
     )?;
     rt.par_loop(&row, &cells, [x.arg_row(&c2n, INC)])?;
-    let (nodes2, edges, m) = chain(rt, 60)?;
     let y = rt.decl_dat_zeros::<f32>(&nodes2, 300, "y")?;
     let entry = k(
         "wide_entry",
@@ -683,7 +685,7 @@ fn wide_increments(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn many_component_globals(rt: &Runtime) -> Result<Outputs> {
+fn many_component_globals(rt: &CaseRuntime) -> Result<Outputs> {
     // Globals of 24 components (a loop, not unrolled, on devices) and of 700 (reduced in place
     // on the host), with every reduction.
     let s = rt.decl_set(500, "s")?;
@@ -721,7 +723,7 @@ fn many_component_globals(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn lazy_chain_of_loops(rt: &Runtime) -> Result<Outputs> {
+fn lazy_chain_of_loops(rt: &CaseRuntime) -> Result<Outputs> {
     // Three dependent loops recorded before any result is read, plus one nobody reads until the end.
     let (nodes, edges, m) = chain(rt, 600)?;
     let a = rt.decl_dat(
@@ -762,14 +764,14 @@ fn lazy_chain_of_loops(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn host_writes_between_loops(rt: &Runtime) -> Result<Outputs> {
+fn host_writes_between_loops(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(64, "s")?;
     let x = rt.decl_dat(&s, 1, &vec![1i32; 64], "x")?;
     let g = rt.decl_global(1, &[0i32], "g")?;
     let bump = k("bump", "void bump(int *x) { *x += 1; }")?;
     let sum = k("sumx", "void sumx(const int *x, int *g) { *g += *x; }")?;
     rt.par_loop(&bump, &s, [x.arg(RW)])?;
-    x.data()?[10] = 100;
+    x.write_element(10, &[100])?;
     rt.par_loop(&bump, &s, [x.arg(RW)])?;
     g.set_value(&[-5])?;
     rt.par_loop(&sum, &s, [x.arg(READ), g.arg(INC)])?;
@@ -779,7 +781,7 @@ fn host_writes_between_loops(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn op2_style_args(rt: &Runtime) -> Result<Outputs> {
+fn op2_style_args(rt: &CaseRuntime) -> Result<Outputs> {
     let (nodes, edges, m) = chain(rt, 50)?;
     let v = rt.decl_dat(
         &nodes,
@@ -796,9 +798,9 @@ fn op2_style_args(rt: &Runtime) -> Result<Outputs> {
         &kern,
         &edges,
         [
-            op2::op_arg_dat(&v, 0, Some(&m), 1, "double", READ),
-            op2::op_arg_dat(&v, 1, Some(&m), 1, "double", READ),
-            op2::op_arg_gbl(&total, 1, "double", INC),
+            v.op_arg(0, Some(&m), 1, "double", READ),
+            v.op_arg(1, Some(&m), 1, "double", READ),
+            total.op_arg(1, "double", INC),
         ],
     )?;
     let mut o = Outputs::new();
@@ -806,7 +808,7 @@ fn op2_style_args(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn indirect_i64_and_u32(rt: &Runtime) -> Result<Outputs> {
+fn indirect_i64_and_u32(rt: &CaseRuntime) -> Result<Outputs> {
     let (nodes, edges, m) = chain(rt, 3000)?;
     let w = rt.decl_dat(
         &edges,
@@ -838,7 +840,7 @@ fn indirect_i64_and_u32(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn indirect_f32_inc(rt: &Runtime) -> Result<Outputs> {
+fn indirect_f32_inc(rt: &CaseRuntime) -> Result<Outputs> {
     let (nodes, cells, _, c2n, _, _) = quads(rt, 33, 21)?;
     let v: Vec<f32> = (0..cells.size()).map(|c| (c % 17) as f32 * 0.5).collect();
     let v = rt.decl_dat(&cells, 1, &v, "v")?;
@@ -865,7 +867,7 @@ fn indirect_f32_inc(rt: &Runtime) -> Result<Outputs> {
 
 /// A few explicit Euler steps of heat diffusion on a quad mesh: an edge flux loop (INC) and a direct
 /// update with a residual reduction, repeated; floating-point sums reorder on parallel backends.
-fn diffusion_time_steps(rt: &Runtime) -> Result<Outputs> {
+fn diffusion_time_steps(rt: &CaseRuntime) -> Result<Outputs> {
     let (_, cells, edges, _, e2c, _) = quads(rt, 60, 40)?;
     let t: Vec<f64> = (0..cells.size())
         .map(|c| if c % 60 < 30 { 1.0 } else { 0.0 })
@@ -902,7 +904,7 @@ fn diffusion_time_steps(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn same_dat_read_and_inc_via_two_maps(rt: &Runtime) -> Result<Outputs> {
+fn same_dat_read_and_inc_via_two_maps(rt: &CaseRuntime) -> Result<Outputs> {
     // Reads one Dat through one map while incrementing another through a second map on the same set.
     let (nodes, cells, edges, _, e2c, e2n) = quads(rt, 20, 20)?;
     let nv = rt.decl_dat(
@@ -933,7 +935,7 @@ fn same_dat_read_and_inc_via_two_maps(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn global_max_all_negative(rt: &Runtime) -> Result<Outputs> {
+fn global_max_all_negative(rt: &CaseRuntime) -> Result<Outputs> {
     let s = rt.decl_set(999, "s")?;
     let x: Vec<i64> = (0..999)
         .map(|i| -1_000_000 - ((i * 37) % 999) as i64)
@@ -952,7 +954,7 @@ fn global_max_all_negative(rt: &Runtime) -> Result<Outputs> {
     Ok(o)
 }
 
-fn row_rw_gather_scatter(rt: &Runtime) -> Result<Outputs> {
+fn row_rw_gather_scatter(rt: &CaseRuntime) -> Result<Outputs> {
     // RW through a whole row on a map whose rows are disjoint (each node in one element's row).
     let elems = rt.decl_set(400, "elems")?;
     let nodes = rt.decl_set(1200, "nodes")?;

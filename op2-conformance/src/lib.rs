@@ -15,16 +15,19 @@
 #![warn(missing_docs)]
 
 mod cases;
+pub mod decl;
 mod outputs;
 mod random;
 mod runner;
 
 pub use cases::{Case, REORDERED_SUMS, cases};
+pub use decl::{CaseRuntime, Partition};
 pub use outputs::{Mismatch, OutputValue, Outputs, Values, close, compare};
 pub use random::{RandomLoop, SEED, check_random, random_loop};
 pub use runner::{
     CaseResult, DEFAULT_RANDOM_CASES, Outcome, RANDOM_ROW, assert_conforms, probe, run_case,
-    run_random, run_suite, runtime,
+    run_case_across, run_random, run_random_across, run_suite, run_suite_across, runtime,
+    runtime_across,
 };
 
 /// Defines a `#[test]` that runs the whole suite on the named backend and fails listing every case

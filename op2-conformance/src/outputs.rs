@@ -1,7 +1,8 @@
 //! What a case returns (named arrays of values) and how a candidate's outputs are compared with the
 //! reference's: integers exactly, floating point within the case's relative tolerance.
 
-use op2::{Dat, Global, Scalar};
+use crate::decl::{Dat, Global};
+use op2::Scalar;
 use std::fmt;
 
 /// One output's values, widened so that every element type compares the same way.
@@ -32,19 +33,27 @@ impl Values {
 pub trait OutputValue: Scalar {
     /// Widens values for comparison.
     fn values(v: &[Self]) -> Values;
+
+    /// A value no case computes: what halo rows hold across ranks until an exchange fills them,
+    /// so that a missing exchange shows in the results.
+    fn poison() -> Self;
 }
 
 macro_rules! output_value {
-    ($variant:ident, $wide:ty: $($t:ty),*) => {$(
+    ($variant:ident, $wide:ty, $poison:expr; $($t:ty),*) => {$(
         impl OutputValue for $t {
             fn values(v: &[Self]) -> Values {
                 Values::$variant(v.iter().map(|&x| x as $wide).collect())
             }
+
+            fn poison() -> Self {
+                $poison as $t
+            }
         }
     )*};
 }
-output_value!(Float, f64: f32, f64);
-output_value!(Int, i128: i32, u32, i64, u64);
+output_value!(Float, f64, f64::NAN; f32, f64);
+output_value!(Int, i128, 0x5a5a_5a5a_i64; i32, u32, i64, u64);
 
 /// The named outputs of one case run, in the order the case reported them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -63,10 +72,12 @@ impl Outputs {
         self.entries.push((name.into(), T::values(values)));
     }
 
-    /// Adds a Dat's values (running the loops it depends on).
+    /// Adds a Dat's values in global order (running the loops it depends on). Across ranks
+    /// only rank 0 has them; the other ranks add nothing (collective: every rank calls it).
     pub fn dat<T: OutputValue>(&mut self, dat: &Dat<T>) -> op2::Result<()> {
-        let v = dat.to_vec()?;
-        self.push(dat.name(), &v);
+        if let Some(v) = dat.values()? {
+            self.push(dat.name(), &v);
+        }
         Ok(())
     }
 

@@ -1,8 +1,9 @@
 //! Random meshes and loops drawn with `proptest` from a fixed seed: the same loops on every run and
 //! machine, so a failure replays; proptest shrinks a failing loop to a small one before reporting it.
 
+use crate::decl::CaseRuntime;
 use crate::outputs::{OutputValue, Outputs, compare};
-use op2::{DType, INC, Kernel, MAX, READ, Result, Runtime, WRITE};
+use op2::{DType, INC, Kernel, MAX, READ, Result, WRITE};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
@@ -125,7 +126,7 @@ impl RandomLoop {
     }
 
     /// Runs the loop on `rt` and reports every Dat and Global.
-    pub fn run(&self, rt: &Runtime) -> Result<Outputs> {
+    pub fn run(&self, rt: &CaseRuntime) -> Result<Outputs> {
         match self.dtype {
             DType::F64 => self.run_typed(rt, |v| v as f64),
             DType::F32 => self.run_typed(rt, |v| v as f32),
@@ -136,7 +137,7 @@ impl RandomLoop {
         }
     }
 
-    fn run_typed<T: OutputValue>(&self, rt: &Runtime, of: fn(u32) -> T) -> Result<Outputs> {
+    fn run_typed<T: OutputValue>(&self, rt: &CaseRuntime, of: fn(u32) -> T) -> Result<Outputs> {
         let mut state = self.data_seed | 1;
         let mut small = move || {
             state ^= state << 13;
@@ -181,8 +182,8 @@ impl RandomLoop {
 /// Runs `cases` random loops on the reference and the candidate runtime and compares them (floats
 /// within `1e-5` relative: f32 sums may be reordered). Returns the first failure, shrunk, as text.
 pub fn check_random(
-    reference: &Runtime,
-    candidate: &Runtime,
+    reference: &CaseRuntime,
+    candidate: &CaseRuntime,
     cases: u32,
 ) -> std::result::Result<(), String> {
     let config = Config {

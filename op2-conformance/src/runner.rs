@@ -2,11 +2,16 @@
 //! compared; panics inside a backend are caught and reported as failures.
 
 use crate::cases::{Case, cases};
-use crate::outputs::compare;
-use crate::random::check_random;
+use crate::decl::{CaseRuntime, NOT_DISTRIBUTED, Partition};
+use crate::outputs::{Outputs, compare};
+use crate::random::{check_random, random_loop};
+use op2::comm::Communicator;
 use op2::{Op2Error, Runtime};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 /// Random loops run by default (on top of the named cases).
 pub const DEFAULT_RANDOM_CASES: u32 = 24;
@@ -70,13 +75,13 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 
 /// Runs one case on the reference and on `backend`, each on a fresh runtime, and compares.
 pub fn run_case(case: &Case, backend: &str) -> Outcome {
-    let reference = match runtime("seq").and_then(|rt| (case.run)(&rt)) {
+    let reference = match runtime("seq").and_then(|rt| (case.run)(&CaseRuntime::single(rt))) {
         Ok(o) => o,
         Err(e) => return Outcome::Fail(format!("the reference itself failed: {e}")),
     };
     let candidate = catch_unwind(AssertUnwindSafe(|| {
         runtime(backend).and_then(|rt| {
-            let out = (case.run)(&rt)?;
+            let out = (case.run)(&CaseRuntime::single(rt.clone()))?;
             rt.flush()?;
             Ok(out)
         })
@@ -96,7 +101,11 @@ pub fn run_random(backend: &str, cases: u32) -> Outcome {
     let result = catch_unwind(AssertUnwindSafe(|| -> Result<(), String> {
         let reference = runtime("seq").map_err(|e| e.to_string())?;
         let candidate = runtime(backend).map_err(|e| e.to_string())?;
-        check_random(&reference, &candidate, cases)
+        check_random(
+            &CaseRuntime::single(reference),
+            &CaseRuntime::single(candidate),
+            cases,
+        )
     }));
     match result {
         Err(p) => Outcome::Fail(format!("panicked: {}", panic_message(p))),
@@ -152,4 +161,132 @@ pub fn assert_conforms(backend: &str) {
         results.len(),
         bad.join("\n")
     );
+}
+
+/// A runtime on `backend` that runs across the ranks of `comm` (lazy, as [`runtime`]).
+pub fn runtime_across(backend: &str, comm: &Arc<dyn Communicator>) -> op2::Result<Runtime> {
+    op2::builder()
+        .backend(backend)
+        .lazy(true)
+        .communicator(comm.clone())
+        .build()
+}
+
+/// Runs `run` on a fresh runtime on `backend` across the ranks of `comm`, its mesh partitioned
+/// by `partition`, and compares its outputs (gathered on rank 0) with the one-process sequential
+/// reference `reference`. Collective: every rank calls it; the verdict that counts is rank 0's
+/// (the others only see their own errors).
+fn across(
+    reference: op2::Result<Outputs>,
+    run: impl FnOnce(&CaseRuntime) -> op2::Result<Outputs>,
+    tolerance: f64,
+    backend: &str,
+    comm: &Arc<dyn Communicator>,
+    partition: Partition,
+) -> Outcome {
+    let reference = match reference {
+        Ok(o) => o,
+        Err(e) => return Outcome::Fail(format!("the reference itself failed: {e}")),
+    };
+    let candidate = catch_unwind(AssertUnwindSafe(|| {
+        runtime_across(backend, comm).and_then(|rt| {
+            let out = run(&CaseRuntime::distributed(rt.clone(), partition))?;
+            rt.flush()?;
+            Ok(out)
+        })
+    }));
+    match candidate {
+        Err(p) => Outcome::Fail(format!("panicked: {}", panic_message(p))),
+        Ok(Err(Op2Error::Unsupported { kernel, reason })) if kernel == NOT_DISTRIBUTED => {
+            Outcome::Skipped(format!("one process only: {reason}"))
+        }
+        Ok(Err(e)) => Outcome::Fail(format!("error: {e}")),
+        Ok(Ok(_)) if comm.rank() != 0 => Outcome::Pass,
+        Ok(Ok(out)) => match compare(&reference, &out, tolerance) {
+            Ok(()) => Outcome::Pass,
+            Err(m) => Outcome::Fail(m.to_string()),
+        },
+    }
+}
+
+/// Runs one case on `backend` across the ranks of `comm` (see [`run_suite_across`]).
+pub fn run_case_across(
+    case: &Case,
+    backend: &str,
+    comm: &Arc<dyn Communicator>,
+    partition: Partition,
+) -> Outcome {
+    let reference = runtime("seq").and_then(|rt| (case.run)(&CaseRuntime::single(rt)));
+    across(
+        reference,
+        case.run,
+        case.tolerance,
+        backend,
+        comm,
+        partition,
+    )
+}
+
+/// Runs `cases` random loops (the same ones [`check_random`] draws, without shrinking: every
+/// rank must take the same steps) across the ranks of `comm`; the first failure, with its loop.
+pub fn run_random_across(
+    backend: &str,
+    comm: &Arc<dyn Communicator>,
+    partition: Partition,
+    cases: u32,
+) -> Outcome {
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &crate::SEED),
+    );
+    for _ in 0..cases {
+        let l = match random_loop().new_tree(&mut runner) {
+            Ok(tree) => tree.current(),
+            Err(e) => return Outcome::Fail(format!("drawing a random loop: {e}")),
+        };
+        let reference = runtime("seq").and_then(|rt| l.run(&CaseRuntime::single(rt)));
+        match across(reference, |rt| l.run(rt), 1e-5, backend, comm, partition) {
+            Outcome::Pass => {}
+            Outcome::Fail(why) => return Outcome::Fail(format!("{why}\n  loop: {l:?}")),
+            Outcome::Skipped(why) => return Outcome::Skipped(why),
+        }
+    }
+    Outcome::Pass
+}
+
+/// Runs every named case and `random` random loops on `backend` across the ranks of `comm`, each
+/// case's mesh partitioned by `partition`: collective, every rank calls it; rank 0's results
+/// compare every output, in global order, with the one-process sequential reference.
+pub fn run_suite_across(
+    backend: &str,
+    comm: &Arc<dyn Communicator>,
+    partition: Partition,
+    random: u32,
+) -> Vec<CaseResult> {
+    let all = cases();
+    if let Err(why) = probe(backend) {
+        return all
+            .iter()
+            .map(|c| c.name)
+            .chain([RANDOM_ROW])
+            .map(|case| CaseResult {
+                case: case.into(),
+                outcome: Outcome::Skipped(why.clone()),
+            })
+            .collect();
+    }
+    let mut results: Vec<CaseResult> = all
+        .iter()
+        .map(|c| CaseResult {
+            case: c.name.into(),
+            outcome: run_case_across(c, backend, comm, partition),
+        })
+        .collect();
+    if random > 0 {
+        results.push(CaseResult {
+            case: RANDOM_ROW.into(),
+            outcome: run_random_across(backend, comm, partition, random),
+        });
+    }
+    results
 }

@@ -9,12 +9,16 @@
 //! - `cargo xtask gpu-check [--bundle [DIR] | --run DIR]`: every GPU check (conformance, device
 //!   tests, Airfoil and the bench on `cuda`), from a bundle of binaries that runs on a GPU machine
 //!   without a toolchain (see `gpu.rs`).
+//! - `cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp]
+//!   [--partitioner metis,geometric,blocks]`: Airfoil under `mpirun` at each rank count, backend
+//!   and partitioner; fails unless every run prints OP2-Common's residuals (see `mpi.rs`).
 //! - `cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]`: every backend
 //!   (or the named ones) against the sequential reference, each in its own process; prints a table
 //!   of case x backend.
 
 mod conformance;
 mod gpu;
+mod mpi;
 
 use std::env;
 use std::path::PathBuf;
@@ -121,9 +125,10 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::run(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("gpu-check") => gpu::run(&args[1..]),
+        Some("airfoil-mpi") => mpi::airfoil(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]...\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]...\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber]"
             );
             Err("unknown or missing command".into())
         }

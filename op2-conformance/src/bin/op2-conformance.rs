@@ -1,9 +1,67 @@
 //! The conformance runner `cargo xtask conformance` drives, one process per backend:
-//! `list` (registered backends), `known` (the first-party backends, built in or not), `probe NAME`, `run NAME [--random N]` (one tab-separated line per
-//! case: name, pass/FAIL/skipped, detail).
+//! `list` (registered backends), `known` (the first-party backends, built in or not), `probe
+//! NAME`, `run NAME [--random N] [--ranks N [--partition blocks|metis]]` (one tab-separated line
+//! per case: name, pass/FAIL/skipped, detail). With `--ranks`, the suite runs across N ranks:
+//! MPI ranks when `mpirun -np N` started the runner, else N threads of this process; rank 0
+//! prints.
 
-use op2_conformance::{DEFAULT_RANDOM_CASES, Outcome, probe, run_suite};
+use op2::comm::Communicator;
+use op2_conformance::{
+    CaseResult, DEFAULT_RANDOM_CASES, Outcome, Partition, probe, run_suite, run_suite_across,
+};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Whether an MPI launcher started this process.
+fn under_mpirun() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
+/// The suite across `ranks` ranks: rank 0's results (`None` on the other MPI ranks).
+fn across(
+    name: &str,
+    ranks: usize,
+    partition: Partition,
+    random: u32,
+) -> Result<Option<Vec<CaseResult>>, String> {
+    if under_mpirun() {
+        let mpi = op2::mpi::Mpi::init().map_err(|e| e.to_string())?;
+        let world: Arc<dyn Communicator> = mpi.world();
+        if world.size() != ranks {
+            return Err(format!(
+                "--ranks {ranks}, but mpirun started {}",
+                world.size()
+            ));
+        }
+        let results = run_suite_across(name, &world, partition, random);
+        return Ok((world.rank() == 0).then_some(results));
+    }
+    let timeout = Duration::from_secs(
+        std::env::var("OP2_MPI_TIMEOUT")
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(120),
+    );
+    let comms = op2::thread_communicators(ranks, timeout);
+    let mut all: Vec<Vec<CaseResult>> = std::thread::scope(|s| {
+        let hs: Vec<_> = comms
+            .into_iter()
+            .map(|c| {
+                s.spawn(move || {
+                    let comm: Arc<dyn Communicator> = Arc::new(c);
+                    run_suite_across(name, &comm, partition, random)
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().map_err(|_| "a rank panicked".to_string()))
+            .collect::<Result<_, _>>()
+    })?;
+    Ok(Some(all.swap_remove(0)))
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,16 +90,41 @@ fn main() -> ExitCode {
             }
         },
         ["run", name, rest @ ..] => {
-            let random = match rest {
-                [] => DEFAULT_RANDOM_CASES,
-                ["--random", n] => match n.parse() {
-                    Ok(n) => n,
-                    Err(_) => return usage(),
+            let mut random = DEFAULT_RANDOM_CASES;
+            let mut ranks = None;
+            let mut partition = Partition::Metis;
+            let mut rest = rest.iter();
+            while let Some(option) = rest.next() {
+                let value = rest.next();
+                match (*option, value) {
+                    ("--random", Some(n)) => match n.parse() {
+                        Ok(n) => random = n,
+                        Err(_) => return usage(),
+                    },
+                    ("--ranks", Some(n)) => match n.parse() {
+                        Ok(n) if n >= 1 => ranks = Some(n),
+                        _ => return usage(),
+                    },
+                    ("--partition", Some(p)) => match Partition::from_name(p) {
+                        Some(p) => partition = p,
+                        None => return usage(),
+                    },
+                    _ => return usage(),
+                }
+            }
+            let results = match ranks {
+                None => run_suite(name, random),
+                Some(n) => match across(name, n, partition, random) {
+                    Ok(Some(r)) => r,
+                    Ok(None) => return ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("op2-conformance: {e}");
+                        return ExitCode::from(2);
+                    }
                 },
-                _ => return usage(),
             };
             let mut failed = false;
-            for r in run_suite(name, random) {
+            for r in results {
                 let (status, detail) = match &r.outcome {
                     Outcome::Pass => ("pass", String::new()),
                     Outcome::Fail(d) => {
@@ -68,6 +151,8 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: op2-conformance list | known | probe NAME | run NAME [--random N]");
+    eprintln!(
+        "usage: op2-conformance list | known | probe NAME | run NAME [--random N] [--ranks N [--partition blocks|metis]]"
+    );
     ExitCode::from(2)
 }

@@ -1,0 +1,514 @@
+//! What cases declare their meshes and run their loops through: in one process, straight onto a
+//! runtime; across ranks, in global numbering onto an op2-mpi [`MeshBuilder`] that is partitioned
+//! (collectively, on every rank at the same point of the case) the first time a loop or a result
+//! needs local objects. A case is written once, in global numbering, and runs both ways: its
+//! outputs come back in global order (on rank 0), so they compare with the one-process reference.
+
+use crate::outputs::OutputValue;
+use op2::mpi::{
+    GlobalMap, GlobalSet, Input, LocalMesh, MeshBuilder, MpiError, Options, Partitioner,
+};
+use op2::{Access, Arg, Const, Kernel, Op2Error, Result, Runtime as Op2Runtime, Scalar};
+use std::cell::{OnceCell, RefCell};
+use std::rc::Rc;
+
+/// The kernel name of [`Op2Error::Unsupported`] errors meaning "this case cannot run across
+/// ranks" (the runner reports the case as skipped there).
+pub const NOT_DISTRIBUTED: &str = "(not across ranks)";
+
+/// How the distributed harness partitions each case's mesh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partition {
+    /// Contiguous blocks of every set in declaration order.
+    Blocks,
+    /// METIS on the graph of the case's first map (blocks when it declares none), renumbered.
+    Metis,
+}
+
+impl Partition {
+    /// The name the runner and the tables use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Partition::Blocks => "blocks",
+            Partition::Metis => "metis",
+        }
+    }
+
+    /// The partition called `name`.
+    pub fn from_name(name: &str) -> Option<Partition> {
+        [Partition::Blocks, Partition::Metis]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+}
+
+fn mpi_error(e: MpiError) -> Op2Error {
+    match e {
+        MpiError::Op2(e) => e,
+        other => Op2Error::Communication {
+            reason: other.to_string(),
+        },
+    }
+}
+
+fn not_distributed(reason: &str) -> Op2Error {
+    Op2Error::Unsupported {
+        kernel: NOT_DISTRIBUTED.into(),
+        reason: reason.into(),
+    }
+}
+
+/// The distributed half: the mesh in global numbering until it is partitioned, then its parts.
+struct Distributed {
+    partition: Partition,
+    builder: RefCell<Option<MeshBuilder>>,
+    first_map: RefCell<Option<GlobalMap>>,
+    /// Names handed to the builder so far (it wants them unique per kind; cases need not).
+    names: RefCell<Vec<String>>,
+    local: OnceCell<LocalMesh>,
+    /// Why partitioning failed (every later need fails alike).
+    failed: RefCell<Option<String>>,
+}
+
+/// The runtime a case runs on: one process, or one rank of several (see the module's text).
+pub struct CaseRuntime {
+    rt: Op2Runtime,
+    dist: Option<Rc<Distributed>>,
+}
+
+impl CaseRuntime {
+    /// Cases straight onto `rt` (one process).
+    pub fn single(rt: Op2Runtime) -> Self {
+        CaseRuntime { rt, dist: None }
+    }
+
+    /// Cases across the ranks of `rt`'s communicator, partitioned by `partition`.
+    pub fn distributed(rt: Op2Runtime, partition: Partition) -> Self {
+        CaseRuntime {
+            rt,
+            dist: Some(Rc::new(Distributed {
+                partition,
+                builder: RefCell::new(Some(MeshBuilder::new(Input::Everywhere))),
+                first_map: RefCell::new(None),
+                names: RefCell::new(Vec::new()),
+                local: OnceCell::new(),
+                failed: RefCell::new(None),
+            })),
+        }
+    }
+
+    /// The runtime underneath: for cases that need the whole API in one process
+    /// ([`Op2Error::Unsupported`] with [`NOT_DISTRIBUTED`] across ranks).
+    pub fn plain(&self) -> Result<&Op2Runtime> {
+        match self.dist {
+            None => Ok(&self.rt),
+            Some(_) => Err(not_distributed("the case uses the runtime directly")),
+        }
+    }
+
+    /// The runtime underneath, on either path (for flushing and inspecting).
+    pub fn runtime(&self) -> &Op2Runtime {
+        &self.rt
+    }
+
+    /// A set of `size` elements (global size across ranks).
+    pub fn decl_set(&self, size: usize, name: &str) -> Result<Set> {
+        let inner = match &self.dist {
+            None => SetKind::Plain(self.rt.decl_set(size, name)?),
+            Some(d) => {
+                let unique = d.unique("set", name);
+                let g = d
+                    .builder()?
+                    .as_mut()
+                    .expect("checked by builder()")
+                    .decl_set(size, &unique)
+                    .map_err(mpi_error)?;
+                SetKind::Global(g, d.clone(), self.rt.clone())
+            }
+        };
+        Ok(Set(Rc::new(SetInner { size, inner })))
+    }
+
+    /// A map from `from` to `to`, `arity` entries per element, in global numbering.
+    pub fn decl_map(
+        &self,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: impl Into<Vec<i32>>,
+        name: &str,
+    ) -> Result<Map> {
+        match (&self.dist, &from.0.inner, &to.0.inner) {
+            (None, SetKind::Plain(f), SetKind::Plain(t)) => Ok(Map(MapKind::Plain(
+                self.rt.decl_map(f, t, arity, values, name)?,
+            ))),
+            (Some(d), SetKind::Global(f, ..), SetKind::Global(t, ..)) => {
+                let unique = d.unique("map", name);
+                let g = d
+                    .builder()?
+                    .as_mut()
+                    .expect("checked by builder()")
+                    .decl_map(*f, *t, arity, values, &unique)
+                    .map_err(mpi_error)?;
+                d.first_map.borrow_mut().get_or_insert(g);
+                Ok(Map(MapKind::Global(g, d.clone(), self.rt.clone())))
+            }
+            _ => Err(not_distributed("sets of another case runtime")),
+        }
+    }
+
+    /// A Dat with `dim` values per element of `set`, in global order.
+    pub fn decl_dat<T: OutputValue>(
+        &self,
+        set: &Set,
+        dim: usize,
+        data: &[T],
+        name: &str,
+    ) -> Result<Dat<T>> {
+        let inner = match &set.0.inner {
+            SetKind::Plain(s) => DatKind::Plain(self.rt.decl_dat(s, dim, data, name)?),
+            SetKind::Global(..) => {
+                // The runtime's checks, on the global size (each rank declares its part later).
+                if dim == 0 {
+                    return Err(Op2Error::ZeroDimension {
+                        what: "dat",
+                        name: name.into(),
+                        field: "dim",
+                    });
+                }
+                let expected = set.0.size.saturating_mul(dim);
+                if expected != data.len() {
+                    return Err(Op2Error::DataLength {
+                        what: "dat",
+                        name: name.into(),
+                        expected,
+                        actual: data.len(),
+                        detail: format!("{} elements x dim {dim}", set.0.size),
+                    });
+                }
+                DatKind::Global {
+                    values: data.to_vec(),
+                    local: OnceCell::new(),
+                }
+            }
+        };
+        Ok(Dat(Rc::new(DatInner {
+            name: name.into(),
+            dim,
+            set: set.clone(),
+            rt: self.rt.clone(),
+            inner,
+        })))
+    }
+
+    /// A Dat of zeros.
+    pub fn decl_dat_zeros<T: OutputValue>(
+        &self,
+        set: &Set,
+        dim: usize,
+        name: &str,
+    ) -> Result<Dat<T>> {
+        let zeros = vec![T::ZERO; set.0.size.saturating_mul(dim)];
+        self.decl_dat(set, dim, &zeros, name)
+    }
+
+    /// A Global (the same value on every rank).
+    pub fn decl_global<T: Scalar>(&self, dim: usize, data: &[T], name: &str) -> Result<Global<T>> {
+        Ok(Global(self.rt.decl_global(dim, data, name)?))
+    }
+
+    /// A Const (the same value on every rank).
+    pub fn decl_const<T: Scalar>(&self, dim: usize, data: &[T], name: &str) -> Result<Const<T>> {
+        self.rt.decl_const(dim, data, name)
+    }
+
+    /// Runs `kernel` over `set` (its owned elements on each rank) with `args`.
+    pub fn par_loop(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        args: impl IntoIterator<Item = CaseArg>,
+    ) -> Result<()> {
+        let set = set.local()?;
+        let args = args
+            .into_iter()
+            .map(|a| a.0)
+            .collect::<Result<Vec<Arg>>>()?;
+        self.rt.par_loop(kernel, &set, args)
+    }
+}
+
+impl Distributed {
+    /// The builder, while the mesh is not yet partitioned.
+    fn builder(&self) -> Result<std::cell::RefMut<'_, Option<MeshBuilder>>> {
+        let b = self.builder.borrow_mut();
+        if b.is_none() {
+            return Err(not_distributed(
+                "a set or map declared after the mesh was partitioned (by the first loop)",
+            ));
+        }
+        Ok(b)
+    }
+
+    fn unique(&self, kind: &str, name: &str) -> String {
+        let mut names = self.names.borrow_mut();
+        let mut candidate = name.to_string();
+        let mut k = 1;
+        while names.contains(&format!("{kind} {candidate}")) {
+            k += 1;
+            candidate = format!("{name}_{k}");
+        }
+        names.push(format!("{kind} {candidate}"));
+        candidate
+    }
+
+    /// The local mesh, partitioning now (collectively) if this is the first need of it.
+    fn local(&self, rt: &Op2Runtime) -> Result<&LocalMesh> {
+        if let Some(l) = self.local.get() {
+            return Ok(l);
+        }
+        if let Some(why) = &*self.failed.borrow() {
+            return Err(Op2Error::Communication {
+                reason: format!("the mesh could not be partitioned: {why}"),
+            });
+        }
+        let builder = self
+            .builder
+            .borrow_mut()
+            .take()
+            .expect("not yet partitioned");
+        let blocks = Options::new(Partitioner::Blocks);
+        let result = match (self.partition, *self.first_map.borrow()) {
+            // METIS refuses more parts than its graph has vertices (on every rank alike): such
+            // meshes are split in blocks.
+            (Partition::Metis, Some(map)) => builder
+                .clone()
+                .partition(rt, &Options::new(Partitioner::Metis { map }).renumber(true))
+                .or_else(|e| match e {
+                    MpiError::TooManyParts { .. } => builder.partition(rt, &blocks),
+                    other => Err(other),
+                }),
+            _ => builder.partition(rt, &blocks),
+        };
+        match result {
+            Ok(local) => Ok(self.local.get_or_init(|| local)),
+            Err(e) => {
+                *self.failed.borrow_mut() = Some(e.to_string());
+                Err(mpi_error(e))
+            }
+        }
+    }
+}
+
+enum SetKind {
+    Plain(op2::Set),
+    Global(GlobalSet, Rc<Distributed>, Op2Runtime),
+}
+
+struct SetInner {
+    /// Global size.
+    size: usize,
+    inner: SetKind,
+}
+
+/// A set of a case's mesh (cheap to clone).
+#[derive(Clone)]
+pub struct Set(Rc<SetInner>);
+
+impl Set {
+    /// Number of elements in the whole mesh.
+    pub fn size(&self) -> usize {
+        self.0.size
+    }
+
+    fn local(&self) -> Result<op2::Set> {
+        match &self.0.inner {
+            SetKind::Plain(s) => Ok(s.clone()),
+            SetKind::Global(g, d, rt) => Ok(d.local(rt)?.set(*g)),
+        }
+    }
+
+    fn global(&self) -> Option<(GlobalSet, &Rc<Distributed>, &Op2Runtime)> {
+        match &self.0.inner {
+            SetKind::Plain(_) => None,
+            SetKind::Global(g, d, rt) => Some((*g, d, rt)),
+        }
+    }
+}
+
+enum MapKind {
+    Plain(op2::Map),
+    Global(GlobalMap, Rc<Distributed>, Op2Runtime),
+}
+
+/// A map of a case's mesh.
+pub struct Map(MapKind);
+
+impl Map {
+    fn local(&self) -> Result<op2::Map> {
+        match &self.0 {
+            MapKind::Plain(m) => Ok(m.clone()),
+            MapKind::Global(g, d, rt) => Ok(d.local(rt)?.map(*g)),
+        }
+    }
+}
+
+enum DatKind<T> {
+    Plain(op2::Dat<T>),
+    /// Across ranks: the global values until the first need, then this rank's Dat.
+    Global {
+        values: Vec<T>,
+        local: OnceCell<op2::Dat<T>>,
+    },
+}
+
+struct DatInner<T> {
+    name: String,
+    dim: usize,
+    set: Set,
+    rt: Op2Runtime,
+    inner: DatKind<T>,
+}
+
+/// A Dat of a case's mesh.
+pub struct Dat<T>(Rc<DatInner<T>>);
+
+/// An argument of [`CaseRuntime::par_loop`] (an error to report there when its objects could not
+/// be made local).
+pub struct CaseArg(Result<Arg>);
+
+impl<T: OutputValue> Dat<T> {
+    /// The Dat's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// This rank's Dat (declared from the global values on first need).
+    fn local(&self) -> Result<op2::Dat<T>> {
+        match &self.0.inner {
+            DatKind::Plain(d) => Ok(d.clone()),
+            DatKind::Global { values, local } => {
+                if let Some(d) = local.get() {
+                    return Ok(d.clone());
+                }
+                let (g, dist, rt) = self.0.set.global().expect("a global Dat has a global set");
+                let mesh = dist.local(rt)?;
+                let dim = self.0.dim;
+                // Owned rows from the global values; halo rows poisoned, so that a loop reading
+                // them before an exchange filled them computes something visibly wrong.
+                let owned = mesh.set(g).size();
+                let rows: Vec<T> = mesh
+                    .global_ids(g)
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(local, &id)| {
+                        let id = id as usize;
+                        values[id * dim..(id + 1) * dim]
+                            .iter()
+                            .map(move |&v| if local < owned { v } else { T::poison() })
+                    })
+                    .collect();
+                let d = self.0.rt.decl_dat(&mesh.set(g), dim, &rows, &self.0.name)?;
+                Ok(local.get_or_init(|| d).clone())
+            }
+        }
+    }
+
+    /// A direct argument.
+    pub fn arg(&self, access: Access) -> CaseArg {
+        CaseArg(self.local().map(|d| d.arg(access)))
+    }
+
+    /// An argument through entry `index` of `map`.
+    pub fn arg_via(&self, map: &Map, index: usize, access: Access) -> CaseArg {
+        CaseArg(
+            self.local()
+                .and_then(|d| Ok(d.arg_via(&map.local()?, index, access))),
+        )
+    }
+
+    /// An argument through every entry of `map`.
+    pub fn arg_row(&self, map: &Map, access: Access) -> CaseArg {
+        CaseArg(
+            self.local()
+                .and_then(|d| Ok(d.arg_row(&map.local()?, access))),
+        )
+    }
+
+    /// OP2's `op_arg_dat` on this Dat.
+    pub fn op_arg(
+        &self,
+        index: i32,
+        map: Option<&Map>,
+        dim: usize,
+        type_name: &str,
+        access: Access,
+    ) -> CaseArg {
+        CaseArg(self.local().and_then(|d| {
+            let map = map.map(Map::local).transpose()?;
+            Ok(op2::op_arg_dat(
+                &d,
+                index,
+                map.as_ref(),
+                dim,
+                type_name,
+                access,
+            ))
+        }))
+    }
+
+    /// Every value in global order: `Some` in one process and on rank 0 across ranks (`None` on
+    /// the other ranks). Collective across ranks.
+    pub fn values(&self) -> Result<Option<Vec<T>>> {
+        let d = self.local()?;
+        match self.0.set.global() {
+            None => Ok(Some(d.to_vec()?)),
+            Some((_, dist, rt)) => dist.local(rt)?.gather(&d).map_err(mpi_error),
+        }
+    }
+
+    /// Sets the values of element `element` (global number) from the host. Collective across
+    /// ranks: every rank takes write access (so every rank knows the halo is out of date), the
+    /// owner writes.
+    pub fn write_element(&self, element: usize, values: &[T]) -> Result<()> {
+        let d = self.local()?;
+        let dim = self.0.dim;
+        let row = match self.0.set.global() {
+            None => Some(element),
+            Some((g, dist, rt)) => {
+                let owned = d.set().size();
+                dist.local(rt)?.global_ids(g)[..owned]
+                    .iter()
+                    .position(|&id| id == element as u64)
+            }
+        };
+        let mut data = d.data()?;
+        if let Some(r) = row {
+            data[r * dim..(r + 1) * dim].copy_from_slice(values);
+        }
+        Ok(())
+    }
+}
+
+/// A Global of a case (the same value on every rank; everything else as [`op2::Global`]).
+pub struct Global<T>(op2::Global<T>);
+
+impl<T: Scalar> Global<T> {
+    /// A reduction or read argument.
+    pub fn arg(&self, access: Access) -> CaseArg {
+        CaseArg(Ok(self.0.arg(access)))
+    }
+
+    /// OP2's `op_arg_gbl` on this Global.
+    pub fn op_arg(&self, dim: usize, type_name: &str, access: Access) -> CaseArg {
+        CaseArg(Ok(op2::op_arg_gbl(&self.0, dim, type_name, access)))
+    }
+}
+
+impl<T> std::ops::Deref for Global<T> {
+    type Target = op2::Global<T>;
+
+    fn deref(&self) -> &op2::Global<T> {
+        &self.0
+    }
+}

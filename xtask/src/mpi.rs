@@ -1,0 +1,185 @@
+//! `cargo xtask airfoil-mpi`: Airfoil's main job under `mpirun` at each rank count, on each host
+//! backend, with each partitioner: checks the residuals against OP2-Common's at every N and
+//! tabulates time per iteration, halo traffic and waiting. Also the `mpirun` command line the
+//! other subcommands launch ranks with.
+
+use super::{cargo, root, run};
+use std::process::Command;
+
+/// `mpirun -np ranks` as root, more ranks than cores allowed, a hang turned into a failure.
+pub fn mpirun(ranks: usize, timeout_s: u64) -> Command {
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["-np", &ranks.to_string()])
+        .args(["--oversubscribe", "--bind-to", "none"])
+        .args(["--timeout", &timeout_s.to_string()]);
+    c
+}
+
+/// Threads per rank for OpenMP so that ranks x threads fill the machine's cores.
+pub fn threads_per_rank(ranks: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    (cores / ranks).max(1)
+}
+
+/// One run's figures, read back from the example's output.
+struct Figures {
+    ms_per_iteration: f64,
+    matches: bool,
+    halo_mb: f64,
+    wait_share: f64,
+}
+
+/// Reads the example's stdout: the time line, the verdict, the per-loop table's halo columns.
+fn figures(out: &str, iterations: usize) -> Option<Figures> {
+    let ms = out
+        .lines()
+        .find(|l| l.contains("ms per iteration"))?
+        .split(':')
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // Loop rows: name calls time share GB/s [exch/call halo MB wait wait% reductions].
+    let (mut time, mut wait, mut mb) = (0.0, 0.0, 0.0);
+    for l in out.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() >= 5 && airfoil_loop(f[0]) {
+            time += f[2].parse::<f64>().unwrap_or(0.0);
+            if f.len() >= 10 {
+                mb += f[6].parse::<f64>().unwrap_or(0.0);
+                wait += f[7].parse::<f64>().unwrap_or(0.0);
+            }
+        }
+    }
+    Some(Figures {
+        ms_per_iteration: ms,
+        matches: out.contains("residuals match OP2-Common's reference"),
+        halo_mb: mb / iterations.max(1) as f64,
+        wait_share: if time > 0.0 { wait / time } else { 0.0 },
+    })
+}
+
+fn airfoil_loop(name: &str) -> bool {
+    ["save_soln", "adt_calc", "res_calc", "bres_calc", "update"].contains(&name)
+}
+
+/// Splits a comma-separated option value.
+fn list(v: Option<&String>, what: &str) -> Result<Vec<String>, String> {
+    let v = v.ok_or(format!("{what} needs a value"))?;
+    Ok(v.split(',').map(str::to_string).collect())
+}
+
+pub fn airfoil(args: &[String]) -> Result<(), String> {
+    let mut iterations = 1000usize;
+    let mut ranks: Vec<usize> = vec![1, 2, 3, 4];
+    let mut backends = vec!["seq".to_string(), "openmp".to_string()];
+    let mut partitioners = vec![
+        "metis".to_string(),
+        "geometric".to_string(),
+        "blocks".to_string(),
+    ];
+    let mut extra: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--iterations" => {
+                iterations = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--iterations needs a number")?
+            }
+            "--ranks" => {
+                ranks = list(it.next(), "--ranks")?
+                    .iter()
+                    .map(|r| r.parse().map_err(|_| format!("bad rank count `{r}`")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--backend" => backends = list(it.next(), "--backend")?,
+            "--partitioner" => partitioners = list(it.next(), "--partitioner")?,
+            "--ij" => {
+                extra.push("--ij".into());
+                extra.push(it.next().ok_or("--ij needs I J")?.clone());
+                extra.push(it.next().ok_or("--ij needs I J")?.clone());
+            }
+            "--renumber" => extra.push("--renumber".into()),
+            other => return Err(format!("unknown option `{other}`")),
+        }
+    }
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "airfoil",
+        "--features",
+        "mpi",
+        "--example",
+        "airfoil",
+    ]))?;
+    let exe = root().join("target/release/examples/airfoil");
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for backend in &backends {
+        for partitioner in &partitioners {
+            for &n in &ranks {
+                let mut c = mpirun(n, 1800);
+                c.arg(&exe)
+                    .args(["--backend", backend, "--partitioner", partitioner])
+                    .args(["--iterations", &iterations.to_string()])
+                    .args(&extra)
+                    .env("OMP_NUM_THREADS", threads_per_rank(n).to_string())
+                    .current_dir(root());
+                eprintln!("xtask: {backend}, {partitioner}, {n} ranks");
+                let out = c.output().map_err(|e| format!("mpirun: {e}"))?;
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                print!("{stdout}");
+                let label = format!("{backend} {partitioner} x{n}");
+                match figures(&stdout, iterations) {
+                    Some(f) if out.status.success() => {
+                        if !f.matches && extra.is_empty() && iterations >= 100 {
+                            failed.push(format!("{label}: residuals differ"));
+                        }
+                        rows.push((backend.clone(), partitioner.clone(), n, f));
+                    }
+                    _ => failed.push(format!(
+                        "{label}: {} {}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stderr)
+                    )),
+                }
+            }
+        }
+    }
+    println!(
+        "\n{:<8} {:<10} {:>5} {:>9} {:>13} {:>14} {:>8}",
+        "backend", "partition", "ranks", "threads", "ms per iter", "halo MB/iter", "wait %"
+    );
+    for (b, p, n, f) in &rows {
+        println!(
+            "{:<8} {:<10} {:>5} {:>9} {:>13.2} {:>14.3} {:>7.1}% {}",
+            b,
+            p,
+            n,
+            if b == "openmp" {
+                threads_per_rank(*n)
+            } else {
+                1
+            },
+            f.ms_per_iteration,
+            f.halo_mb,
+            100.0 * f.wait_share,
+            if f.matches {
+                "residuals match"
+            } else {
+                "residuals DIFFER"
+            }
+        );
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("\n"))
+    }
+}
