@@ -138,3 +138,73 @@ fn airfoil_across_ranks_computes_what_one_process_computes() {
         }
     }
 }
+
+#[test]
+fn airfoil_exchanges_the_minimum_per_runge_kutta_stage() {
+    // Per stage: q (written by the previous update) and adt (written by adt_calc) before
+    // res_calc reads them through pecell, nothing more for bres_calc; the node coordinates and
+    // the boundary kinds (never written) once; res (only incremented, then read directly) and
+    // qold (direct) never; one cross-rank reduction per update (rms and maxerr together).
+    let mesh = Mesh::generate(30, 40);
+    let steps = 5u64;
+    let comms = op2::thread_communicators(3, Duration::from_secs(60));
+    let counts: Vec<Vec<(String, u64)>> = std::thread::scope(|s| {
+        let hs: Vec<_> = comms
+            .into_iter()
+            .map(|c| {
+                let mesh = &mesh;
+                s.spawn(move || {
+                    let rt = op2::builder()
+                        .backend("seq")
+                        .communicator(Arc::new(c))
+                        .build()
+                        .unwrap();
+                    let (airfoil, _local) =
+                        airfoil::distributed::partitioned(&rt, mesh, &Constants::default(), |h| {
+                            Options::new(h.partitioner("metis").unwrap())
+                        })
+                        .unwrap();
+                    for _ in 0..steps {
+                        airfoil.step().unwrap();
+                    }
+                    rt.flush().unwrap();
+                    let mut counts: Vec<(String, u64)> = rt
+                        .halo_traffic()
+                        .into_iter()
+                        .map(|t| (t.name, t.traffic.exchanges))
+                        .collect();
+                    counts.sort();
+                    let timings = rt.timings();
+                    for t in &timings {
+                        counts.push((format!("{} reductions", t.kernel), t.reductions));
+                        counts.push((format!("{} exchanges", t.kernel), t.halo.exchanges));
+                    }
+                    counts
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let expected: Vec<(String, u64)> = [
+        ("p_adt", 2 * steps),
+        ("p_bound", 1),
+        ("p_q", 2 * steps),
+        ("p_x", 1),
+        ("save_soln reductions", 0),
+        ("save_soln exchanges", 0),
+        ("adt_calc reductions", 0),
+        ("adt_calc exchanges", 1),
+        ("res_calc reductions", 0),
+        ("res_calc exchanges", 4 * steps),
+        ("bres_calc reductions", 0),
+        ("bres_calc exchanges", 1),
+        ("update reductions", 2 * steps),
+        ("update exchanges", 0),
+    ]
+    .into_iter()
+    .map(|(n, c)| (n.to_string(), c))
+    .collect();
+    for (rank, got) in counts.iter().enumerate() {
+        assert_eq!(got, &expected, "rank {rank}");
+    }
+}

@@ -7,6 +7,11 @@
 //!
 //! `airfoil-bench [--iterations N] [--ij I J] [--backend NAME]...`: with `--backend`, only those
 //! backends' rows (beside the baseline), and a row that cannot run is a failure (exit status 1).
+//!
+//! Built with the `mpi` feature, it adds rows across MPI ranks (1 and 2 ranks of `seq`, 2 ranks
+//! of `openmp` with one thread each): it starts itself under `mpirun` as a worker
+//! (`--mpi-worker BACKEND`), whose rank 0 reports the slowest rank's times, the bytes every rank
+//! moved, the halo bytes sent per iteration and the share of loop time spent waiting.
 
 use airfoil::format_residual;
 use airfoil::{Airfoil, Baseline, Constants, LOOPS, Mesh, REFERENCE_RESIDUALS, STANDARD_IJ};
@@ -22,6 +27,9 @@ struct Row {
     loop_ms: [f64; 5],
     bytes_per_iter: f64,
     residual: f64,
+    /// Across ranks: (ranks, halo bytes sent per iteration by all ranks, share of loop time
+    /// spent waiting for halos and reductions).
+    ranks: Option<(usize, f64, f64)>,
 }
 
 /// Best-of-5 STREAM triad `a = b + s c` over 3 x 16M f64 (384 MB) on `threads` threads, GB/s.
@@ -94,6 +102,140 @@ fn run_op2(mesh: &Mesh, c: &Config, iters: usize, sync: bool) -> Result<Row, Str
         loop_ms,
         bytes_per_iter: timings.iter().map(|t| t.bytes as f64).sum::<f64>() / iters as f64,
         residual,
+        ranks: None,
+    })
+}
+
+/// One rank of an `mpirun` worker: Airfoil on this rank's part of `mesh` (METIS), one thread;
+/// rank 0 prints one `ROW` line: ms/iter, the five loops' ms, bytes, residual, halo bytes, wait
+/// share.
+#[cfg(feature = "mpi")]
+fn mpi_worker(mesh: &Mesh, backend: &str, iters: usize) -> Result<(), String> {
+    use op2::{DType, ReduceOp};
+    let mpi = op2::mpi::Mpi::init().map_err(|e| e.to_string())?;
+    let rt = op2::builder()
+        .backend(backend)
+        .num_threads(1)
+        .communicator(mpi.world())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (a, _local) = airfoil::distributed::partitioned(&rt, mesh, &Constants::default(), |h| {
+        op2::mpi::Options::new(op2::mpi::Partitioner::Metis { map: h.pecell })
+    })
+    .map_err(|e| e.to_string())?;
+    a.step().map_err(|e| e.to_string())?;
+    a.reset(&Constants::default()).map_err(|e| e.to_string())?;
+    rt.flush().map_err(|e| e.to_string())?;
+    let comm = rt.communicator().clone();
+    comm.barrier().map_err(|e| e.to_string())?;
+    rt.reset_timings();
+    let t = Instant::now();
+    let mut residual = 0.0;
+    for _ in 0..iters {
+        residual = a.step().map_err(|e| e.to_string())?;
+    }
+    rt.flush().map_err(|e| e.to_string())?;
+    let total = t.elapsed().as_secs_f64();
+    let timings = rt.timings();
+    let all = |values: Vec<f64>, op: ReduceOp| -> Result<Vec<f64>, String> {
+        let mut bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        comm.all_reduce(&mut bytes, DType::F64, op)
+            .map_err(|e| e.to_string())?;
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    };
+    let seconds = |name: &str| {
+        timings
+            .iter()
+            .find(|t| t.kernel == name)
+            .map_or(0.0, |t| t.seconds)
+    };
+    let mut slowest: Vec<f64> = vec![total];
+    slowest.extend(LOOPS.iter().map(|n| seconds(n)));
+    let slowest = all(slowest, ReduceOp::Max)?;
+    let summed = all(
+        vec![
+            timings.iter().map(|t| t.bytes as f64).sum(),
+            timings.iter().map(|t| t.halo.bytes as f64).sum(),
+            timings
+                .iter()
+                .map(|t| t.halo.wait_seconds + t.reduction_wait_seconds)
+                .sum(),
+            timings.iter().map(|t| t.seconds).sum(),
+        ],
+        ReduceOp::Sum,
+    )?;
+    if comm.rank() == 0 {
+        let ms = |s: f64| 1e3 * s / iters as f64;
+        println!(
+            "ROW\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            comm.size(),
+            ms(slowest[0]),
+            ms(slowest[1]),
+            ms(slowest[2]),
+            ms(slowest[3]),
+            ms(slowest[4]),
+            ms(slowest[5]),
+            summed[0] / iters as f64,
+            residual,
+            summed[1] / iters as f64,
+            summed[2] / summed[3].max(f64::MIN_POSITIVE)
+        );
+    }
+    Ok(())
+}
+
+/// A row across `ranks` MPI ranks of `backend` (one thread each): this program again under
+/// `mpirun`, as workers.
+fn run_ranks(ranks: usize, backend: &str, iters: usize, ij: (usize, usize)) -> Result<Row, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMP_NUM_THREADS", "1")
+        .args([
+            "-np",
+            &ranks.to_string(),
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+        ])
+        .args(["--timeout", "1200"])
+        .arg(exe)
+        .args(["--mpi-worker", backend, "--iterations", &iters.to_string()])
+        .args(["--ij", &ij.0.to_string(), &ij.1.to_string()])
+        .output()
+        .map_err(|e| format!("mpirun: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("ROW\t"))
+        .ok_or_else(|| {
+            format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+        })?;
+    let f: Vec<f64> = line
+        .split('\t')
+        .skip(1)
+        .map(|v| v.parse().map_err(|_| format!("bad worker line `{line}`")))
+        .collect::<Result<_, _>>()?;
+    if f.len() != 11 {
+        return Err(format!("bad worker line `{line}`"));
+    }
+    Ok(Row {
+        name: format!("mpi {ranks}x {backend}"),
+        threads: 1,
+        ceiling: f64::NAN,
+        ms_per_iter: f[1],
+        loop_ms: [f[2], f[3], f[4], f[5], f[6]],
+        bytes_per_iter: f[7],
+        residual: f[8],
+        ranks: Some((ranks, f[9], f[10])),
     })
 }
 
@@ -128,6 +270,7 @@ fn main() {
     let mut iters = 100;
     let mut ij = STANDARD_IJ;
     let mut only: Vec<String> = Vec::new();
+    let mut worker: Option<String> = None;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     let usage = || -> ! {
@@ -144,8 +287,20 @@ fn main() {
             "--iterations" => iters = num().max(1),
             "--ij" => ij = (num(), num()),
             "--backend" => only.push(it.next().cloned().unwrap_or_else(|| usage())),
+            "--mpi-worker" => worker = Some(it.next().cloned().unwrap_or_else(|| usage())),
             _ => usage(),
         }
+    }
+    if let Some(backend) = worker {
+        #[cfg(feature = "mpi")]
+        let result = mpi_worker(&Mesh::generate(ij.0, ij.1), &backend, iters);
+        #[cfg(not(feature = "mpi"))]
+        let result: Result<(), String> = Err(format!("{backend}: built without feature `mpi`"));
+        if let Err(e) = result {
+            eprintln!("airfoil-bench worker: {e}");
+            std::process::exit(1);
+        }
+        return;
     }
     let cores = std::thread::available_parallelism()
         .map(usize::from)
@@ -191,6 +346,7 @@ fn main() {
         loop_ms: base.seconds.map(|s| 1e3 * s / iters as f64),
         bytes_per_iter: f64::NAN,
         residual,
+        ranks: None,
     }];
 
     let host = |label: &str, backend: &'static str, threads: usize| Config {
@@ -249,6 +405,24 @@ fn main() {
             }
         }
     }
+    // Across MPI ranks, one thread each, beside the one-process rows above.
+    if cfg!(feature = "mpi") {
+        for (ranks, backend) in [(1, "seq"), (2, "seq"), (2, "openmp")] {
+            if !only.is_empty() && !only.iter().any(|o| o == backend) {
+                continue;
+            }
+            match run_ranks(ranks, backend, iters, ij) {
+                Ok(mut r) => {
+                    r.ceiling = triad_for(ranks);
+                    rows.push(r);
+                }
+                Err(e) => {
+                    println!("mpi {ranks}x {backend}: skipped: {e}");
+                    chosen_skipped |= !only.is_empty();
+                }
+            }
+        }
+    }
     // The library's byte count applies to the baseline too: same loops, same data.
     let bytes = rows
         .iter()
@@ -299,6 +473,32 @@ fn main() {
         );
     }
     println!("%ceil: GB/s against the STREAM triad (host rows) or the GPU's copy rate (cuda rows)");
+    for r in &rows {
+        if let Some((ranks, halo, wait)) = r.ranks {
+            println!(
+                "{}: {ranks} rank(s) x 1 thread, halo {:.3} MB sent per iteration (all ranks), waiting {:.1}% of loop time",
+                r.name,
+                halo / 1e6,
+                100.0 * wait
+            );
+        }
+    }
+    let seq_ms = rows.iter().find(|r| r.name == "seq").map(|r| r.ms_per_iter);
+    let one_rank = rows
+        .iter()
+        .find(|r| r.name == "mpi 1x seq")
+        .map(|r| r.ms_per_iter);
+    let two_ranks = rows
+        .iter()
+        .find(|r| r.name == "mpi 2x seq")
+        .map(|r| r.ms_per_iter);
+    if let (Some(two), Some(one), Some(seq)) = (two_ranks, one_rank, seq_ms) {
+        println!(
+            "speed-up of 2 ranks: {:.2}x over 1 rank, {:.2}x over seq in one process",
+            one / two,
+            seq / two
+        );
+    }
     // Same residuals everywhere; against OP2-Common's when the run stops at a reference point.
     let first = format_residual(rows[0].residual);
     let same = rows.iter().all(|r| format_residual(r.residual) == first);
