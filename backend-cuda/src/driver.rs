@@ -182,17 +182,17 @@ impl DeviceMemory for DriverGpu {
         })
     }
 
-    fn upload(&self, buffer: &DriverBuffer, host: &[u8]) -> Result<()> {
+    fn upload_at(&self, buffer: &DriverBuffer, offset: usize, host: &[u8]) -> Result<()> {
         self.bind("host-to-device copy")?;
-        // SAFETY: the buffer holds at least `host.len()` bytes (callers allocate it so).
-        unsafe { result::memcpy_htod_sync(buffer.ptr, host) }
+        // SAFETY: the buffer holds at least `offset + host.len()` bytes (callers allocate it so).
+        unsafe { result::memcpy_htod_sync(buffer.ptr + offset as u64, host) }
             .map_err(driver_err("host-to-device copy"))
     }
 
-    fn download(&self, buffer: &DriverBuffer, host: &mut [u8]) -> Result<()> {
+    fn download_at(&self, buffer: &DriverBuffer, offset: usize, host: &mut [u8]) -> Result<()> {
         self.bind("device-to-host copy")?;
-        // SAFETY: as in `upload`; the copy follows every launch queued before it.
-        unsafe { result::memcpy_dtoh_sync(host, buffer.ptr) }
+        // SAFETY: as in `upload_at`; the copy follows every launch queued before it.
+        unsafe { result::memcpy_dtoh_sync(host, buffer.ptr + offset as u64) }
             .map_err(driver_err("device-to-host copy"))
     }
 }

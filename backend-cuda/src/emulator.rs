@@ -207,21 +207,28 @@ impl DeviceMemory for EmulatedGpu {
         Ok(HostBuffer { ptr, layout })
     }
 
-    fn upload(&self, buffer: &HostBuffer, host: &[u8]) -> Result<()> {
-        buffer.fits(host.len(), "host-to-device copy")?;
+    fn upload_at(&self, buffer: &HostBuffer, offset: usize, host: &[u8]) -> Result<()> {
+        buffer.fits(offset.saturating_add(host.len()), "host-to-device copy")?;
         // SAFETY: in bounds (checked above); host and buffer never overlap.
-        unsafe { std::ptr::copy_nonoverlapping(host.as_ptr(), buffer.ptr.as_ptr(), host.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                host.as_ptr(),
+                buffer.ptr.as_ptr().add(offset),
+                host.len(),
+            )
+        };
         Ok(())
     }
 
-    fn download(&self, buffer: &HostBuffer, host: &mut [u8]) -> Result<()> {
-        assert!(
-            host.len() <= buffer.layout.size(),
-            "download beyond a buffer"
-        );
-        // SAFETY: as in `upload`.
+    fn download_at(&self, buffer: &HostBuffer, offset: usize, host: &mut [u8]) -> Result<()> {
+        buffer.fits(offset.saturating_add(host.len()), "device-to-host copy")?;
+        // SAFETY: as in `upload_at`.
         unsafe {
-            std::ptr::copy_nonoverlapping(buffer.ptr.as_ptr(), host.as_mut_ptr(), host.len())
+            std::ptr::copy_nonoverlapping(
+                buffer.ptr.as_ptr().add(offset),
+                host.as_mut_ptr(),
+                host.len(),
+            )
         };
         Ok(())
     }

@@ -203,15 +203,15 @@ impl DeviceMemory for ClMemory {
         Ok(ClBuffer(b))
     }
 
-    fn upload(&self, buffer: &ClBuffer, host: &[u8]) -> Result<()> {
-        // SAFETY: a blocking write of `host.len()` bytes, which the buffer holds (callers allocate
-        // it with the carrier's size), from a live slice.
+    fn upload_at(&self, buffer: &ClBuffer, offset: usize, host: &[u8]) -> Result<()> {
+        // SAFETY: a blocking write of `host.len()` bytes at `offset`, which the buffer holds
+        // (callers allocate it with the carrier's size), from a live slice.
         unsafe {
             enqueue_write_buffer(
                 self.queue.get(),
                 buffer.raw(),
                 CL_BLOCKING,
-                0,
+                offset,
                 host.len(),
                 host.as_ptr() as *const c_void,
                 0,
@@ -222,15 +222,15 @@ impl DeviceMemory for ClMemory {
         .map_err(|e| cl_err("host-to-device copy")(ClError(e)))
     }
 
-    fn download(&self, buffer: &ClBuffer, host: &mut [u8]) -> Result<()> {
-        // SAFETY: a blocking read of `host.len()` bytes into a live slice; the in-order queue runs
-        // it after every kernel enqueued before.
+    fn download_at(&self, buffer: &ClBuffer, offset: usize, host: &mut [u8]) -> Result<()> {
+        // SAFETY: a blocking read of `host.len()` bytes at `offset` into a live slice; the
+        // in-order queue runs it after every kernel enqueued before.
         unsafe {
             enqueue_read_buffer(
                 self.queue.get(),
                 buffer.raw(),
                 CL_BLOCKING,
-                0,
+                offset,
                 host.len(),
                 host.as_mut_ptr() as *mut c_void,
                 0,

@@ -93,12 +93,12 @@ impl DeviceMemory for OpenClDevice {
         self.memory.allocate(bytes)
     }
 
-    fn upload(&self, buffer: &ClBuffer, host: &[u8]) -> Result<()> {
-        self.memory.upload(buffer, host)
+    fn upload_at(&self, buffer: &ClBuffer, offset: usize, host: &[u8]) -> Result<()> {
+        self.memory.upload_at(buffer, offset, host)
     }
 
-    fn download(&self, buffer: &ClBuffer, host: &mut [u8]) -> Result<()> {
-        self.memory.download(buffer, host)
+    fn download_at(&self, buffer: &ClBuffer, offset: usize, host: &mut [u8]) -> Result<()> {
+        self.memory.download_at(buffer, offset, host)
     }
 }
 

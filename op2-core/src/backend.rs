@@ -26,6 +26,27 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
+    /// Reads bytes `offset..offset + out.len()` of the carrier's current data (for packing halo
+    /// messages). The default brings the whole carrier home first; device backends read just
+    /// the range.
+    fn read_bytes(&self, carrier: &Carrier, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.host_access(carrier, false)?;
+        let guard = carrier.lock_for_loop("halo exchange", false)?;
+        out.copy_from_slice(&guard.bytes()[offset..offset + out.len()]);
+        Ok(())
+    }
+
+    /// Writes `data` at byte `offset` of the carrier's current data, the rest unchanged (received
+    /// halo rows). The default makes the host copy the valid one first; device backends write
+    /// the range where the valid copy is.
+    fn write_bytes(&self, carrier: &Carrier, offset: usize, data: &[u8]) -> Result<()> {
+        self.host_access(carrier, true)?;
+        let mut guard = carrier.lock_for_loop("halo exchange", true)?;
+        let host = guard.bytes_mut().expect("a write lock gives mutable bytes");
+        host[offset..offset + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
     /// Called once when the runtime goes away, after its pending loops ran: a device backend
     /// copies home every carrier whose valid data it holds, since the user's handles (`Dat`,
     /// `Global`) outlive the runtime and read the host copy from then on. Host backends keep the

@@ -127,10 +127,18 @@ pub trait DeviceMemory: Send + Sync {
     type Buffer: Send + Sync;
     /// Allocates `bytes` (at least one byte, so empty sets still get a buffer).
     fn allocate(&self, bytes: usize) -> Result<Self::Buffer>;
+    /// Copies `host` to `buffer` from byte `offset` on (the buffer holds them).
+    fn upload_at(&self, buffer: &Self::Buffer, offset: usize, host: &[u8]) -> Result<()>;
+    /// Copies bytes `offset..offset + host.len()` of `buffer` into `host`.
+    fn download_at(&self, buffer: &Self::Buffer, offset: usize, host: &mut [u8]) -> Result<()>;
     /// Copies `host` to the start of `buffer`.
-    fn upload(&self, buffer: &Self::Buffer, host: &[u8]) -> Result<()>;
+    fn upload(&self, buffer: &Self::Buffer, host: &[u8]) -> Result<()> {
+        self.upload_at(buffer, 0, host)
+    }
     /// Copies the start of `buffer` into `host`.
-    fn download(&self, buffer: &Self::Buffer, host: &mut [u8]) -> Result<()>;
+    fn download(&self, buffer: &Self::Buffer, host: &mut [u8]) -> Result<()> {
+        self.download_at(buffer, 0, host)
+    }
 }
 
 struct Entry<B> {
@@ -271,6 +279,65 @@ impl<M: DeviceMemory> DeviceData<M> {
         for c in live {
             self.host_access(&c, false)?;
         }
+        Ok(())
+    }
+
+    /// Reads bytes `offset..offset + out.len()` of the carrier's current data into `out`: from
+    /// the device when only its copy is valid (the rest stays there), else from the host. Halo
+    /// exchanges pack what they send this way, without bringing the whole Dat home.
+    pub fn read_range(&self, carrier: &Carrier, offset: usize, out: &mut [u8]) -> Result<()> {
+        let entries = lock(&self.entries);
+        let on_device = entries
+            .get(&carrier.id())
+            .filter(|e| matches!(e.state, DataState::Device | DataState::HostUnallocated))
+            .and_then(|e| e.buffer.clone());
+        match on_device {
+            Some(buffer) => {
+                if !out.is_empty() {
+                    self.memory.download_at(&buffer, offset, out)?;
+                }
+                let mut s = lock(&self.stats);
+                s.to_host += 1;
+                s.bytes_to_host += out.len() as u64;
+                Ok(())
+            }
+            None => {
+                drop(entries);
+                let guard = carrier.lock_for_loop("halo exchange", false)?;
+                out.copy_from_slice(&guard.bytes()[offset..offset + out.len()]);
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes `data` at byte `offset` of the carrier's current data, the rest unchanged: into the
+    /// host copy, and into the device copy when it holds valid data (so it stays valid: a halo
+    /// exchange's received rows travel alone, not the whole Dat).
+    pub fn write_range(&self, carrier: &Carrier, offset: usize, data: &[u8]) -> Result<()> {
+        let mut entries = lock(&self.entries);
+        let entry = entries.get_mut(&carrier.id());
+        let device = entry
+            .as_ref()
+            .filter(|e| {
+                matches!(
+                    e.state,
+                    DataState::Device | DataState::Both | DataState::HostUnallocated
+                )
+            })
+            .and_then(|e| e.buffer.clone());
+        if let Some(buffer) = &device {
+            if !data.is_empty() {
+                self.memory.upload_at(buffer, offset, data)?;
+            }
+            let mut s = lock(&self.stats);
+            s.to_device += 1;
+            s.bytes_to_device += data.len() as u64;
+        }
+        // The host copy: always written where it is the valid one (or both are); where only the
+        // device's is valid the host's other rows are stale anyway, so writing these is harmless.
+        let mut guard = carrier.lock_for_loop("halo exchange", true)?;
+        let host = guard.bytes_mut().expect("a write lock gives mutable bytes");
+        host[offset..offset + data.len()].copy_from_slice(data);
         Ok(())
     }
 

@@ -225,6 +225,14 @@ impl<D: Device> Backend for DeviceBackend<D> {
         self.shared.data.host_access(carrier, write)
     }
 
+    fn read_bytes(&self, carrier: &Carrier, offset: usize, out: &mut [u8]) -> Result<()> {
+        self.shared.data.read_range(carrier, offset, out)
+    }
+
+    fn write_bytes(&self, carrier: &Carrier, offset: usize, data: &[u8]) -> Result<()> {
+        self.shared.data.write_range(carrier, offset, data)
+    }
+
     fn release(&self) -> Result<()> {
         self.shared.data.copy_all_home()
     }

@@ -439,3 +439,98 @@ fn new_dats_and_host_writes_leave_the_halo_out_of_date() {
     assert_eq!(r1.1, [20.0 + 2.0 * 10.0], "rank 1, after both host writes");
     assert_eq!((r0.2, r1.2), (2, 2), "one exchange per out-of-date halo");
 }
+
+/// One rank of two holding `k` nodes (the last one sent to the other rank) and the other's last
+/// node as halo, one edge joining them. Returns the edge value, and on device backends the bytes
+/// copied each way by the exchange and the node Dat's state after it.
+fn big_rank(rt: &Runtime, rank: usize, k: usize) -> (f64, Option<(u64, u64, op2::DataState)>) {
+    let other = 1 - rank;
+    let nodes = rt
+        .decl_set_with_halo(
+            SetSizes {
+                core: k - 1,
+                owned: 1,
+                nonexec_halo: 1,
+                ..SetSizes::default()
+            },
+            SetHalo {
+                neighbours: vec![HaloNeighbour {
+                    rank: other,
+                    send: vec![(k - 1) as u32],
+                    receive: vec![k as u32],
+                }],
+            },
+            "nodes",
+        )
+        .unwrap();
+    let edges = rt
+        .decl_set_sections(
+            SetSizes {
+                owned: 1,
+                ..SetSizes::default()
+            },
+            "edges",
+        )
+        .unwrap();
+    let m = rt
+        .decl_map(&edges, &nodes, 2, vec![(k - 1) as i32, k as i32], "e2n")
+        .unwrap();
+    let x0: Vec<f64> = (0..=k).map(|i| (i + 1000 * rank) as f64).collect();
+    let x = rt.decl_dat(&nodes, 1, &x0, "x").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&edges, 1, "y").unwrap();
+    // On a device the scaled values live on the device only; the exchange must not bring the
+    // whole Dat home, nor send it back.
+    let scale = kernel("scale", "void scale(double *x) { *x = 2.0 * *x; }");
+    rt.par_loop(&scale, &nodes, [x.arg(RW)]).unwrap();
+    rt.flush().unwrap();
+    let before = rt.device_stats();
+    let edge = kernel(
+        "edge",
+        "void edge(const double *a, const double *b, double *y) { *y = *a + 2.0 * *b; }",
+    );
+    rt.par_loop(
+        &edge,
+        &edges,
+        [x.arg_via(&m, 0, READ), x.arg_via(&m, 1, READ), y.arg(WRITE)],
+    )
+    .unwrap();
+    rt.flush().unwrap();
+    let moved = before.zip(rt.device_stats()).map(|(b, a)| {
+        (
+            a.bytes_to_host - b.bytes_to_host,
+            a.bytes_to_device - b.bytes_to_device,
+            rt.data_state(x.id()).unwrap(),
+        )
+    });
+    (y.to_vec().unwrap()[0], moved)
+}
+
+#[test]
+fn halo_exchanges_move_only_halo_rows_on_devices() {
+    const K: usize = 20_000;
+    let comms = thread_communicators(2, Duration::from_secs(60));
+    let mut comms = comms.into_iter();
+    let (c0, c1) = (comms.next().unwrap(), comms.next().unwrap());
+    let (r0, r1) = std::thread::scope(|s| {
+        let a =
+            s.spawn(move || big_rank(&runtime().communicator(Arc::new(c0)).build().unwrap(), 0, K));
+        let b =
+            s.spawn(move || big_rank(&runtime().communicator(Arc::new(c1)).build().unwrap(), 1, K));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    // Node K-1 of each rank (value K - 1 + 1000 r), scaled, plus twice the other rank's.
+    let own = |r: usize| 2.0 * (K - 1 + 1000 * r) as f64;
+    assert_eq!(r0.0, own(0) + 2.0 * own(1));
+    assert_eq!(r1.0, own(1) + 2.0 * own(0));
+    for (rank, r) in [(0, r0), (1, r1)] {
+        if let Some((to_host, to_device, state)) = r.1 {
+            // One row out, one row in (and the small edge Dat), not the 160 kB node Dat.
+            assert!(to_host <= 64, "rank {rank}: {to_host} bytes copied home");
+            assert!(
+                to_device <= 64,
+                "rank {rank}: {to_device} bytes copied to the device"
+            );
+            assert_eq!(state, op2::DataState::Device, "rank {rank}");
+        }
+    }
+}

@@ -1,6 +1,9 @@
 //! `cargo xtask conformance`: probes which backends can run here, runs the conformance binary once
 //! per backend (and per thread count for `openmp`) in its own process, and prints case x backend.
+//! Columns `mpiN/BACKEND` run the suite across N MPI ranks under `mpirun` (the host backends),
+//! `thrN/BACKEND` across N thread ranks of one process (the CUDA emulator).
 
+use crate::mpi::mpirun;
 use crate::{cargo, host_features, root};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,12 +37,27 @@ fn parse(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-/// One column of the table: a backend, maybe with a thread count.
+/// Rank counts of the distributed columns, each with the partition its meshes get.
+const RANKS: [(usize, &str); 3] = [(2, "metis"), (3, "blocks"), (4, "metis")];
+
+/// How a column's ranks run.
+#[derive(Clone, Copy, PartialEq)]
+enum Ranks {
+    /// One process.
+    One,
+    /// N MPI ranks under `mpirun`, meshes partitioned as named.
+    Mpi(usize, &'static str),
+    /// N thread ranks in one process.
+    Threads(usize, &'static str),
+}
+
+/// One column of the table: a backend, maybe with a thread count or ranks.
 struct Column {
     label: String,
     backend: String,
     /// Extra environment (thread count, block size).
     env: Vec<(&'static str, &'static str)>,
+    ranks: Ranks,
 }
 
 /// How to start the conformance binary.
@@ -52,6 +70,54 @@ pub enum Runner {
 }
 
 impl Runner {
+    /// The runner's binary, built when needed (for launching under `mpirun`).
+    fn binary(&self) -> Result<PathBuf, String> {
+        match self {
+            Runner::Binary(path, _) => Ok(path.clone()),
+            Runner::Cargo(features) => {
+                let mut c = cargo();
+                c.current_dir(root())
+                    .args(["build", "--quiet", "-p", "op2-conformance"]);
+                if !features.is_empty() {
+                    c.args(["--features", features]);
+                }
+                let status = c.status().map_err(|e| format!("{c:?}: {e}"))?;
+                if !status.success() {
+                    return Err(format!("{c:?} failed with {status}"));
+                }
+                Ok(root().join("target/debug/op2-conformance"))
+            }
+        }
+    }
+
+    /// Runs the conformance binary with `args` and `env` under `mpirun -np ranks`.
+    fn run_mpi(
+        &self,
+        ranks: usize,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<(bool, String), String> {
+        let mut c = mpirun(ranks, 1800);
+        if let Runner::Binary(_, vars) = self {
+            c.envs(vars.iter().map(|(k, v)| (k, v)));
+        }
+        c.arg(self.binary()?)
+            .args(args)
+            .envs(env.iter().copied())
+            // A rank that fails alone leaves the others waiting: fail them within a minute.
+            .env("OP2_MPI_TIMEOUT", "60")
+            .current_dir(root());
+        let out = c.output().map_err(|e| format!("mpirun: {e}"))?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if stdout.is_empty() && !out.status.success() {
+            return Err(format!(
+                "the conformance binary failed under mpirun:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok((out.status.success(), stdout))
+    }
+
     /// Runs the conformance binary with `args` and `env`: whether it succeeded, and its output.
     fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Result<(bool, String), String> {
         let mut c = match self {
@@ -135,6 +201,7 @@ pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
                 backend: name.clone(),
                 // Every loop on every thread, however small the case's mesh.
                 env: vec![("OMP_NUM_THREADS", t), ("OP2_OMP_MIN_PER_THREAD", "1")],
+                ranks: Ranks::One,
             }));
         } else if name.starts_with("cuda") && registered.contains(name) {
             // Both strategies, and colouring with small blocks so that every case's sets span
@@ -152,12 +219,14 @@ pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
                 label: format!("{short}/{what}"),
                 backend: name.clone(),
                 env,
+                ranks: Ranks::One,
             }));
         } else {
             columns.push(Column {
                 label: name.clone(),
                 backend: name.clone(),
                 env: Vec::new(),
+                ranks: Ranks::One,
             });
             // Small blocks too, so that every case's sets span many blocks and block colours.
             if name == "opencl" && registered.contains(name) {
@@ -165,8 +234,33 @@ pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
                     label: "opencl/b16".into(),
                     backend: name.clone(),
                     env: vec![("OP2_PART_SIZE", "16")],
+                    ranks: Ranks::One,
                 });
             }
+        }
+    }
+    // Across ranks: the host backends under mpirun (OpenMP with one thread per rank, all loops
+    // threaded), the CUDA emulator on thread ranks (it has no process-level state to share).
+    for name in &names {
+        if !registered.contains(name) {
+            continue;
+        }
+        for (n, partition) in RANKS {
+            let (ranks, prefix) = match name.as_str() {
+                "seq" | "openmp" | "opencl" => (Ranks::Mpi(n, partition), "mpi"),
+                "cuda-emulator" | "cuda" if n == 2 => (Ranks::Threads(n, partition), "thr"),
+                _ => continue,
+            };
+            columns.push(Column {
+                label: format!("{prefix}{n}/{name}"),
+                backend: name.clone(),
+                env: if name == "openmp" {
+                    vec![("OMP_NUM_THREADS", "1"), ("OP2_OMP_MIN_PER_THREAD", "1")]
+                } else {
+                    Vec::new()
+                },
+                ranks,
+            });
         }
     }
 
@@ -181,7 +275,19 @@ pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
         if let Some(r) = &opts.random {
             run_args.extend(["--random", r.as_str()]);
         }
-        let (_, out) = runner.run(&run_args, &col.env)?;
+        let count;
+        let (_, out) = match col.ranks {
+            Ranks::One => runner.run(&run_args, &col.env)?,
+            Ranks::Mpi(n, partition) | Ranks::Threads(n, partition) => {
+                count = n.to_string();
+                run_args.extend(["--ranks", count.as_str(), "--partition", partition]);
+                if matches!(col.ranks, Ranks::Mpi(..)) {
+                    runner.run_mpi(n, &run_args, &col.env)?
+                } else {
+                    runner.run(&run_args, &col.env)?
+                }
+            }
+        };
         for line in out.lines() {
             let mut parts = line.splitn(3, '\t');
             let (Some(case), Some(status), detail) = (parts.next(), parts.next(), parts.next())

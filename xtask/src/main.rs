@@ -403,10 +403,10 @@ fn bench(args: &[String]) -> Result<(), String> {
         "--bin",
         "airfoil-bench",
     ]);
-    let features: Vec<&str> = host_features();
+    // The host backends built here, and MPI for the rows across ranks.
+    let mut features: Vec<&str> = host_features();
+    features.push("mpi");
     c.arg("--no-default-features");
-    if !features.is_empty() {
-        c.args(["--features", &features.join(",")]);
-    }
+    c.args(["--features", &features.join(",")]);
     run(c.arg("--").args(args))
 }

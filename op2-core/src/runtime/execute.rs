@@ -191,8 +191,9 @@ impl RuntimeShared {
         Ok(())
     }
 
-    /// Packs each Dat's sent rows (its host copy, brought up to date) per neighbour and posts the
-    /// exchange.
+    /// Packs each Dat's sent rows per neighbour and posts the exchange. The rows come from
+    /// wherever the valid copy is, only the range that holds them (a device backend copies that
+    /// range home, not the Dat).
     fn begin_exchange(&self, x: &Exchange) -> Result<()> {
         let mut pending = lock(&x.pending);
         for dat in &x.dats {
@@ -202,10 +203,14 @@ impl RuntimeShared {
             let Some(halo) = set.halo() else {
                 continue;
             };
-            self.backend.host_access(dat, false)?;
             let row = dat.dim() * dat.dtype().size();
-            let guard = dat.lock_for_loop("halo exchange", false)?;
-            let bytes = guard.bytes();
+            let sent = halo.neighbours.iter().flat_map(|n| n.send.iter().copied());
+            let (first, last) = sent.fold((u32::MAX, 0), |(lo, hi), e| (lo.min(e), hi.max(e)));
+            let first = first.min(last) as usize;
+            let mut bytes = vec![0u8; (last as usize + 1 - first) * row];
+            if halo.neighbours.iter().any(|n| !n.send.is_empty()) {
+                self.backend.read_bytes(dat, first * row, &mut bytes)?;
+            }
             let sends = halo
                 .neighbours
                 .iter()
@@ -213,7 +218,8 @@ impl RuntimeShared {
                     let packed: Vec<u8> = n
                         .send
                         .iter()
-                        .flat_map(|&e| &bytes[e as usize * row..(e as usize + 1) * row])
+                        .map(|&e| e as usize - first)
+                        .flat_map(|e| &bytes[e * row..(e + 1) * row])
                         .copied()
                         .collect();
                     (n.rank, packed)
@@ -245,8 +251,8 @@ impl RuntimeShared {
         timing::record_dat(&mut lock(&self.dat_traffic), dat.id, dat.name(), traffic);
     }
 
-    /// Waits for each Dat's messages and writes them into its halo rows (on the host, which the
-    /// backend then holds as the valid copy).
+    /// Waits for each Dat's messages and writes them into its halo rows: the halo sections as one
+    /// range, where the valid copy is (a device backend copies just those rows to the device).
     fn end_exchange(&self, x: &Exchange) -> Result<()> {
         let pending: Vec<_> = std::mem::take(&mut *lock(&x.pending));
         for (dat, p) in x.dats.iter().zip(pending) {
@@ -263,16 +269,21 @@ impl RuntimeShared {
             let Some(halo) = set.halo() else {
                 continue;
             };
-            self.backend.host_access(dat, true)?;
             let row = dat.dim() * dat.dtype().size();
-            let mut guard = dat.lock_for_loop("halo exchange", true)?;
-            let bytes = guard.bytes_mut().expect("a write lock gives mutable bytes");
+            let (start, end) = (set.size(), set.total_size());
+            let mut bytes = vec![0u8; (end - start) * row];
+            let covered: usize = halo.neighbours.iter().map(|n| n.receive.len()).sum();
+            if covered < end - start {
+                // Halo rows nobody sends keep their values.
+                self.backend.read_bytes(dat, start * row, &mut bytes)?;
+            }
             for (n, message) in halo.neighbours.iter().zip(received) {
                 for (k, &e) in n.receive.iter().enumerate() {
-                    let e = e as usize;
+                    let e = e as usize - start;
                     bytes[e * row..(e + 1) * row].copy_from_slice(&message[k * row..(k + 1) * row]);
                 }
             }
+            self.backend.write_bytes(dat, start * row, &bytes)?;
         }
         Ok(())
     }
