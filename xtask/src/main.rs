@@ -388,6 +388,22 @@ fn test(args: &[String]) -> Result<(), String> {
     // README command one: Airfoil on the default backend; it exits non-zero unless its residuals
     // match OP2-Common's reference.
     run(cargo().args(["run", "--release", "--example", "airfoil"]))?;
+    // Airfoil under mpirun, 100 iterations: OP2-Common's first residual at 2 and 3 ranks, both
+    // host backends, two partitioners (`cargo xtask airfoil-mpi` runs the whole matrix).
+    mpi::airfoil(&[
+        "--iterations".into(),
+        "100".into(),
+        "--ranks".into(),
+        "2,3".into(),
+        "--backend".into(),
+        if features.contains(&"openmp") {
+            "seq,openmp".into()
+        } else {
+            "seq".into()
+        },
+        "--partitioner".into(),
+        "metis,blocks".into(),
+    ])?;
     eprintln!("xtask: all tests passed");
     Ok(())
 }
