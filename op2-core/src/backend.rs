@@ -26,13 +26,13 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
-    /// Reads bytes `offset..offset + out.len()` of the carrier's current data (for packing halo
-    /// messages). The default brings the whole carrier home first; device backends read just
-    /// the range.
-    fn read_bytes(&self, carrier: &Carrier, offset: usize, out: &mut [u8]) -> Result<()> {
+    /// Copies rows `rows` (each `carrier.dim()` values) of the carrier's current data into `out`,
+    /// one after another (for packing halo messages). The default brings the whole carrier home
+    /// first (nothing to do on host backends); device backends copy home just the rows' range.
+    fn gather_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> Result<()> {
         self.host_access(carrier, false)?;
         let guard = carrier.lock_for_loop("halo exchange", false)?;
-        out.copy_from_slice(&guard.bytes()[offset..offset + out.len()]);
+        crate::device::gather_rows(guard.bytes(), row_bytes(carrier), rows, out);
         Ok(())
     }
 
@@ -204,4 +204,9 @@ pub fn find_backend(name: &str) -> Result<&'static BackendFactory> {
         name: name.into(),
         available: all.iter().map(|f| f.name.to_string()).collect(),
     })
+}
+
+/// Bytes of one row of a carrier: its dim times its element size.
+pub(crate) fn row_bytes(carrier: &Carrier) -> usize {
+    carrier.dim() * carrier.dtype().size()
 }

@@ -282,29 +282,38 @@ impl<M: DeviceMemory> DeviceData<M> {
         Ok(())
     }
 
-    /// Reads bytes `offset..offset + out.len()` of the carrier's current data into `out`: from
-    /// the device when only its copy is valid (the rest stays there), else from the host. Halo
-    /// exchanges pack what they send this way, without bringing the whole Dat home.
-    pub fn read_range(&self, carrier: &Carrier, offset: usize, out: &mut [u8]) -> Result<()> {
+    /// Copies rows `rows` of the carrier's current data into `out`, one after another: from the
+    /// device when only its copy is valid (the range spanning the rows comes home, into scratch
+    /// memory; the host copy and the state stay as they were), else from the host. Halo
+    /// exchanges pack what they send this way.
+    pub fn read_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> Result<()> {
+        let row = crate::backend::row_bytes(carrier);
         let entries = lock(&self.entries);
         let on_device = entries
             .get(&carrier.id())
             .filter(|e| matches!(e.state, DataState::Device | DataState::HostUnallocated))
             .and_then(|e| e.buffer.clone());
         match on_device {
-            Some(buffer) => {
-                if !out.is_empty() {
-                    self.memory.download_at(&buffer, offset, out)?;
+            Some(buffer) if !rows.is_empty() => {
+                let first = *rows.iter().min().expect("not empty") as usize;
+                let last = *rows.iter().max().expect("not empty") as usize;
+                let mut span = vec![0u8; (last + 1 - first) * row];
+                if !span.is_empty() {
+                    self.memory.download_at(&buffer, first * row, &mut span)?;
                 }
                 let mut s = lock(&self.stats);
                 s.to_host += 1;
-                s.bytes_to_host += out.len() as u64;
+                s.bytes_to_host += span.len() as u64;
+                drop(s);
+                let shifted: Vec<u32> = rows.iter().map(|&r| r - first as u32).collect();
+                gather_rows(&span, row, &shifted, out);
                 Ok(())
             }
+            Some(_) => Ok(()),
             None => {
                 drop(entries);
                 let guard = carrier.lock_for_loop("halo exchange", false)?;
-                out.copy_from_slice(&guard.bytes()[offset..offset + out.len()]);
+                gather_rows(guard.bytes(), row, rows, out);
                 Ok(())
             }
         }
@@ -364,6 +373,14 @@ impl<M: DeviceMemory> DeviceData<M> {
         }
         entry.state = next;
         Ok(())
+    }
+}
+
+/// Copies rows `rows` (`row` bytes each) of `from` into `out`, one after another.
+pub(crate) fn gather_rows(from: &[u8], row: usize, rows: &[u32], out: &mut [u8]) {
+    for (k, &r) in rows.iter().enumerate() {
+        let r = r as usize;
+        out[k * row..(k + 1) * row].copy_from_slice(&from[r * row..(r + 1) * row]);
     }
 }
 

@@ -225,8 +225,8 @@ impl<D: Device> Backend for DeviceBackend<D> {
         self.shared.data.host_access(carrier, write)
     }
 
-    fn read_bytes(&self, carrier: &Carrier, offset: usize, out: &mut [u8]) -> Result<()> {
-        self.shared.data.read_range(carrier, offset, out)
+    fn gather_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> Result<()> {
+        self.shared.data.read_rows(carrier, rows, out)
     }
 
     fn write_bytes(&self, carrier: &Carrier, offset: usize, data: &[u8]) -> Result<()> {

@@ -6,7 +6,7 @@
 use super::steps::{Exchange, LoopStep, Reduction, ReductionTarget, Step};
 use super::timing::{self, DatTraffic, HaloTraffic, LoopTiming};
 use crate::access::Access;
-use crate::backend::{Backend, LoopInvocation, PreparedLoop};
+use crate::backend::{Backend, LoopInvocation, PreparedLoop, row_bytes};
 use crate::carrier::{Carrier, CarrierKind};
 use crate::comm::{Communicator, ReduceOp, combine};
 use crate::config::Config;
@@ -203,28 +203,13 @@ impl RuntimeShared {
             let Some(halo) = set.halo() else {
                 continue;
             };
-            let row = dat.dim() * dat.dtype().size();
-            let sent = halo.neighbours.iter().flat_map(|n| n.send.iter().copied());
-            let (first, last) = sent.fold((u32::MAX, 0), |(lo, hi), e| (lo.min(e), hi.max(e)));
-            let first = first.min(last) as usize;
-            let mut bytes = vec![0u8; (last as usize + 1 - first) * row];
-            if halo.neighbours.iter().any(|n| !n.send.is_empty()) {
-                self.backend.read_bytes(dat, first * row, &mut bytes)?;
+            let row = row_bytes(dat);
+            let mut sends = Vec::with_capacity(halo.neighbours.len());
+            for n in &halo.neighbours {
+                let mut packed = vec![0u8; n.send.len() * row];
+                self.backend.gather_rows(dat, &n.send, &mut packed)?;
+                sends.push((n.rank, packed));
             }
-            let sends = halo
-                .neighbours
-                .iter()
-                .map(|n| {
-                    let packed: Vec<u8> = n
-                        .send
-                        .iter()
-                        .map(|&e| e as usize - first)
-                        .flat_map(|e| &bytes[e * row..(e + 1) * row])
-                        .copied()
-                        .collect();
-                    (n.rank, packed)
-                })
-                .collect::<Vec<_>>();
             let receives = halo
                 .neighbours
                 .iter()
@@ -269,13 +254,14 @@ impl RuntimeShared {
             let Some(halo) = set.halo() else {
                 continue;
             };
-            let row = dat.dim() * dat.dtype().size();
+            let row = row_bytes(dat);
             let (start, end) = (set.size(), set.total_size());
             let mut bytes = vec![0u8; (end - start) * row];
             let covered: usize = halo.neighbours.iter().map(|n| n.receive.len()).sum();
             if covered < end - start {
                 // Halo rows nobody sends keep their values.
-                self.backend.read_bytes(dat, start * row, &mut bytes)?;
+                let halo_rows: Vec<u32> = (start as u32..end as u32).collect();
+                self.backend.gather_rows(dat, &halo_rows, &mut bytes)?;
             }
             for (n, message) in halo.neighbours.iter().zip(received) {
                 for (k, &e) in n.receive.iter().enumerate() {
