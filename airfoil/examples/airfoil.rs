@@ -248,18 +248,14 @@ fn run() -> Result<bool, String> {
 /// OP2's per-loop table on rank 0; across ranks times are the slowest rank's and halo traffic
 /// is summed over ranks, followed by the traffic per Dat.
 fn print_timings(rt: &op2::Runtime, iterations: usize) -> op2::Result<()> {
-    use op2::{DType, ReduceOp};
+    use op2::ReduceOp;
     let comm = rt.communicator().clone();
     let ranks = comm.size();
     let lead = comm.rank() == 0;
     // Every rank reduces the same rows in the same order, whether it ran a loop or not.
-    let all = |values: Vec<f64>, op: ReduceOp| -> op2::Result<Vec<f64>> {
-        let mut bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        comm.all_reduce(&mut bytes, DType::F64, op)?;
-        Ok(bytes
-            .chunks_exact(8)
-            .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
-            .collect())
+    let all = |mut values: Vec<f64>, op: ReduceOp| -> op2::Result<Vec<f64>> {
+        comm.all_reduce_f64(&mut values, op)?;
+        Ok(values)
     };
     let timings = rt.timings();
     let row = |name: &str| timings.iter().find(|t| t.kernel == name).cloned();

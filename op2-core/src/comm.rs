@@ -59,6 +59,17 @@ pub trait Communicator: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// Combines `values` across ranks in place, as [`Communicator::all_reduce`] does bytes (for
+    /// timings and counters: every rank must pass the same number of values).
+    fn all_reduce_f64(&self, values: &mut [f64], op: ReduceOp) -> Result<()> {
+        let mut bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        self.all_reduce(&mut bytes, DType::F64, op)?;
+        for (v, b) in values.iter_mut().zip(bytes.chunks_exact(8)) {
+            *v = f64::from_ne_bytes(b.try_into().expect("8 bytes"));
+        }
+        Ok(())
+    }
+
     /// Sends `sends[r]` to rank `r` (one per rank) and returns what each rank sent here.
     fn all_to_all_v(&self, sends: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>>;
 
@@ -618,5 +629,29 @@ mod tests {
         assert_eq!(got[0], [vec![1, 1], vec![3, 1]]);
         assert_eq!(got[1], [vec![1, 0], vec![2, 2], vec![3, 0]]);
         assert_eq!(got[2], [vec![2, 1]]);
+    }
+
+    #[test]
+    fn f64_reductions_combine_every_rank() {
+        let comms = thread_communicators(3, Duration::from_secs(10));
+        let got: Vec<Vec<f64>> = std::thread::scope(|s| {
+            let hs: Vec<_> = comms
+                .iter()
+                .map(|c| {
+                    s.spawn(move || {
+                        let r = c.rank() as f64;
+                        let mut v = [r, -r, 0.5];
+                        c.all_reduce_f64(&mut v, ReduceOp::Max).unwrap();
+                        let mut w = [r, 1.0];
+                        c.all_reduce_f64(&mut w, ReduceOp::Sum).unwrap();
+                        v.iter().chain(&w).copied().collect()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for g in got {
+            assert_eq!(g, [2.0, 0.0, 0.5, 3.0, 3.0]);
+        }
     }
 }

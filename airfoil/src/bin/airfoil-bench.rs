@@ -111,7 +111,7 @@ fn run_op2(mesh: &Mesh, c: &Config, iters: usize, sync: bool) -> Result<Row, Str
 /// share.
 #[cfg(feature = "mpi")]
 fn mpi_worker(mesh: &Mesh, backend: &str, iters: usize) -> Result<(), String> {
-    use op2::{DType, ReduceOp};
+    use op2::ReduceOp;
     let mpi = op2::mpi::Mpi::init().map_err(|e| e.to_string())?;
     let rt = op2::builder()
         .backend(backend)
@@ -137,14 +137,10 @@ fn mpi_worker(mesh: &Mesh, backend: &str, iters: usize) -> Result<(), String> {
     rt.flush().map_err(|e| e.to_string())?;
     let total = t.elapsed().as_secs_f64();
     let timings = rt.timings();
-    let all = |values: Vec<f64>, op: ReduceOp| -> Result<Vec<f64>, String> {
-        let mut bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        comm.all_reduce(&mut bytes, DType::F64, op)
+    let all = |mut values: Vec<f64>, op: ReduceOp| -> Result<Vec<f64>, String> {
+        comm.all_reduce_f64(&mut values, op)
             .map_err(|e| e.to_string())?;
-        Ok(bytes
-            .chunks_exact(8)
-            .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
-            .collect())
+        Ok(values)
     };
     let seconds = |name: &str| {
         timings
