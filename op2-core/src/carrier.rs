@@ -8,10 +8,11 @@ use crate::error::{Op2Error, Result};
 use crate::map::Map;
 use crate::runtime::RuntimeShared;
 use crate::set::Set;
+use crate::trace::section;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 /// What a carrier is.
@@ -25,6 +26,9 @@ pub enum CarrierKind {
     Const,
 }
 
+/// Both halo sections ([`section`] bits), as a Dat's staleness.
+pub(crate) const HALO_BOTH: u8 = section::EXEC_HALO | section::NONEXEC_HALO;
+
 /// The untyped core of a Dat, Global or Const: identity, shape and host data.
 /// Backends see this type; users hold the typed handles.
 pub struct Carrier {
@@ -37,11 +41,12 @@ pub struct Carrier {
     pub(crate) dtype: DType,
     pub(crate) host: RwLock<HostBuffer>,
     pub(crate) rt: Weak<RuntimeShared>,
-    /// Whether the halo rows of a Dat are out of date, as of the loops recorded so far (the trace
-    /// exchanges a dirty halo before a loop that reads it, and marks it dirty after a write). New
-    /// Dats start out of date, as OP2's do: whatever the caller put in their halo rows, the first
-    /// loop that reads them through a map gets the owners' values.
-    pub(crate) halo_dirty: AtomicBool,
+    /// Which halo sections of a Dat are out of date ([`section`] bits), as of
+    /// the loops recorded so far (the trace exchanges a stale section before a loop that reads
+    /// it, and marks sections stale after a write). New Dats start out of date, as OP2's do:
+    /// whatever the caller put in their halo rows, the first loop that reads them through a map
+    /// gets the owners' values.
+    pub(crate) halo_stale: AtomicU8,
 }
 
 impl Carrier {
@@ -63,7 +68,7 @@ impl Carrier {
             dtype: host.dtype(),
             host: RwLock::new(host),
             rt,
-            halo_dirty: AtomicBool::new(true),
+            halo_stale: AtomicU8::new(HALO_BOTH),
         })
     }
 
@@ -146,7 +151,7 @@ impl Carrier {
         }
         if write {
             // The caller may change owned rows that other ranks hold as halo.
-            self.halo_dirty.store(true, Ordering::Relaxed);
+            self.halo_stale.store(HALO_BOTH, Ordering::Relaxed);
         }
         Ok(())
     }

@@ -23,15 +23,52 @@ pub struct SetSizes {
 
 /// What this rank and one neighbour exchange for a set: the owned elements this rank sends, in
 /// the order the neighbour stores them, and the halo elements it receives, in the order the
-/// neighbour sends them (local element numbers).
+/// neighbour sends them (local element numbers). Both lists put the exec-halo elements (of the
+/// receiving rank) first, so that an exchange of one section sends and receives a part of each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HaloNeighbour {
     /// The neighbour's rank.
     pub rank: usize,
     /// Owned elements whose values go to the neighbour.
     pub send: Vec<u32>,
-    /// Halo elements (exec or non-exec) whose values come from the neighbour.
+    /// How many of the first `send` elements the neighbour holds in its exec halo (the rest are
+    /// in its non-exec halo): the neighbour's count of exec-halo elements in its `receive` list
+    /// from this rank.
+    pub send_to_exec: usize,
+    /// Halo elements (exec or non-exec) whose values come from the neighbour, exec ones first.
     pub receive: Vec<u32>,
+}
+
+impl HaloNeighbour {
+    /// The elements sent for the halo sections `sections` ([`crate::trace::section`] bits
+    /// `EXEC_HALO`, `NONEXEC_HALO`) of the neighbour.
+    pub fn send_for(&self, sections: u8) -> &[u32] {
+        use crate::trace::section::{EXEC_HALO, NONEXEC_HALO};
+        let split = self.send_to_exec.min(self.send.len());
+        match (sections & EXEC_HALO != 0, sections & NONEXEC_HALO != 0) {
+            (true, true) => &self.send,
+            (true, false) => &self.send[..split],
+            (false, true) => &self.send[split..],
+            (false, false) => &[],
+        }
+    }
+
+    /// The elements received into the halo sections `sections` of a set whose exec halo ends at
+    /// element `exec_end`.
+    pub fn receive_for(&self, sections: u8, exec_end: usize) -> &[u32] {
+        use crate::trace::section::{EXEC_HALO, NONEXEC_HALO};
+        let split = self
+            .receive
+            .iter()
+            .take_while(|&&e| (e as usize) < exec_end)
+            .count();
+        match (sections & EXEC_HALO != 0, sections & NONEXEC_HALO != 0) {
+            (true, true) => &self.receive,
+            (true, false) => &self.receive[..split],
+            (false, true) => &self.receive[split..],
+            (false, false) => &[],
+        }
+    }
 }
 
 /// A set's halo on this rank: per neighbour rank, what a halo exchange sends and receives.
@@ -98,6 +135,24 @@ impl Set {
             if let Some(&e) = n.send.iter().find(|&&e| e as usize >= owned) {
                 return Err(bad(format!(
                     "element {e} sent to rank {} is not owned (owned: 0..{owned})",
+                    n.rank
+                )));
+            }
+            if n.send_to_exec > n.send.len() {
+                return Err(bad(format!(
+                    "{} of the {} elements sent to rank {} said to be for its exec halo",
+                    n.send_to_exec,
+                    n.send.len(),
+                    n.rank
+                )));
+            }
+            let exec_end = set.exec_size();
+            if n.receive
+                .windows(2)
+                .any(|w| w[0] as usize >= exec_end && (w[1] as usize) < exec_end)
+            {
+                return Err(bad(format!(
+                    "the elements received from rank {} do not list the exec halo's first",
                     n.rank
                 )));
             }

@@ -646,11 +646,18 @@ fn exchange_lists(comm: &dyn Communicator, layout: &RankLayout) -> Result<Vec<Se
     let mut out = Vec::with_capacity(layout.sets.len());
     for s in &layout.sets {
         let first_halo = s.sizes.core + s.sizes.owned;
+        let exec_end = first_halo + s.sizes.exec_halo;
         let mut receive: Vec<Vec<u32>> = vec![Vec::new(); ranks];
-        let mut wanted: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+        // Per owner: how many of the asked elements this rank holds in its exec halo (they come
+        // first: the halo is in local order, exec section first), then the global numbers.
+        let mut wanted: Vec<Vec<u64>> = vec![vec![0]; ranks];
         for (i, &owner) in s.owners.iter().enumerate() {
-            receive[owner as usize].push((first_halo + i) as u32);
-            wanted[owner as usize].push(s.global[first_halo + i]);
+            let local = first_halo + i;
+            receive[owner as usize].push(local as u32);
+            wanted[owner as usize].push(s.global[local]);
+            if local < exec_end {
+                wanted[owner as usize][0] += 1;
+            }
         }
         let asked = comm.all_to_all_v(wanted.iter().map(|w| u64s_to_bytes(w)).collect())?;
         let local: std::collections::HashMap<u64, u32> = s.global[..first_halo]
@@ -660,8 +667,11 @@ fn exchange_lists(comm: &dyn Communicator, layout: &RankLayout) -> Result<Vec<Se
             .collect();
         let mut neighbours = Vec::new();
         for (p, (recv, asked)) in receive.into_iter().zip(asked).enumerate() {
-            let send = bytes_to_u64s(&asked)
+            let asked = bytes_to_u64s(&asked);
+            let send_to_exec = asked.first().copied().unwrap_or(0) as usize;
+            let send = asked
                 .into_iter()
+                .skip(1)
                 .map(|g| {
                     local.get(&g).copied().ok_or_else(|| {
                         MpiError::Op2(op2_core::Op2Error::Communication {
@@ -676,6 +686,7 @@ fn exchange_lists(comm: &dyn Communicator, layout: &RankLayout) -> Result<Vec<Se
                 neighbours.push(HaloNeighbour {
                     rank: p,
                     send,
+                    send_to_exec,
                     receive: recv,
                 });
             }

@@ -197,29 +197,47 @@ fn check_lists(d: &Distributed, comm: &dyn Communicator) -> Result<()> {
     for ls in &d.sets {
         // Every rank tells every rank what it sends there (nothing, when not a neighbour), so a
         // list one side has and the other lacks is found too.
+        // First how many of them the neighbour holds in its exec halo, then their numbers.
         let mut sends = vec![Vec::new(); d.ranks];
         for n in &ls.halo.neighbours {
-            let ids: Vec<u64> = n.send.iter().map(|&e| ls.global[e as usize]).collect();
+            let mut ids: Vec<u64> = vec![n.send_to_exec as u64];
+            ids.extend(n.send.iter().map(|&e| ls.global[e as usize]));
             sends[n.rank] = bytemuck::cast_slice(&ids).to_vec();
         }
         let got = comm.all_to_all_v(sends)?;
+        let exec_end = ls.sizes.core + ls.sizes.owned + ls.sizes.exec_halo;
         for (p, bytes) in got.iter().enumerate() {
-            let sent: Vec<u64> = bytemuck::pod_collect_to_vec(bytes);
+            let mut sent: Vec<u64> = bytemuck::pod_collect_to_vec(bytes);
+            if sent.is_empty() {
+                sent.push(0);
+            }
             let expected: Vec<u64> = ls
                 .halo
                 .neighbours
                 .iter()
                 .find(|n| n.rank == p)
-                .map(|n| n.receive.iter().map(|&e| ls.global[e as usize]).collect())
-                .unwrap_or_default();
+                .map(|n| {
+                    let exec = n
+                        .receive
+                        .iter()
+                        .filter(|&&e| (e as usize) < exec_end)
+                        .count();
+                    std::iter::once(exec as u64)
+                        .chain(n.receive.iter().map(|&e| ls.global[e as usize]))
+                        .collect()
+                })
+                .unwrap_or_else(|| vec![0]);
             if sent != expected {
                 found = found.and(Err(broken(
                     d,
                     format!(
-                        "set `{}`: rank {p} sends {} elements, this rank expects {} (or others)",
+                        "set `{}`: rank {p} sends {} elements ({} for the exec halo), this rank \
+                         expects {} ({}) (or others)",
                         ls.name,
-                        sent.len(),
-                        expected.len()
+                        sent.len() - 1,
+                        sent[0],
+                        expected.len() - 1,
+                        expected[0]
                     ),
                 )));
             }

@@ -161,6 +161,7 @@ fn two_ranks_compute_what_one_process_computes() {
             neighbours: vec![HaloNeighbour {
                 rank: 1,
                 send: vec![(M - 1) as u32],
+                send_to_exec: 0,
                 receive: vec![M as u32],
             }],
         };
@@ -173,6 +174,7 @@ fn two_ranks_compute_what_one_process_computes() {
             neighbours: vec![HaloNeighbour {
                 rank: 1,
                 send: vec![(M - 1) as u32],
+                send_to_exec: 1,
                 receive: vec![],
             }],
         };
@@ -198,6 +200,7 @@ fn two_ranks_compute_what_one_process_computes() {
             neighbours: vec![HaloNeighbour {
                 rank: 0,
                 send: vec![0],
+                send_to_exec: 0,
                 receive: vec![owned as u32],
             }],
         };
@@ -210,6 +213,7 @@ fn two_ranks_compute_what_one_process_computes() {
             neighbours: vec![HaloNeighbour {
                 rank: 0,
                 send: vec![],
+                send_to_exec: 0,
                 receive: vec![(N - M) as u32],
             }],
         };
@@ -322,6 +326,7 @@ fn halo_lists_that_do_not_fit_the_sections_are_errors() {
             SetHalo {
                 neighbours: vec![HaloNeighbour {
                     rank: 1,
+                    send_to_exec: 0,
                     send,
                     receive,
                 }],
@@ -344,6 +349,37 @@ fn halo_lists_that_do_not_fit_the_sections_are_errors() {
         );
     }
     assert!(bad(vec![0, 2], vec![3, 4]).is_ok());
+    // The count of sent elements for the neighbour's exec halo, and the order of what is received
+    // (exec halo first), are checked too.
+    let with = |sizes: SetSizes, send_to_exec: usize, receive: Vec<u32>| {
+        rt.decl_set_with_halo(
+            sizes,
+            SetHalo {
+                neighbours: vec![HaloNeighbour {
+                    rank: 1,
+                    send: vec![0],
+                    send_to_exec,
+                    receive,
+                }],
+            },
+            "t",
+        )
+    };
+    let split = SetSizes {
+        core: 3,
+        exec_halo: 1,
+        nonexec_halo: 1,
+        ..SetSizes::default()
+    };
+    assert!(matches!(
+        with(split, 2, vec![3, 4]),
+        Err(op2::Op2Error::BadHalo { .. })
+    ));
+    assert!(matches!(
+        with(split, 1, vec![4, 3]),
+        Err(op2::Op2Error::BadHalo { .. })
+    ));
+    assert!(with(split, 1, vec![3, 4]).is_ok());
 }
 
 /// Two ranks of one node each, each holding the other's node as halo, and one edge each joining
@@ -361,6 +397,7 @@ fn two_node_rank(rt: &Runtime, rank: usize, own: f64) -> (Vec<f64>, Vec<f64>, u6
                 neighbours: vec![HaloNeighbour {
                     rank: other,
                     send: vec![0],
+                    send_to_exec: 0,
                     receive: vec![1],
                 }],
             },
@@ -457,6 +494,7 @@ fn big_rank(rt: &Runtime, rank: usize, k: usize) -> (f64, Option<(u64, u64, op2:
                 neighbours: vec![HaloNeighbour {
                     rank: other,
                     send: vec![(k - 1) as u32],
+                    send_to_exec: 0,
                     receive: vec![k as u32],
                 }],
             },

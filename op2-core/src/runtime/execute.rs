@@ -191,12 +191,13 @@ impl RuntimeShared {
         Ok(())
     }
 
-    /// Packs each Dat's sent rows per neighbour and posts the exchange. The rows come from
-    /// wherever the valid copy is, only the range that holds them (a device backend copies that
-    /// range home, not the Dat).
+    /// Packs each Dat's sent rows per neighbour, for the halo sections the exchange brings up to
+    /// date, and posts the exchange. The rows come from wherever the valid copy is (a device
+    /// backend copies home just the range holding them). A neighbour with nothing to send or
+    /// receive for those sections gets no message (it computes the same, and posts none).
     fn begin_exchange(&self, x: &Exchange) -> Result<()> {
         let mut pending = lock(&x.pending);
-        for dat in &x.dats {
+        for (dat, sections) in &x.dats {
             let CarrierKind::Dat(set) = dat.kind() else {
                 continue;
             };
@@ -206,14 +207,24 @@ impl RuntimeShared {
             let row = row_bytes(dat);
             let mut sends = Vec::with_capacity(halo.neighbours.len());
             for n in &halo.neighbours {
-                let mut packed = vec![0u8; n.send.len() * row];
-                self.backend.gather_rows(dat, &n.send, &mut packed)?;
+                let rows = n.send_for(*sections);
+                if rows.is_empty() {
+                    continue;
+                }
+                let mut packed = vec![0u8; rows.len() * row];
+                self.backend.gather_rows(dat, rows, &mut packed)?;
                 sends.push((n.rank, packed));
             }
             let receives = halo
                 .neighbours
                 .iter()
-                .map(|n| (n.rank, n.receive.len() * row))
+                .map(|n| {
+                    (
+                        n.rank,
+                        n.receive_for(*sections, set.exec_size()).len() * row,
+                    )
+                })
+                .filter(|(_, bytes)| *bytes > 0)
                 .collect();
             let traffic = HaloTraffic {
                 exchanges: 1,
@@ -236,11 +247,12 @@ impl RuntimeShared {
         timing::record_dat(&mut lock(&self.dat_traffic), dat.id, dat.name(), traffic);
     }
 
-    /// Waits for each Dat's messages and writes them into its halo rows: the halo sections as one
-    /// range, where the valid copy is (a device backend copies just those rows to the device).
+    /// Waits for each Dat's messages and writes them into its halo rows: the exchanged sections
+    /// as one range, where the valid copy is (a device backend copies just those rows to the
+    /// device).
     fn end_exchange(&self, x: &Exchange) -> Result<()> {
         let pending: Vec<_> = std::mem::take(&mut *lock(&x.pending));
-        for (dat, p) in x.dats.iter().zip(pending) {
+        for ((dat, sections), p) in x.dats.iter().zip(pending) {
             let started = Instant::now();
             let received = p.wait()?;
             let waited = HaloTraffic {
@@ -255,16 +267,35 @@ impl RuntimeShared {
                 continue;
             };
             let row = row_bytes(dat);
-            let (start, end) = (set.size(), set.total_size());
+            let exec_end = set.exec_size();
+            let start = if sections & section::EXEC_HALO != 0 {
+                set.size()
+            } else {
+                exec_end
+            };
+            let end = if sections & section::NONEXEC_HALO != 0 {
+                set.total_size()
+            } else {
+                exec_end
+            };
+            if start >= end {
+                continue;
+            }
             let mut bytes = vec![0u8; (end - start) * row];
-            let covered: usize = halo.neighbours.iter().map(|n| n.receive.len()).sum();
+            let lists: Vec<&[u32]> = halo
+                .neighbours
+                .iter()
+                .map(|n| n.receive_for(*sections, exec_end))
+                .filter(|l| !l.is_empty())
+                .collect();
+            let covered: usize = lists.iter().map(|l| l.len()).sum();
             if covered < end - start {
                 // Halo rows nobody sends keep their values.
                 let halo_rows: Vec<u32> = (start as u32..end as u32).collect();
                 self.backend.gather_rows(dat, &halo_rows, &mut bytes)?;
             }
-            for (n, message) in halo.neighbours.iter().zip(received) {
-                for (k, &e) in n.receive.iter().enumerate() {
+            for (list, message) in lists.iter().zip(received) {
+                for (k, &e) in list.iter().enumerate() {
                     let e = e as usize - start;
                     bytes[e * row..(e + 1) * row].copy_from_slice(&message[k * row..(k + 1) * row]);
                 }

@@ -9,7 +9,7 @@
 
 use super::LoopRecord;
 use crate::access::Access;
-use crate::carrier::{Carrier, CarrierKind};
+use crate::carrier::{Carrier, CarrierKind, HALO_BOTH};
 use crate::comm::{Communicator, PendingExchange};
 use crate::set::SetSizes;
 use crate::signature::ArgKind;
@@ -71,7 +71,8 @@ pub(crate) struct LoopStep {
 pub(crate) struct Exchange {
     /// The kernel of the loop that needs it (its timing row counts the traffic).
     pub(crate) kernel: String,
-    pub(crate) dats: Vec<Arc<Carrier>>,
+    /// The Dats, each with the halo sections ([`section`] bits) to bring up to date.
+    pub(crate) dats: Vec<(Arc<Carrier>, u8)>,
     /// The messages in flight, one exchange per Dat, between begin and end.
     pub(crate) pending: Mutex<Vec<Box<dyn PendingExchange>>>,
 }
@@ -119,39 +120,55 @@ pub(crate) fn loop_steps(
     let exec = sig.has_indirect_writes();
     let distributed = comm.size() > 1;
 
-    // Dats whose halo rows the loop reads: through maps (not only incremented or written), and
-    // on the iteration set when the exec halo runs. Exchanged when their set has neighbours and
-    // their halo is out of date.
-    let mut exchanged: Vec<Arc<Carrier>> = Vec::new();
+    // Dats whose halo rows the loop reads, and which sections: through maps (not only
+    // incremented or written) both, directly in the exec halo the exec section. Exchanged when
+    // their set has neighbours, for the sections out of date.
+    let mut exchanged: Vec<(Arc<Carrier>, u8)> = Vec::new();
     if distributed {
         for (a, c) in sig.args.iter().zip(&record.carriers) {
             let CarrierKind::Dat(dset) = c.kind() else {
                 continue;
             };
-            let reads_halo = match a.kind {
-                ArgKind::Indirect { .. } | ArgKind::Row { .. } => {
-                    matches!(a.access, Access::Read | Access::Rw)
+            let reads = match a.kind {
+                ArgKind::Indirect { .. } | ArgKind::Row { .. }
+                    if matches!(a.access, Access::Read | Access::Rw) =>
+                {
+                    HALO_BOTH
                 }
-                ArgKind::Direct => exec && a.access.reads(),
-                ArgKind::Global => false,
+                ArgKind::Direct if exec && a.access.reads() => section::EXEC_HALO,
+                _ => 0,
             };
-            if reads_halo
-                && dset.halo().is_some()
-                && c.halo_dirty.load(Ordering::Relaxed)
-                && !exchanged.iter().any(|d| d.id == c.id)
-            {
-                exchanged.push(c.clone());
+            let stale = reads & c.halo_stale.load(Ordering::Relaxed);
+            if stale == 0 || dset.halo().is_none() {
+                continue;
+            }
+            match exchanged.iter_mut().find(|(d, _)| d.id == c.id) {
+                Some((_, sections)) => *sections |= stale,
+                None => exchanged.push((c.clone(), stale)),
             }
         }
     }
     // The halos of what was exchanged are current; what the loop writes is not (marked now, in
-    // program order: the steps run in that order).
-    for c in &exchanged {
-        c.halo_dirty.store(false, Ordering::Relaxed);
+    // program order: the steps run in that order). A Dat the loop writes only directly while it
+    // runs its exec halo has that section computed here, correctly (whatever it read there was
+    // exchanged first): only its non-exec halo goes out of date.
+    for (c, sections) in &exchanged {
+        c.halo_stale.fetch_and(!sections, Ordering::Relaxed);
     }
     for (a, c) in sig.args.iter().zip(&record.carriers) {
-        if a.access.writes() && matches!(c.kind(), CarrierKind::Dat(_)) {
-            c.halo_dirty.store(true, Ordering::Relaxed);
+        if !a.access.writes() || !matches!(c.kind(), CarrierKind::Dat(_)) {
+            continue;
+        }
+        let only_direct = sig
+            .args
+            .iter()
+            .zip(&record.carriers)
+            .filter(|(b, d)| d.id == c.id && b.access.writes())
+            .all(|(b, _)| b.kind == ArgKind::Direct);
+        if exec && only_direct {
+            c.halo_stale.store(section::NONEXEC_HALO, Ordering::Relaxed);
+        } else {
+            c.halo_stale.store(HALO_BOTH, Ordering::Relaxed);
         }
     }
 
@@ -199,11 +216,34 @@ pub(crate) fn loop_steps(
                 .collect()
         }
     };
+    // An exchange reads the owned rows it sends and writes the halo sections it brings.
+    let exchange_uses = |x: &Exchange, halo: bool| -> Vec<DataUse> {
+        x.dats
+            .iter()
+            .map(|(c, sections)| DataUse {
+                id: c.id,
+                sections: if halo {
+                    *sections
+                } else {
+                    section::CORE | section::OWNED
+                },
+            })
+            .collect()
+    };
+    let net = |x: &Exchange| -> Vec<DataUse> {
+        x.dats
+            .iter()
+            .map(|(c, _)| DataUse {
+                id: c.id,
+                sections: section::NET,
+            })
+            .collect()
+    };
     if let Some(x) = &exchange {
         steps.push(Pending {
             work: Step::HaloBegin(x.clone()),
-            reads: dat_uses(&x.dats, section::CORE | section::OWNED),
-            writes: dat_uses(&x.dats, section::NET),
+            reads: exchange_uses(x, false),
+            writes: net(x),
         });
     }
     if let Some(r) = &reduction {
@@ -236,8 +276,8 @@ pub(crate) fn loop_steps(
             if let Some(x) = &exchange {
                 steps.push(Pending {
                     work: Step::HaloEnd(x.clone()),
-                    reads: dat_uses(&x.dats, section::NET),
-                    writes: dat_uses(&x.dats, section::EXEC_HALO | section::NONEXEC_HALO),
+                    reads: net(x),
+                    writes: exchange_uses(x, true),
                 });
             }
         }
