@@ -65,6 +65,14 @@ fn parse() -> Result<Options, String> {
     if o.ij.0 < 2 || o.ij.1 < 2 {
         return Err("--ij needs I >= 2 and J >= 2".into());
     }
+    // Checked here, before any rank starts a collective step, so every rank stops alike.
+    if let Some(p) = &o.partitioner {
+        if !["metis", "geometric", "blocks"].contains(&p.as_str()) {
+            return Err(format!(
+                "unknown partitioner `{p}` (one of metis, geometric, blocks)"
+            ));
+        }
+    }
     Ok(o)
 }
 
@@ -79,17 +87,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// Whether an MPI launcher started this process (Open MPI, MPICH and PMIx set these).
-fn under_mpirun() -> bool {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-}
-
 /// Runs the job; `Ok(false)` when the residuals should match the reference and do not.
 fn run() -> Result<bool, String> {
     let o = parse()?;
-    let distributed = o.partitioner.is_some() || o.renumber || under_mpirun();
+    #[cfg(feature = "mpi")]
+    let launched = op2::mpi::launched_by_mpirun();
+    #[cfg(not(feature = "mpi"))]
+    let launched = false;
+    let distributed = o.partitioner.is_some() || o.renumber || launched;
     // MPI first (finalized last, after the runtime is gone).
     #[cfg(feature = "mpi")]
     let mpi = if distributed {
@@ -139,11 +144,21 @@ fn run() -> Result<bool, String> {
         mesh.nbedge(),
     );
     if let Some(path) = &o.write_mesh {
-        if lead {
+        // Rank 0 writes; every rank learns whether it could, and all stop if not.
+        let written = if lead {
             mesh.write(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            println!("wrote {}", path.display());
+                .map_err(|e| format!("{}: {e}", path.display()))
+        } else {
+            Ok(())
+        };
+        let mut failed = [f64::from(u8::from(written.is_err()))];
+        comm.all_reduce_f64(&mut failed, op2::ReduceOp::Max)
+            .map_err(|e| e.to_string())?;
+        written?;
+        if failed[0] != 0.0 {
+            return Err("rank 0 could not write the mesh".into());
         }
+        say!("wrote {}", path.display());
     }
     let threads = match rt.backend_name() {
         "openmp" => format!(
@@ -165,12 +180,11 @@ fn run() -> Result<bool, String> {
         let name = o.partitioner.as_deref().unwrap_or("metis");
         let (airfoil, local) =
             airfoil::distributed::partitioned(&rt, &mesh, &Constants::default(), |h| {
-                let p = h.partitioner(name);
-                op2::mpi::Options::new(p.unwrap_or(op2::mpi::Partitioner::Blocks))
-                    .renumber(o.renumber)
+                let p = h.partitioner(name).expect("checked by parse()");
+                op2::mpi::Options::new(p).renumber(o.renumber)
             })
             .map_err(|e| e.to_string())?;
-        if airfoil::distributed::PARTITIONERS.contains(&name) {
+        {
             let r = local.report();
             let cells = r.sets.iter().find(|(n, _)| n == "cells");
             say!(
@@ -189,11 +203,6 @@ fn run() -> Result<bool, String> {
                 }),
                 r.largest_halo("cells").unwrap_or(0)
             );
-        } else {
-            return Err(format!(
-                "unknown partitioner `{name}` (one of {})",
-                airfoil::distributed::PARTITIONERS.join(", ")
-            ));
         }
         (airfoil, Some(local))
     } else {

@@ -59,6 +59,14 @@ impl Backend for CountingBackend {
         self.inner.host_access(carrier, write)
     }
 
+    fn gather_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> op2::Result<()> {
+        self.inner.gather_rows(carrier, rows, out)
+    }
+
+    fn write_bytes(&self, carrier: &Carrier, offset: usize, data: &[u8]) -> op2::Result<()> {
+        self.inner.write_bytes(carrier, offset, data)
+    }
+
     fn release(&self) -> op2::Result<()> {
         self.inner.release()
     }

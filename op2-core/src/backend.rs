@@ -30,6 +30,7 @@ pub trait Backend: Send + Sync {
     /// one after another (for packing halo messages). The default brings the whole carrier home
     /// first (nothing to do on host backends); device backends copy home just the rows' range.
     fn gather_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> Result<()> {
+        crate::device::check_rows(carrier, rows, out.len())?;
         self.host_access(carrier, false)?;
         let guard = carrier.lock_for_loop("halo exchange", false)?;
         crate::device::gather_rows(guard.bytes(), row_bytes(carrier), rows, out);
@@ -40,6 +41,7 @@ pub trait Backend: Send + Sync {
     /// halo rows). The default makes the host copy the valid one first; device backends write
     /// the range where the valid copy is.
     fn write_bytes(&self, carrier: &Carrier, offset: usize, data: &[u8]) -> Result<()> {
+        crate::device::check_range(carrier, offset, data.len())?;
         self.host_access(carrier, true)?;
         let mut guard = carrier.lock_for_loop("halo exchange", true)?;
         let host = guard.bytes_mut().expect("a write lock gives mutable bytes");

@@ -87,7 +87,11 @@ pub trait Communicator: Send + Sync + fmt::Debug {
     }
 
     /// Starts sending each `(rank, bytes)` of `sends` and receiving `(rank, bytes)` of
-    /// `receives` (posted before anything is waited for); the handle owns the buffers.
+    /// `receives` (posted before anything is waited for); the handle owns the buffers. Not a
+    /// collective: messages match per pair of ranks, in the order each pair posts them (MPI's
+    /// rule), so a rank with nothing to exchange with some rank leaves it out, and ranks that take
+    /// no part in an exchange do not call this at all. An implementation that numbers exchanges
+    /// across all ranks would deadlock there.
     fn begin_exchange(
         &self,
         sends: Vec<(usize, Vec<u8>)>,
@@ -288,8 +292,8 @@ impl World {
 pub struct ThreadCommunicator {
     rank: usize,
     world: Arc<World>,
-    /// Sequence numbers of this rank's collectives and exchanges, per kind (every rank counts
-    /// alike, as it calls them in the same order).
+    /// Sequence numbers of this rank's collectives, per kind (every rank counts alike, as it
+    /// calls them in the same order).
     counters: Mutex<HashMap<&'static str, u64>>,
     /// Point-to-point message counts per (direction, peer rank).
     pairs: Mutex<HashMap<(&'static str, usize), u64>>,

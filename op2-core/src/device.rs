@@ -159,6 +159,42 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Checks that rows `rows` exist in `c` and that `out_len` bytes hold them (halo packing).
+pub(crate) fn check_rows(c: &Carrier, rows: &[u32], out_len: usize) -> Result<()> {
+    let row = crate::backend::row_bytes(c);
+    let total = carrier_bytes(c) / row.max(1);
+    let bad = |reason: String| {
+        Err(crate::error::Op2Error::Execution {
+            backend: "runtime".into(),
+            kernel: format!("halo rows of `{}`", c.name()),
+            reason,
+        })
+    };
+    if let Some(&r) = rows.iter().find(|&&r| r as usize >= total) {
+        return bad(format!("row {r} of {total}"));
+    }
+    if out_len != rows.len() * row {
+        return bad(format!(
+            "{} rows of {row} bytes into {out_len} bytes",
+            rows.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that bytes `offset..offset + len` lie within `c`'s data.
+pub(crate) fn check_range(c: &Carrier, offset: usize, len: usize) -> Result<()> {
+    let size = carrier_bytes(c);
+    if offset.checked_add(len).is_none_or(|end| end > size) {
+        return Err(crate::error::Op2Error::Execution {
+            backend: "runtime".into(),
+            kernel: format!("halo rows of `{}`", c.name()),
+            reason: format!("bytes {offset}..{} of {size}", offset.saturating_add(len)),
+        });
+    }
+    Ok(())
+}
+
 /// Bytes of a carrier's host data.
 pub fn carrier_bytes(c: &Carrier) -> usize {
     let rows = match c.kind() {
@@ -287,6 +323,7 @@ impl<M: DeviceMemory> DeviceData<M> {
     /// memory; the host copy and the state stay as they were), else from the host. Halo
     /// exchanges pack what they send this way.
     pub fn read_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> Result<()> {
+        check_rows(carrier, rows, out.len())?;
         let row = crate::backend::row_bytes(carrier);
         let entries = lock(&self.entries);
         let on_device = entries
@@ -323,6 +360,7 @@ impl<M: DeviceMemory> DeviceData<M> {
     /// host copy, and into the device copy when it holds valid data (so it stays valid: a halo
     /// exchange's received rows travel alone, not the whole Dat).
     pub fn write_range(&self, carrier: &Carrier, offset: usize, data: &[u8]) -> Result<()> {
+        check_range(carrier, offset, data.len())?;
         let mut entries = lock(&self.entries);
         let entry = entries.get_mut(&carrier.id());
         let device = entry

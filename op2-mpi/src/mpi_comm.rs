@@ -20,8 +20,18 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// The tag of halo-exchange messages. MPI delivers messages between two ranks with one tag in
-/// the order they were sent, and every rank starts its exchanges in the same order.
+/// Whether an MPI launcher started this process (Open MPI's `mpirun` sets
+/// `OMPI_COMM_WORLD_SIZE`; MPICH's and PMIx-based launchers `PMI_SIZE` or `PMIX_RANK`): programs
+/// that run either way decide with it whether to call [`Mpi::init`].
+pub fn launched_by_mpirun() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
+/// The tag of halo-exchange messages. MPI matches messages between two ranks with one tag in the
+/// order they were posted, which is the `Communicator` contract: each pair of ranks posts its
+/// messages to each other in the same order (ranks need not take part in every exchange).
 const HALO_TAG: i32 = 7301;
 
 /// How long a rank waits for the others before giving up, unless `OP2_MPI_TIMEOUT` (seconds)
@@ -130,6 +140,9 @@ fn buffer(len: usize) -> Vec<u8> {
 /// A started MPI operation: raw requests plus every buffer they use, owned until they finish.
 struct InFlight {
     requests: Vec<ffi::MPI_Request>,
+    /// Per request (where known): the bytes a receive must bring. MPI delivers a shorter
+    /// message without complaint; ranks that disagree on a halo list are caught here.
+    expect: Vec<Option<usize>>,
     /// Kept alive (and unmoved: heap blocks) until the requests finish.
     buffers: Vec<Vec<u8>>,
     counts: Vec<Vec<Count>>,
@@ -146,19 +159,22 @@ impl InFlight {
     /// Polls until every request finished, or leaks everything and fails at the deadline.
     fn finish(&mut self, comm: &Inner) -> op2_core::Result<()> {
         let mut spins = 0u32;
+        let mut short: Option<String> = None;
         loop {
             let mut done = 0;
             {
                 let _lock = comm.lock();
-                for r in &mut self.requests {
+                for (i, r) in self.requests.iter_mut().enumerate() {
                     if *r == unsafe { ffi::RSMPI_REQUEST_NULL } {
                         done += 1;
                         continue;
                     }
                     let mut flag = 0;
+                    // SAFETY: a plain C struct MPI fills in.
+                    let mut status: ffi::MPI_Status = unsafe { std::mem::zeroed() };
                     // SAFETY: `r` is a live request started by this object, whose buffers it
                     // still owns; MPI_Test sets it to MPI_REQUEST_NULL when it completes.
-                    let rc = unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+                    let rc = unsafe { ffi::MPI_Test(r, &mut flag, &mut status) };
                     if rc != 0 {
                         return Err(comm_error(format!(
                             "MPI_Test failed ({rc}) in {}",
@@ -167,12 +183,24 @@ impl InFlight {
                     }
                     if flag != 0 {
                         done += 1;
+                        if let Some(expected) = self.expect.get(i).copied().flatten() {
+                            let mut got = 0;
+                            // SAFETY: the status of the receive that just completed, of bytes.
+                            unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut got) };
+                            if got as usize != expected {
+                                short.get_or_insert(format!(
+                                    "{}: a message of {got} bytes where {expected} were expected \
+                                     (ranks that disagree on what they exchange)",
+                                    self.what
+                                ));
+                            }
+                        }
                     }
                 }
             }
             if done == self.requests.len() {
                 self.requests.clear();
-                return Ok(());
+                return short.map_or(Ok(()), |why| Err(comm_error(why)));
             }
             if Instant::now() >= self.deadline {
                 // MPI may still use the buffers and count arrays: never free them.
@@ -212,6 +240,7 @@ impl Inner {
     fn in_flight(&self, what: &'static str) -> InFlight {
         InFlight {
             requests: Vec::new(),
+            expect: Vec::new(),
             buffers: Vec::new(),
             counts: Vec::new(),
             what,
@@ -468,6 +497,7 @@ impl Communicator for MpiCommunicator {
             let world = me.lock();
             // Receives first, so no message waits for its receive to be posted.
             for ((rank, _), buf) in receives.iter().zip(buffers.iter_mut()) {
+                op.expect.push(Some(buf.len()));
                 mpi::request::scope(|scope| {
                     let request = world
                         .0

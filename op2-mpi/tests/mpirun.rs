@@ -233,6 +233,17 @@ fn check_primitives(comm: &dyn Communicator) {
     let expected: Vec<Vec<u8>> = (0..size).map(|r| vec![r as u8, 2 * r as u8]).collect();
     assert_eq!(g.wait().unwrap(), expected);
     assert_eq!(x.wait().unwrap(), vec![vec![9u8]]);
+    // A message shorter than its receive expects is an error, not silently short data.
+    if size > 1 {
+        let short = comm
+            .begin_exchange(vec![(next, vec![1; 2])], vec![(prev, 3)])
+            .unwrap()
+            .wait();
+        assert!(
+            matches!(short, Err(op2_core::Op2Error::Communication { .. })),
+            "{short:?}"
+        );
+    }
     comm.barrier().unwrap();
 }
 

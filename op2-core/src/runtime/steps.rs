@@ -1,8 +1,8 @@
 //! The steps a loop is recorded as (PyOP2's and OP2's distributed sequence): start the halo
-//! exchanges of the Dats the loop reads through maps whose halo is out of date; run the core
-//! elements; finish the exchanges; run the owned elements; start the reductions; run the exec
-//! halo (elements computed redundantly, for loops that write through maps); finish the
-//! reductions; mark written halos out of date. A step with nothing to do is not recorded: one
+//! exchanges of the stale halo sections of the Dats the loop reads through maps (or directly in
+//! the exec halo); run the core elements; finish the exchanges; run the owned elements; start the
+//! reductions; run the exec halo (elements computed redundantly, for loops that write through
+//! maps); finish the reductions; mark the sections the loop left stale. A step with nothing to do is not recorded: one
 //! process with no halos records one loop step over the owned elements (and one over the exec
 //! halo where a set has one). Each step states the data sections it reads and writes, so the lazy
 //! trace orders and forces steps like loops.
