@@ -1,16 +1,66 @@
 //! What cases declare their meshes and run their loops through: in one process, straight onto a
-//! runtime; across ranks, in global numbering onto an op2-mpi [`MeshBuilder`] that is partitioned
-//! (collectively, on every rank at the same point of the case) the first time a loop or a result
-//! needs local objects. A case is written once, in global numbering, and runs both ways: its
+//! runtime; across ranks (feature `mpi`), in global numbering onto an op2-mpi `MeshBuilder`,
+//! partitioned (collectively, on every rank at the same point of the case) the first time a loop
+//! or a result needs local objects. A case is written once, in global numbering, and runs both ways: its
 //! outputs come back in global order (on rank 0), so they compare with the one-process reference.
+// Without `mpi` the distributed types are empty: the code that uses them cannot run.
+#![cfg_attr(not(feature = "mpi"), allow(unreachable_code, unused_variables))]
 
 use crate::outputs::OutputValue;
-use op2::mpi::{
-    GlobalMap, GlobalSet, Input, LocalMesh, MeshBuilder, MpiError, Options, Partitioner,
-};
+use across::{Distributed, GMap, GSet};
 use op2::{Access, Arg, Const, Kernel, Op2Error, Result, Runtime as Op2Runtime, Scalar};
-use std::cell::{OnceCell, RefCell};
+use std::cell::OnceCell;
 use std::rc::Rc;
+
+// The distributed half needs op2-mpi (feature `mpi`); without it, its types are empty and the
+// one-process path is all there is.
+#[cfg(feature = "mpi")]
+mod across;
+#[cfg(not(feature = "mpi"))]
+mod across {
+    use op2::{Result, Runtime, Scalar};
+
+    /// Never made without the `mpi` feature.
+    pub(super) enum Distributed {}
+    /// Never made without the `mpi` feature.
+    #[derive(Clone, Copy)]
+    pub(super) enum GSet {}
+    /// Never made without the `mpi` feature.
+    #[derive(Clone, Copy)]
+    pub(super) enum GMap {}
+
+    impl Distributed {
+        pub(super) fn decl_set(&self, _: usize, _: &str) -> Result<GSet> {
+            match *self {}
+        }
+        pub(super) fn decl_map(
+            &self,
+            _: GSet,
+            _: GSet,
+            _: usize,
+            _: Vec<i32>,
+            _: &str,
+        ) -> Result<GMap> {
+            match *self {}
+        }
+        pub(super) fn set(&self, _: &Runtime, _: GSet) -> Result<op2::Set> {
+            match *self {}
+        }
+        pub(super) fn map(&self, _: &Runtime, _: GMap) -> Result<op2::Map> {
+            match *self {}
+        }
+        pub(super) fn global_ids(&self, _: &Runtime, _: GSet) -> Result<&[u64]> {
+            match *self {}
+        }
+        pub(super) fn gather<T: Scalar>(
+            &self,
+            _: &Runtime,
+            _: &op2::Dat<T>,
+        ) -> Result<Option<Vec<T>>> {
+            match *self {}
+        }
+    }
+}
 
 /// The kernel name of [`Op2Error::Unsupported`] errors meaning "this case cannot run across
 /// ranks" (the runner reports the case as skipped there).
@@ -42,32 +92,11 @@ impl Partition {
     }
 }
 
-fn mpi_error(e: MpiError) -> Op2Error {
-    match e {
-        MpiError::Op2(e) => e,
-        other => Op2Error::Communication {
-            reason: other.to_string(),
-        },
-    }
-}
-
 fn not_distributed(reason: &str) -> Op2Error {
     Op2Error::Unsupported {
         kernel: NOT_DISTRIBUTED.into(),
         reason: reason.into(),
     }
-}
-
-/// The distributed half: the mesh in global numbering until it is partitioned, then its parts.
-struct Distributed {
-    partition: Partition,
-    builder: RefCell<Option<MeshBuilder>>,
-    first_map: RefCell<Option<GlobalMap>>,
-    /// Names handed to the builder so far (it wants them unique per kind; cases need not).
-    names: RefCell<Vec<String>>,
-    local: OnceCell<LocalMesh>,
-    /// Why partitioning failed (every later need fails alike).
-    failed: RefCell<Option<String>>,
 }
 
 /// The runtime a case runs on: one process, or one rank of several (see the module's text).
@@ -82,18 +111,13 @@ impl CaseRuntime {
         CaseRuntime { rt, dist: None }
     }
 
-    /// Cases across the ranks of `rt`'s communicator, partitioned by `partition`.
+    /// Cases across the ranks of `rt`'s communicator, partitioned by `partition` (feature
+    /// `mpi`).
+    #[cfg(feature = "mpi")]
     pub fn distributed(rt: Op2Runtime, partition: Partition) -> Self {
         CaseRuntime {
             rt,
-            dist: Some(Rc::new(Distributed {
-                partition,
-                builder: RefCell::new(Some(MeshBuilder::new(Input::Everywhere))),
-                first_map: RefCell::new(None),
-                names: RefCell::new(Vec::new()),
-                local: OnceCell::new(),
-                failed: RefCell::new(None),
-            })),
+            dist: Some(Rc::new(Distributed::new(partition))),
         }
     }
 
@@ -115,16 +139,7 @@ impl CaseRuntime {
     pub fn decl_set(&self, size: usize, name: &str) -> Result<Set> {
         let inner = match &self.dist {
             None => SetKind::Plain(self.rt.decl_set(size, name)?),
-            Some(d) => {
-                let unique = d.unique("set", name);
-                let g = d
-                    .builder()?
-                    .as_mut()
-                    .expect("checked by builder()")
-                    .decl_set(size, &unique)
-                    .map_err(mpi_error)?;
-                SetKind::Global(g, d.clone(), self.rt.clone())
-            }
+            Some(d) => SetKind::Global(d.decl_set(size, name)?, d.clone(), self.rt.clone()),
         };
         Ok(Set(Rc::new(SetInner { size, inner })))
     }
@@ -143,14 +158,7 @@ impl CaseRuntime {
                 self.rt.decl_map(f, t, arity, values, name)?,
             ))),
             (Some(d), SetKind::Global(f, ..), SetKind::Global(t, ..)) => {
-                let unique = d.unique("map", name);
-                let g = d
-                    .builder()?
-                    .as_mut()
-                    .expect("checked by builder()")
-                    .decl_map(*f, *t, arity, values, &unique)
-                    .map_err(mpi_error)?;
-                d.first_map.borrow_mut().get_or_insert(g);
+                let g = d.decl_map(*f, *t, arity, values.into(), name)?;
                 Ok(Map(MapKind::Global(g, d.clone(), self.rt.clone())))
             }
             _ => Err(not_distributed("sets of another case runtime")),
@@ -238,71 +246,9 @@ impl CaseRuntime {
     }
 }
 
-impl Distributed {
-    /// The builder, while the mesh is not yet partitioned.
-    fn builder(&self) -> Result<std::cell::RefMut<'_, Option<MeshBuilder>>> {
-        let b = self.builder.borrow_mut();
-        if b.is_none() {
-            return Err(not_distributed(
-                "a set or map declared after the mesh was partitioned (by the first loop)",
-            ));
-        }
-        Ok(b)
-    }
-
-    fn unique(&self, kind: &str, name: &str) -> String {
-        let mut names = self.names.borrow_mut();
-        let mut candidate = name.to_string();
-        let mut k = 1;
-        while names.contains(&format!("{kind} {candidate}")) {
-            k += 1;
-            candidate = format!("{name}_{k}");
-        }
-        names.push(format!("{kind} {candidate}"));
-        candidate
-    }
-
-    /// The local mesh, partitioning now (collectively) if this is the first need of it.
-    fn local(&self, rt: &Op2Runtime) -> Result<&LocalMesh> {
-        if let Some(l) = self.local.get() {
-            return Ok(l);
-        }
-        if let Some(why) = &*self.failed.borrow() {
-            return Err(Op2Error::Communication {
-                reason: format!("the mesh could not be partitioned: {why}"),
-            });
-        }
-        let builder = self
-            .builder
-            .borrow_mut()
-            .take()
-            .expect("not yet partitioned");
-        let blocks = Options::new(Partitioner::Blocks);
-        let result = match (self.partition, *self.first_map.borrow()) {
-            // METIS refuses more parts than its graph has vertices (on every rank alike): such
-            // meshes are split in blocks.
-            (Partition::Metis, Some(map)) => builder
-                .clone()
-                .partition(rt, &Options::new(Partitioner::Metis { map }).renumber(true))
-                .or_else(|e| match e {
-                    MpiError::TooManyParts { .. } => builder.partition(rt, &blocks),
-                    other => Err(other),
-                }),
-            _ => builder.partition(rt, &blocks),
-        };
-        match result {
-            Ok(local) => Ok(self.local.get_or_init(|| local)),
-            Err(e) => {
-                *self.failed.borrow_mut() = Some(e.to_string());
-                Err(mpi_error(e))
-            }
-        }
-    }
-}
-
 enum SetKind {
     Plain(op2::Set),
-    Global(GlobalSet, Rc<Distributed>, Op2Runtime),
+    Global(GSet, Rc<Distributed>, Op2Runtime),
 }
 
 struct SetInner {
@@ -324,11 +270,11 @@ impl Set {
     fn local(&self) -> Result<op2::Set> {
         match &self.0.inner {
             SetKind::Plain(s) => Ok(s.clone()),
-            SetKind::Global(g, d, rt) => Ok(d.local(rt)?.set(*g)),
+            SetKind::Global(g, d, rt) => d.set(rt, *g),
         }
     }
 
-    fn global(&self) -> Option<(GlobalSet, &Rc<Distributed>, &Op2Runtime)> {
+    fn global(&self) -> Option<(GSet, &Rc<Distributed>, &Op2Runtime)> {
         match &self.0.inner {
             SetKind::Plain(_) => None,
             SetKind::Global(g, d, rt) => Some((*g, d, rt)),
@@ -338,7 +284,7 @@ impl Set {
 
 enum MapKind {
     Plain(op2::Map),
-    Global(GlobalMap, Rc<Distributed>, Op2Runtime),
+    Global(GMap, Rc<Distributed>, Op2Runtime),
 }
 
 /// A map of a case's mesh.
@@ -348,7 +294,7 @@ impl Map {
     fn local(&self) -> Result<op2::Map> {
         match &self.0 {
             MapKind::Plain(m) => Ok(m.clone()),
-            MapKind::Global(g, d, rt) => Ok(d.local(rt)?.map(*g)),
+            MapKind::Global(g, d, rt) => d.map(rt, *g),
         }
     }
 }
@@ -392,13 +338,13 @@ impl<T: OutputValue> Dat<T> {
                     return Ok(d.clone());
                 }
                 let (g, dist, rt) = self.0.set.global().expect("a global Dat has a global set");
-                let mesh = dist.local(rt)?;
+                let set = dist.set(rt, g)?;
                 let dim = self.0.dim;
                 // Owned rows from the global values; halo rows poisoned, so that a loop reading
                 // them before an exchange filled them computes something visibly wrong.
-                let owned = mesh.set(g).size();
-                let rows: Vec<T> = mesh
-                    .global_ids(g)
+                let owned = set.size();
+                let rows: Vec<T> = dist
+                    .global_ids(rt, g)?
                     .iter()
                     .enumerate()
                     .flat_map(|(local, &id)| {
@@ -408,7 +354,7 @@ impl<T: OutputValue> Dat<T> {
                             .map(move |&v| if local < owned { v } else { T::poison() })
                     })
                     .collect();
-                let d = self.0.rt.decl_dat(&mesh.set(g), dim, &rows, &self.0.name)?;
+                let d = self.0.rt.decl_dat(&set, dim, &rows, &self.0.name)?;
                 Ok(local.get_or_init(|| d).clone())
             }
         }
@@ -463,7 +409,7 @@ impl<T: OutputValue> Dat<T> {
         let d = self.local()?;
         match self.0.set.global() {
             None => Ok(Some(d.to_vec()?)),
-            Some((_, dist, rt)) => dist.local(rt)?.gather(&d).map_err(mpi_error),
+            Some((_, dist, rt)) => dist.gather(rt, &d),
         }
     }
 
@@ -473,11 +419,23 @@ impl<T: OutputValue> Dat<T> {
     pub fn write_element(&self, element: usize, values: &[T]) -> Result<()> {
         let d = self.local()?;
         let dim = self.0.dim;
+        if element >= self.0.set.size() || values.len() != dim {
+            return Err(Op2Error::DataLength {
+                what: "dat",
+                name: self.0.name.clone(),
+                expected: dim,
+                actual: values.len(),
+                detail: format!(
+                    "one element's values, of element {element} of {}",
+                    self.0.set.size()
+                ),
+            });
+        }
         let row = match self.0.set.global() {
             None => Some(element),
             Some((g, dist, rt)) => {
                 let owned = d.set().size();
-                dist.local(rt)?.global_ids(g)[..owned]
+                dist.global_ids(rt, g)?[..owned]
                     .iter()
                     .position(|&id| id == element as u64)
             }

@@ -26,9 +26,10 @@ pub use outputs::{Mismatch, OutputValue, Outputs, Values, close, compare};
 pub use random::{RandomLoop, SEED, check_random, random_loop};
 pub use runner::{
     CaseResult, DEFAULT_RANDOM_CASES, Outcome, RANDOM_ROW, assert_conforms, probe, run_case,
-    run_case_across, run_random, run_random_across, run_suite, run_suite_across, runtime,
-    runtime_across,
+    run_random, run_suite, runtime,
 };
+#[cfg(feature = "mpi")]
+pub use runner::{run_case_across, run_random_across, run_suite_across, runtime_across};
 
 /// Defines a `#[test]` that runs the whole suite on the named backend and fails listing every case
 /// that differs from the sequential reference (a case the backend could not run counts as a

@@ -2,16 +2,12 @@
 //! compared; panics inside a backend are caught and reported as failures.
 
 use crate::cases::{Case, cases};
-use crate::decl::{CaseRuntime, NOT_DISTRIBUTED, Partition};
-use crate::outputs::{Outputs, compare};
-use crate::random::{check_random, random_loop};
-use op2::comm::Communicator;
+use crate::decl::CaseRuntime;
+use crate::outputs::compare;
+use crate::random::check_random;
 use op2::{Op2Error, Runtime};
-use proptest::strategy::{Strategy, ValueTree};
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 
 /// Random loops run by default (on top of the named cases).
 pub const DEFAULT_RANDOM_CASES: u32 = 24;
@@ -163,130 +159,155 @@ pub fn assert_conforms(backend: &str) {
     );
 }
 
-/// A runtime on `backend` that runs across the ranks of `comm` (lazy, as [`runtime`]).
-pub fn runtime_across(backend: &str, comm: &Arc<dyn Communicator>) -> op2::Result<Runtime> {
-    op2::builder()
-        .backend(backend)
-        .lazy(true)
-        .communicator(comm.clone())
-        .build()
-}
+#[cfg(feature = "mpi")]
+pub use across::{run_case_across, run_random_across, run_suite_across, runtime_across};
 
-/// Runs `run` on a fresh runtime on `backend` across the ranks of `comm`, its mesh partitioned
-/// by `partition`, and compares its outputs (gathered on rank 0) with the one-process sequential
-/// reference `reference`. Collective: every rank calls it; the verdict that counts is rank 0's
-/// (the others only see their own errors).
-fn across(
-    reference: op2::Result<Outputs>,
-    run: impl FnOnce(&CaseRuntime) -> op2::Result<Outputs>,
-    tolerance: f64,
-    backend: &str,
-    comm: &Arc<dyn Communicator>,
-    partition: Partition,
-) -> Outcome {
-    let reference = match reference {
-        Ok(o) => o,
-        Err(e) => return Outcome::Fail(format!("the reference itself failed: {e}")),
-    };
-    let candidate = catch_unwind(AssertUnwindSafe(|| {
-        runtime_across(backend, comm).and_then(|rt| {
-            let out = run(&CaseRuntime::distributed(rt.clone(), partition))?;
-            rt.flush()?;
-            Ok(out)
-        })
-    }));
-    match candidate {
-        Err(p) => Outcome::Fail(format!("panicked: {}", panic_message(p))),
-        Ok(Err(Op2Error::Unsupported { kernel, reason })) if kernel == NOT_DISTRIBUTED => {
-            Outcome::Skipped(format!("one process only: {reason}"))
-        }
-        Ok(Err(e)) => Outcome::Fail(format!("error: {e}")),
-        Ok(Ok(_)) if comm.rank() != 0 => Outcome::Pass,
-        Ok(Ok(out)) => match compare(&reference, &out, tolerance) {
-            Ok(()) => Outcome::Pass,
-            Err(m) => Outcome::Fail(m.to_string()),
-        },
+/// The suite across ranks (feature `mpi`).
+#[cfg(feature = "mpi")]
+mod across {
+    use super::*;
+    use crate::decl::{NOT_DISTRIBUTED, Partition};
+    use crate::outputs::Outputs;
+    use crate::random::random_loop;
+    use op2::ReduceOp;
+    use op2::comm::Communicator;
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    use std::sync::Arc;
+
+    /// A runtime on `backend` that runs across the ranks of `comm` (lazy, as [`runtime`]).
+    pub fn runtime_across(backend: &str, comm: &Arc<dyn Communicator>) -> op2::Result<Runtime> {
+        op2::builder()
+            .backend(backend)
+            .lazy(true)
+            .communicator(comm.clone())
+            .build()
     }
-}
 
-/// Runs one case on `backend` across the ranks of `comm` (see [`run_suite_across`]).
-pub fn run_case_across(
-    case: &Case,
-    backend: &str,
-    comm: &Arc<dyn Communicator>,
-    partition: Partition,
-) -> Outcome {
-    let reference = runtime("seq").and_then(|rt| (case.run)(&CaseRuntime::single(rt)));
-    across(
-        reference,
-        case.run,
-        case.tolerance,
-        backend,
-        comm,
-        partition,
-    )
-}
-
-/// Runs `cases` random loops (the same ones [`check_random`] draws, without shrinking: every
-/// rank must take the same steps) across the ranks of `comm`; the first failure, with its loop.
-pub fn run_random_across(
-    backend: &str,
-    comm: &Arc<dyn Communicator>,
-    partition: Partition,
-    cases: u32,
-) -> Outcome {
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::ChaCha, &crate::SEED),
-    );
-    for _ in 0..cases {
-        let l = match random_loop().new_tree(&mut runner) {
-            Ok(tree) => tree.current(),
-            Err(e) => return Outcome::Fail(format!("drawing a random loop: {e}")),
+    /// Runs `run` on a fresh runtime on `backend` across the ranks of `comm`, its mesh partitioned
+    /// by `partition`, and compares its outputs (gathered on rank 0) with the one-process sequential
+    /// reference `reference`. Collective: every rank calls it; the verdict that counts is rank 0's
+    /// (the others only see their own errors).
+    fn across(
+        reference: op2::Result<Outputs>,
+        run: impl FnOnce(&CaseRuntime) -> op2::Result<Outputs>,
+        tolerance: f64,
+        backend: &str,
+        comm: &Arc<dyn Communicator>,
+        partition: Partition,
+    ) -> Outcome {
+        let reference = match reference {
+            Ok(o) => o,
+            Err(e) => return Outcome::Fail(format!("the reference itself failed: {e}")),
         };
-        let reference = runtime("seq").and_then(|rt| l.run(&CaseRuntime::single(rt)));
-        match across(reference, |rt| l.run(rt), 1e-5, backend, comm, partition) {
-            Outcome::Pass => {}
-            Outcome::Fail(why) => return Outcome::Fail(format!("{why}\n  loop: {l:?}")),
-            Outcome::Skipped(why) => return Outcome::Skipped(why),
+        let candidate = catch_unwind(AssertUnwindSafe(|| {
+            runtime_across(backend, comm).and_then(|rt| {
+                let out = run(&CaseRuntime::distributed(rt.clone(), partition))?;
+                rt.flush()?;
+                Ok(out)
+            })
+        }));
+        match candidate {
+            Err(p) => Outcome::Fail(format!("panicked: {}", panic_message(p))),
+            Ok(Err(Op2Error::Unsupported { kernel, reason })) if kernel == NOT_DISTRIBUTED => {
+                Outcome::Skipped(format!("one process only: {reason}"))
+            }
+            Ok(Err(e)) => Outcome::Fail(format!("error: {e}")),
+            Ok(Ok(_)) if comm.rank() != 0 => Outcome::Pass,
+            Ok(Ok(out)) => match compare(&reference, &out, tolerance) {
+                Ok(()) => Outcome::Pass,
+                Err(m) => Outcome::Fail(m.to_string()),
+            },
         }
     }
-    Outcome::Pass
-}
 
-/// Runs every named case and `random` random loops on `backend` across the ranks of `comm`, each
-/// case's mesh partitioned by `partition`: collective, every rank calls it; rank 0's results
-/// compare every output, in global order, with the one-process sequential reference.
-pub fn run_suite_across(
-    backend: &str,
-    comm: &Arc<dyn Communicator>,
-    partition: Partition,
-    random: u32,
-) -> Vec<CaseResult> {
-    let all = cases();
-    if let Err(why) = probe(backend) {
-        return all
+    /// Runs one case on `backend` across the ranks of `comm` (see [`run_suite_across`]).
+    pub fn run_case_across(
+        case: &Case,
+        backend: &str,
+        comm: &Arc<dyn Communicator>,
+        partition: Partition,
+    ) -> Outcome {
+        let reference = runtime("seq").and_then(|rt| (case.run)(&CaseRuntime::single(rt)));
+        across(
+            reference,
+            case.run,
+            case.tolerance,
+            backend,
+            comm,
+            partition,
+        )
+    }
+
+    /// Runs `cases` random loops (the same ones [`check_random`] draws, without shrinking: every
+    /// rank must take the same steps) across the ranks of `comm`; the first failure, with its loop.
+    pub fn run_random_across(
+        backend: &str,
+        comm: &Arc<dyn Communicator>,
+        partition: Partition,
+        cases: u32,
+    ) -> Outcome {
+        let mut runner = TestRunner::new_with_rng(
+            Config::default(),
+            TestRng::from_seed(RngAlgorithm::ChaCha, &crate::SEED),
+        );
+        for _ in 0..cases {
+            let l = match random_loop().new_tree(&mut runner) {
+                Ok(tree) => tree.current(),
+                Err(e) => return Outcome::Fail(format!("drawing a random loop: {e}")),
+            };
+            let reference = runtime("seq").and_then(|rt| l.run(&CaseRuntime::single(rt)));
+            let outcome = across(reference, |rt| l.run(rt), 1e-5, backend, comm, partition);
+            // Only rank 0 compares: every rank stops where one found a difference, or none
+            // does (a rank going on alone would wait in the next loop's partitioning).
+            let mut stop = [f64::from(u8::from(outcome != Outcome::Pass))];
+            if let Err(e) = comm.all_reduce_f64(&mut stop, ReduceOp::Max) {
+                return Outcome::Fail(format!("agreeing on the verdict: {e}"));
+            }
+            match outcome {
+                Outcome::Pass if stop[0] == 0.0 => {}
+                Outcome::Pass => return Outcome::Fail("another rank failed".into()),
+                Outcome::Fail(why) => return Outcome::Fail(format!("{why}\n  loop: {l:?}")),
+                Outcome::Skipped(why) => return Outcome::Skipped(why),
+            }
+        }
+        Outcome::Pass
+    }
+
+    /// Runs every named case and `random` random loops on `backend` across the ranks of `comm`, each
+    /// case's mesh partitioned by `partition`: collective, every rank calls it; rank 0's results
+    /// compare every output, in global order, with the one-process sequential reference.
+    pub fn run_suite_across(
+        backend: &str,
+        comm: &Arc<dyn Communicator>,
+        partition: Partition,
+        random: u32,
+    ) -> Vec<CaseResult> {
+        let all = cases();
+        if let Err(why) = probe(backend) {
+            return all
+                .iter()
+                .map(|c| c.name)
+                .chain([RANDOM_ROW])
+                .map(|case| CaseResult {
+                    case: case.into(),
+                    outcome: Outcome::Skipped(why.clone()),
+                })
+                .collect();
+        }
+        let mut results: Vec<CaseResult> = all
             .iter()
-            .map(|c| c.name)
-            .chain([RANDOM_ROW])
-            .map(|case| CaseResult {
-                case: case.into(),
-                outcome: Outcome::Skipped(why.clone()),
+            .map(|c| CaseResult {
+                case: c.name.into(),
+                outcome: run_case_across(c, backend, comm, partition),
             })
             .collect();
+        if random > 0 {
+            results.push(CaseResult {
+                case: RANDOM_ROW.into(),
+                outcome: run_random_across(backend, comm, partition, random),
+            });
+        }
+        results
     }
-    let mut results: Vec<CaseResult> = all
-        .iter()
-        .map(|c| CaseResult {
-            case: c.name.into(),
-            outcome: run_case_across(c, backend, comm, partition),
-        })
-        .collect();
-    if random > 0 {
-        results.push(CaseResult {
-            case: RANDOM_ROW.into(),
-            outcome: run_random_across(backend, comm, partition, random),
-        });
-    }
-    results
 }

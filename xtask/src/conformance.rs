@@ -152,9 +152,12 @@ impl Runner {
     }
 }
 
-/// `cargo xtask conformance ARGS`: the runner built with every host backend's feature.
+/// `cargo xtask conformance ARGS`: the runner built with every host backend's feature, and
+/// `mpi` for the columns across ranks.
 pub fn run(args: &[String]) -> Result<(), String> {
-    let features = host_features().join(",");
+    let mut features = host_features();
+    features.push("mpi");
+    let features = features.join(",");
     eprintln!("xtask: building the conformance runner (features: {features:?})");
     run_with(&Runner::Cargo(features), args)
 }
@@ -239,10 +242,12 @@ pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
             }
         }
     }
-    // Across ranks: the host backends under mpirun (OpenMP with one thread per rank, all loops
-    // threaded), the CUDA emulator on thread ranks (it has no process-level state to share).
+    // Across ranks, where the runner has it (feature `mpi`; a GPU bundle's runner does not):
+    // the host backends under mpirun (OpenMP with one thread per rank, all loops threaded), the
+    // CUDA backends on thread ranks of one process.
+    let (across_ranks, _) = runner.run(&["ranks"], &[])?;
     for name in &names {
-        if !registered.contains(name) {
+        if !across_ranks || !registered.contains(name) {
             continue;
         }
         for (n, partition) in RANKS {

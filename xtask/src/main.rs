@@ -301,8 +301,13 @@ fn test(args: &[String]) -> Result<(), String> {
     let features = host_features();
     let mut ws_features: Vec<String> = features.iter().map(|f| format!("op2/{f}")).collect();
     ws_features.extend(features.iter().map(|f| format!("op2-conformance/{f}")));
-    // Distributed meshes: the facade's `mpi` and Airfoil's partition tests and table.
-    ws_features.extend(["op2/mpi".to_string(), "airfoil/mpi".to_string()]);
+    // Distributed meshes: the facade's `mpi`, Airfoil's partition tests and table, the suite
+    // across ranks.
+    ws_features.extend([
+        "op2/mpi".to_string(),
+        "airfoil/mpi".to_string(),
+        "op2-conformance/mpi".to_string(),
+    ]);
     let ws_features = ws_features.join(",");
     let with_features = |cmd: &mut Command| {
         if !ws_features.is_empty() {

@@ -1,33 +1,26 @@
 //! The conformance runner `cargo xtask conformance` drives, one process per backend:
 //! `list` (registered backends), `known` (the first-party backends, built in or not), `probe
 //! NAME`, `run NAME [--random N] [--ranks N [--partition blocks|metis]]` (one tab-separated line
-//! per case: name, pass/FAIL/skipped, detail). With `--ranks`, the suite runs across N ranks:
-//! MPI ranks when `mpirun -np N` started the runner, else N threads of this process; rank 0
-//! prints.
+//! per case: name, pass/FAIL/skipped, detail), `ranks` (whether `--ranks` is built in: feature
+//! `mpi`). With `--ranks`, the suite runs across N ranks: MPI ranks when `mpirun -np N` started
+//! the runner, else N threads of this process; rank 0 prints.
 
-use op2::comm::Communicator;
-use op2_conformance::{
-    CaseResult, DEFAULT_RANDOM_CASES, Outcome, Partition, probe, run_suite, run_suite_across,
-};
+use op2_conformance::{CaseResult, DEFAULT_RANDOM_CASES, Outcome, Partition, probe, run_suite};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
-
-/// Whether an MPI launcher started this process.
-fn under_mpirun() -> bool {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-}
 
 /// The suite across `ranks` ranks: rank 0's results (`None` on the other MPI ranks).
+#[cfg(feature = "mpi")]
 fn across(
     name: &str,
     ranks: usize,
     partition: Partition,
     random: u32,
 ) -> Result<Option<Vec<CaseResult>>, String> {
-    if under_mpirun() {
+    use op2::comm::Communicator;
+    use op2_conformance::run_suite_across;
+    use std::sync::Arc;
+    use std::time::Duration;
+    if op2::mpi::launched_by_mpirun() {
         let mpi = op2::mpi::Mpi::init().map_err(|e| e.to_string())?;
         let world: Arc<dyn Communicator> = mpi.world();
         if world.size() != ranks {
@@ -39,11 +32,12 @@ fn across(
         let results = run_suite_across(name, &world, partition, random);
         return Ok((world.rank() == 0).then_some(results));
     }
-    let timeout = Duration::from_secs(
+    let timeout = Duration::from_secs_f64(
         std::env::var("OP2_MPI_TIMEOUT")
             .ok()
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(120),
+            .and_then(|t| t.parse::<f64>().ok())
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .unwrap_or(120.0),
     );
     let comms = op2::thread_communicators(ranks, timeout);
     let mut all: Vec<Vec<CaseResult>> = std::thread::scope(|s| {
@@ -63,6 +57,11 @@ fn across(
     Ok(Some(all.swap_remove(0)))
 }
 
+#[cfg(not(feature = "mpi"))]
+fn across(_: &str, _: usize, _: Partition, _: u32) -> Result<Option<Vec<CaseResult>>, String> {
+    Err("--ranks needs the runner built with the `mpi` feature".into())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -78,6 +77,16 @@ fn main() -> ExitCode {
                 println!("{name}\t{feature}");
             }
             ExitCode::SUCCESS
+        }
+        // Whether `--ranks` works in this build (exit status 3 when not).
+        ["ranks"] => {
+            if cfg!(feature = "mpi") {
+                println!("across ranks: yes");
+                ExitCode::SUCCESS
+            } else {
+                println!("across ranks: not built in (feature `mpi`)");
+                ExitCode::from(3)
+            }
         }
         ["probe", name] => match probe(name) {
             Ok(()) => {
