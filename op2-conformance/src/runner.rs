@@ -110,9 +110,14 @@ pub fn run_random(backend: &str, cases: u32) -> Outcome {
     }
 }
 
-/// Runs every named case and `random` random loops on `backend`; skips them all when the backend
-/// cannot run here.
-pub fn run_suite(backend: &str, random: u32) -> Vec<CaseResult> {
+/// Every named case through `one`, then the random row through `random` when there are random
+/// loops; every row skipped when `backend` cannot run here.
+fn suite(
+    backend: &str,
+    random: u32,
+    one: impl Fn(&Case) -> Outcome,
+    random_row: impl FnOnce() -> Outcome,
+) -> Vec<CaseResult> {
     let all = cases();
     if let Err(why) = probe(backend) {
         return all
@@ -129,16 +134,27 @@ pub fn run_suite(backend: &str, random: u32) -> Vec<CaseResult> {
         .iter()
         .map(|c| CaseResult {
             case: c.name.into(),
-            outcome: run_case(c, backend),
+            outcome: one(c),
         })
         .collect();
     if random > 0 {
         results.push(CaseResult {
             case: RANDOM_ROW.into(),
-            outcome: run_random(backend, random),
+            outcome: random_row(),
         });
     }
     results
+}
+
+/// Runs every named case and `random` random loops on `backend`; skips them all when the backend
+/// cannot run here.
+pub fn run_suite(backend: &str, random: u32) -> Vec<CaseResult> {
+    suite(
+        backend,
+        random,
+        |c| run_case(c, backend),
+        || run_random(backend, random),
+    )
 }
 
 /// Runs the suite on `backend` and panics, listing every failure, unless all cases pass. For
@@ -283,31 +299,11 @@ mod across {
         partition: Partition,
         random: u32,
     ) -> Vec<CaseResult> {
-        let all = cases();
-        if let Err(why) = probe(backend) {
-            return all
-                .iter()
-                .map(|c| c.name)
-                .chain([RANDOM_ROW])
-                .map(|case| CaseResult {
-                    case: case.into(),
-                    outcome: Outcome::Skipped(why.clone()),
-                })
-                .collect();
-        }
-        let mut results: Vec<CaseResult> = all
-            .iter()
-            .map(|c| CaseResult {
-                case: c.name.into(),
-                outcome: run_case_across(c, backend, comm, partition),
-            })
-            .collect();
-        if random > 0 {
-            results.push(CaseResult {
-                case: RANDOM_ROW.into(),
-                outcome: run_random_across(backend, comm, partition, random),
-            });
-        }
-        results
+        suite(
+            backend,
+            random,
+            |c| run_case_across(c, backend, comm, partition),
+            || run_random_across(backend, comm, partition, random),
+        )
     }
 }

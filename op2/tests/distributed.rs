@@ -114,6 +114,18 @@ fn run(
     }
 }
 
+/// Runs `work` on two thread ranks, each with a runtime on the suite's backend; both results.
+fn two_ranks<R: Send>(work: impl Fn(Runtime, usize) -> R + Sync) -> (R, R) {
+    let work = &work;
+    let mut comms = thread_communicators(2, Duration::from_secs(60)).into_iter();
+    let (c0, c1) = (comms.next().unwrap(), comms.next().unwrap());
+    std::thread::scope(|s| {
+        let a = s.spawn(move || work(runtime().communicator(Arc::new(c0)).build().unwrap(), 0));
+        let b = s.spawn(move || work(runtime().communicator(Arc::new(c1)).build().unwrap(), 1));
+        (a.join().unwrap(), b.join().unwrap())
+    })
+}
+
 fn runtime() -> op2::RuntimeBuilder {
     op2::builder().backend(&backend())
 }
@@ -223,14 +235,7 @@ fn two_ranks_compute_what_one_process_computes() {
         x0.push(initial(N + 1)[M - 1]);
         run(&rt, nodes, node_halo, edges, edge_halo, e2n, &x0)
     };
-    let comms = thread_communicators(2, Duration::from_secs(60));
-    let mut comms = comms.into_iter();
-    let (c0, c1) = (comms.next().unwrap(), comms.next().unwrap());
-    let (r0, r1) = std::thread::scope(|s| {
-        let a = s.spawn(move || rank0(runtime().communicator(Arc::new(c0)).build().unwrap()));
-        let b = s.spawn(move || rank1(runtime().communicator(Arc::new(c1)).build().unwrap()));
-        (a.join().unwrap(), b.join().unwrap())
-    });
+    let (r0, r1) = two_ranks(|rt, rank| if rank == 0 { rank0(rt) } else { rank1(rt) });
 
     // Owned values are the one process's, exactly (the same additions in the same order).
     assert_eq!(r0.x[..M], one.x[..M], "rank 0 nodes");
@@ -450,26 +455,7 @@ fn two_node_rank(rt: &Runtime, rank: usize, own: f64) -> (Vec<f64>, Vec<f64>, u6
 
 #[test]
 fn new_dats_and_host_writes_leave_the_halo_out_of_date() {
-    let comms = thread_communicators(2, Duration::from_secs(60));
-    let mut comms = comms.into_iter();
-    let (c0, c1) = (comms.next().unwrap(), comms.next().unwrap());
-    let (r0, r1) = std::thread::scope(|s| {
-        let a = s.spawn(move || {
-            two_node_rank(
-                &runtime().communicator(Arc::new(c0)).build().unwrap(),
-                0,
-                1.0,
-            )
-        });
-        let b = s.spawn(move || {
-            two_node_rank(
-                &runtime().communicator(Arc::new(c1)).build().unwrap(),
-                1,
-                2.0,
-            )
-        });
-        (a.join().unwrap(), b.join().unwrap())
-    });
+    let (r0, r1) = two_ranks(|rt, rank| two_node_rank(&rt, rank, rank as f64 + 1.0));
     assert_eq!(r0.0, [1.0 + 2.0 * 2.0], "rank 0, first loop");
     assert_eq!(r1.0, [2.0 + 2.0 * 1.0], "rank 1, first loop");
     assert_eq!(r0.1, [10.0 + 2.0 * 20.0], "rank 0, after both host writes");
@@ -546,16 +532,7 @@ fn big_rank(rt: &Runtime, rank: usize, k: usize) -> (f64, Option<(u64, u64, op2:
 #[test]
 fn halo_exchanges_move_only_halo_rows_on_devices() {
     const K: usize = 20_000;
-    let comms = thread_communicators(2, Duration::from_secs(60));
-    let mut comms = comms.into_iter();
-    let (c0, c1) = (comms.next().unwrap(), comms.next().unwrap());
-    let (r0, r1) = std::thread::scope(|s| {
-        let a =
-            s.spawn(move || big_rank(&runtime().communicator(Arc::new(c0)).build().unwrap(), 0, K));
-        let b =
-            s.spawn(move || big_rank(&runtime().communicator(Arc::new(c1)).build().unwrap(), 1, K));
-        (a.join().unwrap(), b.join().unwrap())
-    });
+    let (r0, r1) = two_ranks(|rt, rank| big_rank(&rt, rank, K));
     // Node K-1 of each rank (value K - 1 + 1000 r), scaled, plus twice the other rank's.
     let own = |r: usize| 2.0 * (K - 1 + 1000 * r) as f64;
     assert_eq!(r0.0, own(0) + 2.0 * own(1));
