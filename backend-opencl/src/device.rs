@@ -175,17 +175,6 @@ pub struct ClMemory {
     pub(crate) queue: Arc<CommandQueue>,
 }
 
-impl ClMemory {
-    /// A buffer holding `bytes`.
-    pub fn buffer_from(&self, bytes: &[u8]) -> Result<ClBuffer> {
-        let b = self.allocate(bytes.len().max(1))?;
-        if !bytes.is_empty() {
-            self.upload(&b, bytes)?;
-        }
-        Ok(b)
-    }
-}
-
 impl DeviceMemory for ClMemory {
     type Buffer = ClBuffer;
 

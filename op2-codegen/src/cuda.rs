@@ -40,10 +40,6 @@ impl Dialect for Cuda {
         "cuda"
     }
 
-    fn source_ext(&self) -> &'static str {
-        "cu"
-    }
-
     fn prelude(&self, atomics: bool) -> String {
         let mut p = CUDA_PRELUDE.to_string();
         if atomics {

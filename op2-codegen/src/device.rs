@@ -68,37 +68,6 @@ pub struct BlockLayout {
 }
 
 impl BlockLayout {
-    /// The layout of a planned loop whose args all name different data: what `par_loop` can check
-    /// a kernel against before any plan exists.
-    pub fn assuming_distinct_data(sig: &LoopSignature) -> Self {
-        let mut stagings = Vec::new();
-        let arg_staging = sig
-            .args
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let entries = match a.kind {
-                    ArgKind::Indirect { index, .. } => vec![index],
-                    ArgKind::Row { arity, .. } => (0..arity).collect(),
-                    ArgKind::Direct | ArgKind::Global => return None,
-                };
-                stagings.push(StagingLayout {
-                    dtype: a.dtype,
-                    dim: a.dim,
-                    entries,
-                    wide_indices: false,
-                    mode: StagingMode::of([a.access]),
-                    source_arg: i,
-                });
-                Some(stagings.len() - 1)
-            })
-            .collect();
-        BlockLayout {
-            stagings,
-            arg_staging,
-        }
-    }
-
     /// The layout a plan of this loop has: one staging area per (data, map) pair reached through
     /// a map, in the order of the args that first reach it (as the planner groups them, from
     /// [`LoopSignature::data`] and the map slots), staging the union of the map entries its args

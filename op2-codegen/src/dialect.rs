@@ -33,8 +33,6 @@ pub enum ConstPassing {
 pub trait Dialect: Send + Sync + fmt::Debug {
     /// Short name (`opencl`, `cuda`), for file names and messages.
     fn name(&self) -> &'static str;
-    /// Extension of its source files (`cl`, `cu`).
-    fn source_ext(&self) -> &'static str;
     /// What every unit starts with: pragmas, type definitions, helpers; `atomics` when the unit
     /// uses [`Dialect::atomic_add`].
     fn prelude(&self, atomics: bool) -> String;

@@ -17,10 +17,6 @@ impl Dialect for OpenCl {
         "opencl"
     }
 
-    fn source_ext(&self) -> &'static str {
-        "cl"
-    }
-
     fn prelude(&self, _atomics: bool) -> String {
         // No contraction into fused multiply-adds: kernels evaluate as written, like the host
         // backends (`-ffp-contract=off`), so results do not depend on the device's FMA units.

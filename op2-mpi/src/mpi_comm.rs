@@ -278,26 +278,20 @@ impl Inner {
 
 /// An all-reduce in flight: every rank's values gathered, combined in rank order at the end
 /// (so the same number of ranks always gives the same bits).
+/// An all-reduce: every rank's values gathered, then combined in rank order here (the same
+/// bits on every rank).
 struct MpiReduction {
-    comm: Arc<Inner>,
-    /// Bytes each rank contributes (the buffers may be padded).
-    len: usize,
-    op: InFlight,
+    gather: MpiGather,
     dtype: DType,
     reduce: ReduceOp,
 }
 
 impl PendingReduction for MpiReduction {
-    fn wait(mut self: Box<Self>) -> op2_core::Result<Vec<u8>> {
-        let comm = self.comm.clone();
-        self.op.finish(&comm)?;
-        let gathered = self.op.buffers.pop().unwrap_or_default();
-        let len = self.len;
-        let mut result = gathered[..len].to_vec();
-        if len > 0 {
-            for chunk in gathered[..len * comm.size].chunks_exact(len).skip(1) {
-                combine(&mut result, chunk, self.dtype, self.reduce);
-            }
+    fn wait(self: Box<Self>) -> op2_core::Result<Vec<u8>> {
+        let mut ranks = Box::new(self.gather).wait()?.into_iter();
+        let mut result = ranks.next().unwrap_or_default();
+        for values in ranks {
+            combine(&mut result, &values, self.dtype, self.reduce);
         }
         Ok(result)
     }
@@ -352,9 +346,11 @@ impl Communicator for MpiCommunicator {
         op: ReduceOp,
     ) -> op2_core::Result<Box<dyn PendingReduction>> {
         Ok(Box::new(MpiReduction {
-            comm: self.inner.clone(),
-            len: values.len(),
-            op: self.inner.all_gather(values, "all-reduce")?,
+            gather: MpiGather {
+                comm: self.inner.clone(),
+                len: values.len(),
+                op: self.inner.all_gather(values, "all-reduce")?,
+            },
             dtype,
             reduce: op,
         }))

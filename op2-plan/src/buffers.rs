@@ -21,14 +21,10 @@ pub struct PlanBuffers<B> {
 }
 
 impl<B> PlanBuffers<B> {
-    /// Copies every array of `plan` to the device with `upload` (bytes in, buffer out).
-    pub fn upload(plan: &Plan, upload: impl FnMut(&[u8]) -> Result<B>) -> Result<Self> {
-        Self::upload_widened(plan, &[], upload)
-    }
-
-    /// Like [`PlanBuffers::upload`], with the block-local indices of staging area `k` as 32-bit
-    /// values when `wide[k]` is set, whatever width the plan keeps them in (code compiled for the
-    /// largest blocks a loop may plan reads 32-bit indices from smaller ones too).
+    /// Copies every array of `plan` to the device with `upload` (bytes in, buffer out), the
+    /// block-local indices of staging area `k` as 32-bit values when `wide[k]` is set, whatever
+    /// width the plan keeps them in (code compiled for the largest blocks a loop may plan reads
+    /// 32-bit indices from smaller ones too).
     pub fn upload_widened(
         plan: &Plan,
         wide: &[bool],
