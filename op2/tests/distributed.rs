@@ -387,23 +387,24 @@ fn halo_lists_that_do_not_fit_the_sections_are_errors() {
     assert!(with(split, 1, vec![3, 4]).is_ok());
 }
 
-/// Two ranks of one node each, each holding the other's node as halo, and one edge each joining
-/// its node (local 0) to the halo node (local 1): `y = own + 2 * other`.
-fn two_node_rank(rt: &Runtime, rank: usize, own: f64) -> (Vec<f64>, Vec<f64>, u64) {
-    let other = 1 - rank;
+/// One rank of two: `k` owned nodes (the last one sent to the other rank), the other rank's
+/// last node as a non-exec halo node (local `k`), and one owned edge joining nodes `k - 1` and
+/// `k`.
+fn edge_to_neighbour(rt: &Runtime, rank: usize, k: usize) -> (op2::Set, op2::Set, op2::Map) {
     let nodes = rt
         .decl_set_with_halo(
             SetSizes {
-                core: 1,
+                core: k - 1,
+                owned: 1,
                 nonexec_halo: 1,
                 ..SetSizes::default()
             },
             SetHalo {
                 neighbours: vec![HaloNeighbour {
-                    rank: other,
-                    send: vec![0],
+                    rank: 1 - rank,
+                    send: vec![(k - 1) as u32],
                     send_to_exec: 0,
-                    receive: vec![1],
+                    receive: vec![k as u32],
                 }],
             },
             "nodes",
@@ -418,14 +419,28 @@ fn two_node_rank(rt: &Runtime, rank: usize, own: f64) -> (Vec<f64>, Vec<f64>, u6
             "edges",
         )
         .unwrap();
-    let m = rt.decl_map(&edges, &nodes, 2, vec![0, 1], "e2n").unwrap();
+    let m = rt
+        .decl_map(&edges, &nodes, 2, vec![(k - 1) as i32, k as i32], "e2n")
+        .unwrap();
+    (nodes, edges, m)
+}
+
+/// `y = a + 2 b` for an edge joining nodes `a` and `b`.
+fn edge_kernel() -> Kernel {
+    kernel(
+        "edge",
+        "void edge(const double *a, const double *b, double *y) { *y = *a + 2.0 * *b; }",
+    )
+}
+
+/// Two ranks of one node each, each holding the other's node as halo, and one edge each joining
+/// its node (local 0) to the halo node (local 1): `y = own + 2 * other`.
+fn two_node_rank(rt: &Runtime, rank: usize, own: f64) -> (Vec<f64>, Vec<f64>, u64) {
+    let (nodes, edges, m) = edge_to_neighbour(rt, rank, 1);
     // The halo row starts as garbage: the first loop must fetch the owner's value.
     let x = rt.decl_dat(&nodes, 1, &[own, f64::NAN], "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&edges, 1, "y").unwrap();
-    let edge = kernel(
-        "edge",
-        "void edge(const double *a, const double *b, double *y) { *y = *a + 2.0 * *b; }",
-    );
+    let edge = edge_kernel();
     let args = || [x.arg_via(&m, 0, READ), x.arg_via(&m, 1, READ), y.arg(WRITE)];
     rt.par_loop(&edge, &edges, args()).unwrap();
     let first = y.to_vec().unwrap();
@@ -467,38 +482,7 @@ fn new_dats_and_host_writes_leave_the_halo_out_of_date() {
 /// node as halo, one edge joining them. Returns the edge value, and on device backends the bytes
 /// copied each way by the exchange and the node Dat's state after it.
 fn big_rank(rt: &Runtime, rank: usize, k: usize) -> (f64, Option<(u64, u64, op2::DataState)>) {
-    let other = 1 - rank;
-    let nodes = rt
-        .decl_set_with_halo(
-            SetSizes {
-                core: k - 1,
-                owned: 1,
-                nonexec_halo: 1,
-                ..SetSizes::default()
-            },
-            SetHalo {
-                neighbours: vec![HaloNeighbour {
-                    rank: other,
-                    send: vec![(k - 1) as u32],
-                    send_to_exec: 0,
-                    receive: vec![k as u32],
-                }],
-            },
-            "nodes",
-        )
-        .unwrap();
-    let edges = rt
-        .decl_set_sections(
-            SetSizes {
-                owned: 1,
-                ..SetSizes::default()
-            },
-            "edges",
-        )
-        .unwrap();
-    let m = rt
-        .decl_map(&edges, &nodes, 2, vec![(k - 1) as i32, k as i32], "e2n")
-        .unwrap();
+    let (nodes, edges, m) = edge_to_neighbour(rt, rank, k);
     let x0: Vec<f64> = (0..=k).map(|i| (i + 1000 * rank) as f64).collect();
     let x = rt.decl_dat(&nodes, 1, &x0, "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&edges, 1, "y").unwrap();
@@ -508,12 +492,8 @@ fn big_rank(rt: &Runtime, rank: usize, k: usize) -> (f64, Option<(u64, u64, op2:
     rt.par_loop(&scale, &nodes, [x.arg(RW)]).unwrap();
     rt.flush().unwrap();
     let before = rt.device_stats();
-    let edge = kernel(
-        "edge",
-        "void edge(const double *a, const double *b, double *y) { *y = *a + 2.0 * *b; }",
-    );
     rt.par_loop(
-        &edge,
+        &edge_kernel(),
         &edges,
         [x.arg_via(&m, 0, READ), x.arg_via(&m, 1, READ), y.arg(WRITE)],
     )
