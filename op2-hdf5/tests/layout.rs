@@ -1,0 +1,214 @@
+//! Round trips through OP2's HDF5 layout, and the typed errors for files that do not hold what a
+//! declaration needs: missing datasets, wrong shapes and types, values out of range, files that
+//! are not HDF5 or are cut short.
+
+use backend_seq as _;
+use op2_core::{INC, Kernel, READ, Runtime};
+use op2_hdf5::{H5File, Hdf5Error};
+
+fn runtime() -> Runtime {
+    Runtime::builder().backend("seq").build().unwrap()
+}
+
+/// A small mesh: 3 edges over 4 nodes, coordinates, an int flag per edge, two constants.
+fn write_small(path: &std::path::Path) {
+    let f = H5File::create(path).unwrap();
+    f.write_set("nodes", 4).unwrap();
+    f.write_set("edges", 3).unwrap();
+    f.write_map_values("pedge", 2, &[0, 1, 1, 2, 2, 3]).unwrap();
+    f.write_dat_values("p_x", 2, &[0.0, 0.0, 1.0, 0.5, 2.0, 0.25, 3.0, 1.0f64])
+        .unwrap();
+    f.write_dat_values("p_flag", 1, &[7i32, -1, 3]).unwrap();
+    f.write_const("gam", &[1.4f64]).unwrap();
+    f.write_const("qinf", &[1.0, 0.5, 0.0, 2.5f64]).unwrap();
+    f.flush().unwrap();
+}
+
+#[test]
+fn round_trip_declares_what_was_written_and_a_loop_runs_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small.h5");
+    write_small(&path);
+    let rt = runtime();
+    let f = H5File::open(&path).unwrap();
+    let nodes = f.decl_set(&rt, "nodes").unwrap();
+    let edges = f.decl_set(&rt, "edges").unwrap();
+    assert_eq!((nodes.size(), edges.size()), (4, 3));
+    let pedge = f.decl_map(&rt, &edges, &nodes, 2, "pedge").unwrap();
+    assert_eq!(pedge.values(), &[0, 1, 1, 2, 2, 3]);
+    let x = f.decl_dat::<f64>(&rt, &nodes, 2, "p_x").unwrap();
+    let flag = f.decl_dat::<i32>(&rt, &edges, 1, "p_flag").unwrap();
+    assert_eq!(flag.to_vec().unwrap(), vec![7, -1, 3]);
+    let qinf = f.decl_const::<f64>(&rt, 4, "qinf").unwrap();
+    assert_eq!(qinf.value().unwrap(), vec![1.0, 0.5, 0.0, 2.5]);
+    assert_eq!(f.const_values::<f64>("gam", 1).unwrap(), vec![1.4]);
+
+    // Sum of edge lengths along x into the nodes, computed independently below.
+    let deg = rt.decl_dat_zeros::<f64>(&nodes, 1, "deg").unwrap();
+    let k = Kernel::new(
+        "spread",
+        "void spread(const double *a, const double *b, double *da, double *db) { \
+         double d = b[0] - a[0]; *da += d; *db += d; }",
+    )
+    .unwrap();
+    rt.par_loop(
+        &k,
+        &edges,
+        [
+            x.arg_via(&pedge, 0, READ),
+            x.arg_via(&pedge, 1, READ),
+            deg.arg_via(&pedge, 0, INC),
+            deg.arg_via(&pedge, 1, INC),
+        ],
+    )
+    .unwrap();
+    assert_eq!(deg.to_vec().unwrap(), vec![1.0, 2.0, 2.0, 1.0]);
+
+    // Written back (OP2's op_fetch_data_hdf5_file) and read again, bit for bit.
+    f.write_dat(&deg).unwrap();
+    f.write_map(&pedge).unwrap();
+    let again = H5File::open(&path).unwrap();
+    assert_eq!(
+        again.values::<f64>("deg", 4, 1).unwrap(),
+        vec![1.0, 2.0, 2.0, 1.0]
+    );
+    assert_eq!(again.shape("pedge").unwrap(), (3, 2));
+}
+
+#[test]
+fn slices_read_only_the_rows_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.h5");
+    let f = H5File::create(&path).unwrap();
+    let values: Vec<f64> = (0..30).map(f64::from).collect();
+    f.write_dat_values("v", 3, &values).unwrap();
+    f.write_dat_values("one", 1, &[5i64, 6, 7, 8]).unwrap();
+    assert_eq!(f.rows::<f64>("v", 2..4, 3).unwrap(), values[6..12].to_vec());
+    assert_eq!(f.rows::<f64>("v", 10..10, 3).unwrap(), Vec::<f64>::new());
+    // Integers narrow when every value fits.
+    assert_eq!(f.rows::<i32>("one", 1..3, 1).unwrap(), vec![6, 7]);
+    assert_eq!(f.rows::<u64>("one", 0..4, 1).unwrap(), vec![5, 6, 7, 8]);
+    assert!(matches!(
+        f.rows::<f64>("v", 9..11, 3),
+        Err(Hdf5Error::Shape { .. })
+    ));
+}
+
+#[test]
+fn names_with_groups_and_empty_sets_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("groups.h5");
+    let f = H5File::create(&path).unwrap();
+    f.write_set("mesh/empty", 0).unwrap();
+    f.write_dat_values::<f64>("mesh/fields/none", 2, &[])
+        .unwrap();
+    f.write_set("mesh/cells", 2).unwrap();
+    let rt = runtime();
+    let empty = f.decl_set(&rt, "mesh/empty").unwrap();
+    assert_eq!(empty.size(), 0);
+    let none = f
+        .decl_dat::<f64>(&rt, &empty, 2, "mesh/fields/none")
+        .unwrap();
+    assert!(none.to_vec().unwrap().is_empty());
+    assert_eq!(f.set_size("mesh/cells").unwrap(), 2);
+    assert!(!f.contains("mesh/nothing/here"));
+}
+
+#[test]
+fn bad_files_give_typed_errors_naming_file_and_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small.h5");
+    write_small(&path);
+    let rt = runtime();
+    let f = H5File::open(&path).unwrap();
+    let nodes = f.decl_set(&rt, "nodes").unwrap();
+    let edges = f.decl_set(&rt, "edges").unwrap();
+    let name = path.display().to_string();
+
+    let e = f.decl_set(&rt, "cells").unwrap_err();
+    assert!(matches!(e, Hdf5Error::Missing { .. }), "{e}");
+    assert!(e.to_string().contains(&name) && e.to_string().contains("`cells`"));
+    // A set whose dataset is a map.
+    assert!(matches!(
+        f.decl_set(&rt, "pedge"),
+        Err(Hdf5Error::Shape { .. })
+    ));
+    // Wrong dim, wrong from-set size.
+    let e = f.decl_map(&rt, &edges, &nodes, 3, "pedge").unwrap_err();
+    assert!(matches!(e, Hdf5Error::Shape { .. }), "{e}");
+    assert!(e.to_string().contains("`pedge`"), "{e}");
+    assert!(matches!(
+        f.decl_map(&rt, &nodes, &nodes, 2, "pedge"),
+        Err(Hdf5Error::Shape { .. })
+    ));
+    // A map into a set too small for its values: op2's own check, wrapped with the file.
+    let small = rt.decl_set(2, "small").unwrap();
+    let e = f.decl_map(&rt, &edges, &small, 2, "pedge").unwrap_err();
+    assert!(matches!(e, Hdf5Error::Declare { .. }), "{e}");
+    // Floats are not integers, and doubles do not narrow to floats.
+    let e = f.decl_map(&rt, &nodes, &nodes, 2, "p_x").unwrap_err();
+    assert!(matches!(e, Hdf5Error::Type { .. }), "{e}");
+    assert!(e.to_string().contains("double"), "{e}");
+    assert!(matches!(
+        f.decl_dat::<f32>(&rt, &nodes, 2, "p_x"),
+        Err(Hdf5Error::Type { .. })
+    ));
+    assert!(matches!(
+        f.decl_dat::<f64>(&rt, &edges, 1, "p_flag"),
+        Err(Hdf5Error::Type { .. })
+    ));
+    // Negative values do not fit unsigned types.
+    let e = f.decl_dat::<u32>(&rt, &edges, 1, "p_flag").unwrap_err();
+    assert!(matches!(e, Hdf5Error::Value { .. }), "{e}");
+    // A constant of the wrong length.
+    assert!(matches!(
+        f.const_values::<f64>("qinf", 2),
+        Err(Hdf5Error::Shape { .. })
+    ));
+    // Writing over a dataset with another shape is refused, not silently replaced.
+    assert!(matches!(
+        f.write_dat_values("p_x", 3, &[0.0f64; 6]),
+        Err(Hdf5Error::Unwritable { .. })
+    ));
+    assert!(matches!(
+        f.write_map_values("bad", 2, &[1, 2, 3]),
+        Err(Hdf5Error::Unwritable { .. })
+    ));
+}
+
+#[test]
+fn files_that_are_not_hdf5_or_cut_short_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere.h5");
+    let e = H5File::open(&missing).unwrap_err();
+    assert!(matches!(e, Hdf5Error::Open { .. }), "{e}");
+    assert!(e.to_string().contains("nowhere.h5"), "{e}");
+
+    let text = dir.path().join("text.h5");
+    std::fs::write(&text, "nnode ncell\n1 2\n").unwrap();
+    assert!(matches!(H5File::open(&text), Err(Hdf5Error::Open { .. })));
+
+    // A real file cut in half: either opening fails or reading its data does; never a panic or
+    // made-up values.
+    let whole = dir.path().join("whole.h5");
+    {
+        let f = H5File::create(&whole).unwrap();
+        f.write_set("nodes", 50_000).unwrap();
+        let x: Vec<f64> = (0..100_000).map(|i| i as f64).collect();
+        f.write_dat_values("p_x", 2, &x).unwrap();
+    }
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = dir.path().join("cut.h5");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    match H5File::open(&cut) {
+        Err(e) => assert!(matches!(e, Hdf5Error::Open { .. }), "{e}"),
+        Ok(f) => {
+            let rt = runtime();
+            let r = f
+                .decl_set(&rt, "nodes")
+                .and_then(|nodes| f.decl_dat::<f64>(&rt, &nodes, 2, "p_x"));
+            let e = r.unwrap_err();
+            assert!(e.to_string().contains("cut.h5"), "{e}");
+        }
+    }
+}
