@@ -68,6 +68,18 @@ pub fn partitioned(
     choose: impl FnOnce(&AirfoilHandles) -> Options,
 ) -> Result<(Airfoil, LocalMesh)> {
     let (builder, h) = declare(mesh)?;
+    partition(rt, builder, h, mesh.ncell(), c, choose)
+}
+
+/// Partitions a declared Airfoil mesh of `ncell` cells and declares the flow on this rank's part.
+fn partition(
+    rt: &Runtime,
+    builder: MeshBuilder,
+    h: AirfoilHandles,
+    ncell: usize,
+    c: &Constants,
+    choose: impl FnOnce(&AirfoilHandles) -> Options,
+) -> Result<(Airfoil, LocalMesh)> {
     let local = builder.partition(rt, &choose(&h))?;
     let declared = DeclaredMesh {
         cells: local.set(h.cells),
@@ -80,25 +92,36 @@ pub fn partitioned(
         pbecell: local.map(h.pbecell),
         p_x: local.dat(h.x),
         p_bound: local.dat(h.bound),
-        ncell: mesh.ncell(),
+        ncell,
     };
     Ok((Airfoil::on(rt, declared, c)?, local))
 }
 
 /// Declares the whole of `mesh` ([`Input::Everywhere`]).
 pub fn declare(mesh: &Mesh) -> Result<(MeshBuilder, AirfoilHandles)> {
-    let mut b = MeshBuilder::new(Input::Everywhere);
-    let nodes = b.decl_set(mesh.nnode(), "nodes")?;
-    let edges = b.decl_set(mesh.nedge(), "edges")?;
-    let bedges = b.decl_set(mesh.nbedge(), "bedges")?;
-    let cells = b.decl_set(mesh.ncell(), "cells")?;
-    let pedge = b.decl_map(edges, nodes, 2, mesh.edge.clone(), "pedge")?;
-    let pecell = b.decl_map(edges, cells, 2, mesh.ecell.clone(), "pecell")?;
-    let pbedge = b.decl_map(bedges, nodes, 2, mesh.bedge.clone(), "pbedge")?;
-    let pbecell = b.decl_map(bedges, cells, 1, mesh.becell.clone(), "pbecell")?;
-    let pcell = b.decl_map(cells, nodes, 4, mesh.cell.clone(), "pcell")?;
-    let x = b.decl_dat(nodes, 2, &mesh.x, "p_x")?;
-    let bound = b.decl_dat(bedges, 1, &mesh.bound, "p_bound")?;
+    let sizes = [mesh.nnode(), mesh.nedge(), mesh.nbedge(), mesh.ncell()];
+    declare_parts(Input::Everywhere, sizes, mesh.clone())
+}
+
+/// Declares sets of `sizes` (nodes, edges, boundary edges, cells) with `part`'s rows: the whole
+/// mesh, or this rank's slice of every map and dat.
+fn declare_parts(
+    input: Input,
+    sizes: [usize; 4],
+    part: Mesh,
+) -> Result<(MeshBuilder, AirfoilHandles)> {
+    let mut b = MeshBuilder::new(input);
+    let nodes = b.decl_set(sizes[0], "nodes")?;
+    let edges = b.decl_set(sizes[1], "edges")?;
+    let bedges = b.decl_set(sizes[2], "bedges")?;
+    let cells = b.decl_set(sizes[3], "cells")?;
+    let pedge = b.decl_map(edges, nodes, 2, part.edge, "pedge")?;
+    let pecell = b.decl_map(edges, cells, 2, part.ecell, "pecell")?;
+    let pbedge = b.decl_map(bedges, nodes, 2, part.bedge, "pbedge")?;
+    let pbecell = b.decl_map(bedges, cells, 1, part.becell, "pbecell")?;
+    let pcell = b.decl_map(cells, nodes, 4, part.cell, "pcell")?;
+    let x = b.decl_dat(nodes, 2, &part.x, "p_x")?;
+    let bound = b.decl_dat(bedges, 1, &part.bound, "p_bound")?;
     Ok((
         b,
         AirfoilHandles {
@@ -115,6 +138,57 @@ pub fn declare(mesh: &Mesh) -> Result<(MeshBuilder, AirfoilHandles)> {
             bound,
         },
     ))
+}
+
+/// Airfoil across the ranks of `rt`'s communicator from an OP2 HDF5 file: each rank reads only
+/// its block of every set's rows ([`Input::Slices`]), the mesh is partitioned collectively, and
+/// this rank declares its part and the flow. Returns the solver, the local mesh and the whole
+/// mesh's sizes `[nnode, ncell, nedge, nbedge]`.
+#[cfg(feature = "hdf5")]
+pub fn partitioned_hdf5(
+    rt: &Runtime,
+    path: &std::path::Path,
+    c: &Constants,
+    choose: impl FnOnce(&AirfoilHandles) -> Options,
+) -> std::result::Result<(Airfoil, LocalMesh, [usize; 4]), crate::MeshError> {
+    use op2::mpi::{MpiError, block_range};
+    let comm = rt.communicator();
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let read = || -> std::result::Result<([usize; 4], Mesh), crate::MeshError> {
+        let f = op2::hdf5::H5File::open(path)?;
+        let [nnode, ncell, nedge, nbedge] = crate::hdf5::sizes(&f)?;
+        let mine = |n: usize| block_range(n, ranks, rank);
+        let part = Mesh {
+            x: f.rows("p_x", mine(nnode), 2)?,
+            cell: f.rows("pcell", mine(ncell), 4)?,
+            edge: f.rows("pedge", mine(nedge), 2)?,
+            ecell: f.rows("pecell", mine(nedge), 2)?,
+            bedge: f.rows("pbedge", mine(nbedge), 2)?,
+            becell: f.rows("pbecell", mine(nbedge), 1)?,
+            bound: f.rows("p_bound", mine(nbedge), 1)?,
+        };
+        Ok(([nnode, ncell, nedge, nbedge], part))
+    };
+    let read = read();
+    // Every rank learns whether all could read before anyone starts partitioning, so a rank that
+    // failed does not leave the others waiting in a collective.
+    let mut failed = [f64::from(u8::from(read.is_err()))];
+    comm.all_reduce_f64(&mut failed, op2::ReduceOp::Max)
+        .map_err(MpiError::from)?;
+    let ([nnode, ncell, nedge, nbedge], part) = match read {
+        Ok(r) if failed[0] == 0.0 => r,
+        Ok(_) => {
+            return Err(crate::MeshError::Malformed {
+                path: path.display().to_string(),
+                line: 0,
+                reason: "another rank could not read its slice of the file".into(),
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let (builder, h) = declare_parts(Input::Slices, [nnode, nedge, nbedge, ncell], part)?;
+    let (airfoil, local) = partition(rt, builder, h, ncell, c, choose)?;
+    Ok((airfoil, local, [nnode, ncell, nedge, nbedge]))
 }
 
 /// `mesh` with its nodes, cells, edges and boundary edges numbered in a pseudo-random order

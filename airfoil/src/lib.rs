@@ -7,6 +7,8 @@
 pub mod baseline;
 #[cfg(feature = "mpi")]
 pub mod distributed;
+#[cfg(feature = "hdf5")]
+pub mod hdf5;
 pub mod mesh;
 pub mod solver;
 

@@ -46,6 +46,52 @@ pub enum MeshError {
         /// What is wrong.
         reason: String,
     },
+    /// A map entry points outside its target set.
+    #[error("{path}: map `{map}` entry {entry} is {value}, outside 0..{limit}")]
+    Index {
+        /// The file.
+        path: String,
+        /// The map.
+        map: String,
+        /// Which entry (row-major).
+        entry: usize,
+        /// Its value.
+        value: i64,
+        /// The target set's size.
+        limit: usize,
+    },
+    /// An HDF5 file could not be read or written (the error names the file and dataset).
+    #[cfg(feature = "hdf5")]
+    #[error(transparent)]
+    Hdf5(#[from] op2::hdf5::Hdf5Error),
+    /// The mesh read from a file could not be partitioned across ranks.
+    #[cfg(feature = "mpi")]
+    #[error(transparent)]
+    Mpi(#[from] op2::mpi::MpiError),
+    /// The file is HDF5 but this build has no HDF5 support.
+    #[error("{path} is an HDF5 file: build Airfoil with `--features hdf5` to read it")]
+    NeedsHdf5 {
+        /// The file.
+        path: String,
+    },
+}
+
+/// The first bytes of every HDF5 file.
+const HDF5_SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
+
+/// Whether `path` starts like an HDF5 file (so `--mesh` takes either format).
+pub fn is_hdf5(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == HDF5_SIGNATURE)
+}
+
+/// Whether a file name asks for HDF5 (`.h5`, `.hdf5`) rather than the text format.
+pub fn wants_hdf5(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("h5") || e.eq_ignore_ascii_case("hdf5"))
 }
 
 impl Mesh {
@@ -168,6 +214,40 @@ impl Mesh {
         }
         let mut f = std::fs::File::create(path)?;
         f.write_all(s.as_bytes())
+    }
+
+    /// Reads a mesh file in either format: OP2's HDF5 layout (recognised by its first bytes; needs
+    /// the `hdf5` feature) or `new_grid.dat`.
+    pub fn load(path: &Path) -> Result<Mesh, MeshError> {
+        if is_hdf5(path) {
+            #[cfg(feature = "hdf5")]
+            return Mesh::read_hdf5(path);
+            #[cfg(not(feature = "hdf5"))]
+            return Err(MeshError::NeedsHdf5 {
+                path: path.display().to_string(),
+            });
+        }
+        Mesh::read(path)
+    }
+
+    /// Writes the mesh as HDF5 when the name ends in `.h5` or `.hdf5` (with the initial flow and
+    /// constants of `c`, as OP2's `new_grid.h5`), else as `new_grid.dat`.
+    pub fn save(&self, path: &Path, c: &crate::Constants) -> Result<(), MeshError> {
+        if wants_hdf5(path) {
+            #[cfg(feature = "hdf5")]
+            return self.write_hdf5(path, c);
+            #[cfg(not(feature = "hdf5"))]
+            {
+                let _ = c;
+                return Err(MeshError::NeedsHdf5 {
+                    path: path.display().to_string(),
+                });
+            }
+        }
+        self.write(path).map_err(|source| MeshError::Io {
+            path: path.display().to_string(),
+            source,
+        })
     }
 
     /// Reads `new_grid.dat`, checking every line and every index.

@@ -24,10 +24,16 @@ pub use op2_core::*;
 /// The generic device backend: a third-party device backend implements its `Device` trait (and an
 /// `op2_codegen` `Dialect` for a new language) and registers a `DeviceBackend` over it.
 pub use op2_device;
+/// OP2's HDF5 mesh files (feature `hdf5`): sets, maps, dats and constants declared from and
+/// written to files in OP2-Common's layout.
+#[cfg(feature = "hdf5")]
+pub use op2_hdf5 as hdf5;
 /// Distributed meshes and MPI (feature `mpi`): partition a mesh declared in global numbering,
 /// get each rank's sets with halos, gather results; `mpi::Mpi` is the communicator.
 #[cfg(feature = "mpi")]
 pub use op2_mpi as mpi;
+/// VTK output for ParaView: a mesh and its data as `.vtu`, or per-rank pieces and a `.pvtu` index.
+pub use op2_vtk as vtk;
 
 /// The first-party backends, written once: for each, the Cargo feature of this crate that brings
 /// it in, its crate, and the backend names it registers. From this one list come the re-exports

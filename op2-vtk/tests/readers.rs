@@ -1,0 +1,232 @@
+//! What op2-vtk writes opens in a VTK reader: Python's meshio (Debian's `python3-meshio`) reads
+//! the `.vtu` files and the pieces a `.pvtu` index names, and the values come back. Where meshio
+//! is missing the reader tests say so and pass, unless `OP2_REQUIRE_FILE_TOOLS` is set (CI sets
+//! it through `cargo xtask test`). The typed errors need no reader.
+
+use op2_core::comm::thread_communicators;
+use op2_vtk::{UnstructuredGrid, VtkError};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// A Python with meshio: `OP2_PYTHON`, else Debian's, else the one on the PATH.
+fn python_with_meshio() -> Option<String> {
+    let candidates = std::env::var("OP2_PYTHON")
+        .into_iter()
+        .chain(["/usr/bin/python3".to_string(), "python3".to_string()]);
+    for p in candidates {
+        let ok = Command::new(&p)
+            .args(["-c", "import meshio"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(p);
+        }
+    }
+    if std::env::var_os("OP2_REQUIRE_FILE_TOOLS").is_some() {
+        panic!("OP2_REQUIRE_FILE_TOOLS is set but no Python has meshio");
+    }
+    eprintln!("skipped: no Python with meshio (apt-get install python3-meshio)");
+    None
+}
+
+/// Runs `script` on `file` and returns what it prints.
+fn python(python: &str, script: &str, file: &Path) -> String {
+    let out = Command::new(python)
+        .args(["-c", script])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Three quads and two triangles on a 4 x 2 lattice of points.
+fn mixed_grid() -> UnstructuredGrid {
+    let coords: Vec<f64> = (0..8)
+        .flat_map(|i| [f64::from(i % 4), f64::from(i / 4) * 0.5])
+        .collect();
+    UnstructuredGrid::new(&coords, 2)
+        .unwrap()
+        .with_cells(&[0, 1, 5, 4, 1, 2, 6, 5], 4)
+        .unwrap()
+        .with_cells(&[2, 3, 7, 2, 7, 6], 3)
+        .unwrap()
+        .with_cell_data("pressure", &[1.0, 2.5, -3.0, 4.0], 1)
+        .unwrap()
+        .with_cell_data("velocity", &[1., 0., 0., 1., -1., 0., 0.5, 0.5], 2)
+        .unwrap()
+        .with_cell_ints("rank <&\"odd\">", &[0, 1, 2, 3], 1)
+        .unwrap()
+        .with_point_data("height", &[0., 1., 2., 3., 4., 5., 6., 7.], 1)
+        .unwrap()
+}
+
+#[test]
+fn meshio_reads_the_vtu_and_its_values() {
+    let Some(py) = python_with_meshio() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mixed.vtu");
+    mixed_grid().write_vtu(&file).unwrap();
+    let script = r#"
+import sys, meshio
+m = meshio.read(sys.argv[1])
+print(m.points.shape, [(c.type, len(c.data)) for c in m.cells])
+print(m.points[5].tolist(), m.cells[0].data[1].tolist(), m.cells[1].data[1].tolist())
+cd = m.cell_data
+print([x.ravel().tolist() for x in cd["pressure"]])
+print([x.tolist() for x in cd["velocity"]][1])
+print([x.ravel().tolist() for x in cd['rank <&"odd">']])
+print(m.point_data["height"].ravel().tolist())
+"#;
+    let out = python(&py, script, &file);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "(8, 3) [('quad', 2), ('triangle', 2)]", "{out}");
+    assert_eq!(lines[1], "[1.0, 0.5, 0.0] [1, 2, 6, 5] [2, 7, 6]", "{out}");
+    assert_eq!(lines[2], "[[1.0, 2.5], [-3.0, 4.0]]", "{out}");
+    assert_eq!(lines[3], "[[-1.0, 0.0], [0.5, 0.5]]", "{out}");
+    assert_eq!(lines[4], "[[0, 1], [2, 3]]", "{out}");
+    assert_eq!(
+        lines[5], "[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]",
+        "{out}"
+    );
+}
+
+#[test]
+fn every_rank_writes_a_piece_and_the_index_names_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flow.pvtu");
+    let comms = thread_communicators(3, Duration::from_secs(20));
+    let written: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = comms
+            .into_iter()
+            .enumerate()
+            .map(|(r, comm)| {
+                let path = path.clone();
+                s.spawn(move || {
+                    // Rank r holds r + 1 cells along a strip.
+                    let n = r + 1;
+                    let coords: Vec<f64> = (0..=n)
+                        .flat_map(|i| [(10 * r + i) as f64, 0.0, (10 * r + i) as f64, 1.0])
+                        .collect();
+                    let quads: Vec<i32> = (0..n as i32)
+                        .flat_map(|c| [2 * c, 2 * c + 2, 2 * c + 3, 2 * c + 1])
+                        .collect();
+                    let rank = vec![r as f64; n];
+                    UnstructuredGrid::new(&coords, 2)
+                        .unwrap()
+                        .with_cells(&quads, 4)
+                        .unwrap()
+                        .with_cell_data("rank", &rank, 1)
+                        .unwrap()
+                        .write_parallel(&path, &comm)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for w in &written {
+        assert_eq!(w.as_ref().unwrap(), &path);
+    }
+    for r in 0..3 {
+        assert!(dir.path().join(format!("flow_{r}.vtu")).exists());
+    }
+    let Some(py) = python_with_meshio() else {
+        return;
+    };
+    let script = r#"
+import sys, os, meshio, xml.etree.ElementTree as ET
+index = ET.parse(sys.argv[1]).getroot()
+assert index.get("type") == "PUnstructuredGrid"
+grid = index.find("PUnstructuredGrid")
+names = [a.get("Name") for a in grid.find("PCellData")]
+cells, ranks = 0, []
+for piece in grid.findall("Piece"):
+    m = meshio.read(os.path.join(os.path.dirname(sys.argv[1]), piece.get("Source")))
+    cells += sum(len(c.data) for c in m.cells)
+    ranks += [int(v) for v in m.cell_data["rank"][0].ravel()]
+print(names, cells, ranks)
+"#;
+    assert_eq!(python(&py, script, &path), "['rank'] 6 [0, 1, 1, 2, 2, 2]");
+}
+
+#[test]
+fn bad_grids_are_typed_errors() {
+    assert!(matches!(
+        UnstructuredGrid::new(&[0.0; 6], 4),
+        Err(VtkError::Unsupported(_))
+    ));
+    assert!(matches!(
+        UnstructuredGrid::new(&[0.0; 5], 2),
+        Err(VtkError::Length { .. })
+    ));
+    let g = UnstructuredGrid::new(&[0.0; 8], 2).unwrap();
+    let e = g.clone().with_cells(&[0, 1, 4], 3).unwrap_err();
+    assert!(matches!(e, VtkError::PointIndex { value: 4, .. }), "{e}");
+    assert!(matches!(
+        g.clone().with_cells(&[0, 1, -1], 3),
+        Err(VtkError::PointIndex { .. })
+    ));
+    assert!(matches!(
+        g.clone().with_cells(&[0, 1, 2], 0),
+        Err(VtkError::Length { .. })
+    ));
+    let g = g.with_cells(&[0, 1, 2, 3], 4).unwrap();
+    assert!(matches!(
+        g.clone().with_cell_data("p", &[1.0, 2.0], 1),
+        Err(VtkError::Length { .. })
+    ));
+    assert!(matches!(
+        g.clone().with_point_data("p", &[1.0; 4], 0),
+        Err(VtkError::Length { .. })
+    ));
+    let twice = g.clone().with_cell_data("p", &[1.0], 1).unwrap();
+    assert!(matches!(
+        twice.with_cell_data("p", &[2.0], 1),
+        Err(VtkError::Duplicate { .. })
+    ));
+    let e = g
+        .write_vtu(Path::new("/nonexistent-dir/x.vtu"))
+        .unwrap_err();
+    assert!(matches!(e, VtkError::Io { .. }) && e.to_string().contains("nonexistent-dir"));
+}
+
+#[test]
+fn a_rank_that_cannot_write_fails_every_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let comms = thread_communicators(2, Duration::from_secs(20));
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = comms
+            .into_iter()
+            .enumerate()
+            .map(|(r, comm)| {
+                // Rank 1 is pointed at a directory that does not exist.
+                let path = if r == 1 {
+                    dir.path().join("missing/flow.pvtu")
+                } else {
+                    dir.path().join("flow.pvtu")
+                };
+                s.spawn(move || {
+                    UnstructuredGrid::new(&[0.0, 0.0], 2)
+                        .unwrap()
+                        .write_parallel(&path, &comm)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        matches!(results[0], Err(VtkError::OtherRank(1))),
+        "{results:?}"
+    );
+    assert!(
+        matches!(results[1], Err(VtkError::Io { .. })),
+        "{results:?}"
+    );
+}
