@@ -1,7 +1,7 @@
 //! Files made by other HDF5 tools in OP2's layout are read, and files written here look to HDF5's
 //! own tools the way OP2 writes them. Python's h5py (Debian's `python3-h5py`) writes the foreign
 //! file; `h5dump` (Debian's `hdf5-tools`) inspects ours. Where they are missing the tests say so
-//! and pass, unless `OP2_REQUIRE_HDF5_TOOLS` is set (CI sets it through `cargo xtask test`).
+//! and pass, unless `OP2_REQUIRE_FILE_TOOLS` is set (CI sets it through `cargo xtask test`).
 
 use backend_seq as _;
 use op2_core::Runtime;
@@ -9,7 +9,7 @@ use op2_hdf5::H5File;
 use std::process::Command;
 
 fn required() -> bool {
-    std::env::var_os("OP2_REQUIRE_HDF5_TOOLS").is_some()
+    std::env::var_os("OP2_REQUIRE_FILE_TOOLS").is_some()
 }
 
 /// A Python with h5py: `OP2_PYTHON`, else Debian's, else the one on the PATH.
@@ -34,7 +34,7 @@ fn reads_a_file_written_by_h5py() {
     let Some(python) = python_with_h5py() else {
         assert!(
             !required(),
-            "OP2_REQUIRE_HDF5_TOOLS is set but no Python has h5py"
+            "OP2_REQUIRE_FILE_TOOLS is set but no Python has h5py"
         );
         eprintln!("skipped: no Python with h5py (apt-get install python3-h5py)");
         return;
@@ -121,7 +121,7 @@ fn h5dump_sees_op2s_layout() {
     if !have {
         assert!(
             !required(),
-            "OP2_REQUIRE_HDF5_TOOLS is set but h5dump is missing"
+            "OP2_REQUIRE_FILE_TOOLS is set but h5dump is missing"
         );
         eprintln!("skipped: no h5dump (apt-get install hdf5-tools)");
         return;
