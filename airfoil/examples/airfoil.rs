@@ -3,14 +3,21 @@
 //! it, OP2's per-loop timing table, and whether the residuals match OP2-Common's.
 //!
 //! `cargo run --release --example airfoil -- [--iterations N] [--backend NAME] [--mesh FILE]
-//! [--ij I J] [--write-mesh FILE]`
+//! [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress]`
+//!
+//! `--mesh` reads `new_grid.dat` or, built with `--features hdf5`, OP2's `new_grid.h5` (and its
+//! constants); `--write-mesh x.h5` writes OP2's HDF5 layout, any other name the text format.
+//! `--vtk` writes density, velocity and pressure for ParaView at the end, `--png` a picture of the
+//! pressure. A progress bar runs on stderr when it is a terminal, plain lines when it is not.
 //!
 //! Across MPI ranks (built with `--features mpi`): `mpirun -np N target/release/examples/airfoil
 //! [--partitioner metis|geometric|blocks] [--renumber]`. Every rank builds the mesh, it is
-//! partitioned collectively, rank 0 prints; the timing table then has the halo exchanges, bytes
+//! partitioned collectively (from an HDF5 file each rank reads only its rows), rank 0 prints; the timing table then has the halo exchanges, bytes
 //! and time waiting per loop (summed, or the slowest rank's), and a table per Dat.
 
-use airfoil::{Airfoil, Constants, LOOPS, Mesh, REFERENCE_RESIDUALS, STANDARD_IJ, format_residual};
+use airfoil::{
+    Airfoil, Constants, LOOPS, Mesh, MeshError, REFERENCE_RESIDUALS, STANDARD_IJ, format_residual,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -24,6 +31,9 @@ struct Options {
     /// Across ranks: the partitioner's name (METIS by default under mpirun).
     partitioner: Option<String>,
     renumber: bool,
+    vtk: Option<PathBuf>,
+    png: Option<PathBuf>,
+    progress: bool,
 }
 
 fn parse() -> Result<Options, String> {
@@ -35,6 +45,9 @@ fn parse() -> Result<Options, String> {
         write_mesh: None,
         partitioner: None,
         renumber: false,
+        vtk: None,
+        png: None,
+        progress: true,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -56,11 +69,17 @@ fn parse() -> Result<Options, String> {
                 o.partitioner = Some(it.next().ok_or("--partitioner needs a name")?.clone())
             }
             "--renumber" => o.renumber = true,
+            "--vtk" => o.vtk = Some(it.next().ok_or("--vtk needs a file")?.into()),
+            "--png" => o.png = Some(it.next().ok_or("--png needs a file")?.into()),
+            "--no-progress" => o.progress = false,
             "--help" | "-h" => {
-                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--partitioner metis|geometric|blocks] [--renumber]".into());
+                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--partitioner metis|geometric|blocks] [--renumber]".into());
             }
             other => return Err(format!("unknown option `{other}` (try --help)")),
         }
+    }
+    if cfg!(not(feature = "png")) && o.png.is_some() {
+        return Err("--png needs the `png` feature (on by default)".into());
     }
     if o.ij.0 < 2 || o.ij.1 < 2 {
         return Err("--ij needs I >= 2 and J >= 2".into());
@@ -109,12 +128,24 @@ fn run() -> Result<bool, String> {
                 .into(),
         );
     }
+    let s = |e: MeshError| e.to_string();
 
+    // Across ranks an HDF5 mesh is read in slices, one per rank; otherwise every process holds
+    // the whole mesh.
+    let sliced = distributed && o.mesh.as_deref().is_some_and(airfoil::mesh::is_hdf5);
     let t = Instant::now();
     let (mesh, standard) = match &o.mesh {
-        Some(path) => (Mesh::read(path).map_err(|e| e.to_string())?, false),
-        None => (Mesh::generate(o.ij.0, o.ij.1), o.ij == STANDARD_IJ),
+        Some(_) if sliced => (None, false),
+        Some(path) => {
+            let m = Mesh::load(path).map_err(s)?;
+            // A file holding the standard mesh gets the reference check too.
+            let standard = [m.nnode(), m.ncell()] == [721_801, 720_000]
+                && m == Mesh::generate(STANDARD_IJ.0, STANDARD_IJ.1);
+            (Some(m), standard)
+        }
+        None => (Some(Mesh::generate(o.ij.0, o.ij.1)), o.ij == STANDARD_IJ),
     };
+    let c = constants(o.mesh.as_deref()).map_err(s)?;
     let mesh_seconds = t.elapsed().as_secs_f64();
     let mut b = op2::builder();
     match (&o.backend, std::env::var_os("OP2_BACKEND")) {
@@ -136,28 +167,37 @@ fn run() -> Result<bool, String> {
     macro_rules! say {
         ($($t:tt)*) => { if lead { println!($($t)*); } };
     }
-    say!(
-        "mesh: {} nodes, {} cells, {} edges, {} boundary edges ({mesh_seconds:.2} s)",
-        mesh.nnode(),
-        mesh.ncell(),
-        mesh.nedge(),
-        mesh.nbedge(),
-    );
-    if let Some(path) = &o.write_mesh {
-        // Rank 0 writes; every rank learns whether it could, and all stop if not.
-        let written = if lead {
-            mesh.write(path)
-                .map_err(|e| format!("{}: {e}", path.display()))
-        } else {
-            Ok(())
-        };
-        let mut failed = [f64::from(u8::from(written.is_err()))];
+    // Rank 0 writes; every rank learns whether it could, and all stop if not.
+    let on_lead = |what: &str, job: &dyn Fn() -> Result<(), String>| -> Result<(), String> {
+        let done = if lead { job() } else { Ok(()) };
+        let mut failed = [f64::from(u8::from(done.is_err()))];
         comm.all_reduce_f64(&mut failed, op2::ReduceOp::Max)
             .map_err(|e| e.to_string())?;
-        written?;
+        done?;
         if failed[0] != 0.0 {
-            return Err("rank 0 could not write the mesh".into());
+            return Err(format!("rank 0 could not write {what}"));
         }
+        Ok(())
+    };
+    // The whole mesh on rank 0 (read now when the ranks read slices), for writing and pictures.
+    let whole = || -> Result<Mesh, String> {
+        match (&mesh, &o.mesh) {
+            (Some(m), _) => Ok(m.clone()),
+            (None, Some(path)) => Mesh::load(path).map_err(s),
+            (None, None) => unreachable!("a mesh is generated when no file is given"),
+        }
+    };
+    if let Some(m) = &mesh {
+        say!(
+            "mesh: {} nodes, {} cells, {} edges, {} boundary edges ({mesh_seconds:.2} s)",
+            m.nnode(),
+            m.ncell(),
+            m.nedge(),
+            m.nbedge(),
+        );
+    }
+    if let Some(path) = &o.write_mesh {
+        on_lead("the mesh", &|| whole()?.save(path, &c).map_err(s))?;
         say!("wrote {}", path.display());
     }
     let threads = match rt.backend_name() {
@@ -176,14 +216,35 @@ fn run() -> Result<bool, String> {
     );
 
     #[cfg(feature = "mpi")]
-    let (airfoil, _local) = if distributed {
+    let (airfoil, local) = if distributed {
         let name = o.partitioner.as_deref().unwrap_or("metis");
-        let (airfoil, local) =
-            airfoil::distributed::partitioned(&rt, &mesh, &Constants::default(), |h| {
-                let p = h.partitioner(name).expect("checked by parse()");
-                op2::mpi::Options::new(p).renumber(o.renumber)
-            })
-            .map_err(|e| e.to_string())?;
+        let choose = |h: &airfoil::distributed::AirfoilHandles| {
+            let p = h.partitioner(name).expect("checked by parse()");
+            op2::mpi::Options::new(p).renumber(o.renumber)
+        };
+        let (airfoil, local) = match (&mesh, &o.mesh) {
+            (Some(m), _) => {
+                airfoil::distributed::partitioned(&rt, m, &c, choose).map_err(|e| e.to_string())?
+            }
+            (None, Some(path)) => {
+                #[cfg(feature = "hdf5")]
+                {
+                    let (airfoil, local, [nnode, ncell, nedge, nbedge]) =
+                        airfoil::distributed::partitioned_hdf5(&rt, path, &c, choose).map_err(s)?;
+                    say!(
+                        "mesh: {nnode} nodes, {ncell} cells, {nedge} edges, {nbedge} boundary edges, \
+                         {} read in {ranks} slices",
+                        path.display()
+                    );
+                    (airfoil, local)
+                }
+                #[cfg(not(feature = "hdf5"))]
+                return Err(s(MeshError::NeedsHdf5 {
+                    path: path.display().to_string(),
+                }));
+            }
+            (None, None) => unreachable!("a mesh is generated when no file is given"),
+        };
         {
             let r = local.report();
             let cells = r.sets.iter().find(|(n, _)| n == "cells");
@@ -206,25 +267,29 @@ fn run() -> Result<bool, String> {
         }
         (airfoil, Some(local))
     } else {
-        (
-            Airfoil::new(&rt, &mesh, &Constants::default()).map_err(|e| e.to_string())?,
-            None,
-        )
+        let m = mesh.as_ref().expect("one process holds the whole mesh");
+        (Airfoil::new(&rt, m, &c).map_err(|e| e.to_string())?, None)
     };
     #[cfg(not(feature = "mpi"))]
-    let airfoil = Airfoil::new(&rt, &mesh, &Constants::default()).map_err(|e| e.to_string())?;
+    let airfoil = {
+        let m = mesh.as_ref().expect("one process holds the whole mesh");
+        Airfoil::new(&rt, m, &c).map_err(|e| e.to_string())?
+    };
 
     let t = Instant::now();
     let mut printed = Vec::new();
+    let progress = Progress::new(lead && o.progress, o.iterations);
     for iter in 1..=o.iterations {
         let rms = airfoil.step().map_err(|e| e.to_string())?;
         if iter % 100 == 0 {
             let r = format_residual(rms);
-            say!(" {iter:5}  {r}");
+            progress.println(&format!(" {iter:5}  {r}"), lead);
             printed.push(r);
         }
+        progress.tick(iter);
     }
     rt.flush().map_err(|e| e.to_string())?;
+    progress.finish();
     let total = t.elapsed().as_secs_f64();
     say!(
         "{} iterations in {:.2} s: {:.2} ms per iteration",
@@ -233,6 +298,32 @@ fn run() -> Result<bool, String> {
         1e3 * total / o.iterations.max(1) as f64
     );
     print_timings(&rt, o.iterations).map_err(|e| e.to_string())?;
+
+    if let Some(path) = &o.vtk {
+        let file = airfoil::output::write_vtk(&airfoil, &c, path).map_err(|e| e.to_string())?;
+        say!(
+            "wrote {} (density, velocity, pressure per cell)",
+            file.display()
+        );
+    }
+    #[cfg(feature = "png")]
+    if let Some(path) = &o.png {
+        // The flow in global order on rank 0.
+        #[cfg(feature = "mpi")]
+        let q = match &local {
+            Some(local) => local.gather(airfoil.q_dat()).map_err(|e| e.to_string())?,
+            None => Some(airfoil.q().map_err(|e| e.to_string())?),
+        };
+        #[cfg(not(feature = "mpi"))]
+        let q = Some(airfoil.q().map_err(|e| e.to_string())?);
+        on_lead("the picture", &|| {
+            let q = q.as_deref().expect("rank 0 holds the gathered flow");
+            let title = format!("Airfoil: pressure after {} iterations", o.iterations);
+            airfoil::picture::render_pressure(&whole()?, q, c.gm1, &title, path, (1200, 800))
+                .map_err(|e| e.to_string())
+        })?;
+        say!("wrote {}", path.display());
+    }
 
     if !(standard && o.iterations >= 100) {
         say!("\n(no reference residuals for this mesh and iteration count)");
@@ -252,6 +343,77 @@ fn run() -> Result<bool, String> {
         }
     }
     Ok(matches)
+}
+
+/// The flow constants: those in an HDF5 mesh file when it has them, else OP2's.
+fn constants(mesh: Option<&std::path::Path>) -> Result<Constants, MeshError> {
+    #[cfg(feature = "hdf5")]
+    if let Some(path) = mesh.filter(|p| airfoil::mesh::is_hdf5(p)) {
+        return Ok(Constants::read_hdf5(path)?.unwrap_or_default());
+    }
+    let _ = mesh;
+    Ok(Constants::default())
+}
+
+/// Progress on rank 0's stderr: a bar with iterations per second and time left on a terminal,
+/// a plain line every tenth of the run otherwise (logs stay readable), nothing when switched off.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    plain: bool,
+    iterations: usize,
+    start: Instant,
+}
+
+impl Progress {
+    fn new(on: bool, iterations: usize) -> Progress {
+        use std::io::IsTerminal;
+        let terminal = on && std::io::stderr().is_terminal();
+        let bar = terminal.then(|| {
+            let bar = indicatif::ProgressBar::new(iterations as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} iterations  {per_sec}  {eta} left",
+                )
+                .expect("a valid template"),
+            );
+            bar
+        });
+        Progress {
+            bar,
+            plain: on && !terminal,
+            iterations,
+            start: Instant::now(),
+        }
+    }
+
+    /// Prints a line of the job's output (on rank 0) without breaking the bar.
+    fn println(&self, line: &str, lead: bool) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None if lead => println!("{line}"),
+            None => {}
+        }
+    }
+
+    fn tick(&self, iter: usize) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(iter as u64);
+        } else if self.plain && iter % (self.iterations / 10).max(1) == 0 {
+            let seconds = self.start.elapsed().as_secs_f64();
+            let rate = iter as f64 / seconds.max(f64::MIN_POSITIVE);
+            eprintln!(
+                "progress: {iter}/{} iterations, {rate:.1} per second, {:.0} s left",
+                self.iterations,
+                (self.iterations - iter) as f64 / rate
+            );
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// OP2's per-loop table on rank 0; across ranks times are the slowest rank's and halo traffic

@@ -10,6 +10,9 @@ pub mod distributed;
 #[cfg(feature = "hdf5")]
 pub mod hdf5;
 pub mod mesh;
+pub mod output;
+#[cfg(feature = "png")]
+pub mod picture;
 pub mod solver;
 
 pub use baseline::Baseline;

@@ -345,6 +345,16 @@ impl Airfoil {
         &self.p_q
     }
 
+    /// The node coordinates (2 per node; across ranks this rank's rows, halos included).
+    pub fn x_dat(&self) -> &Dat<f64> {
+        &self.p_x
+    }
+
+    /// The cell-to-node map (across ranks this rank's cells, in local numbering).
+    pub fn cell_map(&self) -> &op2::Map {
+        &self.pcell
+    }
+
     /// The largest squared update seen so far.
     pub fn max_change(&self) -> Result<f64> {
         Ok(self.maxerr.value()?[0])

@@ -326,3 +326,54 @@ fn a_dat_written_directly_where_the_exec_halo_runs_exchanges_only_its_non_exec_h
     assert_eq!(exchanges, 1 + iterations as u64);
     assert_eq!(bytes, 8 * (exec + iterations * nonexec) as u64);
 }
+
+#[cfg(feature = "hdf5")]
+#[test]
+fn ranks_reading_their_slices_of_an_hdf5_file_compute_what_one_process_computes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grid.h5");
+    let mesh = Mesh::generate(12, 16);
+    mesh.save(&path, &Constants::default()).unwrap();
+    let steps = 6;
+    let one = Airfoil::new(
+        &op2::builder().backend("seq").build().unwrap(),
+        &mesh,
+        &Constants::default(),
+    )
+    .unwrap();
+    let rms: Vec<f64> = (0..steps).map(|_| one.step().unwrap()).collect();
+    for ranks in [2, 3] {
+        let got = on_ranks(ranks, true, |rt| {
+            let (a, _local, sizes) =
+                airfoil::distributed::partitioned_hdf5(&rt, &path, &Constants::default(), |h| {
+                    Options::new(h.partitioner("metis").unwrap())
+                })
+                .unwrap();
+            assert_eq!(
+                sizes,
+                [mesh.nnode(), mesh.ncell(), mesh.nedge(), mesh.nbedge()]
+            );
+            let r: Vec<f64> = (0..steps).map(|_| a.step().unwrap()).collect();
+            // Each rank writes its piece; rank 0 the index.
+            let vtk = dir.path().join(format!("flow{ranks}.pvtu"));
+            airfoil::output::write_vtk(&a, &Constants::default(), &vtk).unwrap();
+            let cells = a.cell_map().from().size();
+            (r, cells)
+        });
+        let total: usize = got.iter().map(|(_, c)| c).sum();
+        assert_eq!(total, mesh.ncell(), "every cell owned once");
+        for (r, (got, _)) in got.iter().enumerate() {
+            for (a, b) in rms.iter().zip(got) {
+                assert!(
+                    (a - b).abs() <= 1e-12 * a.abs(),
+                    "rank {r} of {ranks}: {a} vs {b}"
+                );
+            }
+        }
+        let index = std::fs::read_to_string(dir.path().join(format!("flow{ranks}.pvtu"))).unwrap();
+        for r in 0..ranks {
+            assert!(index.contains(&format!("flow{ranks}_{r}.vtu")), "{index}");
+            assert!(dir.path().join(format!("flow{ranks}_{r}.vtu")).exists());
+        }
+    }
+}

@@ -161,21 +161,34 @@ fn op2_type_name(d: DType) -> &'static str {
 }
 
 impl H5File {
-    /// Opens an existing file for reading and writing, or only reading when it is read-only.
+    /// Opens an existing file for reading (any number of processes may read it at once).
     pub fn open(path: impl AsRef<Path>) -> Result<H5File> {
-        let path = path.as_ref().to_path_buf();
+        Self::open_with(path.as_ref(), false)
+    }
+
+    /// Opens an existing file for reading and adding or overwriting datasets
+    /// (one process at a time).
+    pub fn open_rw(path: impl AsRef<Path>) -> Result<H5File> {
+        Self::open_with(path.as_ref(), true)
+    }
+
+    fn open_with(path: &Path, write: bool) -> Result<H5File> {
+        let path = path.to_path_buf();
         if !path.exists() {
             return Err(Hdf5Error::Open {
                 reason: "no such file".into(),
                 file: path,
             });
         }
-        let file = hdf5::File::open_rw(&path)
-            .or_else(|_| hdf5::File::open(&path))
-            .map_err(|e| Hdf5Error::Open {
-                file: path.clone(),
-                reason: e.to_string(),
-            })?;
+        let file = if write {
+            hdf5::File::open_rw(&path)
+        } else {
+            hdf5::File::open(&path)
+        };
+        let file = file.map_err(|e| Hdf5Error::Open {
+            file: path.clone(),
+            reason: e.to_string(),
+        })?;
         Ok(H5File { file, path })
     }
 

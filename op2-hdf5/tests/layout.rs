@@ -30,7 +30,7 @@ fn round_trip_declares_what_was_written_and_a_loop_runs_on_it() {
     let path = dir.path().join("small.h5");
     write_small(&path);
     let rt = runtime();
-    let f = H5File::open(&path).unwrap();
+    let f = H5File::open_rw(&path).unwrap();
     let nodes = f.decl_set(&rt, "nodes").unwrap();
     let edges = f.decl_set(&rt, "edges").unwrap();
     assert_eq!((nodes.size(), edges.size()), (4, 3));
@@ -73,6 +73,11 @@ fn round_trip_declares_what_was_written_and_a_loop_runs_on_it() {
         vec![1.0, 2.0, 2.0, 1.0]
     );
     assert_eq!(again.shape("pedge").unwrap(), (3, 2));
+    drop((f, again));
+    // A file opened for reading refuses writes with an error.
+    let read_only = H5File::open(&path).unwrap();
+    let e = read_only.write_set("more", 1).unwrap_err();
+    assert!(matches!(e, Hdf5Error::Io { .. }), "{e}");
 }
 
 #[test]
@@ -120,7 +125,7 @@ fn bad_files_give_typed_errors_naming_file_and_dataset() {
     let path = dir.path().join("small.h5");
     write_small(&path);
     let rt = runtime();
-    let f = H5File::open(&path).unwrap();
+    let f = H5File::open_rw(&path).unwrap();
     let nodes = f.decl_set(&rt, "nodes").unwrap();
     let edges = f.decl_set(&rt, "edges").unwrap();
     let name = path.display().to_string();

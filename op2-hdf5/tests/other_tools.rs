@@ -8,35 +8,12 @@ use op2_core::Runtime;
 use op2_hdf5::H5File;
 use std::process::Command;
 
-fn required() -> bool {
-    std::env::var_os("OP2_REQUIRE_FILE_TOOLS").is_some()
-}
-
-/// A Python with h5py: `OP2_PYTHON`, else Debian's, else the one on the PATH.
-fn python_with_h5py() -> Option<String> {
-    let candidates = std::env::var("OP2_PYTHON")
-        .into_iter()
-        .chain(["/usr/bin/python3".to_string(), "python3".to_string()]);
-    for p in candidates {
-        let ok = Command::new(&p)
-            .args(["-c", "import h5py"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(p);
-        }
-    }
-    None
-}
+#[path = "../../op2-vtk/tests/support/python.rs"]
+mod support;
 
 #[test]
 fn reads_a_file_written_by_h5py() {
-    let Some(python) = python_with_h5py() else {
-        assert!(
-            !required(),
-            "OP2_REQUIRE_FILE_TOOLS is set but no Python has h5py"
-        );
-        eprintln!("skipped: no Python with h5py (apt-get install python3-h5py)");
+    let Some(python) = support::python_with("h5py", "python3-h5py") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -69,7 +46,7 @@ with h5py.File(sys.argv[1], "w") as f:
     );
 
     let rt = Runtime::builder().backend("seq").build().unwrap();
-    let f = H5File::open(&path).unwrap();
+    let f = H5File::open_rw(&path).unwrap();
     let nodes = f.decl_set(&rt, "nodes").unwrap();
     let cells = f.decl_set(&rt, "cells").unwrap();
     let pcell = f.decl_map(&rt, &cells, &nodes, 3, "pcell").unwrap();
@@ -120,7 +97,7 @@ fn h5dump_sees_op2s_layout() {
         .is_ok_and(|o| o.status.success());
     if !have {
         assert!(
-            !required(),
+            !support::tools_required(),
             "OP2_REQUIRE_FILE_TOOLS is set but h5dump is missing"
         );
         eprintln!("skipped: no h5dump (apt-get install hdf5-tools)");

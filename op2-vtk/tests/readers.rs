@@ -6,43 +6,17 @@
 use op2_core::comm::thread_communicators;
 use op2_vtk::{UnstructuredGrid, VtkError};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-/// A Python with meshio: `OP2_PYTHON`, else Debian's, else the one on the PATH.
+#[path = "support/python.rs"]
+mod support;
+
 fn python_with_meshio() -> Option<String> {
-    let candidates = std::env::var("OP2_PYTHON")
-        .into_iter()
-        .chain(["/usr/bin/python3".to_string(), "python3".to_string()]);
-    for p in candidates {
-        let ok = Command::new(&p)
-            .args(["-c", "import meshio"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(p);
-        }
-    }
-    if std::env::var_os("OP2_REQUIRE_FILE_TOOLS").is_some() {
-        panic!("OP2_REQUIRE_FILE_TOOLS is set but no Python has meshio");
-    }
-    eprintln!("skipped: no Python with meshio (apt-get install python3-meshio)");
-    None
+    support::python_with("meshio", "python3-meshio")
 }
 
-/// Runs `script` on `file` and returns what it prints.
-fn python(python: &str, script: &str, file: &Path) -> String {
-    let out = Command::new(python)
-        .args(["-c", script])
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+fn python(py: &str, script: &str, file: &Path) -> String {
+    support::run_python(py, script, &[file])
 }
 
 /// Three quads and two triangles on a 4 x 2 lattice of points.
