@@ -72,25 +72,25 @@ mod hdf5 {
         mesh.write(&text).unwrap();
         // OP2's convert_mesh in Python: the text file's numbers into OP2's datasets, no constants.
         let script = r#"
-    import sys, h5py, numpy as np
-    lines = open(sys.argv[1]).read().split("\n")
-    nnode, ncell, nedge, nbedge = map(int, lines[0].split())
-    rows = lambda a, n: np.array([l.split() for l in lines[a:a + n]])
-    x = rows(1, nnode).astype(np.float64)
-    cell = rows(1 + nnode, ncell).astype(np.int32)
-    edge = rows(1 + nnode + ncell, nedge).astype(np.int32)
-    bedge = rows(1 + nnode + ncell + nedge, nbedge).astype(np.int32)
-    with h5py.File(sys.argv[2], "w") as f:
-        for name, n in [("nodes", nnode), ("cells", ncell), ("edges", nedge), ("bedges", nbedge)]:
-            f[name] = np.array([n], dtype=np.int32)
-        f["p_x"] = x
-        f["pcell"] = cell
-        f["pedge"] = edge[:, :2]
-        f["pecell"] = edge[:, 2:]
-        f["pbedge"] = bedge[:, :2]
-        f["pbecell"] = bedge[:, 2:3]
-        f["p_bound"] = bedge[:, 3]
-    "#;
+import sys, h5py, numpy as np
+lines = open(sys.argv[1]).read().split("\n")
+nnode, ncell, nedge, nbedge = map(int, lines[0].split())
+rows = lambda a, n: np.array([l.split() for l in lines[a:a + n]])
+x = rows(1, nnode).astype(np.float64)
+cell = rows(1 + nnode, ncell).astype(np.int32)
+edge = rows(1 + nnode + ncell, nedge).astype(np.int32)
+bedge = rows(1 + nnode + ncell + nedge, nbedge).astype(np.int32)
+with h5py.File(sys.argv[2], "w") as f:
+    for name, n in [("nodes", nnode), ("cells", ncell), ("edges", nedge), ("bedges", nbedge)]:
+        f[name] = np.array([n], dtype=np.int32)
+    f["p_x"] = x
+    f["pcell"] = cell
+    f["pedge"] = edge[:, :2]
+    f["pecell"] = edge[:, 2:]
+    f["pbedge"] = bedge[:, :2]
+    f["pbecell"] = bedge[:, 2:3]
+    f["p_bound"] = bedge[:, 3]
+"#;
         support::run_python(&py, script, &[&text, &h5]);
         let read = Mesh::load(&h5).unwrap();
         assert!(

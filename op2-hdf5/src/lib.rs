@@ -183,7 +183,15 @@ impl H5File {
         let file = if write {
             hdf5::File::open_rw(&path)
         } else {
-            hdf5::File::open(&path)
+            // Readers take no file lock. HDF5 opens files without close-on-exec, so a process
+            // started while a file was open for writing (a compiler, a Python script) inherits
+            // the writer's exclusive lock and would lock every reader out until it exits, though
+            // the writer closed the file long before. A file this process still has open takes
+            // the flags it was opened with.
+            hdf5::File::with_options()
+                .with_fapl(|fapl| fapl.file_locking(false))
+                .open(&path)
+                .or_else(|first| hdf5::File::open(&path).map_err(|_| first))
         };
         let file = file.map_err(|e| Hdf5Error::Open {
             file: path.clone(),

@@ -217,3 +217,38 @@ fn files_that_are_not_hdf5_or_cut_short_are_refused() {
         }
     }
 }
+
+#[test]
+fn a_process_started_while_a_file_was_written_does_not_lock_out_readers() {
+    // HDF5's descriptors survive exec: a child started during the write holds the writer's lock
+    // after the writer closed the file. Readers must not wait for it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inherited.h5");
+    let f = H5File::create(&path).unwrap();
+    f.write_set("nodes", 3).unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("3")
+        .spawn()
+        .unwrap();
+    drop(f);
+    let read = H5File::open(&path).and_then(|f| f.set_size("nodes"));
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(read.unwrap(), 3);
+}
+
+#[test]
+fn a_file_is_closed_when_its_handle_is_dropped() {
+    // HDF5 locks files it opens; a handle that stayed open would lock out the next reader
+    // (another rank, or this process reading what it just wrote).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("closed.h5");
+    for _ in 0..2 {
+        write_small(&path);
+        let f = H5File::open(&path).unwrap();
+        assert_eq!(f.set_size("nodes").unwrap(), 4);
+        drop(f);
+        let f = H5File::open_rw(&path).unwrap();
+        f.write_dat_values("extra", 1, &[1.0f64]).unwrap();
+    }
+}
