@@ -10,8 +10,9 @@
 //!   tests, Airfoil and the bench on `cuda`), from a bundle of binaries that runs on a GPU machine
 //!   without a toolchain (see `gpu.rs`).
 //! - `cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp]
-//!   [--partitioner metis,geometric,blocks]`: Airfoil under `mpirun` at each rank count, backend
-//!   and partitioner; fails unless every run prints OP2-Common's residuals (see `mpi.rs`).
+//!   [--partitioner metis,geometric,blocks] [--hdf5]`: Airfoil under `mpirun` at each rank count,
+//!   backend and partitioner (from OP2's HDF5 file read in slices, with VTK and PNG output, under
+//!   `--hdf5`); fails unless every run prints OP2-Common's residuals (see `mpi.rs`).
 //! - `cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]`: every backend
 //!   (or the named ones) against the sequential reference, each in its own process; prints a table
 //!   of case x backend.
@@ -63,7 +64,24 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         why: "op2-mpi links MPI (rsmpi generates its bindings with libclang) and its tests run `mpirun -np 1..4`",
         required: true,
     },
+    SystemDep {
+        what: "HDF5 (library, headers, `h5dump`)",
+        check: "pkg-config --exists hdf5 && command -v h5dump",
+        packages: &["libhdf5-dev", "hdf5-tools", "pkg-config"],
+        why: "op2-hdf5 links HDF5 (OP2's mesh files); its tests check files with h5dump",
+        required: true,
+    },
+    SystemDep {
+        what: "Python with h5py and meshio",
+        check: FILE_TOOLS_CHECK,
+        packages: &["python3-h5py", "python3-meshio"],
+        why: "the file-format tests read files made by h5py and open VTK output with meshio",
+        required: false,
+    },
 ];
+
+/// Whether Debian's Python has the readers the file-format tests compare against.
+const FILE_TOOLS_CHECK: &str = "/usr/bin/python3 -c 'import h5py, meshio' >/dev/null 2>&1";
 
 /// Where `--install-deps` puts NVRTC (the PyPI wheel of CUDA 12.8's), relative to the workspace.
 const NVRTC_TARGET: &str = "target/nvrtc";
@@ -128,7 +146,7 @@ fn main() -> ExitCode {
         Some("airfoil-mpi") => mpi::airfoil(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]...\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]...\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]"
             );
             Err("unknown or missing command".into())
         }
@@ -307,6 +325,9 @@ fn test(args: &[String]) -> Result<(), String> {
         "op2/mpi".to_string(),
         "airfoil/mpi".to_string(),
         "op2-conformance/mpi".to_string(),
+        // OP2's HDF5 files, in the facade and in Airfoil.
+        "op2/hdf5".to_string(),
+        "airfoil/hdf5".to_string(),
     ]);
     let ws_features = ws_features.join(",");
     let with_features = |cmd: &mut Command| {
@@ -326,6 +347,14 @@ fn test(args: &[String]) -> Result<(), String> {
     c.args(["test", "--workspace", "--all-targets"]);
     with_features(&mut c);
     c.env("OP2_REQUIRE_BACKENDS", must_start.join(","));
+    // Where the readers are installed the file-format tests must use them, not skip.
+    if sh_ok(FILE_TOOLS_CHECK) {
+        c.env("OP2_REQUIRE_FILE_TOOLS", "1");
+    } else {
+        eprintln!(
+            "xtask: no Python with h5py and meshio; the file-format tests skip their readers"
+        );
+    }
     run(c.envs(cuda_env.iter().cloned()))?;
     run(cargo().args(["test", "--workspace", "--doc"]))?;
     // The facade's suite computes its expected values independently; rerun it on the OpenMP
@@ -408,6 +437,18 @@ fn test(args: &[String]) -> Result<(), String> {
         },
         "--partitioner".into(),
         "metis,blocks".into(),
+    ])?;
+    // The same from OP2's HDF5 file, each rank reading its slice, with VTK pieces and a picture.
+    mpi::airfoil(&[
+        "--iterations".into(),
+        "100".into(),
+        "--ranks".into(),
+        "2".into(),
+        "--backend".into(),
+        "seq".into(),
+        "--partitioner".into(),
+        "metis".into(),
+        "--hdf5".into(),
     ])?;
     eprintln!("xtask: all tests passed");
     Ok(())

@@ -73,9 +73,10 @@ fn list(v: Option<&String>, what: &str) -> Result<Vec<String>, String> {
 }
 
 /// `cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp]
-/// [--partitioner metis,geometric,blocks] [--ij I J] [--renumber]`: every combination under
-/// mpirun; fails unless each run succeeds and (standard mesh, 100+ iterations) prints
-/// OP2-Common's residuals.
+/// [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]`: every combination
+/// under mpirun; fails unless each run succeeds and (standard mesh, 100+ iterations) prints
+/// OP2-Common's residuals. `--hdf5` writes the standard mesh as OP2's `new_grid.h5` first, has
+/// every rank read its slice of it, and checks each run's VTK pieces and picture.
 pub fn airfoil(args: &[String]) -> Result<(), String> {
     let mut iterations = 1000usize;
     let mut ranks: Vec<usize> = vec![1, 2, 3, 4];
@@ -86,6 +87,7 @@ pub fn airfoil(args: &[String]) -> Result<(), String> {
         "blocks".to_string(),
     ];
     let mut extra: Vec<String> = Vec::new();
+    let mut hdf5 = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -109,6 +111,7 @@ pub fn airfoil(args: &[String]) -> Result<(), String> {
                 extra.push(it.next().ok_or("--ij needs I J")?.clone());
             }
             "--renumber" => extra.push("--renumber".into()),
+            "--hdf5" => hdf5 = true,
             other => return Err(format!("unknown option `{other}`")),
         }
     }
@@ -118,20 +121,43 @@ pub fn airfoil(args: &[String]) -> Result<(), String> {
         "-p",
         "airfoil",
         "--features",
-        "mpi",
+        "mpi,hdf5",
         "--example",
         "airfoil",
     ]))?;
     let exe = root().join("target/release/examples/airfoil");
+    let out_dir = root().join("target/airfoil-mpi");
+    let mesh = out_dir.join("new_grid.h5");
+    if hdf5 {
+        std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+        let mut c = Command::new(&exe);
+        c.args(["--iterations", "0", "--no-progress", "--write-mesh"])
+            .arg(&mesh)
+            .args(&extra);
+        run(&mut c)?;
+    }
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     for backend in &backends {
         for partitioner in &partitioners {
             for &n in &ranks {
                 let mut c = mpirun(n, 1800);
-                c.arg(&exe)
-                    .args(["--backend", backend, "--partitioner", partitioner])
-                    .args(["--iterations", &iterations.to_string()])
+                let run_name = format!("{backend}-{partitioner}-{n}");
+                let (vtk, png) = (
+                    out_dir.join(format!("{run_name}/flow.pvtu")),
+                    out_dir.join(format!("{run_name}.png")),
+                );
+                if hdf5 {
+                    let _ = std::fs::remove_dir_all(out_dir.join(&run_name));
+                    std::fs::create_dir_all(out_dir.join(&run_name))
+                        .map_err(|e| format!("{}: {e}", out_dir.display()))?;
+                    c.arg(&exe).arg("--mesh").arg(&mesh);
+                    c.arg("--vtk").arg(&vtk).arg("--png").arg(&png);
+                } else {
+                    c.arg(&exe);
+                }
+                c.args(["--backend", backend, "--partitioner", partitioner])
+                    .args(["--iterations", &iterations.to_string(), "--no-progress"])
                     .args(&extra)
                     .env("OMP_NUM_THREADS", threads_per_rank(n).to_string())
                     .current_dir(root());
@@ -144,6 +170,22 @@ pub fn airfoil(args: &[String]) -> Result<(), String> {
                     Some(f) if out.status.success() => {
                         if !f.matches && extra.is_empty() && iterations >= 100 {
                             failed.push(format!("{label}: residuals differ"));
+                        }
+                        if hdf5 {
+                            // One piece per rank (or one .vtu on one rank) and the picture.
+                            let pieces: Vec<_> = if n == 1 {
+                                vec![vtk.with_extension("vtu")]
+                            } else {
+                                (0..n)
+                                    .map(|r| vtk.with_file_name(format!("flow_{r}.vtu")))
+                                    .chain([vtk.clone()])
+                                    .collect()
+                            };
+                            for f in pieces.iter().chain([&png]) {
+                                if !f.exists() {
+                                    failed.push(format!("{label}: no {}", f.display()));
+                                }
+                            }
                         }
                         rows.push((backend.clone(), partitioner.clone(), n, f));
                     }
