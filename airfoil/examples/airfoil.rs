@@ -81,6 +81,22 @@ fn parse() -> Result<Options, String> {
     if cfg!(not(feature = "png")) && o.png.is_some() {
         return Err("--png needs the `png` feature (on by default)".into());
     }
+    // Outputs are checked now, not after the run.
+    for (flag, path) in [
+        ("--vtk", &o.vtk),
+        ("--png", &o.png),
+        ("--write-mesh", &o.write_mesh),
+    ] {
+        if let Some(p) = path {
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+            if p.is_dir() || dir.is_some_and(|d| !d.is_dir()) {
+                return Err(format!(
+                    "{flag} {}: not a file in an existing directory",
+                    p.display()
+                ));
+            }
+        }
+    }
     if o.ij.0 < 2 || o.ij.1 < 2 {
         return Err("--ij needs I >= 2 and J >= 2".into());
     }
@@ -134,7 +150,6 @@ fn run() -> Result<bool, String> {
     // the whole mesh.
     let sliced = distributed && o.mesh.as_deref().is_some_and(airfoil::mesh::is_hdf5);
     let t = Instant::now();
-    #[cfg_attr(not(all(feature = "mpi", feature = "hdf5")), allow(unused_mut))]
     let (mesh, mut standard) = match &o.mesh {
         Some(_) if sliced => (None, false),
         Some(path) => {
@@ -147,6 +162,13 @@ fn run() -> Result<bool, String> {
         None => (Some(Mesh::generate(o.ij.0, o.ij.1)), o.ij == STANDARD_IJ),
     };
     let c = constants(o.mesh.as_deref()).map_err(s)?;
+    // OP2's residuals are for its constants too.
+    standard = standard && c == Constants::default();
+    if let (Some(m), Some(_)) = (&mesh, &o.png) {
+        if !m.bound.contains(&1) {
+            return Err("--png: the mesh has no wall (boundary kind 1) to draw".into());
+        }
+    }
     let mesh_seconds = t.elapsed().as_secs_f64();
     let mut b = op2::builder();
     match (&o.backend, std::env::var_os("OP2_BACKEND")) {

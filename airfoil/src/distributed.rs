@@ -178,10 +178,8 @@ pub fn partitioned_hdf5(
     let ([nnode, ncell, nedge, nbedge], part) = match read {
         Ok(r) if failed[0] == 0.0 => r,
         Ok(_) => {
-            return Err(crate::MeshError::Malformed {
+            return Err(crate::MeshError::OtherRank {
                 path: path.display().to_string(),
-                line: 0,
-                reason: "another rank could not read its slice of the file".into(),
             });
         }
         Err(e) => return Err(e),

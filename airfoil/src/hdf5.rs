@@ -2,6 +2,9 @@
 //! `cells`, the maps `pedge`, `pecell`, `pbedge`, `pbecell`, `pcell`, the dats `p_x`, `p_bound`,
 //! `p_q`, `p_qold`, `p_adt`, `p_res` and the constants `gam`, `gm1`, `cfl`, `eps`, `mach`, `alpha`,
 //! `qinf`, as OP2's `convert_mesh` writes them and its `airfoil_hdf5` reads them.
+//!
+//! Reading takes the mesh and the constants; the flow starts from `qinf` as OP2's Airfoil starts
+//! (a `p_q` in the file, for example a saved state, is not read).
 
 use crate::mesh::{Mesh, MeshError};
 use crate::solver::Constants;

@@ -64,6 +64,12 @@ pub enum MeshError {
     #[cfg(feature = "hdf5")]
     #[error(transparent)]
     Hdf5(#[from] op2::hdf5::Hdf5Error),
+    /// Another rank could not read its slice of the file (its own error says why).
+    #[error("{path}: another rank could not read its slice")]
+    OtherRank {
+        /// The file.
+        path: String,
+    },
     /// The mesh read from a file could not be partitioned across ranks.
     #[cfg(feature = "mpi")]
     #[error(transparent)]
@@ -79,19 +85,35 @@ pub enum MeshError {
 /// The first bytes of every HDF5 file.
 const HDF5_SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
 
-/// Whether `path` starts like an HDF5 file (so `--mesh` takes either format).
+/// Whether `path` is an HDF5 file (so `--mesh` takes either format): its signature at byte 0, or
+/// after a user block (512, 1024, 2048, ... bytes, as HDF5 allows).
 pub fn is_hdf5(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 8];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| &head == HDF5_SIGNATURE)
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let mut at = 0u64;
+    while at + 8 <= len {
+        let mut head = [0u8; 8];
+        if f.seek(SeekFrom::Start(at)).is_err() || f.read_exact(&mut head).is_err() {
+            return false;
+        }
+        if &head == HDF5_SIGNATURE {
+            return true;
+        }
+        at = if at == 0 { 512 } else { 2 * at };
+    }
+    false
 }
 
-/// Whether a file name asks for HDF5 (`.h5`, `.hdf5`) rather than the text format.
+/// Whether a file name asks for HDF5 (`.h5`, `.hdf5`, `.hdf`, `.he5`) rather than the text format.
 pub fn wants_hdf5(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("h5") || e.eq_ignore_ascii_case("hdf5"))
+    path.extension().is_some_and(|e| {
+        ["h5", "hdf5", "hdf", "he5"]
+            .iter()
+            .any(|x| e.eq_ignore_ascii_case(x))
+    })
 }
 
 impl Mesh {

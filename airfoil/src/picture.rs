@@ -19,6 +19,18 @@ pub enum PictureError {
         /// Cells in the mesh.
         cells: usize,
     },
+    /// A cell or boundary edge names a node the mesh does not have.
+    #[error("{what} {row} refers to node {node}, outside 0..{nodes}")]
+    Index {
+        /// `cell` or `boundary edge`.
+        what: &'static str,
+        /// Its row.
+        row: usize,
+        /// The node it names.
+        node: i32,
+        /// Nodes in the mesh.
+        nodes: usize,
+    },
     /// The mesh has no wall (boundary kind 1) to centre the view on.
     #[error("the mesh has no wall boundary to draw")]
     NoWall,
@@ -61,6 +73,20 @@ pub fn render_pressure(
             actual: q.len(),
             cells: mesh.ncell(),
         });
+    }
+    for (what, values, arity) in [("cell", &mesh.cell, 4), ("boundary edge", &mesh.bedge, 2)] {
+        if let Some((i, &n)) = values
+            .iter()
+            .enumerate()
+            .find(|(_, n)| !(0..mesh.nnode() as i64).contains(&i64::from(**n)))
+        {
+            return Err(PictureError::Index {
+                what,
+                row: i / arity,
+                node: n,
+                nodes: mesh.nnode(),
+            });
+        }
     }
     register_font();
     let draw_err = |e: &dyn std::fmt::Display| PictureError::Draw {
@@ -113,7 +139,14 @@ pub fn render_pressure(
         // A uniform (or empty) field still gets a legend.
         (p0, p1) = (p0.min(0.0) - 0.5, p1.max(0.0) + 0.5);
     }
-    let colour = |p: f64| ViridisRGB.get_color_normalized(p, p0, p1);
+    // Cells whose pressure is not a number (a diverged run) are grey, not a colour-map lookup.
+    let colour = |p: f64| {
+        if p.is_finite() {
+            ViridisRGB.get_color_normalized(p, p0, p1)
+        } else {
+            RGBColor(128, 128, 128)
+        }
+    };
 
     let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| draw_err(&e))?;

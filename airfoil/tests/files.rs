@@ -177,7 +177,7 @@ print(repr(m.points[9][0]), repr(m.points[9][1]))
         assert!((g - e).abs() <= 1e-14 * e.abs(), "{g} vs {e}");
     }
     let vel: Vec<f64> = lines[2].split(' ').map(|v| v.parse().unwrap()).collect();
-    assert_eq!(vel, vec![q[29] / q[28], q[30] / q[28]]);
+    assert_eq!(vel, vec![q[29] / q[28], q[30] / q[28], 0.0]);
     assert_eq!(lines[3], format!("{:?} {:?}", mesh.x[18], mesh.x[19]));
 }
 
@@ -211,4 +211,23 @@ fn the_picture_is_a_png_of_the_size_asked_for() {
         (64, 64),
     );
     assert!(matches!(e, Err(PictureError::Draw { .. })), "{e:?}");
+    // A diverged flow (not-a-number pressure) still draws, in grey.
+    let mut nan = q.clone();
+    nan[0] = f64::NAN;
+    airfoil::picture::render_pressure(&mesh, &nan, c.gm1, "t", &path, (64, 64)).unwrap();
+    // A mesh naming a node it does not have is an error, not a panic.
+    let mut bad = mesh.clone();
+    bad.cell[6] = -1;
+    let e = airfoil::picture::render_pressure(&bad, &q, c.gm1, "t", &path, (64, 64));
+    assert!(
+        matches!(
+            e,
+            Err(PictureError::Index {
+                row: 1,
+                node: -1,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
 }

@@ -119,8 +119,9 @@ pub enum Hdf5Error {
 /// Results of this crate.
 pub type Result<T> = std::result::Result<T, Hdf5Error>;
 
-/// The `type` attribute OP2 writes: a fixed-length string of this many bytes.
-type TypeName = hdf5::types::FixedAscii<10>;
+/// The `type` attribute: a fixed-length string (OP2 writes 10 bytes for maps; 16 holds every name
+/// we write, `unsigned long` included, and readers take any length).
+type TypeName = hdf5::types::FixedAscii<16>;
 
 /// An HDF5 file in OP2's layout.
 pub struct H5File {
@@ -180,33 +181,32 @@ impl H5File {
                 file: path,
             });
         }
-        let file = if write {
-            hdf5::File::open_rw(&path)
+        let mode = if write {
+            hdf5::file::OpenMode::ReadWrite
         } else {
-            // Readers take no file lock. HDF5 opens files without close-on-exec, so a process
-            // started while a file was open for writing (a compiler, a Python script) inherits
-            // the writer's exclusive lock and would lock every reader out until it exits, though
-            // the writer closed the file long before. A file this process still has open takes
-            // the flags it was opened with.
-            hdf5::File::with_options()
-                .with_fapl(|fapl| fapl.file_locking(false))
-                .open(&path)
-                .or_else(|first| hdf5::File::open(&path).map_err(|_| first))
+            hdf5::file::OpenMode::Read
         };
+        // A file this process still has open (through another library) keeps the locking flags
+        // it was opened with.
+        let file = unlocked()
+            .open_as(&path, mode)
+            .or_else(|first| hdf5::File::open_as(&path, mode).map_err(|_| first));
         let file = file.map_err(|e| Hdf5Error::Open {
             file: path.clone(),
             reason: e.to_string(),
         })?;
+        close_on_exec(&file);
         Ok(H5File { file, path })
     }
 
     /// Creates a file, replacing one that exists (as OP2's `op_write_hdf5` truncates).
     pub fn create(path: impl AsRef<Path>) -> Result<H5File> {
         let path = path.as_ref().to_path_buf();
-        let file = hdf5::File::create(&path).map_err(|e| Hdf5Error::Create {
+        let file = unlocked().create(&path).map_err(|e| Hdf5Error::Create {
             file: path.clone(),
             reason: e.to_string(),
         })?;
+        close_on_exec(&file);
         Ok(H5File { file, path })
     }
 
@@ -274,6 +274,8 @@ impl H5File {
     pub fn shape(&self, name: &str) -> Result<(usize, usize)> {
         let shape = self.dataset(name)?.shape();
         match shape.as_slice() {
+            // A scalar (h5py's `f["gam"] = 1.4`) is one row of one value.
+            [] => Ok((1, 1)),
             [n] => Ok((*n, 1)),
             [n, d] => Ok((*n, *d)),
             _ => Err(self.shape_error(name, shape, "1 or 2 dimensions".into())),
@@ -313,8 +315,15 @@ impl H5File {
             ));
         }
         let selection = Some(rows);
+        let unsigned_64 = matches!(
+            self.descriptor(name, &ds)?,
+            hdf5::types::TypeDescriptor::Unsigned(hdf5::types::IntSize::U8)
+        );
         if T::DTYPE.is_float() {
             self.read_floats(name, &ds, selection)
+        } else if T::DTYPE == DType::U64 && unsigned_64 {
+            // Straight through: values past i64's range are valid u64s.
+            Ok(bytemuck_vec(self.read_as::<u64>(name, &ds, selection)?))
         } else {
             let wide: Vec<i64> = self.read_integers(name, &ds, selection)?;
             integers_as::<T>(wide).map_err(|v| Hdf5Error::Value {
@@ -411,6 +420,8 @@ impl H5File {
     ) -> Result<Vec<H>> {
         let read = match (rows, ds.ndim()) {
             (None, _) => ds.read_raw::<H>(),
+            (Some(r), 0) if r.is_empty() => Ok(Vec::new()),
+            (Some(_), 0) => ds.read_raw::<H>(),
             (Some(r), 1) => ds
                 .read_slice_1d::<H, _>(r)
                 .map(|a| a.iter().copied().collect()),
@@ -549,9 +560,14 @@ impl H5File {
         a.write_raw(&[v]).map_err(|e| self.io(dataset, e))
     }
 
+    /// The `type` attribute's value, made before any data is written so that a failure leaves
+    /// no dataset without its attributes.
+    fn type_name(&self, dataset: &str, type_name: &str) -> Result<TypeName> {
+        TypeName::from_ascii(type_name).map_err(|e| self.io(dataset, e))
+    }
+
     /// Writes the `type` attribute: a fixed-length string, as OP2's readers expect.
-    fn type_attr(&self, ds: &hdf5::Dataset, dataset: &str, type_name: &str) -> Result<()> {
-        let s = TypeName::from_ascii(type_name).map_err(|e| self.io(dataset, e))?;
+    fn type_attr(&self, ds: &hdf5::Dataset, dataset: &str, s: TypeName) -> Result<()> {
         let a = match ds.attr("type") {
             Ok(a) => a,
             Err(_) => ds
@@ -575,10 +591,11 @@ impl H5File {
     /// Writes a map's values (`from_size x dim`, row-major) with OP2's attributes.
     pub fn write_map_values(&self, name: &str, dim: usize, values: &[i32]) -> Result<()> {
         let rows = self.whole_rows(name, dim, values.len())?;
+        let t = self.type_name(name, "int")?;
         let ds = self.write_dataset(name, &[rows, dim], values)?;
         self.int_attr(&ds, name, "size", rows)?;
         self.int_attr(&ds, name, "dim", dim)?;
-        self.type_attr(&ds, name, "int")
+        self.type_attr(&ds, name, t)
     }
 
     /// Writes a dat's values (`size x dim`, row-major) with OP2's attributes (`size` is the bytes
@@ -590,10 +607,12 @@ impl H5File {
         values: &[T],
     ) -> Result<()> {
         let rows = self.whole_rows(name, dim, values.len())?;
+        let t = self.type_name(name, op2_type_name(T::DTYPE))?;
+        let bytes = dim.saturating_mul(T::DTYPE.size());
         let ds = self.write_dataset(name, &[rows, dim], values)?;
-        self.int_attr(&ds, name, "size", dim * T::DTYPE.size())?;
+        self.int_attr(&ds, name, "size", bytes)?;
         self.int_attr(&ds, name, "dim", dim)?;
-        self.type_attr(&ds, name, op2_type_name(T::DTYPE))
+        self.type_attr(&ds, name, t)
     }
 
     /// Writes a constant (OP2's `op_write_const_hdf5`).
@@ -605,9 +624,10 @@ impl H5File {
                 reason: "a constant needs at least one value".into(),
             });
         }
+        let t = self.type_name(name, op2_type_name(T::DTYPE))?;
         let ds = self.write_dataset(name, &[values.len()], values)?;
         self.int_attr(&ds, name, "dim", values.len())?;
-        self.type_attr(&ds, name, op2_type_name(T::DTYPE))
+        self.type_attr(&ds, name, t)
     }
 
     fn whole_rows(&self, name: &str, dim: usize, len: usize) -> Result<usize> {
@@ -621,9 +641,10 @@ impl H5File {
         Ok(len / dim)
     }
 
-    /// Refuses sets split across ranks: their rows are one rank's, in local numbering.
-    fn whole(&self, name: &str, set: &Set) -> Result<()> {
-        if set.total_size() != set.size() || set.halo().is_some() {
+    /// Refuses sets split across ranks: their rows are one rank's, in local numbering (a rank
+    /// without neighbours has no halo, so the communicator decides).
+    fn whole(&self, rt: &Runtime, name: &str, set: &Set) -> Result<()> {
+        if rt.communicator().size() > 1 || set.total_size() != set.size() || set.halo().is_some() {
             return Err(Hdf5Error::Unwritable {
                 file: self.path.clone(),
                 dataset: name.into(),
@@ -637,9 +658,9 @@ impl H5File {
         Ok(())
     }
 
-    /// Writes a map of a one-process mesh with its sets' sizes (as `op_write_hdf5` writes maps).
-    pub fn write_map(&self, map: &Map) -> Result<()> {
-        self.whole(map.name(), map.from())?;
+    /// Writes a map of a one-process mesh declared on `rt` (as `op_write_hdf5` writes maps).
+    pub fn write_map(&self, rt: &Runtime, map: &Map) -> Result<()> {
+        self.whole(rt, map.name(), map.from())?;
         self.write_map_values(
             map.name(),
             map.arity(),
@@ -647,10 +668,11 @@ impl H5File {
         )
     }
 
-    /// Writes a Dat of a one-process mesh, after the loops that write it ran
-    /// (OP2's `op_fetch_data_hdf5_file`).
-    pub fn write_dat<T: Scalar + hdf5::H5Type>(&self, dat: &Dat<T>) -> Result<()> {
-        self.whole(dat.name(), dat.set())?;
+    /// Writes a Dat of a one-process mesh declared on `rt`, after the loops that write it ran
+    /// (OP2's `op_fetch_data_hdf5_file`). Across ranks: gather first, write from one rank with
+    /// [`H5File::write_dat_values`].
+    pub fn write_dat<T: Scalar + hdf5::H5Type>(&self, rt: &Runtime, dat: &Dat<T>) -> Result<()> {
+        self.whole(rt, dat.name(), dat.set())?;
         let values = dat
             .to_vec()
             .map_err(|e| self.declare_error(dat.name(), e))?;
@@ -661,6 +683,50 @@ impl H5File {
     pub fn flush(&self) -> Result<()> {
         self.file.flush().map_err(|e| self.io("/", e))
     }
+}
+
+/// Opening without HDF5's file locks. HDF5 opens files without close-on-exec, so a process started
+/// in the moment between HDF5 opening a file and [`close_on_exec`] marking it (the C compiler op2
+/// runs for a kernel on another thread, a Python script) would inherit the descriptor and hold
+/// its lock until it exits, locking this process out of a file it has long closed. Ranks reading
+/// one file and a writer closing before the readers open need no lock.
+fn unlocked() -> hdf5::file::FileBuilder {
+    let mut b = hdf5::File::with_options();
+    b.with_fapl(|fapl| fapl.file_locking(false));
+    b
+}
+
+/// Marks an open file's descriptor close-on-exec. HDF5 opens files without it, so every process
+/// started while a file is open (the C compiler op2 runs for kernels, a Python script) would
+/// inherit the descriptor with HDF5's lock on it and keep the file locked after we close it.
+fn close_on_exec(file: &hdf5::File) {
+    use hdf5::file::FileDriver;
+    let sec2 = file
+        .access_plist()
+        .is_ok_and(|p| matches!(p.driver(), FileDriver::Sec2));
+    if !sec2 {
+        // Other drivers' handles are not a bare descriptor.
+        return;
+    }
+    hdf5::sync::sync(|| {
+        let mut handle: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: the file is open, so its id is valid, and HDF5 writes one pointer to `handle`.
+        let status = unsafe {
+            hdf5_sys::h5f::H5Fget_vfd_handle(file.id(), hdf5_sys::h5p::H5P_DEFAULT, &mut handle)
+        };
+        if status < 0 || handle.is_null() {
+            return;
+        }
+        // SAFETY: for the sec2 driver the handle points at the `int` descriptor it reads and
+        // writes through, alive while the file is open; fcntl only changes its flags.
+        unsafe {
+            let fd = *(handle as *const libc::c_int);
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    });
 }
 
 /// 64-bit integers as the integer type `T`; the first value that does not fit is the error.

@@ -65,8 +65,8 @@ fn round_trip_declares_what_was_written_and_a_loop_runs_on_it() {
     assert_eq!(deg.to_vec().unwrap(), vec![1.0, 2.0, 2.0, 1.0]);
 
     // Written back (OP2's op_fetch_data_hdf5_file) and read again, bit for bit.
-    f.write_dat(&deg).unwrap();
-    f.write_map(&pedge).unwrap();
+    f.write_dat(&rt, &deg).unwrap();
+    f.write_map(&rt, &pedge).unwrap();
     let again = H5File::open(&path).unwrap();
     assert_eq!(
         again.values::<f64>("deg", 4, 1).unwrap(),
@@ -97,6 +97,16 @@ fn slices_read_only_the_rows_asked_for() {
         f.rows::<f64>("v", 9..11, 3),
         Err(Hdf5Error::Shape { .. })
     ));
+    // Unsigned 64-bit values past i64's range, and every type's name fits the `type` attribute.
+    f.write_dat_values("big", 1, &[u64::MAX, 1]).unwrap();
+    assert_eq!(f.rows::<u64>("big", 0..2, 1).unwrap(), vec![u64::MAX, 1]);
+    assert!(matches!(
+        f.rows::<i64>("big", 0..1, 1),
+        Err(Hdf5Error::Value { .. })
+    ));
+    f.write_dat_values("u32", 2, &[1u32, 2]).unwrap();
+    f.write_const("f32", &[0.5f32]).unwrap();
+    assert_eq!(f.const_values::<f64>("f32", 1).unwrap(), vec![0.5]);
 }
 
 #[test]
@@ -220,8 +230,8 @@ fn files_that_are_not_hdf5_or_cut_short_are_refused() {
 
 #[test]
 fn a_process_started_while_a_file_was_written_does_not_lock_out_readers() {
-    // HDF5's descriptors survive exec: a child started during the write holds the writer's lock
-    // after the writer closed the file. Readers must not wait for it.
+    // HDF5 opens files without close-on-exec: with its locks, a child started during the write
+    // would hold the writer's lock after the writer closed the file.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("inherited.h5");
     let f = H5File::create(&path).unwrap();
@@ -232,9 +242,46 @@ fn a_process_started_while_a_file_was_written_does_not_lock_out_readers() {
         .unwrap();
     drop(f);
     let read = H5File::open(&path).and_then(|f| f.set_size("nodes"));
+    // Writers lock: the child must not have kept the lock of the descriptor it saw.
+    let write = H5File::open_rw(&path).and_then(|f| f.write_set("edges", 2));
     child.kill().ok();
     child.wait().ok();
     assert_eq!(read.unwrap(), 3);
+    write.unwrap();
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn descriptors_are_not_inherited_by_child_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cloexec.h5");
+    let f = H5File::create(&path).unwrap();
+    f.write_set("nodes", 1).unwrap();
+    let reopened = H5File::open(dir.path().join("cloexec.h5")).unwrap();
+    let mut seen = 0;
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        if std::fs::read_link(entry.path()).ok().as_deref() != Some(path.as_path()) {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!(
+            "/proc/self/fdinfo/{}",
+            entry.file_name().to_string_lossy()
+        ))
+        .unwrap();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
+            .unwrap();
+        assert_ne!(
+            flags & 0o2_000_000,
+            0,
+            "descriptor without O_CLOEXEC: {info}"
+        );
+        seen += 1;
+    }
+    assert!(seen >= 1, "no descriptor of the file found");
+    drop((f, reopened));
 }
 
 #[test]
@@ -251,4 +298,33 @@ fn a_file_is_closed_when_its_handle_is_dropped() {
         let f = H5File::open_rw(&path).unwrap();
         f.write_dat_values("extra", 1, &[1.0f64]).unwrap();
     }
+}
+
+#[test]
+fn one_ranks_part_is_not_written_as_the_whole() {
+    // Rank 0 of two, with no neighbours: its sets have no halo, yet their rows are its own.
+    let comm = op2_core::thread_communicators(2, std::time::Duration::from_secs(5))
+        .into_iter()
+        .next()
+        .unwrap();
+    let rt = Runtime::builder()
+        .backend("seq")
+        .communicator(std::sync::Arc::new(comm))
+        .build()
+        .unwrap();
+    let cells = rt.decl_set(3, "cells").unwrap();
+    let pcell = rt
+        .decl_map(&cells, &cells, 1, vec![0, 1, 2], "self")
+        .unwrap();
+    let d = rt.decl_dat_zeros::<f64>(&cells, 1, "d").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let f = H5File::create(dir.path().join("part.h5")).unwrap();
+    let e = f.write_dat(&rt, &d).unwrap_err();
+    assert!(matches!(e, Hdf5Error::Unwritable { .. }), "{e}");
+    assert!(e.to_string().contains("gather"), "{e}");
+    assert!(matches!(
+        f.write_map(&rt, &pcell),
+        Err(Hdf5Error::Unwritable { .. })
+    ));
+    assert!(!f.contains("d"));
 }

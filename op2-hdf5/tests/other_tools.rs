@@ -33,6 +33,7 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("p_area", data=np.array([0.5, 0.25, 0.125], dtype=np.float32))
     f.create_dataset("p_tag", data=np.array([[9], [8], [7]], dtype=np.uint8))
     f.create_dataset("consts/qinf", data=np.array([1.0, 0.4, 0.0, 2.2]))
+    f["gam"] = 1.4
 "#;
     let out = Command::new(&python)
         .args(["-c", script])
@@ -65,6 +66,8 @@ with h5py.File(sys.argv[1], "w") as f:
         f.const_values::<f64>("consts/qinf", 4).unwrap(),
         vec![1.0, 0.4, 0.0, 2.2]
     );
+    // A scalar dataset is a constant of dim 1.
+    assert_eq!(f.const_values::<f64>("gam", 1).unwrap(), vec![1.4]);
     // And h5py reads what op2-hdf5 adds to the same file.
     f.write_dat_values("p_out", 1, &[1.5f64, 2.5, 3.5]).unwrap();
     f.flush().unwrap();

@@ -114,18 +114,52 @@ struct Field {
     values: Values,
 }
 
-/// VTK's cell type numbers.
-const VTK_VERTEX: u8 = 1;
-const VTK_LINE: u8 = 3;
-const VTK_TRIANGLE: u8 = 5;
-const VTK_POLYGON: u8 = 7;
-const VTK_QUAD: u8 = 9;
+/// The shape of a cell, with VTK's number for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellType {
+    /// One point.
+    Vertex = 1,
+    /// Two points.
+    Line = 3,
+    /// Three points.
+    Triangle = 5,
+    /// Any number of points, in order around a planar face.
+    Polygon = 7,
+    /// Four points, in order around.
+    Quad = 9,
+    /// Four points.
+    Tetra = 10,
+    /// Eight points: the bottom face, then the top face, in VTK's order.
+    Hexahedron = 12,
+    /// Six points: two triangles.
+    Wedge = 13,
+    /// Five points: the base, then the apex.
+    Pyramid = 14,
+}
+
+impl CellType {
+    /// The points a cell of this type has (`None`: any number, at least 3).
+    fn points(self) -> Option<usize> {
+        match self {
+            CellType::Vertex => Some(1),
+            CellType::Line => Some(2),
+            CellType::Triangle => Some(3),
+            CellType::Polygon => None,
+            CellType::Quad | CellType::Tetra => Some(4),
+            CellType::Hexahedron => Some(8),
+            CellType::Wedge => Some(6),
+            CellType::Pyramid => Some(5),
+        }
+    }
+}
 
 /// A mesh with data, ready to write.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnstructuredGrid {
     /// x, y, z per point.
     points: Vec<f64>,
+    /// Coordinates given per point (2-D meshes' cells are chosen by arity).
+    dim: usize,
     connectivity: Vec<i64>,
     offsets: Vec<i64>,
     types: Vec<u8>,
@@ -157,6 +191,7 @@ impl UnstructuredGrid {
             .collect();
         Ok(UnstructuredGrid {
             points,
+            dim,
             connectivity: Vec::new(),
             offsets: Vec::new(),
             types: Vec::new(),
@@ -193,9 +228,42 @@ impl UnstructuredGrid {
         self.types.len()
     }
 
-    /// Adds cells of `arity` points each (`connectivity` row-major): 1 a vertex, 2 a line, 3 a
-    /// triangle, 4 a quadrilateral, more a polygon, with points in order around it.
-    pub fn with_cells(mut self, connectivity: &[i32], arity: usize) -> Result<Self> {
+    /// Adds cells of `arity` points each (`connectivity` row-major), their shape chosen by arity:
+    /// 1 a vertex, 2 a line, 3 a triangle, 4 a quadrilateral, more a polygon, with points in order
+    /// around it. With 3-D points four or more points are ambiguous (a quad or a tetrahedron?):
+    /// say which with [`UnstructuredGrid::with_cells_of`].
+    pub fn with_cells(self, connectivity: &[i32], arity: usize) -> Result<Self> {
+        let kind = match arity {
+            1 => CellType::Vertex,
+            2 => CellType::Line,
+            3 => CellType::Triangle,
+            _ if self.dim == 3 => {
+                return Err(VtkError::Unsupported(format!(
+                    "cells of {arity} points on 3-D points: name their type with with_cells_of"
+                )));
+            }
+            4 => CellType::Quad,
+            _ => CellType::Polygon,
+        };
+        self.push_cells(connectivity, arity, kind)
+    }
+
+    /// Adds cells of one type (`connectivity` row-major, `arity` points each, which must be the
+    /// type's number of points; a polygon takes any number from 3).
+    pub fn with_cells_of(self, connectivity: &[i32], arity: usize, kind: CellType) -> Result<Self> {
+        let fits = match kind.points() {
+            Some(n) => n == arity,
+            None => arity >= 3,
+        };
+        if !fits {
+            return Err(VtkError::Unsupported(format!(
+                "a {kind:?} cell cannot have {arity} points"
+            )));
+        }
+        self.push_cells(connectivity, arity, kind)
+    }
+
+    fn push_cells(mut self, connectivity: &[i32], arity: usize, kind: CellType) -> Result<Self> {
         if arity == 0 || connectivity.len() % arity != 0 {
             return Err(VtkError::Length {
                 what: "cells",
@@ -208,13 +276,6 @@ impl UnstructuredGrid {
                 detail: format!("whole cells of {arity} points"),
             });
         }
-        let kind = match arity {
-            1 => VTK_VERTEX,
-            2 => VTK_LINE,
-            3 => VTK_TRIANGLE,
-            4 => VTK_QUAD,
-            _ => VTK_POLYGON,
-        };
         let first = self.num_cells();
         let points = self.num_points();
         for (i, &p) in connectivity.iter().enumerate() {
@@ -231,7 +292,7 @@ impl UnstructuredGrid {
             self.connectivity.extend(cell.iter().map(|&p| i64::from(p)));
             end += arity as i64;
             self.offsets.push(end);
-            self.types.push(kind);
+            self.types.push(kind as u8);
         }
         Ok(self)
     }
@@ -242,11 +303,12 @@ impl UnstructuredGrid {
         } else {
             ("cell data", self.types.len(), &mut self.cell_data)
         };
-        if components == 0 || values.len() != count * components {
+        let expected = count.saturating_mul(components);
+        if components == 0 || values.len() != expected {
             return Err(VtkError::Length {
                 what,
                 name: name.into(),
-                expected: count * components,
+                expected,
                 actual: values.len(),
                 detail: format!("{count} x {components} components"),
             });
@@ -334,8 +396,17 @@ impl UnstructuredGrid {
         s
     }
 
-    /// Writes the grid as one `.vtu` file.
+    /// Writes the grid as one `.vtu` file at `path` (as given).
     pub fn write_vtu(&self, path: &Path) -> Result<()> {
+        if path.is_dir() {
+            return Err(VtkError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "is a directory, not a file name",
+                ),
+            });
+        }
         std::fs::write(path, self.to_vtu()).map_err(|source| VtkError::Io {
             path: path.to_path_buf(),
             source,
@@ -374,24 +445,25 @@ impl UnstructuredGrid {
         s
     }
 
-    /// Writes this rank's part of a mesh split across `comm`'s ranks. One rank: `path` as a
-    /// `.vtu`. More: each rank writes `STEM_RANK.vtu` beside `path`, and rank 0 the index
-    /// `STEM.pvtu`, which ParaView opens as one mesh. Collective: every rank must call it, and every
-    /// rank returns an error when any rank could not write. Returns the file to open.
+    /// Writes this rank's part of a mesh split across `comm`'s ranks. One rank: a `.vtu` (`path`,
+    /// with `.vtu` put in place of `.pvtu` or added to another name). More: each rank writes
+    /// `STEM_RANK.vtu` beside `path`, and rank 0 the index `STEM.pvtu`, which ParaView opens as one
+    /// mesh. Collective: every rank must call it, and every rank returns an error when any rank
+    /// could not write. Returns the file to open.
     pub fn write_parallel(&self, path: &Path, comm: &dyn Communicator) -> Result<PathBuf> {
         let (rank, ranks) = (comm.rank(), comm.size());
         if ranks <= 1 {
-            let file = path.with_extension("vtu");
+            let file = with_ending(path, "vtu");
             self.write_vtu(&file)?;
             return Ok(file);
         }
-        let stem = path
+        let index = with_ending(path, "pvtu");
+        let stem = index
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "out".into());
         let piece_name = |r: usize| format!("{stem}_{r}.vtu");
-        let dir = path.parent().unwrap_or(Path::new(""));
-        let index = path.with_extension("pvtu");
+        let dir = index.parent().unwrap_or(Path::new(""));
         let mut written = self.write_vtu(&dir.join(piece_name(rank)));
         if written.is_ok() && rank == 0 {
             let pieces: Vec<String> = (0..ranks).map(piece_name).collect();
@@ -413,6 +485,20 @@ impl UnstructuredGrid {
             return Err(VtkError::OtherRank(failed[0] as usize));
         }
         Ok(index)
+    }
+}
+
+/// `path` ending in `.ending`: a `.vtu` or `.pvtu` ending is replaced, any other kept and added to
+/// (`run.v2` becomes `run.v2.vtu`, not `run.vtu`).
+fn with_ending(path: &Path, ending: &str) -> PathBuf {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("vtu" | "pvtu") => path.with_extension(ending),
+        _ => {
+            let mut s = path.as_os_str().to_owned();
+            s.push(".");
+            s.push(ending);
+            PathBuf::from(s)
+        }
     }
 }
 

@@ -165,10 +165,44 @@ fn bad_grids_are_typed_errors() {
         twice.with_cell_data("p", &[2.0], 1),
         Err(VtkError::Duplicate { .. })
     ));
+    // 3-D cells of four or more points need their type named.
+    let cube = UnstructuredGrid::new(&[0.0; 24], 3).unwrap();
+    assert!(matches!(
+        cube.clone().with_cells(&[0, 1, 2, 3], 4),
+        Err(VtkError::Unsupported(_))
+    ));
+    let tet = cube
+        .clone()
+        .with_cells_of(&[0, 1, 2, 3], 4, op2_vtk::CellType::Tetra)
+        .unwrap();
+    assert_eq!(tet.num_cells(), 1);
+    assert!(matches!(
+        cube.with_cells_of(&[0, 1, 2], 3, op2_vtk::CellType::Hexahedron),
+        Err(VtkError::Unsupported(_))
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(g.write_vtu(dir.path()), Err(VtkError::Io { .. })));
     let e = g
         .write_vtu(Path::new("/nonexistent-dir/x.vtu"))
         .unwrap_err();
     assert!(matches!(e, VtkError::Io { .. }) && e.to_string().contains("nonexistent-dir"));
+}
+
+#[test]
+fn one_rank_writes_a_vtu_named_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let comm = &thread_communicators(1, Duration::from_secs(5))[0];
+    let g = UnstructuredGrid::new(&[0.0, 0.0], 2).unwrap();
+    for (asked, written) in [
+        ("a.vtu", "a.vtu"),
+        ("b.pvtu", "b.vtu"),
+        ("run.v2", "run.v2.vtu"),
+        ("plain", "plain.vtu"),
+    ] {
+        let got = g.write_parallel(&dir.path().join(asked), comm).unwrap();
+        assert_eq!(got, dir.path().join(written));
+        assert!(got.exists());
+    }
 }
 
 #[test]

@@ -131,9 +131,10 @@ pub fn airfoil(args: &[String]) -> Result<(), String> {
     if hdf5 {
         std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
         let mut c = Command::new(&exe);
+        // One process writes the mesh (`--renumber` would make it a one-rank MPI job).
         c.args(["--iterations", "0", "--no-progress", "--write-mesh"])
             .arg(&mesh)
-            .args(&extra);
+            .args(extra.iter().filter(|a| *a != "--renumber"));
         run(&mut c)?;
     }
     let mut rows = Vec::new();
