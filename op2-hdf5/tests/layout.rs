@@ -24,8 +24,18 @@ fn write_small(path: &std::path::Path) {
     f.flush().unwrap();
 }
 
-#[test]
-fn round_trip_declares_what_was_written_and_a_loop_runs_on_it() {
+/// The small mesh in a fresh file, open for reading and writing, its two sets declared.
+struct Small {
+    /// Keeps the file's directory alive.
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    rt: Runtime,
+    f: H5File,
+    nodes: op2_core::Set,
+    edges: op2_core::Set,
+}
+
+fn small() -> Small {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("small.h5");
     write_small(&path);
@@ -33,6 +43,26 @@ fn round_trip_declares_what_was_written_and_a_loop_runs_on_it() {
     let f = H5File::open_rw(&path).unwrap();
     let nodes = f.decl_set(&rt, "nodes").unwrap();
     let edges = f.decl_set(&rt, "edges").unwrap();
+    Small {
+        _dir: dir,
+        path,
+        rt,
+        f,
+        nodes,
+        edges,
+    }
+}
+
+#[test]
+fn round_trip_declares_what_was_written_and_a_loop_runs_on_it() {
+    let Small {
+        _dir,
+        path,
+        rt,
+        f,
+        nodes,
+        edges,
+    } = small();
     assert_eq!((nodes.size(), edges.size()), (4, 3));
     let pedge = f.decl_map(&rt, &edges, &nodes, 2, "pedge").unwrap();
     assert_eq!(pedge.values(), &[0, 1, 1, 2, 2, 3]);
@@ -131,13 +161,14 @@ fn names_with_groups_and_empty_sets_round_trip() {
 
 #[test]
 fn bad_files_give_typed_errors_naming_file_and_dataset() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("small.h5");
-    write_small(&path);
-    let rt = runtime();
-    let f = H5File::open_rw(&path).unwrap();
-    let nodes = f.decl_set(&rt, "nodes").unwrap();
-    let edges = f.decl_set(&rt, "edges").unwrap();
+    let Small {
+        _dir,
+        path,
+        rt,
+        f,
+        nodes,
+        edges,
+    } = small();
     let name = path.display().to_string();
 
     let e = f.decl_set(&rt, "cells").unwrap_err();

@@ -35,16 +35,7 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("consts/qinf", data=np.array([1.0, 0.4, 0.0, 2.2]))
     f["gam"] = 1.4
 "#;
-    let out = Command::new(&python)
-        .args(["-c", script])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::run_python(&python, script, &[&path]);
 
     let rt = Runtime::builder().backend("seq").build().unwrap();
     let f = H5File::open_rw(&path).unwrap();
@@ -72,22 +63,10 @@ with h5py.File(sys.argv[1], "w") as f:
     f.write_dat_values("p_out", 1, &[1.5f64, 2.5, 3.5]).unwrap();
     f.flush().unwrap();
     drop(f);
-    let out = Command::new(&python)
-        .args([
-            "-c",
-            "import sys, h5py; d = h5py.File(sys.argv[1])['p_out']; \
-             print(list(d[:, 0]), int(d.attrs['dim'][0]), d.attrs['type'].decode())",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let read_back = "import sys, h5py; d = h5py.File(sys.argv[1])['p_out']; \
+                     print(list(d[:, 0]), int(d.attrs['dim'][0]), d.attrs['type'].decode())";
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
+        support::run_python(&python, read_back, &[&path]),
         "[1.5, 2.5, 3.5] 1 double"
     );
 }
