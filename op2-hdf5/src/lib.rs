@@ -542,6 +542,24 @@ impl H5File {
         Ok(ds)
     }
 
+    /// [`H5File::write_dataset`] for any op2 element type, as the HDF5 type of the same layout.
+    fn write_scalars<T: Scalar>(
+        &self,
+        name: &str,
+        shape: &[usize],
+        values: &[T],
+    ) -> Result<hdf5::Dataset> {
+        // T is the type its DType names (Scalar is sealed), so each cast is to T itself.
+        match T::DTYPE {
+            DType::F64 => self.write_dataset::<f64>(name, shape, bytemuck::cast_slice(values)),
+            DType::F32 => self.write_dataset::<f32>(name, shape, bytemuck::cast_slice(values)),
+            DType::I32 => self.write_dataset::<i32>(name, shape, bytemuck::cast_slice(values)),
+            DType::U32 => self.write_dataset::<u32>(name, shape, bytemuck::cast_slice(values)),
+            DType::I64 => self.write_dataset::<i64>(name, shape, bytemuck::cast_slice(values)),
+            DType::U64 => self.write_dataset::<u64>(name, shape, bytemuck::cast_slice(values)),
+        }
+    }
+
     /// Writes an integer attribute as OP2 does: a one-element array.
     fn int_attr(&self, ds: &hdf5::Dataset, dataset: &str, attr: &str, value: usize) -> Result<()> {
         let v = i32::try_from(value).map_err(|_| Hdf5Error::Unwritable {
@@ -600,23 +618,18 @@ impl H5File {
 
     /// Writes a dat's values (`size x dim`, row-major) with OP2's attributes (`size` is the bytes
     /// per element, as OP2 records it).
-    pub fn write_dat_values<T: Scalar + hdf5::H5Type>(
-        &self,
-        name: &str,
-        dim: usize,
-        values: &[T],
-    ) -> Result<()> {
+    pub fn write_dat_values<T: Scalar>(&self, name: &str, dim: usize, values: &[T]) -> Result<()> {
         let rows = self.whole_rows(name, dim, values.len())?;
         let t = self.type_name(name, op2_type_name(T::DTYPE))?;
         let bytes = dim.saturating_mul(T::DTYPE.size());
-        let ds = self.write_dataset(name, &[rows, dim], values)?;
+        let ds = self.write_scalars(name, &[rows, dim], values)?;
         self.int_attr(&ds, name, "size", bytes)?;
         self.int_attr(&ds, name, "dim", dim)?;
         self.type_attr(&ds, name, t)
     }
 
     /// Writes a constant (OP2's `op_write_const_hdf5`).
-    pub fn write_const<T: Scalar + hdf5::H5Type>(&self, name: &str, values: &[T]) -> Result<()> {
+    pub fn write_const<T: Scalar>(&self, name: &str, values: &[T]) -> Result<()> {
         if values.is_empty() {
             return Err(Hdf5Error::Unwritable {
                 file: self.path.clone(),
@@ -625,7 +638,7 @@ impl H5File {
             });
         }
         let t = self.type_name(name, op2_type_name(T::DTYPE))?;
-        let ds = self.write_dataset(name, &[values.len()], values)?;
+        let ds = self.write_scalars(name, &[values.len()], values)?;
         self.int_attr(&ds, name, "dim", values.len())?;
         self.type_attr(&ds, name, t)
     }
@@ -671,7 +684,7 @@ impl H5File {
     /// Writes a Dat of a one-process mesh declared on `rt`, after the loops that write it ran
     /// (OP2's `op_fetch_data_hdf5_file`). Across ranks: gather first, write from one rank with
     /// [`H5File::write_dat_values`].
-    pub fn write_dat<T: Scalar + hdf5::H5Type>(&self, rt: &Runtime, dat: &Dat<T>) -> Result<()> {
+    pub fn write_dat<T: Scalar>(&self, rt: &Runtime, dat: &Dat<T>) -> Result<()> {
         self.whole(rt, dat.name(), dat.set())?;
         let values = dat
             .to_vec()
