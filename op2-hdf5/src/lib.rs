@@ -685,11 +685,15 @@ impl H5File {
     /// (OP2's `op_fetch_data_hdf5_file`). Across ranks: gather first, write from one rank with
     /// [`H5File::write_dat_values`].
     pub fn write_dat<T: Scalar>(&self, rt: &Runtime, dat: &Dat<T>) -> Result<()> {
-        self.whole(rt, dat.name(), dat.set())?;
-        let values = dat
-            .to_vec()
-            .map_err(|e| self.declare_error(dat.name(), e))?;
-        self.write_dat_values(dat.name(), dat.dim(), &values)
+        self.write_dat_as(rt, dat, dat.name())
+    }
+
+    /// [`H5File::write_dat`] under another dataset name (OP2's `op_fetch_data_hdf5_file_path`),
+    /// for example one per time step.
+    pub fn write_dat_as<T: Scalar>(&self, rt: &Runtime, dat: &Dat<T>, name: &str) -> Result<()> {
+        self.whole(rt, name, dat.set())?;
+        let values = dat.to_vec().map_err(|e| self.declare_error(name, e))?;
+        self.write_dat_values(name, dat.dim(), &values)
     }
 
     /// Makes sure everything written is on disk.
