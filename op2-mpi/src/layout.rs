@@ -21,7 +21,7 @@
 //! order (or a locality order when renumbering); halo elements are ordered by owner rank, then
 //! global number, so each neighbour's elements are contiguous within each halo section.
 
-use crate::partition::{Csr, Topology, join_all};
+use crate::partition::Topology;
 use op2_core::SetSizes;
 
 const NONE: u8 = 0;
@@ -186,120 +186,19 @@ pub(crate) fn rank_layout(
     RankLayout { sets, maps }
 }
 
-/// A locality order for every set: reverse Cuthill-McKee on the first set's graph (elements
-/// joined through shared map targets or sources), then each other set ordered by the lowest key
-/// among the elements it is mapped to or from (as the partition propagates).
+/// A locality order for every set (op2-renumber's reverse Cuthill-McKee from set `first`, the
+/// other sets through the maps): each element's new position.
 pub(crate) fn locality_order(top: &Topology, first: usize) -> Vec<Vec<u32>> {
-    let nsets = top.sizes.len();
-    let mut keys: Vec<Option<Vec<u32>>> = vec![None; nsets];
-    keys[first] = Some(rcm(&set_graph(top, first)));
-    loop {
-        let next = (0..nsets).find(|&s| {
-            keys[s].is_none()
-                && top.maps.iter().any(|m| {
-                    (m.from == s && keys[m.to].is_some()) || (m.to == s && keys[m.from].is_some())
-                })
-        });
-        let Some(s) = next else { break };
-        let mut key = vec![u32::MAX; top.sizes[s]];
-        for m in &top.maps {
-            if m.from == s {
-                if let Some(to) = &keys[m.to] {
-                    for (e, row) in m.values.chunks_exact(m.arity).enumerate() {
-                        for &t in row {
-                            key[e] = key[e].min(to[t as usize]);
-                        }
-                    }
-                }
-            } else if m.to == s {
-                if let Some(from) = &keys[m.from] {
-                    for (e, row) in m.values.chunks_exact(m.arity).enumerate() {
-                        for &t in row {
-                            key[t as usize] = key[t as usize].min(from[e]);
-                        }
-                    }
-                }
-            }
-        }
-        // Ranks, not raw keys, so ties keep global order and keys stay dense.
-        let mut ids: Vec<u32> = (0..key.len() as u32).collect();
-        ids.sort_by_key(|&e| (key[e as usize], e));
-        let mut ranked = vec![0u32; key.len()];
-        for (r, e) in ids.into_iter().enumerate() {
-            ranked[e as usize] = r as u32;
-        }
-        keys[s] = Some(ranked);
-    }
-    keys.into_iter()
-        .enumerate()
-        .map(|(s, k)| k.unwrap_or_else(|| (0..top.sizes[s] as u32).collect()))
-        .collect()
-}
-
-/// A set's own graph: elements joined when they share a target of a map from the set or, for a
-/// set no map leaves, a source of a map into it.
-fn set_graph(top: &Topology, s: usize) -> Csr {
-    let mut pairs = Vec::new();
-    let outgoing: Vec<_> = top.maps.iter().filter(|m| m.from == s).collect();
-    if outgoing.is_empty() {
-        for m in top.maps.iter().filter(|m| m.to == s) {
-            for row in m.values.chunks_exact(m.arity) {
-                join_all(row.iter().map(|&t| t as u32), &mut pairs);
-            }
-        }
-    }
-    for m in outgoing {
-        // Target -> its sources; the sources of one target are joined.
-        let mut by_target: Vec<Vec<u32>> = vec![Vec::new(); top.sizes[m.to]];
-        for (e, row) in m.values.chunks_exact(m.arity).enumerate() {
-            for &t in row {
-                by_target[t as usize].push(e as u32);
-            }
-        }
-        for group in by_target {
-            join_all(group.into_iter(), &mut pairs);
-        }
-    }
-    Csr::from_pairs(top.sizes[s], pairs)
-}
-
-/// Reverse Cuthill-McKee: breadth-first from a lowest-degree element of each component,
-/// neighbours by increasing degree, the visit order reversed. Returns each element's position.
-fn rcm(Csr { xadj, adj }: &Csr) -> Vec<u32> {
-    let n = xadj.len() - 1;
-    let degree = |v: usize| xadj[v + 1] - xadj[v];
-    let mut by_degree: Vec<usize> = (0..n).collect();
-    by_degree.sort_by_key(|&v| (degree(v), v));
-    let mut seen = vec![false; n];
-    let mut visit = Vec::with_capacity(n);
-    let mut neighbours = Vec::new();
-    for &start in &by_degree {
-        if seen[start] {
-            continue;
-        }
-        seen[start] = true;
-        let mut head = visit.len();
-        visit.push(start);
-        while head < visit.len() {
-            let v = visit[head];
-            head += 1;
-            neighbours.clear();
-            neighbours.extend(
-                adj[xadj[v]..xadj[v + 1]]
-                    .iter()
-                    .map(|&w| w as usize)
-                    .filter(|&w| !seen[w]),
-            );
-            neighbours.sort_by_key(|&w| (degree(w), w));
-            for &w in &neighbours {
-                seen[w] = true;
-                visit.push(w);
-            }
-        }
-    }
-    let mut position = vec![0u32; n];
-    for (i, &v) in visit.iter().rev().enumerate() {
-        position[v] = i as u32;
-    }
-    position
+    let maps: Vec<op2_renumber::MapRef> = top
+        .maps
+        .iter()
+        .map(|m| op2_renumber::MapRef {
+            from: m.from,
+            to: m.to,
+            arity: m.arity,
+            values: &m.values,
+        })
+        .collect();
+    op2_renumber::locality_order(&top.sizes, &maps, first)
+        .expect("the topology was checked when the mesh was declared")
 }

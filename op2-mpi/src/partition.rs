@@ -84,43 +84,7 @@ impl Topology {
     }
 }
 
-/// A graph in compressed rows: the neighbours of `v` are `adj[xadj[v]..xadj[v + 1]]`, each once,
-/// no self loops.
-#[derive(Debug, Clone)]
-pub(crate) struct Csr {
-    pub(crate) xadj: Vec<usize>,
-    pub(crate) adj: Vec<u32>,
-}
-
-impl Csr {
-    /// The graph of `n` vertices with the (directed) `pairs`.
-    pub(crate) fn from_pairs(n: usize, mut pairs: Vec<(u32, u32)>) -> Csr {
-        pairs.retain(|(a, b)| a != b);
-        pairs.sort_unstable();
-        pairs.dedup();
-        let mut xadj = vec![0usize; n + 1];
-        for &(a, _) in &pairs {
-            xadj[a as usize + 1] += 1;
-        }
-        for i in 0..n {
-            xadj[i + 1] += xadj[i];
-        }
-        Csr {
-            xadj,
-            adj: pairs.into_iter().map(|(_, b)| b).collect(),
-        }
-    }
-}
-
-/// Joins every two of `group` both ways (a clique), into `pairs`.
-pub(crate) fn join_all(group: impl Iterator<Item = u32> + Clone, pairs: &mut Vec<(u32, u32)>) {
-    for (i, a) in group.clone().enumerate() {
-        for b in group.clone().skip(i + 1) {
-            pairs.push((a, b));
-            pairs.push((b, a));
-        }
-    }
-}
+pub(crate) use op2_renumber::{Csr, join_all};
 
 /// The part of every element of `set` when it is split into `parts` contiguous blocks.
 pub(crate) fn blocks(size: usize, parts: usize) -> Vec<u32> {

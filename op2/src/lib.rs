@@ -32,6 +32,9 @@ pub use op2_hdf5 as hdf5;
 /// get each rank's sets with halos, gather results; `mpi::Mpi` is the communicator.
 #[cfg(feature = "mpi")]
 pub use op2_mpi as mpi;
+/// Locality orders for meshes before they are declared (OP2's `op_renumber`): reverse
+/// Cuthill-McKee through the maps, applied to map values and data rows.
+pub use op2_renumber as renumber;
 /// VTK output for ParaView: a mesh and its data as `.vtu`, or per-rank pieces and a `.pvtu` index.
 pub use op2_vtk as vtk;
 
