@@ -3,12 +3,13 @@
 //! it, OP2's per-loop timing table, and whether the residuals match OP2-Common's.
 //!
 //! `cargo run --release --example airfoil -- [--iterations N] [--backend NAME] [--mesh FILE]
-//! [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress]`
+//! [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--renumber]`
 //!
 //! `--mesh` reads `new_grid.dat` or, built with `--features hdf5`, OP2's `new_grid.h5` (and its
 //! constants); `--write-mesh x.h5` writes OP2's HDF5 layout, any other name the text format.
 //! `--vtk` writes density, velocity and pressure for ParaView at the end, `--png` a picture of the
-//! pressure. A progress bar runs on stderr when it is a terminal, plain lines when it is not.
+//! pressure. `--renumber` numbers the mesh for locality first (reverse Cuthill-McKee from the
+//! cells, as OP2's `op_renumber`; across ranks each rank's part). A progress bar runs on stderr when it is a terminal, plain lines when it is not.
 //!
 //! Across MPI ranks (built with `--features mpi`): `mpirun -np N target/release/examples/airfoil
 //! [--partitioner metis|geometric|blocks] [--renumber]`. Every rank builds the mesh, it is
@@ -31,6 +32,8 @@ struct Options {
     /// Across ranks: the partitioner's name (METIS by default under mpirun).
     partitioner: Option<String>,
     renumber: bool,
+    /// Number the mesh in a pseudo-random order first (as an unordered mesh generator would).
+    shuffle: Option<u64>,
     vtk: Option<PathBuf>,
     png: Option<PathBuf>,
     progress: bool,
@@ -45,6 +48,7 @@ fn parse() -> Result<Options, String> {
         write_mesh: None,
         partitioner: None,
         renumber: false,
+        shuffle: None,
         vtk: None,
         png: None,
         progress: true,
@@ -69,11 +73,18 @@ fn parse() -> Result<Options, String> {
                 o.partitioner = Some(it.next().ok_or("--partitioner needs a name")?.clone())
             }
             "--renumber" => o.renumber = true,
+            "--shuffle" => {
+                o.shuffle = Some(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .ok_or("--shuffle needs a seed (a number)")?,
+                )
+            }
             "--vtk" => o.vtk = Some(it.next().ok_or("--vtk needs a file")?.into()),
             "--png" => o.png = Some(it.next().ok_or("--png needs a file")?.into()),
             "--no-progress" => o.progress = false,
             "--help" | "-h" => {
-                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--partitioner metis|geometric|blocks] [--renumber]".into());
+                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--shuffle SEED] [--renumber] [--partitioner metis|geometric|blocks]".into());
             }
             other => return Err(format!("unknown option `{other}` (try --help)")),
         }
@@ -129,7 +140,7 @@ fn run() -> Result<bool, String> {
     let launched = op2::mpi::launched_by_mpirun();
     #[cfg(not(feature = "mpi"))]
     let launched = false;
-    let distributed = o.partitioner.is_some() || o.renumber || launched;
+    let distributed = o.partitioner.is_some() || launched;
     // MPI first (finalized last, after the runtime is gone).
     #[cfg(feature = "mpi")]
     let mpi = if distributed {
@@ -160,6 +171,16 @@ fn run() -> Result<bool, String> {
             (Some(m), standard)
         }
         None => (Some(Mesh::generate(o.ij.0, o.ij.1)), o.ij == STANDARD_IJ),
+    };
+    // `--shuffle` numbers the mesh badly; in one process `--renumber` then renumbers the whole
+    // mesh (across ranks each rank's part is).
+    let mesh = mesh.map(|m| match o.shuffle {
+        Some(seed) => airfoil::mesh::shuffled(&m, seed),
+        None => m,
+    });
+    let mesh = match mesh {
+        Some(m) if o.renumber && !distributed => Some(m.renumbered().map_err(s)?),
+        other => other,
     };
     let c = constants(o.mesh.as_deref()).map_err(s)?;
     // OP2's residuals are for its constants too.
@@ -212,11 +233,17 @@ fn run() -> Result<bool, String> {
     };
     if let Some(m) = &mesh {
         say!(
-            "mesh: {} nodes, {} cells, {} edges, {} boundary edges ({mesh_seconds:.2} s)",
+            "mesh: {} nodes, {} cells, {} edges, {} boundary edges{} ({mesh_seconds:.2} s)",
             m.nnode(),
             m.ncell(),
             m.nedge(),
             m.nbedge(),
+            match (o.shuffle.is_some(), o.renumber && !distributed) {
+                (false, false) => "",
+                (true, false) => ", shuffled",
+                (false, true) => ", renumbered",
+                (true, true) => ", shuffled and renumbered",
+            },
         );
     }
     if let Some(path) = &o.write_mesh {

@@ -74,6 +74,9 @@ pub enum MeshError {
     #[cfg(feature = "mpi")]
     #[error(transparent)]
     Mpi(#[from] op2::mpi::MpiError),
+    /// The mesh's maps do not fit its sets, so it cannot be renumbered.
+    #[error("cannot renumber the mesh: {0}")]
+    Renumber(#[from] op2::renumber::RenumberError),
     /// The file is HDF5 but this build has no HDF5 support.
     #[error("{path} is an HDF5 file: build Airfoil with `--features hdf5` to read it")]
     NeedsHdf5 {
@@ -238,6 +241,40 @@ impl Mesh {
         f.write_all(s.as_bytes())
     }
 
+    /// The same mesh numbered for locality, as OP2's `op_renumber` does: cells in reverse
+    /// Cuthill-McKee order (cells joined through shared nodes), nodes, edges and boundary edges
+    /// after the cells they touch. Loops then gather from nearby memory. A mesh whose maps do
+    /// not fit its sets is an error.
+    pub fn renumbered(&self) -> Result<Mesh, MeshError> {
+        use op2::renumber::{MapRef, locality_order, permute_rows, renumber_map};
+        // Sets: 0 nodes, 1 cells, 2 edges, 3 boundary edges.
+        let sizes = [self.nnode(), self.ncell(), self.nedge(), self.nbedge()];
+        let maps = [
+            (1, 0, 4, &self.cell),
+            (2, 0, 2, &self.edge),
+            (2, 1, 2, &self.ecell),
+            (3, 0, 2, &self.bedge),
+            (3, 1, 1, &self.becell),
+        ]
+        .map(|(from, to, arity, values)| MapRef {
+            from,
+            to,
+            arity,
+            values,
+        });
+        let order = locality_order(&sizes, &maps, 1)?;
+        let [nodes, cells, edges, bedges] = [0, 1, 2, 3].map(|s| order[s].as_slice());
+        Ok(Mesh {
+            x: permute_rows(&self.x, 2, nodes)?,
+            cell: renumber_map(&self.cell, 4, cells, nodes)?,
+            edge: renumber_map(&self.edge, 2, edges, nodes)?,
+            ecell: renumber_map(&self.ecell, 2, edges, cells)?,
+            bedge: renumber_map(&self.bedge, 2, bedges, nodes)?,
+            becell: renumber_map(&self.becell, 1, bedges, cells)?,
+            bound: permute_rows(&self.bound, 1, bedges)?,
+        })
+    }
+
     /// Reads a mesh file in either format: OP2's HDF5 layout (recognised by its first bytes; needs
     /// the `hdf5` feature) or `new_grid.dat`.
     pub fn load(path: &Path) -> Result<Mesh, MeshError> {
@@ -354,6 +391,63 @@ impl Mesh {
             m.bound.push(v[3]);
         }
         Ok(m)
+    }
+}
+
+/// `mesh` with its nodes, cells, edges and boundary edges numbered in a pseudo-random order
+/// (fixed by `seed`), as a mesh generator that does not care about order writes them: file-order
+/// blocks are then a poor partition, which is what real partitioners are for.
+pub fn shuffled(mesh: &Mesh, seed: u64) -> Mesh {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut permutation = |n: usize| -> Vec<usize> {
+        // Fisher-Yates over a 64-bit linear congruential generator.
+        let mut p: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            p.swap(i, ((state >> 33) % (i as u64 + 1)) as usize);
+        }
+        p
+    };
+    // new_of[old] and old_of[new].
+    let (node_old, cell_old, edge_old, bedge_old) = (
+        permutation(mesh.nnode()),
+        permutation(mesh.ncell()),
+        permutation(mesh.nedge()),
+        permutation(mesh.nbedge()),
+    );
+    let invert = |old_of: &[usize]| {
+        let mut new_of = vec![0i32; old_of.len()];
+        for (new, &old) in old_of.iter().enumerate() {
+            new_of[old] = new as i32;
+        }
+        new_of
+    };
+    let (node_new, cell_new) = (invert(&node_old), invert(&cell_old));
+    let rows = |values: &[i32], arity: usize, old_of: &[usize], renumber: &[i32]| -> Vec<i32> {
+        old_of
+            .iter()
+            .flat_map(|&o| {
+                values[o * arity..(o + 1) * arity]
+                    .iter()
+                    .map(|&v| renumber[v as usize])
+            })
+            .collect()
+    };
+    Mesh {
+        x: node_old
+            .iter()
+            .flat_map(|&o| [mesh.x[2 * o], mesh.x[2 * o + 1]])
+            .collect(),
+        cell: rows(&mesh.cell, 4, &cell_old, &node_new),
+        edge: rows(&mesh.edge, 2, &edge_old, &node_new),
+        ecell: rows(&mesh.ecell, 2, &edge_old, &cell_new),
+        bedge: rows(&mesh.bedge, 2, &bedge_old, &node_new),
+        becell: rows(&mesh.becell, 1, &bedge_old, &cell_new),
+        bound: bedge_old.iter().map(|&o| mesh.bound[o]).collect(),
     }
 }
 

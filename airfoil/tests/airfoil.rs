@@ -103,3 +103,63 @@ fn every_backend_matches_the_hand_written_solver() {
         }
     }
 }
+
+#[test]
+fn renumbering_a_shuffled_mesh_restores_locality_and_keeps_the_flow() {
+    use airfoil::mesh::shuffled;
+    let mesh = Mesh::generate(20, 30);
+    let scrambled = shuffled(&mesh, 11);
+    let renumbered = scrambled.renumbered().unwrap();
+    // Locality: the mean distance in numbering between an edge's two cells.
+    let spread = |m: &Mesh| {
+        m.ecell
+            .chunks(2)
+            .map(|c| f64::from((c[0] - c[1]).unsigned_abs()))
+            .sum::<f64>()
+            / m.nedge() as f64
+    };
+    assert!(
+        spread(&renumbered) * 10.0 < spread(&scrambled),
+        "{} vs {}",
+        spread(&renumbered),
+        spread(&scrambled)
+    );
+    assert!(
+        spread(&renumbered) <= 2.0 * spread(&mesh),
+        "{}",
+        spread(&renumbered)
+    );
+    // The same mesh: counts, and the coordinates and boundary kinds as multisets.
+    assert_eq!(
+        [
+            renumbered.nnode(),
+            renumbered.ncell(),
+            renumbered.nedge(),
+            renumbered.nbedge()
+        ],
+        [mesh.nnode(), mesh.ncell(), mesh.nedge(), mesh.nbedge()]
+    );
+    let sorted = |v: &[f64]| {
+        let mut p: Vec<(u64, u64)> = v
+            .chunks(2)
+            .map(|p| (p[0].to_bits(), p[1].to_bits()))
+            .collect();
+        p.sort_unstable();
+        p
+    };
+    assert_eq!(sorted(&renumbered.x), sorted(&mesh.x));
+    // The same flow: residuals agree with the original numbering's to rounding.
+    let c = Constants::default();
+    let steps = |m: &Mesh| {
+        let rt = op2::builder().backend("seq").build().unwrap();
+        let a = Airfoil::new(&rt, m, &c).unwrap();
+        (0..10).map(|_| a.step().unwrap()).collect::<Vec<f64>>()
+    };
+    for (a, b) in steps(&mesh).iter().zip(steps(&renumbered)) {
+        assert!((a - b).abs() <= 1e-12 * a.abs(), "{a} vs {b}");
+    }
+    // A mesh whose maps do not fit its sets is an error, not a panic.
+    let mut broken = mesh.clone();
+    broken.ecell[3] = mesh.ncell() as i32;
+    assert!(matches!(broken.renumbered(), Err(MeshError::Renumber(_))));
+}
