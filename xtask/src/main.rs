@@ -4,8 +4,9 @@
 //!   when asked: gcc and PoCL for OpenCL with apt, NVRTC for CUDA from PyPI into `target/nvrtc`),
 //!   then runs the workspace tests with every backend feature this machine supports, the facade
 //!   suite again on each other backend, the conformance run and the examples.
-//! - `cargo xtask bench [--iterations N] [--ij I J]`: Airfoil on the standard mesh on every usable
-//!   backend and thread count beside a hand-written Rust baseline and STREAM triad, one process.
+//! - `cargo xtask bench [--iterations N] [--ij I J] [--shuffle SEED] [--renumber]`: Airfoil on the
+//!   standard mesh (or it shuffled and/or renumbered) on every usable backend and thread count
+//!   beside a hand-written Rust baseline and STREAM triad, one process.
 //! - `cargo xtask gpu-check [--bundle [DIR] | --run DIR]`: every GPU check (conformance, device
 //!   tests, Airfoil and the bench on `cuda`), from a bundle of binaries that runs on a GPU machine
 //!   without a toolchain (see `gpu.rs`).
@@ -146,7 +147,7 @@ fn main() -> ExitCode {
         Some("airfoil-mpi") => mpi::airfoil(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]...\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]"
             );
             Err("unknown or missing command".into())
         }

@@ -5,8 +5,11 @@
 //! its loops queue up without waiting, so its per-loop times come from a second run that waits for
 //! each loop (`OP2_CUDA_SYNC`), while ms/iter is the queued run's.
 //!
-//! `airfoil-bench [--iterations N] [--ij I J] [--backend NAME]...`: with `--backend`, only those
-//! backends' rows (beside the baseline), and a row that cannot run is a failure (exit status 1).
+//! `airfoil-bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]`:
+//! with `--backend`, only those backends' rows (beside the baseline), and a row that cannot run is
+//! a failure (exit status 1). `--shuffle` numbers the mesh in a random order, `--renumber` then
+//! numbers it for locality (`Mesh::renumbered`); every row, the baseline included, runs on that
+//! mesh.
 //!
 //! Built with the `mpi` feature, it adds rows across MPI ranks (1 and 2 ranks of `seq`, 2 ranks
 //! of `openmp` with one thread each): it starts itself under `mpirun` as a worker
@@ -185,7 +188,13 @@ fn mpi_worker(mesh: &Mesh, backend: &str, iters: usize) -> Result<(), String> {
 
 /// A row across `ranks` MPI ranks of `backend` (one thread each): this program again under
 /// `mpirun`, as workers.
-fn run_ranks(ranks: usize, backend: &str, iters: usize, ij: (usize, usize)) -> Result<Row, String> {
+fn run_ranks(
+    ranks: usize,
+    backend: &str,
+    iters: usize,
+    ij: (usize, usize),
+    mesh_args: &[String],
+) -> Result<Row, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = std::process::Command::new("mpirun")
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -202,6 +211,7 @@ fn run_ranks(ranks: usize, backend: &str, iters: usize, ij: (usize, usize)) -> R
         .arg(exe)
         .args(["--mpi-worker", backend, "--iterations", &iters.to_string()])
         .args(["--ij", &ij.0.to_string(), &ij.1.to_string()])
+        .args(mesh_args)
         .output()
         .map_err(|e| format!("mpirun: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -260,13 +270,28 @@ fn gpu_copy_rate() -> Option<f64> {
     None
 }
 
-const USAGE: &str = "usage: airfoil-bench [--iterations N] [--ij I J] [--backend NAME]...";
+const USAGE: &str = "usage: airfoil-bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]";
+
+/// The mesh every row runs on: generated, then shuffled and renumbered as asked.
+fn bench_mesh(ij: (usize, usize), shuffle: Option<u64>, renumber: bool) -> Mesh {
+    let mut mesh = Mesh::generate(ij.0, ij.1);
+    if let Some(seed) = shuffle {
+        mesh = airfoil::mesh::shuffled(&mesh, seed);
+    }
+    if renumber {
+        mesh = mesh
+            .renumbered()
+            .expect("a generated mesh's maps fit its sets");
+    }
+    mesh
+}
 
 fn main() {
     let mut iters = 100;
     let mut ij = STANDARD_IJ;
     let mut only: Vec<String> = Vec::new();
     let mut worker: Option<String> = None;
+    let (mut shuffle, mut renumber) = (None, false);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     let usage = || -> ! {
@@ -284,12 +309,14 @@ fn main() {
             "--ij" => ij = (num(), num()),
             "--backend" => only.push(it.next().cloned().unwrap_or_else(|| usage())),
             "--mpi-worker" => worker = Some(it.next().cloned().unwrap_or_else(|| usage())),
+            "--shuffle" => shuffle = Some(num() as u64),
+            "--renumber" => renumber = true,
             _ => usage(),
         }
     }
     if let Some(backend) = worker {
         #[cfg(feature = "mpi")]
-        let result = mpi_worker(&Mesh::generate(ij.0, ij.1), &backend, iters);
+        let result = mpi_worker(&bench_mesh(ij, shuffle, renumber), &backend, iters);
         #[cfg(not(feature = "mpi"))]
         let result: Result<(), String> = Err(format!("{backend}: built without feature `mpi`"));
         if let Err(e) = result {
@@ -301,11 +328,21 @@ fn main() {
     let cores = std::thread::available_parallelism()
         .map(usize::from)
         .unwrap_or(1);
-    let mesh = Mesh::generate(ij.0, ij.1);
+    let mesh = bench_mesh(ij, shuffle, renumber);
+    // MPI workers build the same mesh.
+    let mut mesh_args: Vec<String> = Vec::new();
+    if let Some(seed) = shuffle {
+        mesh_args.extend(["--shuffle".to_string(), seed.to_string()]);
+    }
+    if renumber {
+        mesh_args.push("--renumber".into());
+    }
     println!(
-        "Airfoil {}x{}: {} cells, {} edges; {iters} iterations per configuration; {cores} cores",
+        "Airfoil {}x{}{}{}: {} cells, {} edges; {iters} iterations per configuration; {cores} cores",
         ij.0,
         ij.1,
+        shuffle.map_or(String::new(), |s| format!(", shuffled (seed {s})")),
+        if renumber { ", renumbered" } else { "" },
         mesh.ncell(),
         mesh.nedge()
     );
@@ -407,7 +444,7 @@ fn main() {
             if !only.is_empty() && !only.iter().any(|o| o == backend) {
                 continue;
             }
-            match run_ranks(ranks, backend, iters, ij) {
+            match run_ranks(ranks, backend, iters, ij, &mesh_args) {
                 Ok(mut r) => {
                     r.ceiling = triad_for(ranks);
                     rows.push(r);
