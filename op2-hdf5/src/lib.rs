@@ -218,17 +218,8 @@ impl H5File {
     /// Whether a dataset (or group) of that name exists.
     pub fn contains(&self, name: &str) -> bool {
         // `link_exists` on a path whose parent group is missing is an HDF5 error: check each level.
-        let mut at = String::new();
-        for part in name.split('/').filter(|p| !p.is_empty()) {
-            if !at.is_empty() {
-                at.push('/');
-            }
-            at.push_str(part);
-            if !self.file.link_exists(&at) {
-                return false;
-            }
-        }
-        !at.is_empty()
+        let levels = levels(name);
+        !levels.is_empty() && levels.iter().all(|at| self.file.link_exists(at))
     }
 
     fn dataset(&self, name: &str) -> Result<hdf5::Dataset> {
@@ -272,7 +263,11 @@ impl H5File {
 
     /// A dataset's rows and values per row: `(n, dim)` for a 2-D dataset, `(n, 1)` for a 1-D one.
     pub fn shape(&self, name: &str) -> Result<(usize, usize)> {
-        let shape = self.dataset(name)?.shape();
+        self.shape_of(name, &self.dataset(name)?)
+    }
+
+    fn shape_of(&self, name: &str, ds: &hdf5::Dataset) -> Result<(usize, usize)> {
+        let shape = ds.shape();
         match shape.as_slice() {
             // A scalar (h5py's `f["gam"] = 1.4`) is one row of one value.
             [] => Ok((1, 1)),
@@ -290,7 +285,8 @@ impl H5File {
         if ds.size() != 1 || shape.len() > 1 {
             return Err(self.shape_error(name, shape, "(1,): one integer, the set's size".into()));
         }
-        let v: Vec<i64> = self.read_integers(name, &ds, None)?;
+        let t = self.descriptor(name, &ds)?;
+        let v: Vec<i64> = self.read_integers(name, &ds, &t, None)?;
         usize::try_from(v[0]).map_err(|_| Hdf5Error::Value {
             file: self.path.clone(),
             dataset: name.into(),
@@ -302,8 +298,18 @@ impl H5File {
     /// before partitioning. Integers convert to any integer type they fit (checked value by value);
     /// floats to floats at least as wide; anything else is a [`Hdf5Error::Type`].
     pub fn rows<T: Scalar>(&self, name: &str, rows: Range<usize>, dim: usize) -> Result<Vec<T>> {
-        let ds = self.dataset(name)?;
-        let (n, d) = self.shape(name)?;
+        self.read_rows(name, &self.dataset(name)?, rows, dim)
+    }
+
+    /// [`H5File::rows`] of a dataset already open.
+    fn read_rows<T: Scalar>(
+        &self,
+        name: &str,
+        ds: &hdf5::Dataset,
+        rows: Range<usize>,
+        dim: usize,
+    ) -> Result<Vec<T>> {
+        let (n, d) = self.shape_of(name, ds)?;
         if d != dim {
             return Err(self.shape_error(name, ds.shape(), format!("{dim} value(s) per row")));
         }
@@ -315,17 +321,18 @@ impl H5File {
             ));
         }
         let selection = Some(rows);
+        let t = self.descriptor(name, ds)?;
         let unsigned_64 = matches!(
-            self.descriptor(name, &ds)?,
+            t,
             hdf5::types::TypeDescriptor::Unsigned(hdf5::types::IntSize::U8)
         );
         if T::DTYPE.is_float() {
-            self.read_floats(name, &ds, selection)
+            self.read_floats(name, ds, &t, selection)
         } else if T::DTYPE == DType::U64 && unsigned_64 {
             // Straight through: values past i64's range are valid u64s.
-            Ok(bytemuck_vec(self.read_as::<u64>(name, &ds, selection)?))
+            Ok(bytemuck_vec(self.read_as::<u64>(name, ds, selection)?))
         } else {
-            let wide: Vec<i64> = self.read_integers(name, &ds, selection)?;
+            let wide: Vec<i64> = self.read_integers(name, ds, &t, selection)?;
             integers_as::<T>(wide).map_err(|v| Hdf5Error::Value {
                 file: self.path.clone(),
                 dataset: name.into(),
@@ -336,15 +343,11 @@ impl H5File {
 
     /// All rows of a dataset that must have exactly `n` rows of `dim` values.
     pub fn values<T: Scalar>(&self, name: &str, n: usize, dim: usize) -> Result<Vec<T>> {
-        let (rows, d) = self.shape(name)?;
-        if rows != n || d != dim {
-            return Err(self.shape_error(
-                name,
-                self.dataset(name)?.shape(),
-                format!("({n}, {dim})"),
-            ));
+        let ds = self.dataset(name)?;
+        if self.shape_of(name, &ds)? != (n, dim) {
+            return Err(self.shape_error(name, ds.shape(), format!("({n}, {dim})")));
         }
-        self.rows(name, 0..n, dim)
+        self.read_rows(name, &ds, 0..n, dim)
     }
 
     fn descriptor(&self, name: &str, ds: &hdf5::Dataset) -> Result<hdf5::types::TypeDescriptor> {
@@ -367,10 +370,10 @@ impl H5File {
         &self,
         name: &str,
         ds: &hdf5::Dataset,
+        t: &hdf5::types::TypeDescriptor,
         rows: Option<Range<usize>>,
     ) -> Result<Vec<i64>> {
         use hdf5::types::{IntSize, TypeDescriptor as T};
-        let t = self.descriptor(name, ds)?;
         match t {
             T::Integer(_) | T::Unsigned(IntSize::U1 | IntSize::U2 | IntSize::U4) => {
                 self.read_as::<i64>(name, ds, rows)
@@ -386,7 +389,7 @@ impl H5File {
                     })
                 })
                 .collect(),
-            other => Err(self.type_error(name, &other, "integers")),
+            other => Err(self.type_error(name, other, "integers")),
         }
     }
 
@@ -395,16 +398,16 @@ impl H5File {
         &self,
         name: &str,
         ds: &hdf5::Dataset,
+        t: &hdf5::types::TypeDescriptor,
         rows: Option<Range<usize>>,
     ) -> Result<Vec<T>> {
         use hdf5::types::{FloatSize, TypeDescriptor as D};
-        let t = self.descriptor(name, ds)?;
         let fits = matches!(
-            (&t, T::DTYPE),
+            (t, T::DTYPE),
             (D::Float(_), DType::F64) | (D::Float(FloatSize::U4), DType::F32)
         );
         if !fits {
-            return Err(self.type_error(name, &t, op2_type_name(T::DTYPE)));
+            return Err(self.type_error(name, t, op2_type_name(T::DTYPE)));
         }
         match T::DTYPE {
             DType::F64 => Ok(bytemuck_vec(self.read_as::<f64>(name, ds, rows)?)),
@@ -476,7 +479,7 @@ impl H5File {
         }
         let n = ds.shape().first().copied().unwrap_or(1);
         let per_row = ds.size() / n.max(1);
-        self.rows::<T>(name, 0..n, per_row)
+        self.read_rows::<T>(name, &ds, 0..n, per_row)
     }
 
     /// Declares the constant `name` with the `dim` values the file holds.
@@ -488,13 +491,9 @@ impl H5File {
 
     /// Creates the groups a `/`-separated name needs.
     fn parent_groups(&self, name: &str) -> Result<()> {
-        let parts: Vec<&str> = name.split('/').filter(|p| !p.is_empty()).collect();
-        let mut at = String::new();
-        for part in &parts[..parts.len().saturating_sub(1)] {
-            if !at.is_empty() {
-                at.push('/');
-            }
-            at.push_str(part);
+        let mut levels = levels(name);
+        levels.pop();
+        for at in levels {
             if !self.file.link_exists(&at) {
                 self.file.create_group(&at).map_err(|e| self.io(name, e))?;
             }
@@ -700,6 +699,21 @@ impl H5File {
     pub fn flush(&self) -> Result<()> {
         self.file.flush().map_err(|e| self.io("/", e))
     }
+}
+
+/// The paths from the root down to `name` (`a/b/c`: `a`, `a/b`, `a/b/c`); empty parts dropped.
+fn levels(name: &str) -> Vec<String> {
+    let mut at = String::new();
+    name.split('/')
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            if !at.is_empty() {
+                at.push('/');
+            }
+            at.push_str(part);
+            at.clone()
+        })
+        .collect()
 }
 
 /// Opening without HDF5's file locks. HDF5 opens files without close-on-exec, so a process started
