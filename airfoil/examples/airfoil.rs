@@ -214,14 +214,14 @@ fn run() -> Result<bool, String> {
     // Rank 0 writes; every rank learns whether it could, and all stop if not.
     let on_lead = |what: &str, job: &dyn Fn() -> Result<(), String>| -> Result<(), String> {
         let done = if lead { job() } else { Ok(()) };
-        let mut failed = [f64::from(u8::from(done.is_err()))];
-        comm.all_reduce_f64(&mut failed, op2::ReduceOp::Max)
+        let failed = comm
+            .first_failed_rank(done.is_err())
             .map_err(|e| e.to_string())?;
         done?;
-        if failed[0] != 0.0 {
-            return Err(format!("rank 0 could not write {what}"));
+        match failed {
+            Some(_) => Err(format!("rank 0 could not write {what}")),
+            None => Ok(()),
         }
-        Ok(())
     };
     // The whole mesh on rank 0 (read now when the ranks read slices), for writing and pictures.
     let whole = || -> Result<Mesh, String> {

@@ -172,11 +172,11 @@ pub fn partitioned_hdf5(
     let read = read();
     // Every rank learns whether all could read before anyone starts partitioning, so a rank that
     // failed does not leave the others waiting in a collective.
-    let mut failed = [f64::from(u8::from(read.is_err()))];
-    comm.all_reduce_f64(&mut failed, op2::ReduceOp::Max)
+    let failed = comm
+        .first_failed_rank(read.is_err())
         .map_err(MpiError::from)?;
     let ([nnode, ncell, nedge, nbedge], part) = match read {
-        Ok(r) if failed[0] == 0.0 => r,
+        Ok(r) if failed.is_none() => r,
         Ok(_) => {
             return Err(crate::MeshError::OtherRank {
                 path: path.display().to_string(),

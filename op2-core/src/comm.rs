@@ -70,6 +70,20 @@ pub trait Communicator: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// The lowest rank for which `failed` is true, the same on every rank (`None` when none
+    /// failed): how ranks agree to stop together after a step only some may fail (reading their
+    /// part of a file, writing output), instead of leaving the others waiting in the next
+    /// collective. Collective.
+    fn first_failed_rank(&self, failed: bool) -> Result<Option<usize>> {
+        let mut v = [if failed {
+            self.rank() as f64
+        } else {
+            f64::INFINITY
+        }];
+        self.all_reduce_f64(&mut v, ReduceOp::Min)?;
+        Ok(v[0].is_finite().then_some(v[0] as usize))
+    }
+
     /// Sends `sends[r]` to rank `r` (one per rank) and returns what each rank sent here.
     fn all_to_all_v(&self, sends: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>>;
 
@@ -657,5 +671,23 @@ mod tests {
         for g in got {
             assert_eq!(g, [2.0, 0.0, 0.5, 3.0, 3.0]);
         }
+    }
+
+    #[test]
+    fn every_rank_learns_the_first_that_failed() {
+        let comms = thread_communicators(3, Duration::from_secs(10));
+        let got: Vec<(Option<usize>, Option<usize>)> = std::thread::scope(|s| {
+            let hs: Vec<_> = comms
+                .iter()
+                .map(|c| {
+                    s.spawn(move || {
+                        let none = c.first_failed_rank(false).unwrap();
+                        (none, c.first_failed_rank(c.rank() >= 1).unwrap())
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(got, vec![(None, Some(1)); 3]);
     }
 }

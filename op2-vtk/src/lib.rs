@@ -16,7 +16,7 @@
 //! ```
 
 use base64::Engine as _;
-use op2_core::comm::{Communicator, ReduceOp};
+use op2_core::comm::Communicator;
 use op2_core::{Dat, Map, Op2Error};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -474,17 +474,12 @@ impl UnstructuredGrid {
                 });
         }
         // Every rank learns the lowest rank that failed, so all return alike.
-        let mut failed = [if written.is_err() {
-            rank as f64
-        } else {
-            f64::INFINITY
-        }];
-        comm.all_reduce_f64(&mut failed, ReduceOp::Min)?;
+        let failed = comm.first_failed_rank(written.is_err())?;
         written?;
-        if failed[0].is_finite() {
-            return Err(VtkError::OtherRank(failed[0] as usize));
+        match failed {
+            Some(r) => Err(VtkError::OtherRank(r)),
+            None => Ok(index),
         }
-        Ok(index)
     }
 }
 
