@@ -6,7 +6,7 @@
 //! Reading takes the mesh and the constants; the flow starts from `qinf` as OP2's Airfoil starts
 //! (a `p_q` in the file, for example a saved state, is not read).
 
-use crate::mesh::{Mesh, MeshError};
+use crate::mesh::{Mesh, MeshError, first_outside};
 use crate::solver::Constants;
 use op2::hdf5::{H5File, Hdf5Error};
 use std::path::Path;
@@ -48,16 +48,12 @@ impl Mesh {
             ("pbedge", &m.bedge, nnode),
             ("pbecell", &m.becell, ncell),
         ] {
-            if let Some((i, v)) = values
-                .iter()
-                .enumerate()
-                .find(|(_, v)| !(0..limit as i64).contains(&i64::from(**v)))
-            {
+            if let Some((entry, v)) = first_outside(values, limit) {
                 return Err(MeshError::Index {
                     path: file,
                     map: name.into(),
-                    entry: i,
-                    value: i64::from(*v),
+                    entry,
+                    value: i64::from(v),
                     limit,
                 });
             }

@@ -85,6 +85,15 @@ pub enum MeshError {
     },
 }
 
+/// The first entry of `values` outside `0..limit`, with its position: a map pointing past its
+/// target set.
+pub(crate) fn first_outside(values: &[i32], limit: usize) -> Option<(usize, i32)> {
+    values
+        .iter()
+        .position(|&v| v < 0 || v as usize >= limit)
+        .map(|i| (i, values[i]))
+}
+
 /// The first bytes of every HDF5 file.
 const HDF5_SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
 

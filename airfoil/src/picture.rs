@@ -75,11 +75,7 @@ pub fn render_pressure(
         });
     }
     for (what, values, arity) in [("cell", &mesh.cell, 4), ("boundary edge", &mesh.bedge, 2)] {
-        if let Some((i, &n)) = values
-            .iter()
-            .enumerate()
-            .find(|(_, n)| !(0..mesh.nnode() as i64).contains(&i64::from(**n)))
-        {
+        if let Some((i, n)) = crate::mesh::first_outside(values, mesh.nnode()) {
             return Err(PictureError::Index {
                 what,
                 row: i / arity,

@@ -93,19 +93,7 @@ fn h5dump_sees_op2s_layout() {
     f.write_dat_values("p_q", 4, &[0.0f64; 8]).unwrap();
     f.write_const("gam", &[1.4f64]).unwrap();
     drop(f);
-    let dump = |args: &[&str]| {
-        let out = Command::new("h5dump")
-            .args(args)
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let dump = |args: &[&str]| support::output_of(Command::new("h5dump").args(args).arg(&path));
     let set = dump(&["-d", "edges"]);
     assert!(
         set.contains("H5T_STD_I32LE") && set.contains("( 1 )") && set.contains("2"),

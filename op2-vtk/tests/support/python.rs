@@ -36,14 +36,16 @@ pub fn python_with(module: &str, debian_package: &str) -> Option<String> {
 /// Runs `script` with `args` and returns what it printed; a failing script fails the test.
 #[allow(dead_code)] // Not every including test file runs scripts this way.
 pub fn run_python(python: &str, script: &str, args: &[&Path]) -> String {
-    let out = Command::new(python)
-        .args(["-c", script])
-        .args(args)
-        .output()
-        .unwrap();
+    output_of(Command::new(python).args(["-c", script]).args(args))
+}
+
+/// Runs a tool and returns what it printed (trimmed); a tool that fails fails the test, with its
+/// error output.
+pub fn output_of(command: &mut Command) -> String {
+    let out = command.output().unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "{command:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
