@@ -28,6 +28,9 @@ pub use op2_device;
 /// written to files in OP2-Common's layout.
 #[cfg(feature = "hdf5")]
 pub use op2_hdf5 as hdf5;
+/// Sparse matrices assembled by loops with Mat args (PyOP2's `Sparsity` and `Mat`), and Krylov
+/// solvers with preconditioners configured like PETSc's KSP.
+pub use op2_la as la;
 /// Distributed meshes and MPI (feature `mpi`): partition a mesh declared in global numbering,
 /// get each rank's sets with halos, gather results; `mpi::Mpi` is the communicator.
 #[cfg(feature = "mpi")]

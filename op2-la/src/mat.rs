@@ -1,0 +1,434 @@
+//! Matrices on a sparsity (PyOP2's `Mat`): CSR values over the pattern, filled by assembly loops or
+//! by hand, with PETSc's life cycle (insert or add, then `assemble`), Dirichlet rows, and the
+//! matrix-vector product on Dats.
+
+use crate::error::{LaError, Result};
+use crate::sparsity::Sparsity;
+use op2_core::{Access, Dat, Map};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A sparse matrix with the pattern of a [`Sparsity`], values in compressed sparse rows (scalar
+/// rows; block sizes above 1 store each node's block row by row). Cheap to clone: clones share the
+/// matrix.
+///
+/// Life cycle as in PETSc: entries are added (`INC` loops, [`Mat::add_values`]) or inserted
+/// (`WRITE` loops, [`Mat::set_values`]), never both without [`Mat::assemble`] in between; products,
+/// solves and [`Mat::zero_rows`] need an assembled matrix.
+#[derive(Clone)]
+pub struct Mat(pub(crate) Arc<MatData>);
+
+pub(crate) struct MatData {
+    pub(crate) name: String,
+    pub(crate) sparsity: Sparsity,
+    pub(crate) state: Mutex<MatState>,
+}
+
+/// Pending insertions since the last assembly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pending {
+    Nothing,
+    Add,
+    Insert,
+}
+
+impl Pending {
+    fn describe(self) -> &'static str {
+        match self {
+            Pending::Nothing => "nothing",
+            Pending::Add => "adding values",
+            Pending::Insert => "inserting values",
+        }
+    }
+}
+
+pub(crate) struct MatState {
+    pub(crate) values: Vec<f64>,
+    pub(crate) pending: Pending,
+    pub(crate) assembled: bool,
+    /// Where each element's block goes, per (iteration set, row map, column map).
+    pub(crate) plans: HashMap<(u64, u64, u64), Arc<crate::assembly::AssemblyPlan>>,
+    /// Per-element staging for loops, per (iteration set, arg position).
+    pub(crate) blocks: HashMap<(u64, usize), Dat<f64>>,
+}
+
+/// A borrowed CSR matrix: what solvers and preconditioners work on.
+#[derive(Debug, Clone, Copy)]
+pub struct CsrRef<'a> {
+    /// Scalar rows.
+    pub rows: usize,
+    /// Scalar columns.
+    pub cols: usize,
+    /// `rows + 1` offsets into `col_idx` and `values`.
+    pub row_ptr: &'a [usize],
+    /// Column of each entry, sorted within rows.
+    pub col_idx: &'a [u32],
+    /// Value of each entry.
+    pub values: &'a [f64],
+}
+
+impl CsrRef<'_> {
+    /// `y = A x`.
+    pub fn mult(&self, x: &[f64], y: &mut [f64]) {
+        for (r, yr) in y.iter_mut().enumerate().take(self.rows) {
+            let (lo, hi) = (self.row_ptr[r], self.row_ptr[r + 1]);
+            let mut s = 0.0;
+            for k in lo..hi {
+                s += self.values[k] * x[self.col_idx[k] as usize];
+            }
+            *yr = s;
+        }
+    }
+
+    /// The diagonal (0 where a row stores none).
+    pub fn diagonal(&self) -> Vec<f64> {
+        (0..self.rows)
+            .map(|r| {
+                let cols = &self.col_idx[self.row_ptr[r]..self.row_ptr[r + 1]];
+                cols.binary_search(&(r as u32))
+                    .map(|i| self.values[self.row_ptr[r] + i])
+                    .unwrap_or(0.0)
+            })
+            .collect()
+    }
+}
+
+/// A Mat argument of an assembly loop (see [`crate::par_loop`]): the kernel receives the element's
+/// dense block, `(row arity x row block size)` rows by `(column arity x column block size)` columns,
+/// row-major and zeroed, as a `double *` (or `double A[R*C]`) parameter; entry `(i*bs + a, j*bs + b)`
+/// belongs to row node `row_map[e][i]` component `a`, column node `col_map[e][j]` component `b`.
+#[derive(Clone)]
+pub struct MatArg {
+    pub(crate) mat: Mat,
+    pub(crate) access: Access,
+    pub(crate) row_map: Map,
+    pub(crate) col_map: Map,
+}
+
+impl MatArg {
+    /// Rows and columns of the element block.
+    pub fn block_shape(&self) -> (usize, usize) {
+        let (br, bc) = self.mat.0.sparsity.dims();
+        (self.row_map.arity() * br, self.col_map.arity() * bc)
+    }
+}
+
+impl fmt::Debug for MatArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "MatArg({:?}, {:?}, {:?}, {:?})",
+            self.mat.0.name,
+            self.access,
+            self.row_map.name(),
+            self.col_map.name()
+        )
+    }
+}
+
+impl Mat {
+    /// A matrix on `sparsity`, all entries zero, not yet assembled.
+    pub fn new(sparsity: &Sparsity, name: &str) -> Mat {
+        Mat(Arc::new(MatData {
+            name: name.into(),
+            sparsity: sparsity.clone(),
+            state: Mutex::new(MatState {
+                values: vec![0.0; sparsity.nnz()],
+                pending: Pending::Nothing,
+                assembled: false,
+                plans: HashMap::new(),
+                blocks: HashMap::new(),
+            }),
+        }))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, MatState> {
+        // A panic while holding the lock leaves plain numbers behind; keep using them.
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// Its pattern.
+    pub fn sparsity(&self) -> &Sparsity {
+        &self.0.sparsity
+    }
+
+    /// Scalar rows.
+    pub fn rows(&self) -> usize {
+        self.0.sparsity.rows()
+    }
+
+    /// Scalar columns.
+    pub fn cols(&self) -> usize {
+        self.0.sparsity.cols()
+    }
+
+    /// The argument that assembles element blocks into this matrix in a loop: `INC` adds them,
+    /// `WRITE` inserts them (where elements share an entry, the last element's value stays).
+    /// `row_map` and `col_map` must be one of the sparsity's pairs; checked by the loop.
+    pub fn arg(&self, access: Access, row_map: &Map, col_map: &Map) -> MatArg {
+        MatArg {
+            mat: self.clone(),
+            access,
+            row_map: row_map.clone(),
+            col_map: col_map.clone(),
+        }
+    }
+
+    /// Sets every stored entry to zero (the pattern stays; so does the assembled state).
+    pub fn zero(&self) {
+        self.lock().values.fill(0.0);
+    }
+
+    /// Finishes pending insertions (PETSc's `MatAssemblyBegin/End`): afterwards the matrix can be
+    /// multiplied, solved with, and have rows zeroed.
+    pub fn assemble(&self) {
+        let mut st = self.lock();
+        st.pending = Pending::Nothing;
+        st.assembled = true;
+    }
+
+    /// Whether the matrix is assembled (no insertions pending).
+    pub fn is_assembled(&self) -> bool {
+        self.lock().assembled
+    }
+
+    /// Records that values are about to be added (`add`) or inserted.
+    pub(crate) fn begin(&self, st: &mut MatState, add: bool) -> Result<()> {
+        let now = if add { Pending::Add } else { Pending::Insert };
+        if st.pending != Pending::Nothing && st.pending != now {
+            return Err(LaError::MixedModes {
+                mat: self.0.name.clone(),
+                now: now.describe(),
+                before: st.pending.describe(),
+            });
+        }
+        st.pending = now;
+        st.assembled = false;
+        Ok(())
+    }
+
+    /// Checks mode compatibility without changing anything (loops check before they run).
+    pub(crate) fn check_mode(&self, add: bool) -> Result<()> {
+        let st = self.lock();
+        let now = if add { Pending::Add } else { Pending::Insert };
+        if st.pending != Pending::Nothing && st.pending != now {
+            return Err(LaError::MixedModes {
+                mat: self.0.name.clone(),
+                now: now.describe(),
+                before: st.pending.describe(),
+            });
+        }
+        Ok(())
+    }
+
+    fn dense_block(&self, rows: &[usize], cols: &[usize], block: &[f64], add: bool) -> Result<()> {
+        if block.len() != rows.len() * cols.len() {
+            return Err(LaError::Length {
+                what: "block of values",
+                len: block.len(),
+                expected: rows.len() * cols.len(),
+            });
+        }
+        let sp = &self.0.sparsity;
+        // Find every position first, so a bad index changes nothing.
+        let mut positions = Vec::with_capacity(block.len());
+        for &r in rows {
+            self.check_index("row", r, sp.rows())?;
+            for &c in cols {
+                self.check_index("column", c, sp.cols())?;
+                positions.push(sp.position(r, c).ok_or(LaError::NotInPattern {
+                    mat: self.0.name.clone(),
+                    row: r,
+                    col: c,
+                })?);
+            }
+        }
+        let mut st = self.lock();
+        self.begin(&mut st, add)?;
+        for (p, v) in positions.into_iter().zip(block) {
+            if add {
+                st.values[p] += v;
+            } else {
+                st.values[p] = *v;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the dense `rows.len() x cols.len()` row-major `block` at scalar rows and columns
+    /// (PETSc's `MatSetValues` with `ADD_VALUES`).
+    pub fn add_values(&self, rows: &[usize], cols: &[usize], block: &[f64]) -> Result<()> {
+        self.dense_block(rows, cols, block, true)
+    }
+
+    /// Inserts the dense row-major `block` (`INSERT_VALUES`).
+    pub fn set_values(&self, rows: &[usize], cols: &[usize], block: &[f64]) -> Result<()> {
+        self.dense_block(rows, cols, block, false)
+    }
+
+    fn check_index(&self, what: &'static str, index: usize, size: usize) -> Result<()> {
+        if index >= size {
+            return Err(LaError::Index {
+                mat: self.0.name.clone(),
+                what,
+                index,
+                size,
+            });
+        }
+        Ok(())
+    }
+
+    fn assembled(&self, operation: &'static str) -> Result<MutexGuard<'_, MatState>> {
+        let st = self.lock();
+        if !st.assembled {
+            return Err(LaError::Unassembled {
+                mat: self.0.name.clone(),
+                operation,
+            });
+        }
+        Ok(st)
+    }
+
+    /// Zeroes scalar `rows` and puts `diagonal` on their diagonal, for Dirichlet conditions
+    /// (PETSc's `MatZeroRows`). Needs an assembled, square matrix; leaves it assembled.
+    pub fn zero_rows(&self, rows: &[usize], diagonal: f64) -> Result<()> {
+        let sp = &self.0.sparsity;
+        self.square("zero_rows")?;
+        for &r in rows {
+            self.check_index("row", r, sp.rows())?;
+        }
+        let mut st = self.assembled("zero_rows")?;
+        let offsets = sp.row_offsets();
+        for &r in rows {
+            st.values[offsets[r]..offsets[r + 1]].fill(0.0);
+            // Square patterns always store the diagonal.
+            let d = sp
+                .position(r, r)
+                .expect("square sparsities store the diagonal");
+            st.values[d] = diagonal;
+        }
+        Ok(())
+    }
+
+    fn square(&self, _operation: &'static str) -> Result<()> {
+        if !self.0.sparsity.is_square() {
+            return Err(LaError::NotSquare {
+                mat: self.0.name.clone(),
+                rows: self.rows(),
+                cols: self.cols(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The value at scalar (`row`, `col`): zero where the pattern has no entry.
+    pub fn value(&self, row: usize, col: usize) -> Result<f64> {
+        let sp = &self.0.sparsity;
+        self.check_index("row", row, sp.rows())?;
+        self.check_index("column", col, sp.cols())?;
+        Ok(sp.position(row, col).map_or(0.0, |p| self.lock().values[p]))
+    }
+
+    /// The stored values, in CSR order (see [`Sparsity::row_offsets`], [`Sparsity::col_indices`]).
+    pub fn values(&self) -> Vec<f64> {
+        self.lock().values.clone()
+    }
+
+    /// The whole matrix as dense rows (for small matrices: tests, printing).
+    pub fn to_dense(&self) -> Vec<Vec<f64>> {
+        let st = self.lock();
+        let sp = &self.0.sparsity;
+        let mut dense = vec![vec![0.0; sp.cols()]; sp.rows()];
+        for (r, row) in dense.iter_mut().enumerate() {
+            for k in sp.row_offsets()[r]..sp.row_offsets()[r + 1] {
+                row[sp.col_indices()[k] as usize] = st.values[k];
+            }
+        }
+        dense
+    }
+
+    /// Runs `f` on the assembled matrix as CSR (what solvers read).
+    pub fn with_csr<R>(
+        &self,
+        operation: &'static str,
+        f: impl FnOnce(CsrRef<'_>) -> R,
+    ) -> Result<R> {
+        let st = self.assembled(operation)?;
+        let sp = &self.0.sparsity;
+        Ok(f(CsrRef {
+            rows: sp.rows(),
+            cols: sp.cols(),
+            row_ptr: sp.row_offsets(),
+            col_idx: sp.col_indices(),
+            values: &st.values,
+        }))
+    }
+
+    /// `y = A x` on slices of scalar values.
+    pub fn mult_slices(&self, x: &[f64], y: &mut [f64]) -> Result<()> {
+        check_len("x", x.len(), self.cols())?;
+        check_len("y", y.len(), self.rows())?;
+        self.with_csr("mult", |a| a.mult(x, y))
+    }
+
+    /// `y = A x` with Dats as vectors: `x` on the column set with the column block size, `y` on
+    /// the row set with the row block size (forces pending loops that write `x`).
+    pub fn mult(&self, x: &Dat<f64>, y: &Dat<f64>) -> Result<()> {
+        self.check_vector("x", x, false)?;
+        self.check_vector("y", y, true)?;
+        let xs = x.data_ro()?.to_vec();
+        let mut ys = y.data()?;
+        let rows = self.rows();
+        self.mult_slices(&xs[..self.cols()], &mut ys[..rows])
+    }
+
+    /// Checks that `dat` is a vector over the rows (`rows`) or the columns.
+    pub(crate) fn check_vector(
+        &self,
+        role: &'static str,
+        dat: &Dat<f64>,
+        rows: bool,
+    ) -> Result<()> {
+        let sp = &self.0.sparsity;
+        let (set, dim) = if rows {
+            (sp.row_set(), sp.dims().0)
+        } else {
+            (sp.col_set(), sp.dims().1)
+        };
+        if dat.set() != set || dat.dim() != dim {
+            return Err(LaError::VectorShape {
+                mat: self.0.name.clone(),
+                role,
+                dat: dat.name().into(),
+                set: dat.set().name().into(),
+                dim: dat.dim(),
+                expected_set: set.name().into(),
+                expected_dim: dim,
+            });
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn check_len(what: &'static str, len: usize, expected: usize) -> Result<()> {
+    if len != expected {
+        return Err(LaError::Length {
+            what,
+            len,
+            expected,
+        });
+    }
+    Ok(())
+}
+
+impl fmt::Debug for Mat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Mat({:?} on {:?})", self.0.name, self.0.sparsity)
+    }
+}

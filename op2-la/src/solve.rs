@@ -1,0 +1,542 @@
+//! Krylov solvers configured like PETSc's KSP (method, preconditioner, tolerances, iteration limit)
+//! and reporting what KSP reports (why it stopped, iterations, residual history). The native ones
+//! (CG, restarted GMRES, BiCGStab) follow PETSc's conventions -- left preconditioning, the
+//! preconditioned residual norm, a zero initial guess unless asked, and the test
+//! `||r|| < max(rtol ||r0||, atol)` -- so their iteration counts compare with PETSc's.
+
+use crate::error::{LaError, Result};
+use crate::mat::{CsrRef, Mat, check_len};
+use crate::precond::{Applied, Preconditioner};
+use op2_core::Dat;
+
+/// The Krylov method (`-ksp_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// Conjugate gradients: symmetric positive definite matrices (and preconditioners).
+    Cg,
+    /// GMRES restarted every `restart` iterations (PETSc's default 30): any nonsingular matrix.
+    Gmres {
+        /// Krylov vectors kept before a restart.
+        restart: usize,
+    },
+    /// BiCGStab: nonsymmetric matrices, short recurrences.
+    BiCgStab,
+}
+
+impl Method {
+    /// PETSc's name for it.
+    pub fn petsc_name(&self) -> &'static str {
+        match self {
+            Method::Cg => "cg",
+            Method::Gmres { .. } => "gmres",
+            Method::BiCgStab => "bcgs",
+        }
+    }
+}
+
+/// How a solve is set up (PETSc's KSP options, with PETSc's defaults).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SolverOptions {
+    /// The method (default GMRES(30)).
+    pub method: Method,
+    /// The preconditioner (default Jacobi; PETSc's serial default is ILU).
+    pub preconditioner: Preconditioner,
+    /// Relative tolerance on the residual norm (default 1e-5).
+    pub rtol: f64,
+    /// Absolute tolerance (default 1e-50).
+    pub atol: f64,
+    /// Divergence: stop when the residual grows past `dtol` times the first one (default 1e5).
+    pub dtol: f64,
+    /// Iteration limit (default 10000).
+    pub max_iterations: usize,
+    /// Start from the values already in `x` instead of zero (default false).
+    pub nonzero_initial_guess: bool,
+}
+
+impl Default for SolverOptions {
+    fn default() -> Self {
+        SolverOptions {
+            method: Method::Gmres { restart: 30 },
+            preconditioner: Preconditioner::Jacobi,
+            rtol: 1e-5,
+            atol: 1e-50,
+            dtol: 1e5,
+            max_iterations: 10_000,
+            nonzero_initial_guess: false,
+        }
+    }
+}
+
+impl SolverOptions {
+    /// Defaults with this method and preconditioner.
+    pub fn new(method: Method, preconditioner: Preconditioner) -> Self {
+        SolverOptions {
+            method,
+            preconditioner,
+            ..Default::default()
+        }
+    }
+
+    /// With this relative tolerance.
+    pub fn rtol(mut self, rtol: f64) -> Self {
+        self.rtol = rtol;
+        self
+    }
+
+    /// With this absolute tolerance.
+    pub fn atol(mut self, atol: f64) -> Self {
+        self.atol = atol;
+        self
+    }
+
+    /// With this iteration limit.
+    pub fn max_iterations(mut self, n: usize) -> Self {
+        self.max_iterations = n;
+        self
+    }
+
+    fn check(&self) -> Result<()> {
+        let bad = |option, value: f64, why| {
+            Err(LaError::Option {
+                option,
+                value: value.to_string(),
+                why,
+            })
+        };
+        if !(self.rtol >= 0.0 && self.rtol < 1.0) {
+            return bad("rtol", self.rtol, "must be in [0, 1)");
+        }
+        if !(self.atol >= 0.0) {
+            return bad("atol", self.atol, "must be at least 0");
+        }
+        if !(self.dtol > 1.0) {
+            return bad("dtol", self.dtol, "must be above 1");
+        }
+        if let Method::Gmres { restart: 0 } = self.method {
+            return bad("restart", 0.0, "GMRES needs at least one vector");
+        }
+        Ok(())
+    }
+}
+
+/// Why a solve stopped (PETSc's `KSPConvergedReason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvergedReason {
+    /// Residual below `rtol` times the first residual.
+    Rtol,
+    /// Residual below `atol`.
+    Atol,
+    /// The iteration limit came first.
+    DivergedIterations,
+    /// The residual grew past `dtol` times the first one.
+    DivergedDtol,
+    /// A residual or a step length became NaN or infinite.
+    DivergedNanOrInf,
+    /// The method broke down (a zero denominator).
+    DivergedBreakdown,
+    /// CG met a direction of non-positive curvature: the matrix is not positive definite.
+    DivergedIndefiniteMatrix,
+    /// CG's preconditioner is not positive definite.
+    DivergedIndefinitePreconditioner,
+}
+
+impl ConvergedReason {
+    /// Whether the solve converged.
+    pub fn converged(self) -> bool {
+        matches!(self, ConvergedReason::Rtol | ConvergedReason::Atol)
+    }
+}
+
+/// What a solve reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SolveReport {
+    /// The solver that ran (`native cg + jacobi`, `petsc cg + jacobi`...).
+    pub solver: String,
+    /// Why it stopped.
+    pub reason: ConvergedReason,
+    /// Iterations done.
+    pub iterations: usize,
+    /// The residual norm tested for convergence, before the first iteration and after each one.
+    pub residual_history: Vec<f64>,
+}
+
+impl SolveReport {
+    /// Whether it converged.
+    pub fn converged(&self) -> bool {
+        self.reason.converged()
+    }
+
+    /// The last residual norm.
+    pub fn residual(&self) -> f64 {
+        self.residual_history.last().copied().unwrap_or(f64::NAN)
+    }
+
+    /// The report, or [`LaError::NotConverged`] when the solve did not converge.
+    pub fn check(self) -> Result<SolveReport> {
+        if self.converged() {
+            Ok(self)
+        } else {
+            Err(LaError::NotConverged {
+                method: self.solver.clone(),
+                reason: self.reason,
+                iterations: self.iterations,
+                residual: self.residual(),
+            })
+        }
+    }
+}
+
+/// A linear-algebra implementation that solves assembled CSR systems: the native one
+/// ([`NativeSolver`]) or PETSc (feature `petsc`).
+pub trait LinearSolver: Send + Sync {
+    /// Its name.
+    fn name(&self) -> &str;
+
+    /// Solves `A x = b`. `x` holds the initial guess when `options.nonzero_initial_guess`.
+    fn solve_csr(
+        &self,
+        a: CsrRef<'_>,
+        b: &[f64],
+        x: &mut [f64],
+        options: &SolverOptions,
+        matrix_name: &str,
+    ) -> Result<SolveReport>;
+}
+
+/// Solves with a matrix and Dats as vectors: `b` on the rows, `x` on the columns.
+pub fn solve_with(
+    solver: &dyn LinearSolver,
+    a: &Mat,
+    b: &Dat<f64>,
+    x: &Dat<f64>,
+    options: &SolverOptions,
+) -> Result<SolveReport> {
+    if a.rows() != a.cols() || a.sparsity().row_set() != a.sparsity().col_set() {
+        return Err(LaError::NotSquare {
+            mat: a.name().into(),
+            rows: a.rows(),
+            cols: a.cols(),
+        });
+    }
+    a.check_vector("b", b, true)?;
+    a.check_vector("x", x, false)?;
+    if b.id() == x.id() {
+        return Err(LaError::Option {
+            option: "x",
+            value: x.name().into(),
+            why: "x and b must be different Dats",
+        });
+    }
+    let n = a.rows();
+    let bs = b.data_ro()?[..n].to_vec();
+    let mut xs = x.data()?;
+    a.with_csr("solve", |csr| {
+        solver.solve_csr(csr, &bs, &mut xs[..n], options, a.name())
+    })?
+}
+
+/// Solves `A x = b` with the native solver.
+pub fn solve(a: &Mat, b: &Dat<f64>, x: &Dat<f64>, options: &SolverOptions) -> Result<SolveReport> {
+    solve_with(&NativeSolver, a, b, x, options)
+}
+
+/// The native Krylov solvers and preconditioners (pure Rust; see the crate docs for why not a crate).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NativeSolver;
+
+impl LinearSolver for NativeSolver {
+    fn name(&self) -> &str {
+        "native"
+    }
+
+    fn solve_csr(
+        &self,
+        a: CsrRef<'_>,
+        b: &[f64],
+        x: &mut [f64],
+        options: &SolverOptions,
+        matrix_name: &str,
+    ) -> Result<SolveReport> {
+        options.check()?;
+        if a.rows != a.cols {
+            return Err(LaError::NotSquare {
+                mat: matrix_name.into(),
+                rows: a.rows,
+                cols: a.cols,
+            });
+        }
+        check_len("b", b.len(), a.rows)?;
+        check_len("x", x.len(), a.cols)?;
+        if !options.nonzero_initial_guess {
+            x.fill(0.0);
+        }
+        let pc = Applied::new(options.preconditioner, a, matrix_name)?;
+        let mut k = Krylov {
+            a,
+            pc,
+            options,
+            history: Vec::new(),
+            limit: 0.0,
+        };
+        let (reason, iterations) = match options.method {
+            Method::Cg => k.cg(b, x),
+            Method::Gmres { restart } => k.gmres(b, x, restart),
+            Method::BiCgStab => k.bicgstab(b, x),
+        };
+        Ok(SolveReport {
+            solver: format!(
+                "native {} + {}",
+                options.method.petsc_name(),
+                options.preconditioner.petsc_name()
+            ),
+            reason,
+            iterations,
+            residual_history: k.history,
+        })
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn norm(a: &[f64]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+/// `y += alpha x`.
+fn axpy(y: &mut [f64], alpha: f64, x: &[f64]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y += alpha * x;
+    }
+}
+
+struct Krylov<'a, 'o> {
+    a: CsrRef<'a>,
+    pc: Applied<'a>,
+    options: &'o SolverOptions,
+    history: Vec<f64>,
+    /// `max(rtol ||r0||, atol)`, set by the first test.
+    limit: f64,
+}
+
+impl Krylov<'_, '_> {
+    /// PETSc's default convergence test on residual norm `rnorm` after `its` iterations.
+    fn test(&mut self, its: usize, rnorm: f64) -> Option<ConvergedReason> {
+        self.history.push(rnorm);
+        let o = self.options;
+        if !rnorm.is_finite() {
+            return Some(ConvergedReason::DivergedNanOrInf);
+        }
+        if its == 0 {
+            self.limit = (o.rtol * rnorm).max(o.atol);
+        }
+        if rnorm <= self.limit {
+            return Some(if rnorm < o.atol {
+                ConvergedReason::Atol
+            } else {
+                ConvergedReason::Rtol
+            });
+        }
+        if its > 0 && rnorm >= o.dtol * self.history[0] {
+            return Some(ConvergedReason::DivergedDtol);
+        }
+        if its >= o.max_iterations {
+            return Some(ConvergedReason::DivergedIterations);
+        }
+        None
+    }
+
+    /// `r = b - A x`.
+    fn residual(&self, b: &[f64], x: &[f64], r: &mut [f64]) {
+        self.a.mult(x, r);
+        for (r, b) in r.iter_mut().zip(b) {
+            *r = b - *r;
+        }
+    }
+
+    fn cg(&mut self, b: &[f64], x: &mut [f64]) -> (ConvergedReason, usize) {
+        let n = b.len();
+        let (mut r, mut z, mut p, mut w) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        self.residual(b, x, &mut r);
+        self.pc.apply(&r, &mut z);
+        if let Some(reason) = self.test(0, norm(&z)) {
+            return (reason, 0);
+        }
+        let mut beta = dot(&r, &z);
+        let mut beta_old = 0.0;
+        let mut its = 0;
+        loop {
+            if beta < 0.0 {
+                return (ConvergedReason::DivergedIndefinitePreconditioner, its);
+            }
+            if its == 0 {
+                p.copy_from_slice(&z);
+            } else {
+                let ratio = beta / beta_old;
+                for (p, z) in p.iter_mut().zip(&z) {
+                    *p = z + ratio * *p;
+                }
+            }
+            self.a.mult(&p, &mut w);
+            let curvature = dot(&p, &w);
+            if curvature <= 0.0 {
+                return (
+                    if curvature.is_finite() {
+                        ConvergedReason::DivergedIndefiniteMatrix
+                    } else {
+                        ConvergedReason::DivergedNanOrInf
+                    },
+                    its,
+                );
+            }
+            let alpha = beta / curvature;
+            axpy(x, alpha, &p);
+            axpy(&mut r, -alpha, &w);
+            self.pc.apply(&r, &mut z);
+            its += 1;
+            if let Some(reason) = self.test(its, norm(&z)) {
+                return (reason, its);
+            }
+            beta_old = beta;
+            beta = dot(&r, &z);
+        }
+    }
+
+    fn bicgstab(&mut self, b: &[f64], x: &mut [f64]) -> (ConvergedReason, usize) {
+        // BiCGStab on the left-preconditioned system M^-1 A x = M^-1 b.
+        let n = b.len();
+        let mut tmp = vec![0.0; n];
+        let mut r = vec![0.0; n];
+        self.residual(b, x, &mut tmp);
+        self.pc.apply(&tmp, &mut r);
+        if let Some(reason) = self.test(0, norm(&r)) {
+            return (reason, 0);
+        }
+        let r_hat = r.clone();
+        let (mut p, mut v, mut s, mut t) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        let (mut rho, mut alpha, mut omega) = (1.0, 1.0, 1.0);
+        let mut its = 0;
+        let op = |k: &Self, src: &[f64], dst: &mut [f64], tmp: &mut [f64]| {
+            k.a.mult(src, tmp);
+            k.pc.apply(tmp, dst);
+        };
+        loop {
+            let rho_new = dot(&r_hat, &r);
+            if rho_new == 0.0 || omega == 0.0 {
+                return (ConvergedReason::DivergedBreakdown, its);
+            }
+            let beta = (rho_new / rho) * (alpha / omega);
+            rho = rho_new;
+            for ((p, r), v) in p.iter_mut().zip(&r).zip(&v) {
+                *p = r + beta * (*p - omega * v);
+            }
+            op(self, &p, &mut v, &mut tmp);
+            let rv = dot(&r_hat, &v);
+            if rv == 0.0 {
+                return (ConvergedReason::DivergedBreakdown, its);
+            }
+            alpha = rho / rv;
+            for ((s, r), v) in s.iter_mut().zip(&r).zip(&v) {
+                *s = r - alpha * v;
+            }
+            op(self, &s, &mut t, &mut tmp);
+            let tt = dot(&t, &t);
+            omega = if tt == 0.0 { 0.0 } else { dot(&t, &s) / tt };
+            axpy(x, alpha, &p);
+            axpy(x, omega, &s);
+            for ((r, s), t) in r.iter_mut().zip(&s).zip(&t) {
+                *r = s - omega * t;
+            }
+            its += 1;
+            if let Some(reason) = self.test(its, norm(&r)) {
+                return (reason, its);
+            }
+        }
+    }
+
+    fn gmres(&mut self, b: &[f64], x: &mut [f64], restart: usize) -> (ConvergedReason, usize) {
+        // Left-preconditioned GMRES(m) with modified Gram-Schmidt and Givens rotations; the
+        // residual norm of the least-squares problem is the one tested, as in PETSc.
+        let n = b.len();
+        let m = restart;
+        let mut tmp = vec![0.0; n];
+        let mut w = vec![0.0; n];
+        let mut its = 0;
+        let mut v: Vec<Vec<f64>> = Vec::with_capacity(m + 1);
+        let mut h = vec![vec![0.0; m]; m + 1];
+        let (mut cs, mut sn, mut g) = (vec![0.0; m], vec![0.0; m], vec![0.0; m + 1]);
+        loop {
+            self.residual(b, x, &mut tmp);
+            let mut r = vec![0.0; n];
+            self.pc.apply(&tmp, &mut r);
+            let beta = norm(&r);
+            if its == 0 {
+                if let Some(reason) = self.test(0, beta) {
+                    return (reason, 0);
+                }
+            }
+            if beta == 0.0 {
+                return (ConvergedReason::Atol, its);
+            }
+            v.clear();
+            v.push(r.iter().map(|x| x / beta).collect());
+            g.fill(0.0);
+            g[0] = beta;
+            let mut stop = None;
+            let mut j = 0;
+            while j < m {
+                self.a.mult(&v[j], &mut tmp);
+                self.pc.apply(&tmp, &mut w);
+                for (i, vi) in v.iter().enumerate() {
+                    h[i][j] = dot(&w, vi);
+                    axpy(&mut w, -h[i][j], vi);
+                }
+                let hn = norm(&w);
+                h[j + 1][j] = hn;
+                for i in 0..j {
+                    let t = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
+                    h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
+                    h[i][j] = t;
+                }
+                let d = h[j][j].hypot(h[j + 1][j]);
+                if d == 0.0 {
+                    stop = Some(ConvergedReason::DivergedBreakdown);
+                    break;
+                }
+                cs[j] = h[j][j] / d;
+                sn[j] = h[j + 1][j] / d;
+                h[j][j] = d;
+                h[j + 1][j] = 0.0;
+                g[j + 1] = -sn[j] * g[j];
+                g[j] *= cs[j];
+                its += 1;
+                j += 1;
+                if let Some(reason) = self.test(its, g[j].abs()) {
+                    stop = Some(reason);
+                    break;
+                }
+                if hn == 0.0 {
+                    // Happy breakdown: the Krylov space holds the solution.
+                    break;
+                }
+                v.push(w.iter().map(|x| x / hn).collect());
+            }
+            // x += V y with H y = g (upper triangular, j columns).
+            let mut y = vec![0.0; j];
+            for i in (0..j).rev() {
+                let mut s = g[i];
+                for k in i + 1..j {
+                    s -= h[i][k] * y[k];
+                }
+                y[i] = s / h[i][i];
+            }
+            for (i, yi) in y.iter().enumerate() {
+                axpy(x, *yi, &v[i]);
+            }
+            if let Some(reason) = stop {
+                return (reason, its);
+            }
+        }
+    }
+}
