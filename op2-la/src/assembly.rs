@@ -9,9 +9,8 @@ use crate::error::{LaError, Result};
 use crate::mat::{Mat, MatArg};
 use crate::sparsity::{assembled_elements, checked_values};
 use op2_core::{Access, Arg, Dat, Kernel, Runtime, Set};
-use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// One argument of [`par_loop`]: an ordinary op2 arg or a matrix.
 #[derive(Debug, Clone)]
@@ -34,12 +33,22 @@ impl From<MatArg> for LoopArg {
     }
 }
 
-/// Where each entry of each element block goes: for matrix entry `s`, the block entries
-/// `contrib[start[s]..start[s+1]]` (indices into the loop's staging, `element * block + local`),
-/// in element order.
+/// Where each entry of each element block goes: `slot[element * block + local]` is its position
+/// among the matrix's stored values (`u32::MAX`: a row this process does not own).
 pub(crate) struct AssemblyPlan {
-    start: Vec<usize>,
-    contrib: Vec<u32>,
+    slot: Vec<u32>,
+    nnz: usize,
+    /// Per thread count: each thread's share of the matrix entries and the block entries that
+    /// can reach them (see [`AssemblyPlan::shares`]).
+    shares: Mutex<HashMap<usize, Arc<Vec<Share>>>>,
+}
+
+/// One thread's part of an assembly: it owns matrix entries `entries` and scans block entries
+/// `blocks` (the first to the last that lands in its entries).
+#[derive(Debug, Clone)]
+struct Share {
+    entries: std::ops::Range<usize>,
+    blocks: std::ops::Range<usize>,
 }
 
 impl AssemblyPlan {
@@ -93,80 +102,96 @@ impl AssemblyPlan {
                 }
             }
         }
-        // Transpose by counting: entries grouped by matrix position, in block-entry order.
-        let nnz = sp.nnz();
-        let mut start = vec![0usize; nnz + 1];
-        for &s in &slot {
-            if s != u32::MAX {
-                start[s as usize + 1] += 1;
-            }
-        }
-        for i in 0..nnz {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut contrib = vec![0u32; start[nnz]];
-        for (k, &s) in slot.iter().enumerate() {
-            if s != u32::MAX {
-                contrib[fill[s as usize]] = k as u32;
-                fill[s as usize] += 1;
-            }
-        }
-        Ok(AssemblyPlan { start, contrib })
+        Ok(AssemblyPlan {
+            slot,
+            nnz: sp.nnz(),
+            shares: Mutex::new(HashMap::new()),
+        })
     }
 
-    /// Adds (or, `insert`, stores the last of) each entry's contributions from `blocks`.
+    /// Splits the matrix entries into `threads` equal ranges; each thread scans only the block
+    /// entries between the first and the last that land in its range. On a mesh numbered for
+    /// locality those spans barely overlap; on any numbering the result is the same.
+    fn shares(&self, threads: usize) -> Arc<Vec<Share>> {
+        let mut cache = self.shares.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(threads)
+            .or_insert_with(|| {
+                let bounds: Vec<usize> = (0..=threads).map(|t| t * self.nnz / threads).collect();
+                let mut first = vec![usize::MAX; threads];
+                let mut last = vec![0usize; threads];
+                for (k, &s) in self.slot.iter().enumerate() {
+                    if s == u32::MAX {
+                        continue;
+                    }
+                    // The owner of entry s: the last bound at or below it.
+                    let t = bounds.partition_point(|&b| b <= s as usize) - 1;
+                    first[t] = first[t].min(k);
+                    last[t] = k + 1;
+                }
+                Arc::new(
+                    (0..threads)
+                        .map(|t| Share {
+                            entries: bounds[t]..bounds[t + 1],
+                            blocks: if first[t] == usize::MAX {
+                                0..0
+                            } else {
+                                first[t]..last[t]
+                            },
+                        })
+                        .collect(),
+                )
+            })
+            .clone()
+    }
+
+    /// Adds each block entry into its matrix entry (or, `insert`, stores it: the last element's
+    /// value stays), in element order, so every thread count gives the same sums.
     fn apply(&self, blocks: &[f64], values: &mut [f64], insert: bool, threads: usize) {
-        let entry = |s: usize, v: &mut f64| {
-            let c = &self.contrib[self.start[s]..self.start[s + 1]];
-            if insert {
-                if let Some(&last) = c.last() {
-                    *v = blocks[last as usize];
+        let run = |share: &Share, values: &mut [f64]| {
+            let lo = share.entries.start;
+            let span = share.entries.len();
+            let slots = &self.slot[share.blocks.clone()];
+            let blocks = &blocks[share.blocks.clone()];
+            for (&s, &v) in slots.iter().zip(blocks) {
+                // Entries of other threads (and rows of other ranks, u32::MAX) wrap past `span`.
+                let i = (s as usize).wrapping_sub(lo);
+                if i < span {
+                    if insert {
+                        values[i] = v;
+                    } else {
+                        values[i] += v;
+                    }
                 }
-            } else {
-                let mut sum = 0.0;
-                for &k in c {
-                    sum += blocks[k as usize];
-                }
-                *v += sum;
             }
         };
         if threads <= 1 {
-            for (s, v) in values.iter_mut().enumerate() {
-                entry(s, v);
-            }
-        } else {
-            const CHUNK: usize = 8192;
-            pool(threads).install(|| {
-                values
-                    .par_chunks_mut(CHUNK)
-                    .enumerate()
-                    .for_each(|(ci, vs)| {
-                        for (i, v) in vs.iter_mut().enumerate() {
-                            entry(ci * CHUNK + i, v);
-                        }
-                    })
-            });
+            let all = Share {
+                entries: 0..self.nnz,
+                blocks: 0..self.slot.len(),
+            };
+            run(&all, values);
+            return;
         }
+        let shares = self.shares(threads);
+        let mut parts: Vec<(&Share, &mut [f64])> = Vec::with_capacity(threads);
+        let mut rest = values;
+        for sh in shares.iter() {
+            let (mine, tail) = rest.split_at_mut(sh.entries.len());
+            parts.push((sh, mine));
+            rest = tail;
+        }
+        // One scoped thread per share (the caller takes the first): every share starts at once,
+        // where a work-stealing pool may leave a share queued behind another on a busy machine.
+        std::thread::scope(|scope| {
+            let mut parts = parts.into_iter();
+            let (sh0, mine0) = parts.next().expect("at least one share");
+            for (sh, mine) in parts {
+                scope.spawn(move || run(sh, mine));
+            }
+            run(sh0, mine0);
+        });
     }
-}
-
-/// One rayon pool per thread count, kept for the process (building one per loop would cost more
-/// than small assemblies do).
-pub(crate) fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    let mut pools = POOLS.get_or_init(Default::default).lock().unwrap();
-    pools
-        .entry(threads)
-        .or_insert_with(|| {
-            Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .expect("a thread pool (the OS refused threads)"),
-            )
-        })
-        .clone()
 }
 
 /// Threads the runtime's backend works with on the host: one for `seq` (the reference stays

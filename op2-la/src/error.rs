@@ -248,7 +248,7 @@ pub enum LaError {
     #[error("PETSc: {call} failed with error code {code}")]
     Petsc {
         /// The PETSc call.
-        call: &'static str,
+        call: String,
         /// PETSc's error code.
         code: i32,
     },

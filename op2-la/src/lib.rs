@@ -32,6 +32,9 @@
 mod assembly;
 mod error;
 mod mat;
+/// PETSc's KSP as a [`LinearSolver`] (feature `petsc`).
+#[cfg(feature = "petsc")]
+pub mod petsc;
 mod precond;
 mod solve;
 mod sparsity;

@@ -95,7 +95,7 @@ impl SolverOptions {
         self
     }
 
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         let bad = |option, value: f64, why| {
             Err(LaError::Option {
                 option,
@@ -106,10 +106,10 @@ impl SolverOptions {
         if !(self.rtol >= 0.0 && self.rtol < 1.0) {
             return bad("rtol", self.rtol, "must be in [0, 1)");
         }
-        if !(self.atol >= 0.0) {
+        if self.atol.is_nan() || self.atol < 0.0 {
             return bad("atol", self.atol, "must be at least 0");
         }
-        if !(self.dtol > 1.0) {
+        if self.dtol.is_nan() || self.dtol <= 1.0 {
             return bad("dtol", self.dtol, "must be above 1");
         }
         if let Method::Gmres { restart: 0 } = self.method {

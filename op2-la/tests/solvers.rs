@@ -67,10 +67,11 @@ fn dense_solve(a: &[Vec<f64>], b: &[f64]) -> Vec<f64> {
             .max_by(|&i, &j| m[i][c].abs().total_cmp(&m[j][c].abs()))
             .unwrap();
         m.swap(c, p);
-        for r in c + 1..n {
-            let f = m[r][c] / m[c][c];
-            for k in c..=n {
-                m[r][k] -= f * m[c][k];
+        let pivot = m[c].clone();
+        for row in &mut m[c + 1..] {
+            let f = row[c] / pivot[c];
+            for (v, p) in row[c..].iter_mut().zip(&pivot[c..]) {
+                *v -= f * p;
             }
         }
     }
