@@ -86,7 +86,8 @@ pub enum MeshError {
 }
 
 /// The first entry of `values` outside `0..limit`, with its position: a map pointing past its
-/// target set.
+/// target set. (Used by the HDF5 reader and the picture, each behind its feature.)
+#[cfg(any(feature = "hdf5", feature = "png"))]
 pub(crate) fn first_outside(values: &[i32], limit: usize) -> Option<(usize, i32)> {
     values
         .iter()

@@ -7,6 +7,9 @@
 //! - `cargo xtask bench [--iterations N] [--ij I J] [--shuffle SEED] [--renumber]`: Airfoil on the
 //!   standard mesh (or it shuffled and/or renumbered) on every usable backend and thread count
 //!   beside a hand-written Rust baseline and STREAM triad, one process.
+//! - `cargo xtask bench-la [--repeats N] [--assembly-n N]`: op2-la's figures in one process: the
+//!   sparsity of Airfoil's cell-to-node pattern, Poisson stiffness assembly on seq and openmp (1 and
+//!   2 threads, interleaved rounds), and native CG + Jacobi beside PETSc's on a 200 x 200 problem.
 //! - `cargo xtask gpu-check [--bundle [DIR] | --run DIR]`: every GPU check (conformance, device
 //!   tests, Airfoil and the bench on `cuda`), from a bundle of binaries that runs on a GPU machine
 //!   without a toolchain (see `gpu.rs`).
@@ -23,7 +26,7 @@ mod gpu;
 mod mpi;
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// Something on the system the suite needs, how to tell it is there, and the Debian packages that
@@ -70,6 +73,13 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         check: "pkg-config --exists hdf5 && command -v h5dump",
         packages: &["libhdf5-dev", "hdf5-tools", "pkg-config"],
         why: "op2-hdf5 links HDF5 (OP2's mesh files); its tests check files with h5dump",
+        required: true,
+    },
+    SystemDep {
+        what: "PETSc 3.18 (library, headers, pkg-config file)",
+        check: "pkg-config --exists PETSc",
+        packages: &["libpetsc-real-dev", "pkg-config"],
+        why: "op2-la's `petsc` feature solves with PETSc's KSP; its tests compare the native solvers with it",
         required: true,
     },
     SystemDep {
@@ -143,11 +153,12 @@ fn main() -> ExitCode {
         Some("deps") => deps(&args[1..]),
         Some("conformance") => conformance::run(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("bench-la") => bench_la(&args[1..]),
         Some("gpu-check") => gpu::run(&args[1..]),
         Some("airfoil-mpi") => mpi::airfoil(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask bench-la [--repeats N] [--assembly-n N]\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]"
             );
             Err("unknown or missing command".into())
         }
@@ -185,6 +196,9 @@ fn have_opencl() -> bool {
 fn check_system_deps(install: bool) -> Result<(), String> {
     let missing: Vec<&SystemDep> = SYSTEM_DEPS.iter().filter(|d| !sh_ok(d.check)).collect();
     if missing.is_empty() {
+        if install {
+            pin_serial_hdf5()?;
+        }
         return Ok(());
     }
     let packages: Vec<&str> = missing
@@ -215,7 +229,26 @@ fn check_system_deps(install: bool) -> Result<(), String> {
     run(Command::new("apt-get").arg("update"))?;
     run(Command::new("apt-get")
         .args(["install", "-y", "--no-install-recommends"])
-        .args(&packages))
+        .args(&packages))?;
+    pin_serial_hdf5()
+}
+
+/// PETSc's packages bring Open MPI's HDF5, whose `hdf5.pc` alternative outranks the serial one;
+/// op2-hdf5 is built against serial HDF5 (ranks write through rank 0), so point `hdf5.pc` back.
+fn pin_serial_hdf5() -> Result<(), String> {
+    let serial = "/usr/lib/x86_64-linux-gnu/pkgconfig/hdf5-serial.pc";
+    let current = Command::new("update-alternatives")
+        .args(["--query", "hdf5.pc"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let points_elsewhere = current
+        .lines()
+        .any(|l| l.starts_with("Value:") && !l.ends_with("hdf5-serial.pc"));
+    if Path::new(serial).exists() && points_elsewhere {
+        run(Command::new("update-alternatives").args(["--set", "hdf5.pc", serial]))?;
+    }
+    Ok(())
 }
 
 /// Installs NVRTC when asked and missing; says what the CUDA tests will check either way.
@@ -329,6 +362,9 @@ fn test(args: &[String]) -> Result<(), String> {
         // OP2's HDF5 files, in the facade and in Airfoil.
         "op2/hdf5".to_string(),
         "airfoil/hdf5".to_string(),
+        // PETSc beside the native solvers (op2-la's comparison tests, la-bench).
+        "op2/petsc".to_string(),
+        "airfoil/petsc".to_string(),
     ]);
     let ws_features = ws_features.join(",");
     let with_features = |cmd: &mut Command| {
@@ -453,6 +489,17 @@ fn test(args: &[String]) -> Result<(), String> {
     ])?;
     eprintln!("xtask: all tests passed");
     Ok(())
+}
+
+fn bench_la(args: &[String]) -> Result<(), String> {
+    check_system_deps(false)?;
+    let mut features: Vec<&str> = host_features();
+    features.push("petsc");
+    let mut c = cargo();
+    c.args(["run", "--release", "-p", "airfoil", "--bin", "la-bench"]);
+    c.arg("--no-default-features");
+    c.args(["--features", &features.join(",")]);
+    run(c.arg("--").args(args))
 }
 
 fn bench(args: &[String]) -> Result<(), String> {
