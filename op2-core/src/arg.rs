@@ -43,6 +43,8 @@ pub struct Arg {
     pub(crate) declared: Option<(usize, String)>,
     /// A problem found while building the arg (OP2-style constructors), reported by `par_loop`.
     pub(crate) invalid: Option<String>,
+    /// Asks the loop to run over the exec halo too (see [`Arg::with_exec_halo`]).
+    pub(crate) exec_halo: bool,
 }
 
 impl Arg {
@@ -52,6 +54,7 @@ impl Arg {
             access,
             declared: None,
             invalid: None,
+            exec_halo: false,
         }
     }
 
@@ -63,6 +66,21 @@ impl Arg {
     /// What the arg refers to.
     pub fn target(&self) -> &ArgTarget {
         &self.target
+    }
+
+    /// Makes the loop also run over its set's exec halo under MPI, as loops that increment through
+    /// maps do: for per-element results that feed owned data elsewhere (element matrices that
+    /// op2-la adds into owned rows), computed redundantly instead of being sent. The exec-halo rows
+    /// of a Dat written directly this way are then current on this rank. Without MPI it changes
+    /// nothing.
+    pub fn with_exec_halo(mut self) -> Self {
+        self.exec_halo = true;
+        self
+    }
+
+    /// Whether [`Arg::with_exec_halo`] was asked.
+    pub fn runs_exec_halo(&self) -> bool {
+        self.exec_halo
     }
 
     /// Also checks, at `par_loop`, that the data has this dim and C type (`"double"`, `"int"`, ...).
@@ -107,6 +125,7 @@ pub fn op_arg_dat<T: Scalar>(
         access,
         declared: Some((dim, c_type.into())),
         invalid,
+        exec_halo: false,
     }
 }
 

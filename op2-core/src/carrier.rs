@@ -144,6 +144,11 @@ impl Carrier {
         }
     }
 
+    /// The communicator of the runtime this belongs to (`None` once that runtime is dropped).
+    pub fn communicator(&self) -> Option<Arc<dyn crate::comm::Communicator>> {
+        self.rt.upgrade().map(|shared| shared.comm.clone())
+    }
+
     /// Runs whatever pending work the host access needs, then lets the backend bring data home.
     fn prepare_host_access(self: &Arc<Self>, write: bool) -> Result<()> {
         if let Some(rt) = self.rt.upgrade() {
@@ -324,6 +329,12 @@ impl<T: Scalar> Dat<T> {
             CarrierKind::Dat(s) => s,
             _ => unreachable!("a Dat handle always wraps a dat carrier"),
         }
+    }
+
+    /// The communicator of the runtime the Dat belongs to: its ranks hold the other parts of a
+    /// distributed Dat (`None` once that runtime is dropped).
+    pub fn communicator(&self) -> Option<Arc<dyn crate::comm::Communicator>> {
+        self.carrier.communicator()
     }
 
     /// Read-only host view. Runs pending loops that write this Dat first.

@@ -245,9 +245,15 @@ pub fn par_loop(
                 let (r, c) = m.block_shape();
                 let block = staging(rt, &m.mat, set, i, r * c)?;
                 if r * c > 0 {
-                    rt.par_loop(&zero_kernel(r * c)?, set, [block.arg(Access::Write)])?;
+                    rt.par_loop(
+                        &zero_kernel(r * c)?,
+                        set,
+                        [block.arg(Access::Write).with_exec_halo()],
+                    )?;
                 }
-                lowered.push(block.arg(Access::Rw));
+                // Exec-halo elements run too: their blocks reach owned rows (seed 001's
+                // redundant assembly, so nothing is ever sent to another rank's rows).
+                lowered.push(block.arg(Access::Rw).with_exec_halo());
                 staged.push((m, block));
             }
         }

@@ -244,6 +244,24 @@ pub enum LaError {
         /// The last residual norm.
         residual: f64,
     },
+    /// A solver that works on one process was asked to solve across ranks.
+    #[error(
+        "matrix {mat} is spread over ranks, and the {solver} solver solves on one process only"
+    )]
+    Serial {
+        /// The solver.
+        solver: String,
+        /// The matrix.
+        mat: String,
+    },
+    /// A distributed operation on data whose runtime is gone.
+    #[error("{what} {name}: its runtime was dropped, so its ranks cannot be reached")]
+    NoRuntime {
+        /// "Dat".
+        what: &'static str,
+        /// Its name.
+        name: String,
+    },
     /// A failure inside PETSc.
     #[error("PETSc: {call} failed with error code {code}")]
     Petsc {

@@ -32,6 +32,7 @@
 mod assembly;
 mod error;
 mod mat;
+mod operator;
 /// PETSc's KSP as a [`LinearSolver`] (feature `petsc`).
 #[cfg(feature = "petsc")]
 pub mod petsc;
@@ -42,6 +43,7 @@ mod sparsity;
 pub use assembly::{LoopArg, host_threads, par_loop};
 pub use error::{LaError, Result};
 pub use mat::{CsrRef, Mat, MatArg};
+pub use operator::{Neighbour, RankSystem, neighbours_of};
 pub use precond::Preconditioner;
 pub use solve::{
     ConvergedReason, LinearSolver, Method, NativeSolver, SolveReport, SolverOptions, solve,

@@ -3,6 +3,7 @@
 //! matrix-vector product on Dats.
 
 use crate::error::{LaError, Result};
+use crate::operator::{Operator, RankSystem, neighbours_of};
 use crate::sparsity::Sparsity;
 use op2_core::{Access, Dat, Map};
 use std::collections::HashMap;
@@ -378,14 +379,41 @@ impl Mat {
     }
 
     /// `y = A x` with Dats as vectors: `x` on the column set with the column block size, `y` on
-    /// the row set with the row block size (forces pending loops that write `x`).
+    /// the row set with the row block size (forces pending loops that write `x`). Across ranks
+    /// every rank calls it together: each computes its owned rows of `y`, with the halo part of
+    /// `x` brought from its neighbours.
     pub fn mult(&self, x: &Dat<f64>, y: &Dat<f64>) -> Result<()> {
         self.check_vector("x", x, false)?;
         self.check_vector("y", y, true)?;
-        let xs = x.data_ro()?.to_vec();
+        if x.id() == y.id() {
+            return Err(LaError::Option {
+                option: "y",
+                value: y.name().into(),
+                why: "x and y must be different Dats",
+            });
+        }
+        let comm = x.communicator().ok_or_else(|| LaError::NoRuntime {
+            what: "Dat",
+            name: x.name().into(),
+        })?;
+        let sp = &self.0.sparsity;
+        let owned_cols = sp.col_set().size() * sp.dims().1;
+        let xs = x.data_ro()?[..owned_cols].to_vec();
         let mut ys = y.data()?;
         let rows = self.rows();
-        self.mult_slices(&xs[..self.cols()], &mut ys[..rows])
+        if comm.size() > 1 {
+            let neighbours = neighbours_of(sp.col_set(), sp.dims().1);
+            self.with_csr("mult", |a| {
+                let system = RankSystem {
+                    matrix: a,
+                    comm: &*comm,
+                    neighbours: &neighbours,
+                };
+                Operator::rank(&system).mult(&xs, &mut ys[..rows])
+            })?
+        } else {
+            self.mult_slices(&xs, &mut ys[..rows])
+        }
     }
 
     /// Checks that `dat` is a vector over the rows (`rows`) or the columns.

@@ -6,6 +6,7 @@
 
 use crate::error::{LaError, Result};
 use crate::mat::{CsrRef, Mat, check_len};
+use crate::operator::{Operator, RankSystem, neighbours_of};
 use crate::precond::{Applied, Preconditioner};
 use op2_core::Dat;
 
@@ -201,6 +202,23 @@ pub trait LinearSolver: Send + Sync {
         options: &SolverOptions,
         matrix_name: &str,
     ) -> Result<SolveReport>;
+
+    /// Solves this rank's part of a system spread over ranks (every rank calls it together):
+    /// `b` and `x` hold the owned values. Implementations that solve on one process only refuse.
+    fn solve_across_ranks(
+        &self,
+        system: &RankSystem<'_>,
+        b: &[f64],
+        x: &mut [f64],
+        options: &SolverOptions,
+        matrix_name: &str,
+    ) -> Result<SolveReport> {
+        let _ = (system, b, x, options);
+        Err(LaError::Serial {
+            solver: self.name().into(),
+            mat: matrix_name.into(),
+        })
+    }
 }
 
 /// Solves with a matrix and Dats as vectors: `b` on the rows, `x` on the columns.
@@ -211,7 +229,7 @@ pub fn solve_with(
     x: &Dat<f64>,
     options: &SolverOptions,
 ) -> Result<SolveReport> {
-    if a.rows() != a.cols() || a.sparsity().row_set() != a.sparsity().col_set() {
+    if !a.sparsity().is_square() {
         return Err(LaError::NotSquare {
             mat: a.name().into(),
             rows: a.rows(),
@@ -227,12 +245,30 @@ pub fn solve_with(
             why: "x and b must be different Dats",
         });
     }
+    let comm = b.communicator().ok_or_else(|| LaError::NoRuntime {
+        what: "Dat",
+        name: b.name().into(),
+    })?;
+    // Owned rows: the first `n` values of each vector (halo values follow them).
     let n = a.rows();
     let bs = b.data_ro()?[..n].to_vec();
     let mut xs = x.data()?;
-    a.with_csr("solve", |csr| {
-        solver.solve_csr(csr, &bs, &mut xs[..n], options, a.name())
-    })?
+    if comm.size() > 1 {
+        let sp = a.sparsity();
+        let neighbours = neighbours_of(sp.row_set(), sp.dims().0);
+        a.with_csr("solve", |csr| {
+            let system = RankSystem {
+                matrix: csr,
+                comm: &*comm,
+                neighbours: &neighbours,
+            };
+            solver.solve_across_ranks(&system, &bs, &mut xs[..n], options, a.name())
+        })?
+    } else {
+        a.with_csr("solve", |csr| {
+            solver.solve_csr(csr, &bs, &mut xs[..n], options, a.name())
+        })?
+    }
 }
 
 /// Solves `A x = b` with the native solver.
@@ -244,44 +280,49 @@ pub fn solve(a: &Mat, b: &Dat<f64>, x: &Dat<f64>, options: &SolverOptions) -> Re
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NativeSolver;
 
-impl LinearSolver for NativeSolver {
-    fn name(&self) -> &str {
-        "native"
-    }
-
-    fn solve_csr(
+impl NativeSolver {
+    fn run(
         &self,
-        a: CsrRef<'_>,
+        op: &Operator<'_>,
         b: &[f64],
         x: &mut [f64],
         options: &SolverOptions,
         matrix_name: &str,
     ) -> Result<SolveReport> {
         options.check()?;
-        if a.rows != a.cols {
-            return Err(LaError::NotSquare {
-                mat: matrix_name.into(),
-                rows: a.rows,
-                cols: a.cols,
-            });
-        }
-        check_len("b", b.len(), a.rows)?;
-        check_len("x", x.len(), a.cols)?;
+        check_len("b", b.len(), op.rows())?;
+        check_len("x", x.len(), op.rows())?;
         if !options.nonzero_initial_guess {
             x.fill(0.0);
         }
-        let pc = Applied::new(options.preconditioner, a, matrix_name)?;
+        // Preconditioners act on this rank's owned-by-owned block (the whole matrix on one
+        // process): across ranks, block Jacobi with the chosen method inside each block, as PETSc
+        // does for SOR and ILU.
+        let block;
+        let local = if op.is_serial() {
+            op.matrix()
+        } else {
+            block = op.local_block();
+            CsrRef {
+                rows: op.rows(),
+                cols: op.rows(),
+                row_ptr: &block.0,
+                col_idx: &block.1,
+                values: &block.2,
+            }
+        };
+        let pc = Applied::new(options.preconditioner, local, matrix_name)?;
         let mut k = Krylov {
-            a,
+            op,
             pc,
             options,
             history: Vec::new(),
             limit: 0.0,
         };
         let (reason, iterations) = match options.method {
-            Method::Cg => k.cg(b, x),
-            Method::Gmres { restart } => k.gmres(b, x, restart),
-            Method::BiCgStab => k.bicgstab(b, x),
+            Method::Cg => k.cg(b, x)?,
+            Method::Gmres { restart } => k.gmres(b, x, restart)?,
+            Method::BiCgStab => k.bicgstab(b, x)?,
         };
         Ok(SolveReport {
             solver: format!(
@@ -296,12 +337,39 @@ impl LinearSolver for NativeSolver {
     }
 }
 
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
+impl LinearSolver for NativeSolver {
+    fn name(&self) -> &str {
+        "native"
+    }
 
-fn norm(a: &[f64]) -> f64 {
-    dot(a, a).sqrt()
+    fn solve_csr(
+        &self,
+        a: CsrRef<'_>,
+        b: &[f64],
+        x: &mut [f64],
+        options: &SolverOptions,
+        matrix_name: &str,
+    ) -> Result<SolveReport> {
+        if a.rows != a.cols {
+            return Err(LaError::NotSquare {
+                mat: matrix_name.into(),
+                rows: a.rows,
+                cols: a.cols,
+            });
+        }
+        self.run(&Operator::serial(a), b, x, options, matrix_name)
+    }
+
+    fn solve_across_ranks(
+        &self,
+        system: &RankSystem<'_>,
+        b: &[f64],
+        x: &mut [f64],
+        options: &SolverOptions,
+        matrix_name: &str,
+    ) -> Result<SolveReport> {
+        self.run(&Operator::rank(system), b, x, options, matrix_name)
+    }
 }
 
 /// `y += alpha x`.
@@ -311,8 +379,11 @@ fn axpy(y: &mut [f64], alpha: f64, x: &[f64]) {
     }
 }
 
+/// Why a method stopped and after how many iterations.
+type Stop = Result<(ConvergedReason, usize)>;
+
 struct Krylov<'a, 'o> {
-    a: CsrRef<'a>,
+    op: &'a Operator<'a>,
     pc: Applied<'a>,
     options: &'o SolverOptions,
     history: Vec<f64>,
@@ -348,27 +419,37 @@ impl Krylov<'_, '_> {
     }
 
     /// `r = b - A x`.
-    fn residual(&self, b: &[f64], x: &[f64], r: &mut [f64]) {
-        self.a.mult(x, r);
+    fn residual(&self, b: &[f64], x: &[f64], r: &mut [f64]) -> Result<()> {
+        self.op.mult(x, r)?;
         for (r, b) in r.iter_mut().zip(b) {
             *r = b - *r;
         }
+        Ok(())
     }
 
-    fn cg(&mut self, b: &[f64], x: &mut [f64]) -> (ConvergedReason, usize) {
+    fn dot(&self, a: &[f64], b: &[f64]) -> Result<f64> {
+        self.op.dot(a, b)
+    }
+
+    fn norm(&self, a: &[f64]) -> Result<f64> {
+        self.op.norm(a)
+    }
+
+    fn cg(&mut self, b: &[f64], x: &mut [f64]) -> Stop {
         let n = b.len();
         let (mut r, mut z, mut p, mut w) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-        self.residual(b, x, &mut r);
+        self.residual(b, x, &mut r)?;
         self.pc.apply(&r, &mut z);
-        if let Some(reason) = self.test(0, norm(&z)) {
-            return (reason, 0);
+        let rnorm = self.norm(&z)?;
+        if let Some(reason) = self.test(0, rnorm) {
+            return Ok((reason, 0));
         }
-        let mut beta = dot(&r, &z);
+        let mut beta = self.dot(&r, &z)?;
         let mut beta_old = 0.0;
         let mut its = 0;
         loop {
             if beta < 0.0 {
-                return (ConvergedReason::DivergedIndefinitePreconditioner, its);
+                return Ok((ConvergedReason::DivergedIndefinitePreconditioner, its));
             }
             if its == 0 {
                 p.copy_from_slice(&z);
@@ -378,84 +459,92 @@ impl Krylov<'_, '_> {
                     *p = z + ratio * *p;
                 }
             }
-            self.a.mult(&p, &mut w);
-            let curvature = dot(&p, &w);
-            if curvature <= 0.0 {
-                return (
-                    if curvature.is_finite() {
-                        ConvergedReason::DivergedIndefiniteMatrix
-                    } else {
-                        ConvergedReason::DivergedNanOrInf
-                    },
-                    its,
-                );
+            self.op.mult(&p, &mut w)?;
+            let curvature = self.dot(&p, &w)?;
+            if curvature <= 0.0 || !curvature.is_finite() {
+                let reason = if curvature.is_finite() {
+                    ConvergedReason::DivergedIndefiniteMatrix
+                } else {
+                    ConvergedReason::DivergedNanOrInf
+                };
+                return Ok((reason, its));
             }
             let alpha = beta / curvature;
             axpy(x, alpha, &p);
             axpy(&mut r, -alpha, &w);
             self.pc.apply(&r, &mut z);
             its += 1;
-            if let Some(reason) = self.test(its, norm(&z)) {
-                return (reason, its);
+            let rnorm = self.norm(&z)?;
+            if let Some(reason) = self.test(its, rnorm) {
+                return Ok((reason, its));
             }
             beta_old = beta;
-            beta = dot(&r, &z);
+            beta = self.dot(&r, &z)?;
         }
     }
 
-    fn bicgstab(&mut self, b: &[f64], x: &mut [f64]) -> (ConvergedReason, usize) {
+    /// `dst = M^-1 A src`.
+    fn preconditioned(&self, src: &[f64], dst: &mut [f64], tmp: &mut [f64]) -> Result<()> {
+        self.op.mult(src, tmp)?;
+        self.pc.apply(tmp, dst);
+        Ok(())
+    }
+
+    fn bicgstab(&mut self, b: &[f64], x: &mut [f64]) -> Stop {
         // BiCGStab on the left-preconditioned system M^-1 A x = M^-1 b.
         let n = b.len();
         let mut tmp = vec![0.0; n];
         let mut r = vec![0.0; n];
-        self.residual(b, x, &mut tmp);
+        self.residual(b, x, &mut tmp)?;
         self.pc.apply(&tmp, &mut r);
-        if let Some(reason) = self.test(0, norm(&r)) {
-            return (reason, 0);
+        let rnorm = self.norm(&r)?;
+        if let Some(reason) = self.test(0, rnorm) {
+            return Ok((reason, 0));
         }
         let r_hat = r.clone();
         let (mut p, mut v, mut s, mut t) = (vec![0.0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
         let (mut rho, mut alpha, mut omega) = (1.0, 1.0, 1.0);
         let mut its = 0;
-        let op = |k: &Self, src: &[f64], dst: &mut [f64], tmp: &mut [f64]| {
-            k.a.mult(src, tmp);
-            k.pc.apply(tmp, dst);
-        };
         loop {
-            let rho_new = dot(&r_hat, &r);
+            let rho_new = self.dot(&r_hat, &r)?;
             if rho_new == 0.0 || omega == 0.0 {
-                return (ConvergedReason::DivergedBreakdown, its);
+                return Ok((ConvergedReason::DivergedBreakdown, its));
             }
             let beta = (rho_new / rho) * (alpha / omega);
             rho = rho_new;
             for ((p, r), v) in p.iter_mut().zip(&r).zip(&v) {
                 *p = r + beta * (*p - omega * v);
             }
-            op(self, &p, &mut v, &mut tmp);
-            let rv = dot(&r_hat, &v);
+            self.preconditioned(&p, &mut v, &mut tmp)?;
+            let rv = self.dot(&r_hat, &v)?;
             if rv == 0.0 {
-                return (ConvergedReason::DivergedBreakdown, its);
+                return Ok((ConvergedReason::DivergedBreakdown, its));
             }
             alpha = rho / rv;
             for ((s, r), v) in s.iter_mut().zip(&r).zip(&v) {
                 *s = r - alpha * v;
             }
-            op(self, &s, &mut t, &mut tmp);
-            let tt = dot(&t, &t);
-            omega = if tt == 0.0 { 0.0 } else { dot(&t, &s) / tt };
+            self.preconditioned(&s, &mut t, &mut tmp)?;
+            let tt = self.dot(&t, &t)?;
+            omega = if tt == 0.0 {
+                0.0
+            } else {
+                self.dot(&t, &s)? / tt
+            };
             axpy(x, alpha, &p);
             axpy(x, omega, &s);
             for ((r, s), t) in r.iter_mut().zip(&s).zip(&t) {
                 *r = s - omega * t;
             }
             its += 1;
-            if let Some(reason) = self.test(its, norm(&r)) {
-                return (reason, its);
+            let rnorm = self.norm(&r)?;
+            if let Some(reason) = self.test(its, rnorm) {
+                return Ok((reason, its));
             }
         }
     }
 
-    fn gmres(&mut self, b: &[f64], x: &mut [f64], restart: usize) -> (ConvergedReason, usize) {
+    fn gmres(&mut self, b: &[f64], x: &mut [f64], restart: usize) -> Stop {
         // Left-preconditioned GMRES(m) with modified Gram-Schmidt and Givens rotations; the
         // residual norm of the least-squares problem is the one tested, as in PETSc.
         let n = b.len();
@@ -467,17 +556,17 @@ impl Krylov<'_, '_> {
         let mut h = vec![vec![0.0; m]; m + 1];
         let (mut cs, mut sn, mut g) = (vec![0.0; m], vec![0.0; m], vec![0.0; m + 1]);
         loop {
-            self.residual(b, x, &mut tmp);
+            self.residual(b, x, &mut tmp)?;
             let mut r = vec![0.0; n];
             self.pc.apply(&tmp, &mut r);
-            let beta = norm(&r);
+            let beta = self.norm(&r)?;
             if its == 0 {
                 if let Some(reason) = self.test(0, beta) {
-                    return (reason, 0);
+                    return Ok((reason, 0));
                 }
             }
             if beta == 0.0 {
-                return (ConvergedReason::Atol, its);
+                return Ok((ConvergedReason::Atol, its));
             }
             v.clear();
             v.push(r.iter().map(|x| x / beta).collect());
@@ -486,13 +575,12 @@ impl Krylov<'_, '_> {
             let mut stop = None;
             let mut j = 0;
             while j < m {
-                self.a.mult(&v[j], &mut tmp);
-                self.pc.apply(&tmp, &mut w);
+                self.preconditioned(&v[j], &mut w, &mut tmp)?;
                 for (i, vi) in v.iter().enumerate() {
-                    h[i][j] = dot(&w, vi);
+                    h[i][j] = self.dot(&w, vi)?;
                     axpy(&mut w, -h[i][j], vi);
                 }
-                let hn = norm(&w);
+                let hn = self.norm(&w)?;
                 h[j + 1][j] = hn;
                 for i in 0..j {
                     let t = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
@@ -500,8 +588,12 @@ impl Krylov<'_, '_> {
                     h[i][j] = t;
                 }
                 let d = h[j][j].hypot(h[j + 1][j]);
-                if d == 0.0 {
-                    stop = Some(ConvergedReason::DivergedBreakdown);
+                if d == 0.0 || !d.is_finite() {
+                    stop = Some(if d == 0.0 {
+                        ConvergedReason::DivergedBreakdown
+                    } else {
+                        ConvergedReason::DivergedNanOrInf
+                    });
                     break;
                 }
                 cs[j] = h[j][j] / d;
@@ -535,7 +627,7 @@ impl Krylov<'_, '_> {
                 axpy(x, *yi, &v[i]);
             }
             if let Some(reason) = stop {
-                return (reason, its);
+                return Ok((reason, its));
             }
         }
     }

@@ -31,6 +31,8 @@ pub struct LoopRecord {
     pub(crate) consts: Vec<Arc<Carrier>>,
     /// Bytes the loop moves by OP2's convention (see [`LoopTiming::bytes`]).
     pub(crate) bytes: u64,
+    /// Whether it runs over the exec halo too (it writes through maps, or an arg asked).
+    pub(crate) exec: bool,
 }
 
 impl LoopRecord {

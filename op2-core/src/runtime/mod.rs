@@ -347,6 +347,7 @@ impl Runtime {
     ) -> Result<()> {
         let args: Vec<Arg> = args.into_iter().collect();
         self.own("set", set.name(), set.runtime_id())?;
+        let asks_exec = args.iter().any(|a| a.exec_halo);
         let mut sigs = Vec::with_capacity(args.len());
         let mut carriers = Vec::with_capacity(args.len());
         let mut maps: Vec<Map> = Vec::new();
@@ -395,7 +396,7 @@ impl Runtime {
         };
         let (sig, prepared) = self.prepare(probe)?;
 
-        let exec = sig.has_indirect_writes();
+        let exec = sig.has_indirect_writes() || asks_exec;
         let end = if exec { set.exec_size() } else { set.size() };
         let bytes = timing::loop_bytes(&sig, &carriers, &maps, end);
         let record = Arc::new(LoopRecord {
@@ -406,6 +407,7 @@ impl Runtime {
             maps,
             consts,
             bytes,
+            exec,
         });
         self.shared.recorded.fetch_add(1, Ordering::Relaxed);
         let mut st = lock(&self.shared.state);

@@ -117,7 +117,7 @@ pub(crate) fn loop_steps(
     let sig = &record.sig;
     let set = &record.set;
     let sizes = set.sizes();
-    let exec = sig.has_indirect_writes();
+    let exec = record.exec;
     let distributed = comm.size() > 1;
 
     // Dats whose halo rows the loop reads, and which sections: through maps (not only

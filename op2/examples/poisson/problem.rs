@@ -25,8 +25,9 @@ pub struct UnitSquare {
     pub boundary: Vec<usize>,
 }
 
-/// Meshes the unit square on `rt`.
-pub fn unit_square(rt: &Runtime, n: usize) -> op2::Result<UnitSquare> {
+/// The unit square's vertices (coordinates, and which are on the boundary) and triangles, in
+/// global numbering.
+fn grid(n: usize) -> (Vec<f64>, Vec<usize>, Vec<i32>) {
     let nv = (n + 1) * (n + 1);
     let mut xy = Vec::with_capacity(2 * nv);
     let mut boundary = Vec::new();
@@ -46,6 +47,18 @@ pub fn unit_square(rt: &Runtime, n: usize) -> op2::Result<UnitSquare> {
             c2n.extend([v(i, j), v(i + 1, j + 1), v(i, j + 1)]);
         }
     }
+    (xy, boundary, c2n)
+}
+
+/// Meshes the unit square on `rt`: the whole mesh on one process; across ranks (feature `mpi`,
+/// a runtime whose communicator has several ranks) each rank's METIS part with its halos.
+pub fn unit_square(rt: &Runtime, n: usize) -> Result<UnitSquare, Box<dyn std::error::Error>> {
+    #[cfg(feature = "mpi")]
+    if rt.communicator().size() > 1 {
+        return distributed_unit_square(rt, n);
+    }
+    let nv = (n + 1) * (n + 1);
+    let (xy, boundary, c2n) = grid(n);
     let nodes = rt.decl_set(nv, "nodes")?;
     let cells = rt.decl_set(2 * n * n, "cells")?;
     let c2n = rt.decl_map(&cells, &nodes, 3, c2n, "cell_nodes")?;
@@ -56,6 +69,40 @@ pub fn unit_square(rt: &Runtime, n: usize) -> op2::Result<UnitSquare> {
         cells,
         c2n,
         coords,
+        boundary,
+    })
+}
+
+/// This rank's part of the unit square: partitioned by METIS through the cell-to-node map; the
+/// boundary as this rank's owned boundary vertices (local numbers).
+#[cfg(feature = "mpi")]
+fn distributed_unit_square(
+    rt: &Runtime,
+    n: usize,
+) -> Result<UnitSquare, Box<dyn std::error::Error>> {
+    use op2::mpi::{Input, MeshBuilder, Options, Partitioner};
+    let nv = (n + 1) * (n + 1);
+    let (xy, boundary, c2n) = grid(n);
+    let mut flag = vec![0.0f64; nv];
+    for &b in &boundary {
+        flag[b] = 1.0;
+    }
+    let mut mesh = MeshBuilder::new(Input::Everywhere);
+    let nodes = mesh.decl_set(nv, "nodes")?;
+    let cells = mesh.decl_set(2 * n * n, "cells")?;
+    let map = mesh.decl_map(cells, nodes, 3, c2n, "cell_nodes")?;
+    let coords = mesh.decl_dat(nodes, 2, &xy, "coords")?;
+    let on_boundary = mesh.decl_dat(nodes, 1, &flag, "on_boundary")?;
+    let local = mesh.partition(rt, &Options::new(Partitioner::Metis { map }))?;
+    let node_set = local.set(nodes);
+    let flags = local.dat(on_boundary).to_vec()?;
+    let boundary = (0..node_set.size()).filter(|&i| flags[i] == 1.0).collect();
+    Ok(UnitSquare {
+        n,
+        nodes: node_set,
+        cells: local.set(cells),
+        c2n: local.map(map),
+        coords: local.dat(coords),
         boundary,
     })
 }
@@ -160,14 +207,18 @@ pub struct Outcome {
     pub assembly: Duration,
     /// The solve.
     pub solve: Duration,
-    /// The matrix's rows and stored entries.
+    /// The matrix's rows (over all ranks).
     pub rows: usize,
-    /// Stored entries.
+    /// Stored entries (over all ranks).
     pub nnz: usize,
 }
 
 /// Solves the problem on an `n x n` mesh on `rt` with `options`.
-pub fn solve(rt: &Runtime, n: usize, options: &SolverOptions) -> Result<Outcome, la::LaError> {
+pub fn solve(
+    rt: &Runtime,
+    n: usize,
+    options: &SolverOptions,
+) -> Result<Outcome, Box<dyn std::error::Error>> {
     solve_with(rt, n, options, &la::NativeSolver)
 }
 
@@ -177,7 +228,7 @@ pub fn solve_with(
     n: usize,
     options: &SolverOptions,
     solver: &dyn la::LinearSolver,
-) -> Result<Outcome, la::LaError> {
+) -> Result<Outcome, Box<dyn std::error::Error>> {
     let m = unit_square(rt, n)?;
     let k = kernels()?;
     let t0 = Instant::now();
@@ -220,6 +271,9 @@ pub fn solve_with(
             u.arg_row(&m.c2n, READ),
         ],
     )?;
+    let mut sizes = [a.rows() as f64, sparsity.nnz() as f64];
+    rt.communicator()
+        .all_reduce_f64(&mut sizes, op2::ReduceOp::Sum)?;
     Ok(Outcome {
         n,
         h: 1.0 / n as f64,
@@ -227,8 +281,8 @@ pub fn solve_with(
         report,
         assembly,
         solve,
-        rows: a.rows(),
-        nnz: sparsity.nnz(),
+        rows: sizes[0] as usize,
+        nnz: sizes[1] as usize,
     })
 }
 
