@@ -1,8 +1,24 @@
-//! Build script: with feature `petsc`, compiles the C shim over PETSc (found with pkg-config).
+//! Build script: with feature `petsc`, compiles the C shim over PETSc (found with pkg-config);
+//! with feature `openmp`, the assembly pass for OpenMP's threads.
 
 fn main() {
     #[cfg(feature = "petsc")]
     petsc();
+    #[cfg(feature = "openmp")]
+    openmp();
+}
+
+/// The assembly pass on OpenMP's threads: compiled with `-fopenmp`, linked with libgomp.
+#[cfg(feature = "openmp")]
+fn openmp() {
+    println!("cargo:rerun-if-changed=csrc/apply_omp.c");
+    cc::Build::new()
+        .file("csrc/apply_omp.c")
+        .flag("-fopenmp")
+        .opt_level(3)
+        .warnings(true)
+        .compile("op2la_apply_omp");
+    println!("cargo:rustc-link-lib=gomp");
 }
 
 #[cfg(feature = "petsc")]

@@ -146,17 +146,37 @@ impl AssemblyPlan {
     }
 
     /// Adds each block entry into its matrix entry (or, `insert`, stores it: the last element's
-    /// value stays), in element order, so every thread count gives the same sums.
-    fn apply(&self, blocks: &[f64], values: &mut [f64], insert: bool, threads: usize) {
+    /// value stays), in element order, so every thread count gives the same sums. With
+    /// `Blocks::Consume` each block entry used is zeroed as it is read, leaving the staging ready
+    /// for the next loop without a pass of its own.
+    fn apply(
+        &self,
+        blocks: Blocks<'_>,
+        values: &mut [f64],
+        insert: bool,
+        threads: usize,
+        on_openmp: bool,
+    ) {
+        let _ = on_openmp; // used with feature `openmp`
+        let (ptr, len, consume) = match blocks {
+            Blocks::Read(b) => (b.as_ptr() as *mut f64, b.len(), false),
+            Blocks::Consume(b) => (b.as_mut_ptr(), b.len(), true),
+        };
+        assert_eq!(len, self.slot.len(), "staging and plan disagree");
+        assert_eq!(values.len(), self.nnz, "matrix and plan disagree");
+        let blocks = SharedBlocks(ptr);
         let run = |share: &Share, values: &mut [f64]| {
             let lo = share.entries.start;
             let span = share.entries.len();
-            let slots = &self.slot[share.blocks.clone()];
-            let blocks = &blocks[share.blocks.clone()];
-            for (&s, &v) in slots.iter().zip(blocks) {
+            let first = share.blocks.start;
+            for (j, &s) in self.slot[share.blocks.clone()].iter().enumerate() {
                 // Entries of other threads (and rows of other ranks, u32::MAX) wrap past `span`.
                 let i = (s as usize).wrapping_sub(lo);
                 if i < span {
+                    // SAFETY: `first + j < len` (the share's block range lies in the plan, whose
+                    // length is the staging's); block entry k goes to exactly one matrix entry, so
+                    // only the one thread owning that entry reads or writes it.
+                    let v = unsafe { blocks.take(first + j, consume) };
                     if insert {
                         values[i] = v;
                     } else {
@@ -174,6 +194,30 @@ impl AssemblyPlan {
             return;
         }
         let shares = self.shares(threads);
+        #[cfg(feature = "openmp")]
+        if on_openmp {
+            let flat: Vec<u64> = shares
+                .iter()
+                .flat_map(|s| {
+                    [s.entries.start, s.entries.end, s.blocks.start, s.blocks.end].map(|v| v as u64)
+                })
+                .collect();
+            // SAFETY: the shares' ranges lie within `slot`/staging (same length, asserted above)
+            // and `values` (the plan's entries); each block entry and matrix entry belongs to one
+            // share; the C pass reads and writes nothing else.
+            unsafe {
+                op2la_apply_shares(
+                    self.slot.as_ptr(),
+                    ptr,
+                    values.as_mut_ptr(),
+                    flat.as_ptr(),
+                    shares.len() as std::ffi::c_int,
+                    insert as std::ffi::c_int,
+                    consume as std::ffi::c_int,
+                );
+            }
+            return;
+        }
         let mut parts: Vec<(&Share, &mut [f64])> = Vec::with_capacity(threads);
         let mut rest = values;
         for sh in shares.iter() {
@@ -191,6 +235,52 @@ impl AssemblyPlan {
             }
             run(sh0, mine0);
         });
+    }
+}
+
+#[cfg(feature = "openmp")]
+unsafe extern "C" {
+    fn op2la_apply_shares(
+        slot: *const u32,
+        blocks: *mut f64,
+        values: *mut f64,
+        shares: *const u64,
+        nshares: std::ffi::c_int,
+        insert: std::ffi::c_int,
+        consume: std::ffi::c_int,
+    );
+}
+
+/// The staging an assembly reads: shared (a device backend's downloaded copy, or across ranks), or
+/// the only copy, zeroed as it is read.
+enum Blocks<'a> {
+    Read(&'a [f64]),
+    Consume(&'a mut [f64]),
+}
+
+/// The staging's base pointer, shared by the threads of one `apply`, which touch disjoint entries.
+#[derive(Clone, Copy)]
+struct SharedBlocks(*mut f64);
+
+// SAFETY: threads reach disjoint entries through it (see `AssemblyPlan::apply`).
+unsafe impl Send for SharedBlocks {}
+unsafe impl Sync for SharedBlocks {}
+
+impl SharedBlocks {
+    /// Entry `k`, zeroed after reading when `consume` (never when the staging was only lent).
+    ///
+    /// # Safety
+    /// `k` is within the staging, and no other thread reads or writes entry `k` meanwhile.
+    unsafe fn take(self, k: usize, consume: bool) -> f64 {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let p = self.0.add(k);
+            let v = *p;
+            if consume {
+                *p = 0.0;
+            }
+            v
+        }
     }
 }
 
@@ -237,14 +327,16 @@ pub fn par_loop(
         }
     }
     let mut lowered = Vec::with_capacity(args.len());
-    let mut staged: Vec<(MatArg, Dat<f64>)> = Vec::new();
+    let mut staged: Vec<(usize, MatArg, Dat<f64>)> = Vec::new();
     for (i, a) in args.into_iter().enumerate() {
         match a {
             LoopArg::Op2(a) => lowered.push(a),
             LoopArg::Mat(m) => {
                 let (r, c) = m.block_shape();
                 let block = staging(rt, &m.mat, set, i, r * c)?;
-                if r * c > 0 {
+                // Left zero by the last assembly's pass (host backends, one process), or zeroed now.
+                let clean = m.mat.lock().clean.remove(&(set.id(), i));
+                if r * c > 0 && !clean {
                     rt.par_loop(
                         &zero_kernel(r * c)?,
                         set,
@@ -254,13 +346,18 @@ pub fn par_loop(
                 // Exec-halo elements run too: their blocks reach owned rows (seed 001's
                 // redundant assembly, so nothing is ever sent to another rank's rows).
                 lowered.push(block.arg(Access::Rw).with_exec_halo());
-                staged.push((m, block));
+                staged.push((i, m, block));
             }
         }
     }
     rt.par_loop(kernel, set, lowered)?;
     let threads = host_threads(rt);
-    for (m, block) in staged {
+    // On a host backend in one process the staging is the only copy: the adding pass zeroes it
+    // for the next loop. A device's copy, or a Dat with halos to keep current, gets the zero loop.
+    let consume = rt.device_stats().is_none() && rt.communicator().size() == 1;
+    // Under the openmp backend the pass runs on OpenMP's own threads (see csrc/apply_omp.c).
+    let on_openmp = rt.backend_name() == "openmp";
+    for (position, m, block) in staged {
         let elements = assembled_elements(set);
         let key = (set.id(), m.row_map.id(), m.col_map.id());
         let cached = m.mat.lock().plans.get(&key).cloned();
@@ -272,10 +369,31 @@ pub fn par_loop(
                 p
             }
         };
-        let blocks = block.data_ro()?;
-        let mut st = m.mat.lock();
-        m.mat.begin(&mut st, m.access == Access::Inc)?;
-        plan.apply(&blocks, &mut st.values, m.access == Access::Write, threads);
+        let insert = m.access == Access::Write;
+        if consume {
+            let mut blocks = block.data()?;
+            let mut st = m.mat.lock();
+            m.mat.begin(&mut st, !insert)?;
+            plan.apply(
+                Blocks::Consume(&mut blocks),
+                &mut st.values,
+                insert,
+                threads,
+                on_openmp,
+            );
+            st.clean.insert((set.id(), position));
+        } else {
+            let blocks = block.data_ro()?;
+            let mut st = m.mat.lock();
+            m.mat.begin(&mut st, !insert)?;
+            plan.apply(
+                Blocks::Read(&blocks),
+                &mut st.values,
+                insert,
+                threads,
+                on_openmp,
+            );
+        }
     }
     Ok(())
 }

@@ -52,6 +52,8 @@ pub(crate) struct MatState {
     pub(crate) plans: HashMap<(u64, u64, u64), Arc<crate::assembly::AssemblyPlan>>,
     /// Per-element staging for loops, per (iteration set, arg position).
     pub(crate) blocks: HashMap<(u64, usize), Dat<f64>>,
+    /// The stagings an assembly left all zero (so the next loop needs no zeroing pass).
+    pub(crate) clean: std::collections::HashSet<(u64, usize)>,
 }
 
 /// A borrowed CSR matrix: what solvers and preconditioners work on.
@@ -140,6 +142,7 @@ impl Mat {
                 assembled: false,
                 plans: HashMap::new(),
                 blocks: HashMap::new(),
+                clean: Default::default(),
             }),
         }))
     }

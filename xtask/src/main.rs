@@ -456,6 +456,24 @@ fn test(args: &[String]) -> Result<(), String> {
     gpu::bundle(&bundle, false)?;
     gpu::check(&bundle, true)?;
     run(cargo().args(["run", "--release", "-p", "op2", "--example", "midpoint"]))?;
+    // The Poisson problem (op2-la): exits non-zero unless its observed order is within 2 +- 0.1;
+    // in one process, then at 2 ranks under mpirun (mesh partitioned, assembled and solved
+    // across the ranks).
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "op2",
+        "--example",
+        "poisson",
+        "--features",
+        "mpi",
+    ]))?;
+    let poisson = root().join("target/release/examples/poisson");
+    run(&mut Command::new(&poisson))?;
+    run(mpi::mpirun(2, 600)
+        .arg(&poisson)
+        .args(["--sizes", "8,16,32,64,128"]))?;
     // README command one: Airfoil on the default backend; it exits non-zero unless its residuals
     // match OP2-Common's reference.
     run(cargo().args(["run", "--release", "--example", "airfoil"]))?;
