@@ -324,6 +324,20 @@ pub fn par_loop(
     for (i, a) in args.iter().enumerate() {
         if let LoopArg::Mat(m) = a {
             check_mat_arg(kernel, set, i, m)?;
+            // One matrix twice in a loop: both args must add, or both insert.
+            let earlier = args[..i].iter().find_map(|b| match b {
+                LoopArg::Mat(e) if Arc::ptr_eq(&e.mat.0, &m.mat.0) && e.access != m.access => {
+                    Some(e)
+                }
+                _ => None,
+            });
+            if let Some(e) = earlier {
+                return Err(LaError::MixedModes {
+                    mat: m.mat.name().into(),
+                    now: mode_name(m.access),
+                    before: mode_name(e.access),
+                });
+            }
         }
     }
     let mut lowered = Vec::with_capacity(args.len());
@@ -396,6 +410,14 @@ pub fn par_loop(
         }
     }
     Ok(())
+}
+
+fn mode_name(access: Access) -> &'static str {
+    if access == Access::Write {
+        "inserting values"
+    } else {
+        "adding values"
+    }
 }
 
 fn check_mat_arg(kernel: &Kernel, set: &Set, arg: usize, m: &MatArg) -> Result<()> {

@@ -395,16 +395,13 @@ impl Mat {
                 why: "x and y must be different Dats",
             });
         }
-        let comm = x.communicator().ok_or_else(|| LaError::NoRuntime {
-            what: "Dat",
-            name: x.name().into(),
-        })?;
+        let comm = crate::solve::ranks_of(x)?;
         let sp = &self.0.sparsity;
         let owned_cols = sp.col_set().size() * sp.dims().1;
         let xs = x.data_ro()?[..owned_cols].to_vec();
         let mut ys = y.data()?;
         let rows = self.rows();
-        if comm.size() > 1 {
+        if let Some(comm) = comm.filter(|c| c.size() > 1) {
             let neighbours = neighbours_of(sp.col_set(), sp.dims().1);
             self.with_csr("mult", |a| {
                 let system = RankSystem {

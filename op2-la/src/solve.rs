@@ -245,15 +245,12 @@ pub fn solve_with(
             why: "x and b must be different Dats",
         });
     }
-    let comm = b.communicator().ok_or_else(|| LaError::NoRuntime {
-        what: "Dat",
-        name: b.name().into(),
-    })?;
+    let comm = ranks_of(b)?;
     // Owned rows: the first `n` values of each vector (halo values follow them).
     let n = a.rows();
     let bs = b.data_ro()?[..n].to_vec();
     let mut xs = x.data()?;
-    if comm.size() > 1 {
+    if let Some(comm) = comm.filter(|c| c.size() > 1) {
         let sp = a.sparsity();
         let neighbours = neighbours_of(sp.row_set(), sp.dims().0);
         a.with_csr("solve", |csr| {
@@ -268,6 +265,20 @@ pub fn solve_with(
         a.with_csr("solve", |csr| {
             solver.solve_csr(csr, &bs, &mut xs[..n], options, a.name())
         })?
+    }
+}
+
+/// The ranks a Dat is spread over: `None` for one process, including a Dat whose runtime was
+/// dropped but which has no halo (its data is whole); a dropped runtime's halo Dat is an error,
+/// since its other ranks cannot be reached.
+pub(crate) fn ranks_of(d: &Dat<f64>) -> Result<Option<std::sync::Arc<dyn op2_core::Communicator>>> {
+    match d.communicator() {
+        Some(c) => Ok(Some(c)),
+        None if d.set().halo().is_none() => Ok(None),
+        None => Err(LaError::NoRuntime {
+            what: "Dat",
+            name: d.name().into(),
+        }),
     }
 }
 

@@ -732,3 +732,127 @@ fn host_backends_assemble_the_references_matrix_bit_for_bit() {
         }
     }
 }
+
+/// A rectangular matrix (rows: nodes, columns: cells, through an identity map on the cells):
+/// each cell puts a third of its area in its three nodes' rows; `mult` takes a Dat on the cells
+/// to one on the nodes.
+#[test]
+fn rectangular_matrices_assemble_and_multiply_on_every_backend() {
+    for rt in runtimes() {
+        let b = rt.backend_name().to_string();
+        let t = tiny(&rt);
+        let itself = rt
+            .decl_map(&t.cells, &t.cells, 1, vec![0, 1, 2, 3], "itself")
+            .unwrap();
+        let sp = Sparsity::new(&[(&t.c2n, &itself)], (1, 1), "rect").unwrap();
+        assert_eq!((sp.rows(), sp.cols()), (5, 4));
+        let g = Mat::new(&sp, "G");
+        let k = Kernel::new(
+            "share",
+            "void share(double A[3], double *x[3]) {
+               double area = 0.5 * fabs((x[1][0] - x[0][0]) * (x[2][1] - x[0][1])
+                                      - (x[2][0] - x[0][0]) * (x[1][1] - x[0][1]));
+               for (int i = 0; i < 3; i++) A[i] += area / 3.0; }",
+        )
+        .unwrap();
+        la::par_loop!(
+            rt,
+            k,
+            t.cells,
+            g.arg(INC, &t.c2n, &itself),
+            t.xy.arg_row(&t.c2n, READ)
+        )
+        .unwrap();
+        g.assemble();
+        let ones = rt.decl_dat(&t.cells, 1, &[1.0; 4], "ones").unwrap();
+        let y = rt.decl_dat_zeros::<f64>(&t.nodes, 1, "y").unwrap();
+        g.mult(&ones, &y).unwrap();
+        // Row sums: each node's share of its cells' areas, computed here.
+        let expected: Vec<f64> = mass_expected().iter().map(|r| r.iter().sum()).collect();
+        for (i, (got, want)) in y.to_vec().unwrap().iter().zip(&expected).enumerate() {
+            assert!((got - want).abs() < 1e-14, "{b}: node {i}: {got} vs {want}");
+        }
+        // A square solve on it is refused.
+        let x = rt.decl_dat_zeros::<f64>(&t.cells, 1, "x").unwrap();
+        assert!(matches!(
+            la::solve(&g, &y, &x, &SolverOptions::default()),
+            Err(LaError::NotSquare { .. })
+        ));
+    }
+}
+
+#[test]
+fn one_matrix_twice_in_a_loop() {
+    let rt = runtimes().remove(0);
+    let t = tiny(&rt);
+    let sp = Sparsity::new(&[(&t.c2n, &t.c2n)], (1, 1), "twice").unwrap();
+    let m = Mat::new(&sp, "M");
+    let k = Kernel::new(
+        "both",
+        "void both(double *A, double *B, double *x[3]) { for (int i = 0; i < 9; i++) { A[i] += 1.0; B[i] += 2.0; } }",
+    )
+    .unwrap();
+    // Two INC args on one matrix add both blocks.
+    la::par_loop!(
+        rt,
+        k,
+        t.cells,
+        m.arg(INC, &t.c2n, &t.c2n),
+        m.arg(INC, &t.c2n, &t.c2n),
+        t.xy.arg_row(&t.c2n, READ)
+    )
+    .unwrap();
+    m.assemble();
+    // Node 4 is in all four cells: 4 x (1 + 2).
+    assert_eq!(m.value(4, 4).unwrap(), 12.0);
+    // INC and WRITE on one matrix in one loop: refused before anything runs.
+    let before = m.values();
+    let r = la::par_loop!(
+        rt,
+        k,
+        t.cells,
+        m.arg(INC, &t.c2n, &t.c2n),
+        m.arg(WRITE, &t.c2n, &t.c2n),
+        t.xy.arg_row(&t.c2n, READ)
+    );
+    assert!(matches!(r, Err(LaError::MixedModes { .. })), "{r:?}");
+    assert_eq!(m.values(), before);
+}
+
+/// Data outlives its runtime: a matrix and Dats whose runtime was dropped still multiply and
+/// solve (one process: the Dats hold all their values).
+#[test]
+fn solving_after_the_runtime_is_dropped() {
+    let (m, b, x) = {
+        let rt = runtimes().remove(0);
+        let t = tiny(&rt);
+        let sp = Sparsity::new(&[(&t.c2n, &t.c2n)], (1, 1), "late").unwrap();
+        let m = Mat::new(&sp, "M");
+        la::par_loop!(
+            rt,
+            mass_kernel(1),
+            t.cells,
+            m.arg(INC, &t.c2n, &t.c2n),
+            t.xy.arg_row(&t.c2n, READ)
+        )
+        .unwrap();
+        m.assemble();
+        let b = rt.decl_dat(&t.nodes, 1, &[1.0; 5], "b").unwrap();
+        let x = rt.decl_dat_zeros::<f64>(&t.nodes, 1, "x").unwrap();
+        (m, b, x)
+    };
+    let r = la::solve(
+        &m,
+        &b,
+        &x,
+        &SolverOptions::new(Method::Cg, Preconditioner::Jacobi).rtol(1e-12),
+    )
+    .unwrap();
+    assert!(r.converged());
+    let check = x.to_vec().unwrap();
+    let dense = mass_expected();
+    for (i, row) in dense.iter().enumerate() {
+        let ax: f64 = row.iter().zip(&check).map(|(a, x)| a * x).sum();
+        assert!((ax - 1.0).abs() < 1e-10, "row {i}: {ax}");
+    }
+}
