@@ -74,13 +74,16 @@ pub struct CsrRef<'a> {
 impl CsrRef<'_> {
     /// `y = A x`.
     pub fn mult(&self, x: &[f64], y: &mut [f64]) {
-        for (r, yr) in y.iter_mut().enumerate().take(self.rows) {
-            let (lo, hi) = (self.row_ptr[r], self.row_ptr[r + 1]);
-            let mut s = 0.0;
-            for k in lo..hi {
-                s += self.values[k] * x[self.col_idx[k] as usize];
-            }
-            *yr = s;
+        for (yr, bounds) in y.iter_mut().zip(self.row_ptr.windows(2)).take(self.rows) {
+            let (cols, vals) = (
+                &self.col_idx[bounds[0]..bounds[1]],
+                &self.values[bounds[0]..bounds[1]],
+            );
+            *yr = cols
+                .iter()
+                .zip(vals)
+                .map(|(&c, &v)| v * x[c as usize])
+                .sum();
         }
     }
 

@@ -166,11 +166,12 @@ fn solver_rows(repeats: usize) -> Result<(), String> {
             err = o.l2_error;
         }
         let t = median(times).as_secs_f64();
+        // Against the first (native) solver: its iterations and time relative to this one.
         let vs = first.map_or(String::new(), |(i, t0)| {
             format!(
-                "  ({:+} iterations, {:.2}x the time of the first)",
-                its as i64 - i as i64,
-                t / t0
+                "  (native: {:+} iterations, {:.2}x this time)",
+                i as i64 - its as i64,
+                t0 / t
             )
         });
         println!(
