@@ -207,22 +207,18 @@ impl Mat {
 
     /// Records that values are about to be added (`add`) or inserted.
     pub(crate) fn begin(&self, st: &mut MatState, add: bool) -> Result<()> {
-        let now = if add { Pending::Add } else { Pending::Insert };
-        if st.pending != Pending::Nothing && st.pending != now {
-            return Err(LaError::MixedModes {
-                mat: self.0.name.clone(),
-                now: now.describe(),
-                before: st.pending.describe(),
-            });
-        }
-        st.pending = now;
+        st.pending = self.mode_after(st, add)?;
         st.assembled = false;
         Ok(())
     }
 
     /// Checks mode compatibility without changing anything (loops check before they run).
     pub(crate) fn check_mode(&self, add: bool) -> Result<()> {
-        let st = self.lock();
+        self.mode_after(&self.lock(), add).map(drop)
+    }
+
+    /// The pending mode once values are added (`add`) or inserted; mixing them is an error.
+    fn mode_after(&self, st: &MatState, add: bool) -> Result<Pending> {
         let now = if add { Pending::Add } else { Pending::Insert };
         if st.pending != Pending::Nothing && st.pending != now {
             return Err(LaError::MixedModes {
@@ -231,7 +227,7 @@ impl Mat {
                 before: st.pending.describe(),
             });
         }
-        Ok(())
+        Ok(now)
     }
 
     fn dense_block(&self, rows: &[usize], cols: &[usize], block: &[f64], add: bool) -> Result<()> {

@@ -3,9 +3,11 @@
 //! options as the native solvers, and PETSc's report comes back as a [`SolveReport`].
 
 use crate::error::{LaError, Result};
-use crate::mat::{CsrRef, check_len};
+use crate::mat::CsrRef;
 use crate::precond::Preconditioner;
-use crate::solve::{ConvergedReason, LinearSolver, Method, SolveReport, SolverOptions};
+use crate::solve::{
+    ConvergedReason, LinearSolver, Method, SolveReport, SolverOptions, check_system,
+};
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::sync::{Mutex, OnceLock};
 
@@ -102,16 +104,7 @@ impl LinearSolver for Petsc {
         options: &SolverOptions,
         matrix_name: &str,
     ) -> Result<SolveReport> {
-        options.check()?;
-        if a.rows != a.cols {
-            return Err(LaError::NotSquare {
-                mat: matrix_name.into(),
-                rows: a.rows,
-                cols: a.cols,
-            });
-        }
-        check_len("b", b.len(), a.rows)?;
-        check_len("x", x.len(), a.cols)?;
+        check_system(a, b, x, options, matrix_name)?;
         let restart = match options.method {
             Method::Gmres { restart } => restart,
             _ => 30,

@@ -287,6 +287,27 @@ pub fn solve(a: &Mat, b: &Dat<f64>, x: &Dat<f64>, options: &SolverOptions) -> Re
     solve_with(&NativeSolver, a, b, x, options)
 }
 
+/// What every solver checks of a one-process system: the options, a square matrix, and vectors
+/// of its size.
+pub(crate) fn check_system(
+    a: CsrRef<'_>,
+    b: &[f64],
+    x: &[f64],
+    options: &SolverOptions,
+    matrix_name: &str,
+) -> Result<()> {
+    options.check()?;
+    if a.rows != a.cols {
+        return Err(LaError::NotSquare {
+            mat: matrix_name.into(),
+            rows: a.rows,
+            cols: a.cols,
+        });
+    }
+    check_len("b", b.len(), a.rows)?;
+    check_len("x", x.len(), a.cols)
+}
+
 /// The native Krylov solvers and preconditioners (pure Rust; see the crate docs for why not a crate).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NativeSolver;
@@ -361,13 +382,7 @@ impl LinearSolver for NativeSolver {
         options: &SolverOptions,
         matrix_name: &str,
     ) -> Result<SolveReport> {
-        if a.rows != a.cols {
-            return Err(LaError::NotSquare {
-                mat: matrix_name.into(),
-                rows: a.rows,
-                cols: a.cols,
-            });
-        }
+        check_system(a, b, x, options, matrix_name)?;
         self.run(&Operator::serial(a), b, x, options, matrix_name)
     }
 

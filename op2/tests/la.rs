@@ -97,6 +97,22 @@ fn tiny(rt: &Runtime) -> Tiny {
     }
 }
 
+/// The tiny mesh's P1 mass matrix, assembled by a loop on `rt`.
+fn assembled_mass(rt: &Runtime, t: &Tiny) -> Mat {
+    let sp = Sparsity::new(&[(&t.c2n, &t.c2n)], (1, 1), "mass").unwrap();
+    let m = Mat::new(&sp, "M");
+    la::par_loop!(
+        rt,
+        mass_kernel(1),
+        t.cells,
+        m.arg(INC, &t.c2n, &t.c2n),
+        t.xy.arg_row(&t.c2n, READ)
+    )
+    .unwrap();
+    m.assemble();
+    m
+}
+
 #[test]
 fn mass_matrices_match_values_computed_here_on_every_backend() {
     let expected = mass_expected();
@@ -294,17 +310,7 @@ fn every_backend_converges_at_order_two_with_the_references_iterations() {
 fn solving_uses_dats_as_vectors() {
     let rt = runtimes().remove(0);
     let t = tiny(&rt);
-    let sp = Sparsity::new(&[(&t.c2n, &t.c2n)], (1, 1), "mass").unwrap();
-    let m = Mat::new(&sp, "M");
-    la::par_loop!(
-        rt,
-        mass_kernel(1),
-        t.cells,
-        m.arg(INC, &t.c2n, &t.c2n),
-        t.xy.arg_row(&t.c2n, READ)
-    )
-    .unwrap();
-    m.assemble();
+    let m = assembled_mass(&rt, &t);
     // b = M * 1 is each node's share of the area; solving gives back the ones.
     let ones = rt.decl_dat(&t.nodes, 1, &[1.0; 5], "ones").unwrap();
     let b = rt.decl_dat_zeros::<f64>(&t.nodes, 1, "b").unwrap();
@@ -826,17 +832,7 @@ fn solving_after_the_runtime_is_dropped() {
     let (m, b, x) = {
         let rt = runtimes().remove(0);
         let t = tiny(&rt);
-        let sp = Sparsity::new(&[(&t.c2n, &t.c2n)], (1, 1), "late").unwrap();
-        let m = Mat::new(&sp, "M");
-        la::par_loop!(
-            rt,
-            mass_kernel(1),
-            t.cells,
-            m.arg(INC, &t.c2n, &t.c2n),
-            t.xy.arg_row(&t.c2n, READ)
-        )
-        .unwrap();
-        m.assemble();
+        let m = assembled_mass(&rt, &t);
         let b = rt.decl_dat(&t.nodes, 1, &[1.0; 5], "b").unwrap();
         let x = rt.decl_dat_zeros::<f64>(&t.nodes, 1, "x").unwrap();
         (m, b, x)
