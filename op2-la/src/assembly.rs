@@ -109,6 +109,12 @@ impl AssemblyPlan {
         })
     }
 
+    /// Block entries it places: the executed elements' (owned and exec halo), a prefix of the
+    /// staging, which also has rows for the set's non-exec halo.
+    fn len(&self) -> usize {
+        self.slot.len()
+    }
+
     /// Splits the matrix entries into `threads` equal ranges; each thread scans only the block
     /// entries between the first and the last that land in its range. On a mesh numbered for
     /// locality those spans barely overlap; on any numbering the result is the same.
@@ -389,7 +395,7 @@ pub fn par_loop(
             let mut st = m.mat.lock();
             m.mat.begin(&mut st, !insert)?;
             plan.apply(
-                Blocks::Consume(&mut blocks),
+                Blocks::Consume(&mut blocks[..plan.len()]),
                 &mut st.values,
                 insert,
                 threads,
@@ -401,7 +407,7 @@ pub fn par_loop(
             let mut st = m.mat.lock();
             m.mat.begin(&mut st, !insert)?;
             plan.apply(
-                Blocks::Read(&blocks),
+                Blocks::Read(&blocks[..plan.len()]),
                 &mut st.values,
                 insert,
                 threads,
