@@ -262,6 +262,14 @@ pub enum LaError {
         /// Its name.
         name: String,
     },
+    /// Another rank failed to set up its part of a solve (its own error says why).
+    #[error("matrix {mat}: rank {rank} could not set up its part of the solve")]
+    OtherRank {
+        /// The first rank that failed.
+        rank: usize,
+        /// The matrix.
+        mat: String,
+    },
     /// A failure inside PETSc.
     #[error("PETSc: {call} failed with error code {code}")]
     Petsc {

@@ -131,6 +131,14 @@ impl<'a> Operator<'a> {
         Ok(s[0])
     }
 
+    /// Across ranks, the lowest rank where `failed` (collective); `None` on one process.
+    pub(crate) fn first_failed_rank(&self, failed: bool) -> Result<Option<usize>> {
+        match self.comm {
+            Some(c) => Ok(c.first_failed_rank(failed)?),
+            None => Ok(None),
+        }
+    }
+
     /// `||a||` over all ranks.
     pub(crate) fn norm(&self, a: &[f64]) -> Result<f64> {
         Ok(self.dot(a, a)?.sqrt())

@@ -343,7 +343,19 @@ impl NativeSolver {
                 values: &block.2,
             }
         };
-        let pc = Applied::new(options.preconditioner, local, matrix_name)?;
+        let pc = Applied::new(options.preconditioner, local, matrix_name);
+        // Across ranks, a preconditioner only some ranks could build (a zero pivot in one
+        // block) stops every rank, instead of leaving the others in the first inner product.
+        if let Some(failed) = op.first_failed_rank(pc.is_err())? {
+            return match pc {
+                Err(e) => Err(e),
+                Ok(_) => Err(LaError::OtherRank {
+                    rank: failed,
+                    mat: matrix_name.into(),
+                }),
+            };
+        }
+        let pc = pc?;
         let mut k = Krylov {
             op,
             pc,

@@ -863,3 +863,49 @@ fn solving_after_the_runtime_is_dropped() {
         assert!((ax - 1.0).abs() < 1e-10, "row {i}: {ax}");
     }
 }
+
+/// A preconditioner that one rank cannot build (a zero pivot in its block) stops every rank with
+/// a typed error, at once, instead of leaving the others waiting in the solve's first reduction.
+#[cfg(feature = "mpi")]
+#[test]
+fn a_failure_on_one_rank_stops_every_rank() {
+    let started = std::time::Instant::now();
+    let got = on_ranks(2, "seq", |rt| {
+        let m = problem::unit_square(&rt, 8).unwrap();
+        let sp = Sparsity::new(&[(&m.c2n, &m.c2n)], (1, 1), "p").unwrap();
+        let a = Mat::new(&sp, "A");
+        la::par_loop!(
+            rt,
+            problem::kernels().unwrap().stiffness,
+            m.cells,
+            a.arg(INC, &m.c2n, &m.c2n),
+            m.coords.arg_row(&m.c2n, READ)
+        )
+        .unwrap();
+        a.assemble();
+        if rt.communicator().rank() == 0 {
+            a.zero_rows(&[0], 0.0).unwrap();
+        }
+        let b = rt
+            .decl_dat(&m.nodes, 1, &vec![1.0; m.nodes.total_size()], "b")
+            .unwrap();
+        let x = rt.decl_dat_zeros::<f64>(&m.nodes, 1, "x").unwrap();
+        la::solve(
+            &a,
+            &b,
+            &x,
+            &SolverOptions::new(Method::Gmres { restart: 30 }, Preconditioner::Ilu0),
+        )
+    });
+    assert!(
+        matches!(got[0], Err(LaError::ZeroPivot { row: 0, .. })),
+        "{:?}",
+        got[0]
+    );
+    assert!(
+        matches!(got[1], Err(LaError::OtherRank { rank: 0, .. })),
+        "{:?}",
+        got[1]
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
