@@ -5,6 +5,12 @@
 #include <petscksp.h>
 #include <string.h>
 
+/* The Rust side passes doubles and reads PetscReal norms: refuse other PETSc builds at compile
+ * time rather than misread memory. */
+#if !defined(PETSC_USE_REAL_DOUBLE) || defined(PETSC_USE_COMPLEX)
+#error "op2-la's PETSc shim needs a PETSc built with real double scalars (Debian: libpetsc-real-dev)"
+#endif
+
 /* Why each step failed: the name of the PETSc call, for the Rust error. */
 static const char *op2la_failed_call = "";
 

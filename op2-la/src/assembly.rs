@@ -60,6 +60,15 @@ impl AssemblyPlan {
         let (rows_per, cols_per) = (ra * br, ca * bc);
         let block = rows_per * cols_per;
         let total = elements as u128 * block as u128;
+        // Positions are 32-bit: the matrix's entries (and u32::MAX, "not owned") must fit.
+        if sp.nnz() as u128 >= u32::MAX as u128 {
+            return Err(LaError::TooLarge {
+                what: "matrix",
+                name: mat.name().into(),
+                count: sp.nnz() as u128,
+                limit: u32::MAX as u128 - 1,
+            });
+        }
         if total >= u32::MAX as u128 {
             return Err(LaError::TooLarge {
                 what: "assembly",
@@ -461,6 +470,18 @@ fn check_mat_arg(kernel: &Kernel, set: &Set, arg: usize, m: &MatArg) -> Result<(
             arg,
             mat: mat.name().into(),
             from: m.row_map.from().name().into(),
+        });
+    }
+    // The staging (one block per executed element) and the plan's positions are indexed with
+    // 32 bits: refuse before allocating gigabytes for a loop that could not be added in.
+    let (r, c) = m.block_shape();
+    let entries = assembled_elements(set) as u128 * (r * c) as u128;
+    if entries >= u32::MAX as u128 {
+        return Err(LaError::TooLarge {
+            what: "assembly",
+            name: mat.name().into(),
+            count: entries,
+            limit: u32::MAX as u128 - 1,
         });
     }
     mat.check_mode(m.access == Access::Inc)

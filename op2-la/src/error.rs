@@ -200,6 +200,14 @@ pub enum LaError {
         /// The length needed.
         expected: usize,
     },
+    /// CSR arrays that do not fit together (a hand-built [`crate::CsrRef`]).
+    #[error("matrix {mat}: bad CSR arrays: {why}")]
+    Csr {
+        /// The matrix.
+        mat: String,
+        /// What is wrong.
+        why: String,
+    },
     /// A solve on a matrix that is not square.
     #[error("matrix {mat} is {rows} x {cols}; a solve needs a square matrix")]
     NotSquare {

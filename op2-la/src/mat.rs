@@ -72,6 +72,38 @@ pub struct CsrRef<'a> {
 }
 
 impl CsrRef<'_> {
+    /// Checks the arrays fit together (`rows + 1` non-decreasing offsets ending at the number of
+    /// entries, as many values as columns, every column below `cols`), so that solvers given a
+    /// hand-built matrix refuse it instead of reading outside it.
+    pub fn check(&self, matrix_name: &str) -> Result<()> {
+        let bad = |why: String| LaError::Csr {
+            mat: matrix_name.into(),
+            why,
+        };
+        if self.row_ptr.len() != self.rows + 1 {
+            return Err(bad(format!(
+                "{} row offsets for {} rows (needs rows + 1)",
+                self.row_ptr.len(),
+                self.rows
+            )));
+        }
+        if self.row_ptr[0] != 0 || self.row_ptr.windows(2).any(|w| w[0] > w[1]) {
+            return Err(bad("row offsets must start at 0 and never decrease".into()));
+        }
+        let nnz = self.row_ptr[self.rows];
+        if self.col_idx.len() != nnz || self.values.len() != nnz {
+            return Err(bad(format!(
+                "the offsets end at {nnz}, with {} columns and {} values",
+                self.col_idx.len(),
+                self.values.len()
+            )));
+        }
+        if let Some(c) = self.col_idx.iter().find(|&&c| c as usize >= self.cols) {
+            return Err(bad(format!("column {c} outside 0..{}", self.cols)));
+        }
+        Ok(())
+    }
+
     /// `y = A x`.
     pub fn mult(&self, x: &[f64], y: &mut [f64]) {
         for (yr, bounds) in y.iter_mut().zip(self.row_ptr.windows(2)).take(self.rows) {

@@ -87,6 +87,7 @@ fn reason_of(code: c_int) -> ConvergedReason {
         -8 => ConvergedReason::DivergedIndefinitePreconditioner,
         -9 => ConvergedReason::DivergedNanOrInf,
         -10 => ConvergedReason::DivergedIndefiniteMatrix,
+        -11 => ConvergedReason::DivergedPcFailed,
         _ => ConvergedReason::DivergedBreakdown,
     }
 }

@@ -2,7 +2,7 @@
 //! and reporting what KSP reports (why it stopped, iterations, residual history). The native ones
 //! (CG, restarted GMRES, BiCGStab) follow PETSc's conventions -- left preconditioning, the
 //! preconditioned residual norm, a zero initial guess unless asked, and the test
-//! `||r|| < max(rtol ||r0||, atol)` -- so their iteration counts compare with PETSc's.
+//! `||r|| <= max(rtol ||r0||, atol)` -- so their iteration counts compare with PETSc's.
 
 use crate::error::{LaError, Result};
 use crate::mat::{CsrRef, Mat, check_len};
@@ -139,6 +139,9 @@ pub enum ConvergedReason {
     DivergedIndefiniteMatrix,
     /// CG's preconditioner is not positive definite.
     DivergedIndefinitePreconditioner,
+    /// The preconditioner could not be built or applied (PETSc's `DIVERGED_PC_FAILED`: a zero
+    /// pivot in its ILU, say; the native solver reports that as [`crate::LaError::ZeroPivot`]).
+    DivergedPcFailed,
 }
 
 impl ConvergedReason {
@@ -304,11 +307,14 @@ pub(crate) fn check_system(
             cols: a.cols,
         });
     }
+    a.check(matrix_name)?;
     check_len("b", b.len(), a.rows)?;
     check_len("x", x.len(), a.cols)
 }
 
-/// The native Krylov solvers and preconditioners (pure Rust; see the crate docs for why not a crate).
+/// The native Krylov solvers and preconditioners, in pure Rust: no crate offers KSP's set (faer
+/// has sparse direct factorisations and CG/BiCGStab without preconditioners, sprs only
+/// BiCGStab), and matching PETSc's iteration counts needs its conventions.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NativeSolver;
 
@@ -406,6 +412,23 @@ impl LinearSolver for NativeSolver {
         options: &SolverOptions,
         matrix_name: &str,
     ) -> Result<SolveReport> {
+        // A hand-built system is checked like a one-process one: arrays that fit, halo positions
+        // inside the local vector, sends from owned values.
+        let a = system.matrix;
+        a.check(matrix_name)?;
+        for n in system.neighbours {
+            let outside = n.send.iter().any(|&i| i >= a.rows)
+                || n.receive.iter().any(|&i| i < a.rows || i >= a.cols);
+            if outside {
+                return Err(LaError::Csr {
+                    mat: matrix_name.into(),
+                    why: format!(
+                        "rank {}'s exchange lists name positions outside the owned ({}) or halo ({}..{}) values",
+                        n.rank, a.rows, a.rows, a.cols
+                    ),
+                });
+            }
+        }
         self.run(&Operator::rank(system), b, x, options, matrix_name)
     }
 }
@@ -488,6 +511,10 @@ impl Krylov<'_, '_> {
         loop {
             if beta < 0.0 {
                 return Ok((ConvergedReason::DivergedIndefinitePreconditioner, its));
+            }
+            if beta == 0.0 {
+                // r . z = 0 with z = M^-1 r: nothing left to reduce (PETSc stops the same way).
+                return Ok((ConvergedReason::Atol, its));
             }
             if its == 0 {
                 p.copy_from_slice(&z);
@@ -584,15 +611,17 @@ impl Krylov<'_, '_> {
 
     fn gmres(&mut self, b: &[f64], x: &mut [f64], restart: usize) -> Stop {
         // Left-preconditioned GMRES(m) with modified Gram-Schmidt and Givens rotations; the
-        // residual norm of the least-squares problem is the one tested, as in PETSc.
+        // residual norm of the least-squares problem is the one tested, as in PETSc. The
+        // Hessenberg matrix grows a column per iteration (column j holds j + 2 entries), so
+        // memory follows the iterations done, whatever `restart` says.
         let n = b.len();
-        let m = restart;
+        let m = restart.max(1);
         let mut tmp = vec![0.0; n];
         let mut w = vec![0.0; n];
         let mut its = 0;
-        let mut v: Vec<Vec<f64>> = Vec::with_capacity(m + 1);
-        let mut h = vec![vec![0.0; m]; m + 1];
-        let (mut cs, mut sn, mut g) = (vec![0.0; m], vec![0.0; m], vec![0.0; m + 1]);
+        let mut v: Vec<Vec<f64>> = Vec::new();
+        let mut h: Vec<Vec<f64>> = Vec::new();
+        let (mut cs, mut sn, mut g): (Vec<f64>, Vec<f64>, Vec<f64>) = Default::default();
         loop {
             self.residual(b, x, &mut tmp)?;
             let mut r = vec![0.0; n];
@@ -607,25 +636,29 @@ impl Krylov<'_, '_> {
                 return Ok((ConvergedReason::Atol, its));
             }
             v.clear();
+            h.clear();
+            cs.clear();
+            sn.clear();
+            g.clear();
             v.push(r.iter().map(|x| x / beta).collect());
-            g.fill(0.0);
-            g[0] = beta;
+            g.push(beta);
             let mut stop = None;
             let mut j = 0;
             while j < m {
                 self.preconditioned(&v[j], &mut w, &mut tmp)?;
+                let mut col = vec![0.0; j + 2];
                 for (i, vi) in v.iter().enumerate() {
-                    h[i][j] = self.dot(&w, vi)?;
-                    axpy(&mut w, -h[i][j], vi);
+                    col[i] = self.dot(&w, vi)?;
+                    axpy(&mut w, -col[i], vi);
                 }
                 let hn = self.norm(&w)?;
-                h[j + 1][j] = hn;
+                col[j + 1] = hn;
                 for i in 0..j {
-                    let t = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
-                    h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
-                    h[i][j] = t;
+                    let t = cs[i] * col[i] + sn[i] * col[i + 1];
+                    col[i + 1] = -sn[i] * col[i] + cs[i] * col[i + 1];
+                    col[i] = t;
                 }
-                let d = h[j][j].hypot(h[j + 1][j]);
+                let d = col[j].hypot(col[j + 1]);
                 if d == 0.0 || !d.is_finite() {
                     stop = Some(if d == 0.0 {
                         ConvergedReason::DivergedBreakdown
@@ -634,11 +667,12 @@ impl Krylov<'_, '_> {
                     });
                     break;
                 }
-                cs[j] = h[j][j] / d;
-                sn[j] = h[j + 1][j] / d;
-                h[j][j] = d;
-                h[j + 1][j] = 0.0;
-                g[j + 1] = -sn[j] * g[j];
+                cs.push(col[j] / d);
+                sn.push(col[j + 1] / d);
+                col[j] = d;
+                col[j + 1] = 0.0;
+                h.push(col);
+                g.push(-sn[j] * g[j]);
                 g[j] *= cs[j];
                 its += 1;
                 j += 1;
@@ -652,12 +686,12 @@ impl Krylov<'_, '_> {
                 }
                 v.push(w.iter().map(|x| x / hn).collect());
             }
-            // x += V y with H y = g (upper triangular, j columns).
+            // x += V y with H y = g (upper triangular, j columns; H[i][k] is h[k][i]).
             let mut y = vec![0.0; j];
             for i in (0..j).rev() {
                 let mut s = g[i];
                 for k in i + 1..j {
-                    s -= h[i][k] * y[k];
+                    s -= h[k][i] * y[k];
                 }
                 y[i] = s / h[i][i];
             }

@@ -140,7 +140,7 @@ impl Sparsity {
         &self.0.col_idx
     }
 
-    /// The columns of scalar row `r`.
+    /// The columns of scalar row `r`. Panics if `r >= rows()`, as slice indexing does.
     pub fn row(&self, r: usize) -> &[u32] {
         &self.0.col_idx[self.0.row_ptr[r]..self.0.row_ptr[r + 1]]
     }

@@ -143,4 +143,13 @@ fn petsc_reports_limits_and_refuses_bad_input_with_typed_errors() {
         petsc.solve_csr(a, &b, &mut x, &SolverOptions::default().rtol(2.0), "A"),
         Err(LaError::Option { .. })
     ));
+    // Arrays that do not fit together never reach PETSc.
+    let short = CsrRef {
+        row_ptr: &m.0[..10],
+        ..a
+    };
+    assert!(matches!(
+        petsc.solve_csr(short, &b, &mut x, &SolverOptions::default(), "A"),
+        Err(LaError::Csr { .. })
+    ));
 }

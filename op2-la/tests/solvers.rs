@@ -344,3 +344,50 @@ fn bad_options_and_pivots_are_typed_errors() {
         .unwrap();
     assert!(r.converged());
 }
+
+#[test]
+fn hand_built_matrices_that_do_not_fit_together_are_refused() {
+    let o = SolverOptions::new(Method::Cg, Preconditioner::None);
+    let (b, mut x) = ([1.0; 3], [0.0; 3]);
+    let bad = [
+        // Too few offsets.
+        (vec![0usize], vec![], vec![]),
+        // Offsets past the entries.
+        (vec![0, 1, 2, 5], vec![0u32, 1, 2], vec![1.0, 1.0, 1.0]),
+        // Decreasing offsets.
+        (vec![0, 2, 1, 3], vec![0, 1, 2], vec![1.0, 1.0, 1.0]),
+        // A column outside the matrix.
+        (vec![0, 1, 2, 3], vec![0, 1, 7], vec![1.0, 1.0, 1.0]),
+        // Fewer values than columns.
+        (vec![0, 1, 2, 3], vec![0, 1, 2], vec![1.0, 1.0]),
+    ];
+    for (row_ptr, col_idx, values) in &bad {
+        let a = CsrRef {
+            rows: 3,
+            cols: 3,
+            row_ptr,
+            col_idx,
+            values,
+        };
+        let r = NativeSolver.solve_csr(a, &b, &mut x, &o, "H");
+        assert!(matches!(r, Err(LaError::Csr { .. })), "{row_ptr:?}: {r:?}");
+    }
+}
+
+#[test]
+fn a_huge_restart_costs_only_the_iterations_done() {
+    let csr = Csr::from_dense(&laplacian(30));
+    let mut x = vec![0.0; 30];
+    for restart in [usize::MAX, 1 << 40] {
+        let r = NativeSolver
+            .solve_csr(
+                csr.as_ref(),
+                &[1.0; 30],
+                &mut x,
+                &SolverOptions::new(Method::Gmres { restart }, Preconditioner::Jacobi).rtol(1e-10),
+                "A",
+            )
+            .unwrap();
+        assert!(r.converged() && r.iterations <= 30, "{r:?}");
+    }
+}
