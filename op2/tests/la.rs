@@ -622,17 +622,7 @@ fn products_across_thread_ranks_match_the_serial_product() {
     let serial = {
         let rt = runtimes().remove(0);
         let m = problem::unit_square(&rt, n).unwrap();
-        let sp = Sparsity::new(&[(&m.c2n, &m.c2n)], (1, 1), "s").unwrap();
-        let a = Mat::new(&sp, "A");
-        la::par_loop!(
-            rt,
-            problem::kernels().unwrap().stiffness,
-            m.cells,
-            a.arg(INC, &m.c2n, &m.c2n),
-            m.coords.arg_row(&m.c2n, READ)
-        )
-        .unwrap();
-        a.assemble();
+        let a = problem::stiffness(&rt, &m.cells, &m.c2n, &m.coords).unwrap();
         let xs: Vec<f64> = (0..m.nodes.size())
             .map(|i| (i as f64 * 0.37).sin())
             .collect();
@@ -668,17 +658,7 @@ fn products_across_thread_ranks_match_the_serial_product() {
             local.dat(coords),
             local.dat(xd),
         );
-        let sp = Sparsity::new(&[(&c2n, &c2n)], (1, 1), "s").unwrap();
-        let a = Mat::new(&sp, "A");
-        la::par_loop!(
-            rt,
-            problem::kernels().unwrap().stiffness,
-            cells,
-            a.arg(INC, &c2n, &c2n),
-            coords.arg_row(&c2n, READ)
-        )
-        .unwrap();
-        a.assemble();
+        let a = problem::stiffness(&rt, &cells, &c2n, &coords).unwrap();
         let y = rt.decl_dat_zeros::<f64>(&local.set(nodes), 1, "y").unwrap();
         a.mult(&x, &y).unwrap();
         (local.gather(&y).unwrap(), cells.sizes().nonexec_halo)
@@ -872,17 +852,7 @@ fn a_failure_on_one_rank_stops_every_rank() {
     let started = std::time::Instant::now();
     let got = on_ranks(2, "seq", |rt| {
         let m = problem::unit_square(&rt, 8).unwrap();
-        let sp = Sparsity::new(&[(&m.c2n, &m.c2n)], (1, 1), "p").unwrap();
-        let a = Mat::new(&sp, "A");
-        la::par_loop!(
-            rt,
-            problem::kernels().unwrap().stiffness,
-            m.cells,
-            a.arg(INC, &m.c2n, &m.c2n),
-            m.coords.arg_row(&m.c2n, READ)
-        )
-        .unwrap();
-        a.assemble();
+        let a = problem::stiffness(&rt, &m.cells, &m.c2n, &m.coords).unwrap();
         if rt.communicator().rank() == 0 {
             a.zero_rows(&[0], 0.0).unwrap();
         }

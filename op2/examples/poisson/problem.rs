@@ -193,6 +193,26 @@ void poisson_error(double *err, double *x[3], double *u[3]) {{
     })
 }
 
+/// The assembled stiffness matrix of the triangles `cells` (vertices `c2n`, at `coords`).
+pub fn stiffness(
+    rt: &Runtime,
+    cells: &Set,
+    c2n: &Map,
+    coords: &Dat<f64>,
+) -> Result<Mat, la::LaError> {
+    let sparsity = Sparsity::new(&[(c2n, c2n)], (1, 1), "poisson")?;
+    let a = Mat::new(&sparsity, "stiffness");
+    op2::la::par_loop!(
+        rt,
+        kernels()?.stiffness,
+        cells,
+        a.arg(INC, c2n, c2n),
+        coords.arg_row(c2n, READ)
+    )?;
+    a.assemble();
+    Ok(a)
+}
+
 /// One solve's outcome.
 pub struct Outcome {
     /// Cells per side.
@@ -232,23 +252,15 @@ pub fn solve_with(
     let m = unit_square(rt, n)?;
     let k = kernels()?;
     let t0 = Instant::now();
-    let sparsity = Sparsity::new(&[(&m.c2n, &m.c2n)], (1, 1), "poisson")?;
-    let a = Mat::new(&sparsity, "stiffness");
+    let a = stiffness(rt, &m.cells, &m.c2n, &m.coords)?;
+    let sparsity = a.sparsity().clone();
     let b = rt.decl_dat_zeros::<f64>(&m.nodes, 1, "load")?;
     let u = rt.decl_dat_zeros::<f64>(&m.nodes, 1, "u")?;
-    op2::la::par_loop!(
-        rt,
-        k.stiffness,
-        m.cells,
-        a.arg(INC, &m.c2n, &m.c2n),
-        m.coords.arg_row(&m.c2n, READ)
-    )?;
     rt.par_loop(
         &k.load,
         &m.cells,
         [b.arg_row(&m.c2n, INC), m.coords.arg_row(&m.c2n, READ)],
     )?;
-    a.assemble();
     // u = 0 on the boundary: identity rows, zero right-hand side.
     a.zero_rows(&m.boundary, 1.0)?;
     {
