@@ -56,20 +56,6 @@ pub enum LaError {
         /// The first pair's target set.
         expected: String,
     },
-    /// A map value outside its target set (a map declared by a backend that does not check).
-    #[error("map {map}: row {row} entry {entry} is {value}, outside 0..{size}")]
-    MapValue {
-        /// The map.
-        map: String,
-        /// Source element.
-        row: usize,
-        /// Entry within the row.
-        entry: usize,
-        /// The value.
-        value: i64,
-        /// Target set size.
-        size: usize,
-    },
     /// The matrix would have more entries than an index can address.
     #[error("{what} {name}: {count} entries are more than {limit} this build can index")]
     TooLarge {

@@ -180,23 +180,6 @@ impl fmt::Debug for Sparsity {
     }
 }
 
-/// Map values as node indices, checked against the target set once.
-pub(crate) fn checked_values(map: &Map, elements: usize) -> Result<&[i32]> {
-    let arity = map.arity();
-    let values = &map.values()[..elements * arity];
-    let size = map.to().total_size();
-    if let Some(i) = values.iter().position(|&v| v < 0 || v as usize >= size) {
-        return Err(LaError::MapValue {
-            map: map.name().into(),
-            row: i / arity,
-            entry: i % arity,
-            value: values[i] as i64,
-            size,
-        });
-    }
-    Ok(values)
-}
-
 /// Elements an assembly loop over `set` runs: the owned ones and, under MPI, the exec halo (whose
 /// contributions to owned rows are computed redundantly instead of being sent).
 pub(crate) fn assembled_elements(set: &Set) -> usize {
@@ -229,17 +212,13 @@ fn build(
     }
     let square = row_set == col_set && dims.0 == dims.1;
 
-    // Which (pair, element) touch each row node: counting sort of the row maps' entries.
-    let mut maps = Vec::with_capacity(pairs.len());
-    for (r, c) in pairs {
-        let n = assembled_elements(r.from());
-        maps.push((
-            checked_values(r, n)?,
-            r.arity(),
-            checked_values(c, n)?,
-            c.arity(),
-        ));
-    }
+    // Which (pair, element) touch each row node: counting sort of the row maps' entries. A map
+    // holds one row per executed element (owned and exec halo), each value inside its target
+    // set: op2 checks both when the map is declared.
+    let maps: Vec<(&[i32], usize, &[i32], usize)> = pairs
+        .iter()
+        .map(|(r, c)| (r.values(), r.arity(), c.values(), c.arity()))
+        .collect();
     let mut start = vec![0usize; row_nodes + 1];
     for (rv, ..) in &maps {
         for &v in *rv {

@@ -97,19 +97,25 @@ fn tiny(rt: &Runtime) -> Tiny {
     }
 }
 
-/// The tiny mesh's P1 mass matrix, assembled by a loop on `rt`.
-fn assembled_mass(rt: &Runtime, t: &Tiny) -> Mat {
-    let sp = Sparsity::new(&[(&t.c2n, &t.c2n)], (1, 1), "mass").unwrap();
-    let m = Mat::new(&sp, "M");
+/// Adds the tiny mesh's mass matrix for block size `bs` into `m` by a loop on `rt`, and
+/// assembles.
+fn add_mass(rt: &Runtime, t: &Tiny, m: &Mat, bs: usize) {
     la::par_loop!(
         rt,
-        mass_kernel(1),
+        mass_kernel(bs),
         t.cells,
         m.arg(INC, &t.c2n, &t.c2n),
         t.xy.arg_row(&t.c2n, READ)
     )
     .unwrap();
     m.assemble();
+}
+
+/// The tiny mesh's P1 mass matrix, assembled by a loop on `rt`.
+fn assembled_mass(rt: &Runtime, t: &Tiny) -> Mat {
+    let sp = Sparsity::new(&[(&t.c2n, &t.c2n)], (1, 1), "mass").unwrap();
+    let m = Mat::new(&sp, "M");
+    add_mass(rt, t, &m, 1);
     m
 }
 
@@ -123,15 +129,7 @@ fn mass_matrices_match_values_computed_here_on_every_backend() {
             let sp = Sparsity::new(&[(&t.c2n, &t.c2n)], (bs, bs), "mass").unwrap();
             assert_eq!(sp.rows(), 5 * bs);
             let m = Mat::new(&sp, "M");
-            la::par_loop!(
-                rt,
-                mass_kernel(bs),
-                t.cells,
-                m.arg(INC, &t.c2n, &t.c2n),
-                t.xy.arg_row(&t.c2n, READ)
-            )
-            .unwrap();
-            m.assemble();
+            add_mass(&rt, &t, &m, bs);
             let dense = m.to_dense();
             for r in 0..5 * bs {
                 for c in 0..5 * bs {
@@ -152,15 +150,7 @@ fn mass_matrices_match_values_computed_here_on_every_backend() {
             assert!(sp.position(0, 2 * bs).is_none());
             assert!(sp.position(4 * bs, 0).is_some());
             // Adding the same loop again doubles; zero() starts over.
-            la::par_loop!(
-                rt,
-                mass_kernel(bs),
-                t.cells,
-                m.arg(INC, &t.c2n, &t.c2n),
-                t.xy.arg_row(&t.c2n, READ)
-            )
-            .unwrap();
-            m.assemble();
+            add_mass(&rt, &t, &m, bs);
             assert_eq!(
                 m.value(4 * bs, 4 * bs).unwrap(),
                 2.0 * dense[4 * bs][4 * bs]
