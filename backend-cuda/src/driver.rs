@@ -123,6 +123,7 @@ impl DriverGpu {
             direct_threads: CUDA_THREADS,
             tree_reductions: true,
             wait_each_loop: settings.sync,
+            host_scheme: None,
         };
         let wanted = settings.arch.unwrap_or((cc.0 * 10 + cc.1) as i32);
         let arch = nvrtc.arch_for(wanted).map_err(unavailable)?;

@@ -262,6 +262,7 @@ impl Device for EmulatedGpu {
             direct_threads: CUDA_THREADS,
             tree_reductions: true,
             wait_each_loop: self.sync,
+            host_scheme: None,
         }
     }
 

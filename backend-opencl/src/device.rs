@@ -65,6 +65,8 @@ pub struct ChosenDevice {
     pub local_mem: usize,
     /// Whether it is a CPU device (PoCL's, for one): work-items of a group run in sequence there.
     pub is_cpu: bool,
+    /// Its compute units (cores, on a CPU device).
+    pub compute_units: usize,
     /// Private memory a whole work-group may declare, where the device puts a group's private
     /// arrays in one place of fixed size (see [`CPU_PRIVATE_PER_GROUP`]); `None` elsewhere.
     pub private_per_group: Option<usize>,
@@ -134,6 +136,7 @@ pub fn choose_device(config: &Config) -> Result<ChosenDevice> {
                     max_work_group: device.max_work_group_size().unwrap_or(1).max(1),
                     local_mem: device.local_mem_size().unwrap_or(0) as usize,
                     is_cpu,
+                    compute_units: (device.max_compute_units().unwrap_or(1) as usize).max(1),
                     private_per_group: is_cpu.then_some(CPU_PRIVATE_PER_GROUP),
                     device,
                     name,

@@ -43,9 +43,47 @@ pub const OPENCL_DIRECT_WORK_GROUP: usize = 256;
 /// fail); on CPU devices the group's budget bounds it.
 const GPU_PRIVATE_PER_ITEM: usize = 512 * 1024;
 
+/// How loops run on an OpenCL device (`OP2_OPENCL_SCHEME`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// The host scheme: one work-item per group runs a chunk or a coloured plan block in turn,
+    /// straight from global memory (the default on CPU devices, where a work-group is a loop on
+    /// one core and staging only copies memory to memory).
+    Host,
+    /// One element per work-item, indirect data staged in local memory per plan block (OP2's
+    /// GPU scheme; the default on GPUs).
+    Staged,
+}
+
+impl Scheme {
+    /// The scheme `config` asks for on `chosen`: the `opencl_scheme` setting, else the device's
+    /// default.
+    pub fn from_config(config: &Config, chosen: &ChosenDevice) -> Result<Self> {
+        match config
+            .setting("opencl_scheme")
+            .map(|v| v.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("auto") => Ok(if chosen.is_cpu {
+                Scheme::Host
+            } else {
+                Scheme::Staged
+            }),
+            Some("host") => Ok(Scheme::Host),
+            Some("staged") => Ok(Scheme::Staged),
+            Some(v) => Err(Op2Error::Config {
+                key: "opencl_scheme".into(),
+                value: v.into(),
+                reason: "expected `host`, `staged` or `auto`".into(),
+            }),
+        }
+    }
+}
+
 /// An OpenCL device: the chosen device, a context with one in-order queue, its program cache.
 pub struct OpenClDevice {
     chosen: ChosenDevice,
+    scheme: Scheme,
     memory: ClMemory,
     programs: ProgramCache,
 }
@@ -58,6 +96,7 @@ impl OpenClDevice {
     /// double precision; [`Op2Error::BackendUnavailable`] when there is none.
     pub fn new(config: &Config) -> Result<Self> {
         let chosen = choose_device(config)?;
+        let scheme = Scheme::from_config(config, &chosen)?;
         let context =
             Context::from_device(&chosen.device).map_err(|e| Op2Error::BackendUnavailable {
                 name: "opencl".into(),
@@ -77,7 +116,13 @@ impl OpenClDevice {
                 queue: Arc::new(queue),
             },
             chosen,
+            scheme,
         })
+    }
+
+    /// How its loops run.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
     }
 
     /// The chosen device.
@@ -133,6 +178,7 @@ impl Device for OpenClDevice {
             tree_reductions: !c.is_cpu,
             // Each loop's time is its own in the timing table.
             wait_each_loop: true,
+            host_scheme: (self.scheme == Scheme::Host).then_some(c.compute_units),
         }
     }
 
@@ -228,7 +274,7 @@ fn create(config: &Config) -> Result<Box<dyn Backend>> {
 op2_core::register_backend!(BackendFactory {
     name: "opencl",
     feature: "opencl",
-    description: "generated OpenCL C, staged through local memory per plan block (OP2_OPENCL_DEVICE)",
+    description: "generated OpenCL C: plan blocks staged in local memory on GPUs, the host scheme on CPU devices (OP2_OPENCL_DEVICE, OP2_OPENCL_SCHEME)",
     create,
     settings: SETTINGS,
 });
@@ -248,6 +294,15 @@ pub const SETTINGS: &[Setting] = &[
         kind: SettingKind::Text,
         default: "the first with double precision",
         doc: "the OpenCL device, by index or part of its name",
+    },
+    Setting {
+        name: "opencl_scheme",
+        env: "OP2_OPENCL_SCHEME",
+        kind: SettingKind::OneOf(&["auto", "host", "staged"]),
+        default: "auto: host on CPU devices, staged on GPUs",
+        doc: "how loops run: `host` (a work-item runs a chunk or a coloured block of elements \
+              from global memory) or `staged` (an element per work-item, plan blocks staged in \
+              local memory)",
     },
 ];
 

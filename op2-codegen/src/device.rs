@@ -5,7 +5,7 @@
 //! work-items, increments are applied colour by colour, and the host launches block colours in
 //! sequence (as in the OP2 paper). Direct loops run one element per work-item.
 
-use crate::dialect::{ConstPassing, DEVICE_ENTRY, DeviceOptions, Dialect, FINISH_ENTRY};
+use crate::dialect::{ConstPassing, DEVICE_ENTRY, DeviceOptions, Dialect, FINISH_ENTRY, HostRange};
 use crate::emit::{const_symbol, kernel_symbol, reduction_args};
 use op2_core::{Access, ArgKind, ArgSig, DType, LoopSignature};
 use std::fmt::Write;
@@ -214,6 +214,8 @@ pub enum StubParam {
     MapRows(usize),
     /// `int`: partial results to combine (the final reduction kernel's).
     PartialCount,
+    /// `int`: elements each work-item runs ([`crate::HostRange::Chunks`]).
+    Chunk,
     /// The buffer of Const `j` (`sig.consts[j]`'s values), where the dialect passes Consts as
     /// parameters ([`crate::ConstPassing::Params`]).
     Const(usize),
@@ -965,6 +967,159 @@ pub(crate) fn emit_atomic_stub(
     s.push_str(&atomics);
     s.push_str("  }\n");
     emit_reduction_finish(s, sig, d.group_id(), true, d);
+    s.push_str("}\n");
+    params
+}
+
+/// The host scheme for CPU devices: one work-item per work-group runs a whole chunk or plan block
+/// of elements in turn (a CPU runs work-items of a group one after another anyway, so wide groups
+/// only add staging and barriers), every arg straight from global memory through the entry-major
+/// maps. A block of a coloured plan shares no item it modifies with the blocks launched beside it,
+/// so increments go straight to their targets, as on the host. Reductions accumulate privately and
+/// each work-item writes its own partial (slot: the block's place in the plan, or the chunk).
+pub(crate) fn emit_host_stub(
+    s: &mut String,
+    sig: &LoopSignature,
+    range: HostRange,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
+) -> Vec<StubParam> {
+    let (g, wide) = (d.global(), d.wide());
+    let mut decls = vec![
+        "const int op2_start".to_string(),
+        "const int op2_end".into(),
+    ];
+    let mut params = vec![StubParam::Start, StubParam::End];
+    match range {
+        HostRange::Chunks => {
+            decls.push("const int op2_chunk".into());
+            params.push(StubParam::Chunk);
+        }
+        HostRange::Blocks => {
+            decls.extend([
+                "const int op2_block_offset".to_string(),
+                format!("{g}const uint *op2_block_map"),
+                format!("{g}const uint *op2_block_offsets"),
+                format!("{g}const uint *op2_block_lengths"),
+            ]);
+            params.extend([
+                StubParam::BlockOffset,
+                StubParam::BlockMap,
+                StubParam::BlockOffsets,
+                StubParam::BlockLengths,
+            ]);
+        }
+    }
+    data_params(sig, d, options, &mut decls, &mut params);
+    for m in 0..sig.n_maps {
+        decls.push(format!("{g}const int *op2_map{m}"));
+        decls.push(format!("const int op2_map{m}_rows"));
+        params.extend([StubParam::MapValues(m), StubParam::MapRows(m)]);
+    }
+    s.push_str(&d.kernel_head(DEVICE_ENTRY, &decls, false));
+    // Bounds in 64 bits: a chunk's end may pass `int` on the last work-item of a huge set.
+    match range {
+        HostRange::Chunks => {
+            let _ = writeln!(
+                s,
+                "  const int op2_slot = {};\n  \
+                 const {wide} op2_first = (({wide})op2_start) + ({wide})op2_slot * op2_chunk;\n  \
+                 const {wide} op2_chunk_end = op2_first + op2_chunk;\n  \
+                 const {wide} op2_last = op2_chunk_end < op2_end ? op2_chunk_end : op2_end;",
+                d.group_id()
+            );
+        }
+        HostRange::Blocks => {
+            let _ = writeln!(
+                s,
+                "  const int op2_slot = op2_block_offset + {};\n  \
+                 const uint op2_b = op2_block_map[op2_slot];\n  \
+                 {wide} op2_first = op2_block_offsets[op2_b];\n  \
+                 {wide} op2_last = op2_first + op2_block_lengths[op2_b];\n  \
+                 if (op2_first < op2_start) op2_first = op2_start;\n  \
+                 if (op2_last > op2_end) op2_last = op2_end;",
+                d.group_id()
+            );
+        }
+    }
+    emit_reduction_init(s, sig);
+    let _ = writeln!(
+        s,
+        "  for ({wide} op2_e = op2_first; op2_e < op2_last; op2_e++) {{"
+    );
+    let target = |map: usize, entry: usize| {
+        format!("({wide})op2_map{map}[({wide}){entry} * op2_map{map}_rows + op2_e]")
+    };
+    let private_copies = options.private_copies;
+    let mut around = Around::default();
+    let mut call = Vec::new();
+    for (i, a) in sig.args.iter().enumerate() {
+        let (t, dim) = (a.dtype.c_name(), a.dim);
+        let src = match a.kind {
+            ArgKind::Global if a.access.is_reduction() => {
+                call.push(d.pass("", &format!("op2_arg{i}_r")));
+                continue;
+            }
+            ArgKind::Global => format!("op2_arg{i}"),
+            ArgKind::Direct => format!("op2_arg{i} + op2_e * {dim}"),
+            ArgKind::Indirect { map, index, .. } => {
+                format!("op2_arg{i} + {} * {dim}", target(map, index))
+            }
+            ArgKind::Row { map, arity } => {
+                let _ = writeln!(s, "    {g}{t} *op2_arg{i}_vec[{arity}];");
+                for j in 0..arity {
+                    let _ = writeln!(
+                        s,
+                        "    op2_arg{i}_vec[{j}] = op2_arg{i} + {} * {dim};",
+                        target(map, j)
+                    );
+                }
+                if private_copies {
+                    let _ = writeln!(
+                        s,
+                        "    {t} op2_arg{i}_c[{}];\n    {t} *op2_arg{i}_cv[{arity}];",
+                        arity * dim
+                    );
+                    for j in 0..arity {
+                        let _ = writeln!(s, "    op2_arg{i}_cv[{j}] = op2_arg{i}_c + {};", j * dim);
+                        around.copy_part(
+                            a.access,
+                            &format!("op2_arg{i}_c"),
+                            j * dim,
+                            dim,
+                            &format!("op2_arg{i}_vec[{j}]"),
+                        );
+                    }
+                    call.push(d.pass("", &format!("op2_arg{i}_cv")));
+                } else {
+                    call.push(d.pass("", &format!("op2_arg{i}_vec")));
+                }
+                continue;
+            }
+        };
+        if private_copies {
+            let decl = around.copy(i, a, dim, &src);
+            let _ = writeln!(s, "    {decl}");
+            call.push(d.pass("", &format!("op2_arg{i}_c")));
+        } else {
+            call.push(d.pass(g, &src));
+        }
+    }
+    call.extend(const_args(sig, d, options));
+    let call = around.wrap(&format!(
+        "{}({})",
+        kernel_symbol(sig.kernel.name()),
+        call.join(", ")
+    ));
+    let _ = writeln!(s, "    {call};\n  }}");
+    for i in reduction_args(sig) {
+        let dim = sig.args[i].dim;
+        let _ = writeln!(
+            s,
+            "  for (int op2_k = 0; op2_k < {dim}; op2_k++) \
+             op2_arg{i}_part[({wide})op2_slot * {dim} + op2_k] = op2_arg{i}_r[op2_k];"
+        );
+    }
     s.push_str("}\n");
     params
 }

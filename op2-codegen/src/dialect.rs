@@ -5,7 +5,7 @@
 //! (HIP, SYCL, Metal) implements the trait and reuses every stub.
 
 use crate::device::{
-    BlockLayout, StubParam, emit_atomic_stub, emit_direct_stub, emit_finish_kernel,
+    BlockLayout, StubParam, emit_atomic_stub, emit_direct_stub, emit_finish_kernel, emit_host_stub,
     emit_planned_stub, private_bytes_per_item,
 };
 use crate::emit::{const_symbol, reduction_args};
@@ -95,6 +95,20 @@ pub enum DeviceStub {
     /// One element per work-item, indirect data straight from global memory through maps uploaded
     /// entry-major, increments added atomically: no plan, one launch.
     Atomic,
+    /// CPU devices: one work-item per work-group, each running a whole range of elements in turn,
+    /// indirect data straight from global memory through entry-major maps, nothing staged.
+    Host(HostRange),
+}
+
+/// Which elements a work-item of the [`DeviceStub::Host`] stub runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostRange {
+    /// A chunk of [`StubParam::Chunk`] consecutive elements (loops that modify nothing through
+    /// maps, so any two chunks may run at once).
+    Chunks,
+    /// A block of a coloured plan (loops that modify data through maps): the blocks of one colour
+    /// are launched together, colour by colour, and increments go straight to global memory.
+    Blocks,
 }
 
 /// How a device unit is emitted besides its stub.
@@ -174,6 +188,8 @@ impl Codegen for DeviceCodegen<'_> {
             DeviceStub::Direct => "direct",
             DeviceStub::Planned(_) => "planned, staged and coloured",
             DeviceStub::Atomic => "atomics",
+            DeviceStub::Host(HostRange::Chunks) => "host scheme, chunks",
+            DeviceStub::Host(HostRange::Blocks) => "host scheme, coloured blocks",
         };
         let _ = writeln!(
             s,
@@ -189,6 +205,7 @@ impl Codegen for DeviceCodegen<'_> {
             DeviceStub::Direct => emit_direct_stub(&mut s, sig, d, options),
             DeviceStub::Planned(b) => emit_planned_stub(&mut s, sig, b, d, options),
             DeviceStub::Atomic => emit_atomic_stub(&mut s, sig, d, options),
+            DeviceStub::Host(range) => emit_host_stub(&mut s, sig, *range, d, options),
         };
         let private_bytes = private_bytes_per_item(&s[start..]);
         let mut kernels = vec![KernelDecl {

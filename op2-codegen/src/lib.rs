@@ -30,7 +30,7 @@ pub use cuda::{
 pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam, private_bytes_per_item};
 pub use dialect::{
     ConstPassing, DEVICE_ENTRY, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, Dialect,
-    FINISH_ENTRY, KernelDecl,
+    FINISH_ENTRY, HostRange, KernelDecl,
 };
 pub use emit::{CCodegen, WRAPPER_SIGNATURE, const_symbol, kernel_symbol};
 pub use jit::{HOST_LIBRARIES, JitCompiler, JitFunction, jit_stats};

@@ -298,7 +298,7 @@ fn float_literal(v: f64, suffix: &str) -> String {
 mod tests {
     use super::*;
     use crate::device::{StagingLayout, StagingMode, StubParam};
-    use crate::dialect::DeviceCodegen;
+    use crate::dialect::{DeviceCodegen, HostRange};
     use op2_core::{Access, ArgSig, Codegen, ConstSig, Kernel};
 
     #[test]
@@ -425,5 +425,103 @@ mod tests {
         );
         assert_eq!(u.params.last(), Some(&StubParam::Shared));
         assert_eq!(u.finish_params, None);
+    }
+
+    #[test]
+    fn host_scheme_runs_a_range_per_work_item_from_global_memory() {
+        let k = Kernel::new(
+            "edge",
+            "void edge(const double *x[2], double *r, double *lo, const double *w) \
+             { r[0] += w[0] * (x[0][0] - x[1][0]); if (r[0] < lo[0]) lo[0] = r[0]; }",
+        )
+        .unwrap();
+        let arg = |kind, dim, access| ArgSig {
+            kind,
+            dtype: DType::F64,
+            dim,
+            access,
+        };
+        let sig = LoopSignature {
+            kernel: k,
+            args: vec![
+                arg(ArgKind::Row { map: 0, arity: 2 }, 1, Access::Read),
+                arg(
+                    ArgKind::Indirect {
+                        map: 1,
+                        arity: 1,
+                        index: 0,
+                    },
+                    1,
+                    Access::Inc,
+                ),
+                arg(ArgKind::Global, 1, Access::Min),
+                arg(ArgKind::Direct, 1, Access::Read),
+            ],
+            consts: Vec::new(),
+            n_maps: 2,
+            data: vec![0, 1, 2, 3],
+        };
+        let emit = |range, private_copies| {
+            DeviceCodegen { dialect: &OpenCl }
+                .emit(
+                    &sig,
+                    &(
+                        DeviceStub::Host(range),
+                        DeviceOptions {
+                            private_copies,
+                            ..DeviceOptions::default()
+                        },
+                    ),
+                )
+                .unwrap()
+        };
+        let blocks = emit(HostRange::Blocks, false);
+        let src = &blocks.unit.source;
+        // Nothing staged, no barrier: every arg from global memory, increments straight to it.
+        assert!(
+            !src.contains("__local") && !src.contains("barrier"),
+            "{src}"
+        );
+        assert!(src.contains(
+            "void edge(__global const double * x[2], __global double * r, double * lo, __global const double * w)"
+        ), "{src}");
+        assert!(src.contains("op2_arg1 + (size_t)op2_map1[(size_t)0 * op2_map1_rows + op2_e] * 1"));
+        assert!(src.contains(
+            "op2_arg0_vec[1] = op2_arg0 + (size_t)op2_map0[(size_t)1 * op2_map0_rows + op2_e] * 1;"
+        ));
+        assert!(src.contains("const uint op2_b = op2_block_map[op2_slot];"));
+        assert!(src.contains("op2_arg2_part[(size_t)op2_slot * 1 + op2_k] = op2_arg2_r[op2_k];"));
+        assert_eq!(
+            &blocks.params[..6],
+            &[
+                StubParam::Start,
+                StubParam::End,
+                StubParam::BlockOffset,
+                StubParam::BlockMap,
+                StubParam::BlockOffsets,
+                StubParam::BlockLengths
+            ]
+        );
+        assert!(blocks.params.contains(&StubParam::MapRows(1)));
+        assert!(blocks.finish_params.is_some());
+        let chunks = emit(HostRange::Chunks, false);
+        assert_eq!(chunks.params[2], StubParam::Chunk);
+        assert!(chunks.unit.source.contains(
+            "const size_t op2_first = ((size_t)op2_start) + (size_t)op2_slot * op2_chunk;"
+        ));
+        // Private copies: every arg copied in, what is modified copied (INC: added) back.
+        let copies = emit(HostRange::Blocks, true).unit.source;
+        assert!(
+            copies.contains(
+                "void edge(const double * x[2], double * r, double * lo, const double * w)"
+            ),
+            "{copies}"
+        );
+        assert!(copies.contains("op2_arg1_c[0 + op2_k] = 0;"), "{copies}");
+        assert!(copies.contains("+= op2_arg1_c[0 + op2_k];"), "{copies}");
+        assert!(
+            copies.contains("op2_arg0_cv[1] = op2_arg0_c + 1;"),
+            "{copies}"
+        );
     }
 }

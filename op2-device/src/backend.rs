@@ -5,13 +5,15 @@
 //! colour, and finishes reductions on the device.
 
 use crate::{Device, DeviceLimits, Entry, LaunchArg, LaunchShape, Strategy};
-use op2_codegen::{BlockLayout, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, StubParam};
+use op2_codegen::{
+    BlockLayout, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, HostRange, StubParam,
+};
 use op2_core::{
     Backend, Carrier, Codegen, Config, DataState, DeviceData, DeviceStats, LoopInvocation,
     LoopSignature, Op2Error, PreparedLoop, Result,
 };
 use op2_plan::{
-    CachedPlanner, LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, Planner,
+    CachedPlanner, LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, PlanRequest, Planner,
     StrategyChoice,
 };
 use std::collections::HashMap;
@@ -22,6 +24,29 @@ const SCRATCH_PER_THREAD: usize = 8;
 
 /// Work-items of the group that folds reduction partials.
 const FINISH_THREADS: usize = 256;
+
+/// Work-items (chunks or plan blocks) per core a host-scheme loop aims for: enough for the
+/// device's scheduler to even out cores that run at different speeds, few enough that each one
+/// streams long runs of memory.
+const HOST_ITEMS_PER_CORE: usize = 16;
+
+/// Bounds of the elements one work-item of the host scheme runs: below the smallest the launch
+/// costs more than the elements; above the largest a colour has too few blocks to share out.
+const HOST_MIN_RANGE: usize = 256;
+const HOST_MAX_RANGE: usize = 8192;
+
+/// The elements each work-item of a host-scheme loop over `elements` runs on `cores`: a power of
+/// two giving each core about [`HOST_ITEMS_PER_CORE`] of them, within
+/// [`HOST_MIN_RANGE`]..=[`HOST_MAX_RANGE`].
+pub(crate) fn host_range_size(elements: usize, cores: usize) -> usize {
+    let fair = elements / (HOST_ITEMS_PER_CORE * cores.max(1));
+    let pow2 = if fair == 0 {
+        1
+    } else {
+        1 << (usize::BITS - 1 - fair.leading_zeros())
+    };
+    pow2.clamp(HOST_MIN_RANGE, HOST_MAX_RANGE)
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -111,6 +136,13 @@ impl<D: Device> Shared<D> {
     /// The stub a loop of `sig` runs, as the planner's strategy for it says: direct, the atomics
     /// stub, or a plan's (with the layout a plan of it has, from `sig.data`).
     fn stub_of(&self, sig: &LoopSignature) -> DeviceStub {
+        if self.limits().host_scheme.is_some() {
+            return DeviceStub::Host(if sig.has_indirect_writes() {
+                HostRange::Blocks
+            } else {
+                HostRange::Chunks
+            });
+        }
         match self.planner.strategy(sig) {
             Strategy::None => DeviceStub::Direct,
             Strategy::Atomics => DeviceStub::Atomic,
@@ -288,6 +320,8 @@ struct LaunchValues<'a, B> {
     consts: &'a [Arc<B>],
     /// Partial results per reduction (the final kernel's count).
     slots: usize,
+    /// Elements per work-item of the host scheme's chunks.
+    chunk: usize,
     /// Local memory for staging, and for reductions, per group.
     staging_bytes: usize,
     scratch_bytes: usize,
@@ -494,6 +528,7 @@ impl<D: Device> DeviceLoop<D> {
                         self.int(v.maps.get(m).ok_or_else(|| self.internal("a map"))?.1)?,
                     ),
                     StubParam::PartialCount => LaunchArg::Int(self.int(v.slots)?),
+                    StubParam::Chunk => LaunchArg::Int(self.int(v.chunk)?),
                     StubParam::Const(j) => LaunchArg::Buffer(
                         &**v.consts.get(j).ok_or_else(|| self.internal("a Const"))?,
                     ),
@@ -569,6 +604,7 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
             maps: &[],
             consts: &[],
             slots: 0,
+            chunk: 0,
             staging_bytes: 0,
             scratch_bytes: 0,
         };
@@ -605,6 +641,74 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                     self.shape(groups, threads, values.scratch_bytes),
                     &args,
                 )?;
+            }
+            stub @ DeviceStub::Host(range) => {
+                let cores = limits.host_scheme.unwrap_or(1);
+                let elements = inv.end - inv.start;
+                let size = sh
+                    .block_size
+                    .unwrap_or_else(|| host_range_size(elements, cores));
+                maps = self.device_maps(inv)?;
+                values.maps = &maps;
+                loaded = self.program(&stub, &consts)?;
+                const_buffers = self.const_buffers(&loaded.unit, &consts)?;
+                values.consts = &const_buffers;
+                match range {
+                    HostRange::Chunks => {
+                        values.chunk = size;
+                        let groups = self.groups(elements, size)?;
+                        values.slots = groups as usize;
+                        partials = self.partials(values.slots)?;
+                        values.partials = &partials;
+                        let args = self.args(&loaded.unit.params, &values)?;
+                        self.device().launch(
+                            &loaded.program,
+                            Entry::Stub,
+                            self.shape(groups, 1, 0),
+                            &args,
+                        )?;
+                    }
+                    HostRange::Blocks => {
+                        // Only args that modify data through maps constrain the colours: nothing
+                        // is staged, and a block's elements run in turn on one work-item.
+                        let args: Vec<PlanArg<'_>> = PlanArg::of_loop(inv)
+                            .into_iter()
+                            .filter(PlanArg::needs_colouring)
+                            .collect();
+                        let plan = sh.planner.plan(&PlanRequest {
+                            set: inv.set.id(),
+                            start: inv.start,
+                            end: inv.end,
+                            block_size: size,
+                            args: &args,
+                        })?;
+                        let layout = BlockLayout {
+                            stagings: Vec::new(),
+                            arg_staging: vec![None; self.sig.args.len()],
+                        };
+                        planned = (self.device_plan(&plan, &layout)?, plan);
+                        let (device_plan, plan) = (&planned.0, &planned.1);
+                        values.slots = plan.blocks();
+                        partials = self.partials(values.slots)?;
+                        values.partials = &partials;
+                        values.plan = Some((plan, device_plan));
+                        for c in 0..plan.colours() {
+                            let (first, last) =
+                                (plan.colour_offsets[c], plan.colour_offsets[c + 1]);
+                            if first == last {
+                                continue;
+                            }
+                            values.block_offset = first;
+                            let args = self.args(&loaded.unit.params, &values)?;
+                            self.device().launch(
+                                &loaded.program,
+                                Entry::Stub,
+                                self.shape(self.groups(last - first, 1)?, 1, 0),
+                                &args,
+                            )?;
+                        }
+                    }
+                }
             }
             DeviceStub::Planned(expected) => {
                 let plan = self.plan(inv)?;
@@ -685,5 +789,27 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
             self.device().synchronize()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_ranges_give_each_core_several_within_bounds() {
+        // Airfoil's 1,438,600 edges on 2 cores: the largest ranges; on 16 cores smaller ones.
+        assert_eq!(host_range_size(1_438_600, 2), HOST_MAX_RANGE);
+        assert_eq!(host_range_size(1_438_600, 16), 4096);
+        assert_eq!(host_range_size(0, 4), HOST_MIN_RANGE);
+        assert_eq!(host_range_size(10, 0), HOST_MIN_RANGE);
+        for (n, c) in [(1usize << 20, 1usize), (100_000, 7), (5_000_000, 64)] {
+            let r = host_range_size(n, c);
+            assert!(r.is_power_of_two());
+            assert!(
+                r == HOST_MIN_RANGE || r == HOST_MAX_RANGE || n / r >= HOST_ITEMS_PER_CORE * c,
+                "{n} {c} {r}"
+            );
+        }
     }
 }

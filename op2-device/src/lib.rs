@@ -75,6 +75,11 @@ pub struct DeviceLimits {
     pub tree_reductions: bool,
     /// Wait for every loop to finish before the next is queued.
     pub wait_each_loop: bool,
+    /// CPU devices: run every loop with the host scheme ([`op2_codegen::DeviceStub::Host`]: one
+    /// work-item per group running a chunk or a coloured block of elements, nothing staged), on
+    /// this many cores (it sizes chunks and blocks so that every core gets several). `None`:
+    /// one element per work-item, staged plans (GPUs).
+    pub host_scheme: Option<usize>,
 }
 
 /// A device API as the generic backend drives it: memory (its [`DeviceMemory`]), programs,

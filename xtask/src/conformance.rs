@@ -231,14 +231,24 @@ pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
                 env: Vec::new(),
                 ranks: Ranks::One,
             });
-            // Small blocks too, so that every case's sets span many blocks and block colours.
+            // Small blocks too, so that every case's sets span many blocks and block colours;
+            // and the staged scheme GPUs run, on whatever device this is (PoCL's CPU device
+            // defaults to the host scheme).
             if name == "opencl" && registered.contains(name) {
-                columns.push(Column {
-                    label: "opencl/b16".into(),
+                let columns_of: [(&str, Vec<(&'static str, &'static str)>); 3] = [
+                    ("b16", vec![("OP2_PART_SIZE", "16")]),
+                    ("staged", vec![("OP2_OPENCL_SCHEME", "staged")]),
+                    (
+                        "staged/b16",
+                        vec![("OP2_OPENCL_SCHEME", "staged"), ("OP2_PART_SIZE", "16")],
+                    ),
+                ];
+                columns.extend(columns_of.into_iter().map(|(what, env)| Column {
+                    label: format!("opencl/{what}"),
                     backend: name.clone(),
-                    env: vec![("OP2_PART_SIZE", "16")],
+                    env,
                     ranks: Ranks::One,
-                });
+                }));
             }
         }
     }

@@ -416,14 +416,21 @@ fn test(args: &[String]) -> Result<(), String> {
             run(&mut c)?;
         }
     }
-    // The facade suite on the OpenCL device, minus the host-compiler cache tests.
+    // The facade suite on the OpenCL device, minus the host-compiler cache tests: with the
+    // device's own scheme (the host scheme on PoCL), then with the staged scheme GPUs run.
     if features.contains(&"opencl") {
-        let mut c = cargo();
-        c.args(["test", "-p", "op2", "--features", "opencl"]);
-        for t in DEVICE_SUITE {
-            c.args(["--test", t]);
+        for scheme in [None, Some("staged")] {
+            let mut c = cargo();
+            c.args(["test", "-p", "op2", "--features", "opencl"]);
+            for t in DEVICE_SUITE {
+                c.args(["--test", t]);
+            }
+            match scheme {
+                Some(s) => c.env("OP2_OPENCL_SCHEME", s),
+                None => c.env_remove("OP2_OPENCL_SCHEME"),
+            };
+            run(c.env("OP2_TEST_BACKEND", "opencl"))?;
         }
-        run(c.env("OP2_TEST_BACKEND", "opencl"))?;
     }
     // The facade suite on the CUDA backend's generated code, run by the host emulator: the
     // default strategy, then colouring with small blocks.
