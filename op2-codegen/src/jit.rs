@@ -27,15 +27,19 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 /// from the kernel as written; off, every backend evaluates expressions as written (as Rust does), so
 /// results do not depend on the host CPU's FMA support.
 ///
+/// `-fopenmp-simd`: the `omp simd` pragmas of the wrappers' batched loops (see
+/// [`crate::emit`]), without OpenMP's runtime.
+///
 /// `-Werror=implicit-function-declaration` and `-Wl,-z,defs`: a kernel calling a function that
 /// does not exist would otherwise compile with a warning and link (a shared library may leave
 /// symbols undefined), then fail to load with a loader message, and stay cached that way. With
 /// them it is a compile error at `par_loop`, with the compiler's message.
-const DEFAULT_FLAGS: [&str; 9] = [
+const DEFAULT_FLAGS: [&str; 10] = [
     "-O3",
     "-march=native",
     "-fno-math-errno",
     "-ffp-contract=off",
+    "-fopenmp-simd",
     "-fPIC",
     "-shared",
     "-fvisibility=hidden",

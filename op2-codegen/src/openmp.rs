@@ -3,8 +3,8 @@
 //! partials for Global reductions combined in thread order.
 
 use crate::emit::{
-    HOST_INLINE, combine_into, emit_consts, emit_gathers, emit_kernel, emit_row_vectors,
-    emit_wrapper_prologue, kernel_call_args, kernel_symbol, reduces_locally, reduction_args,
+    HOST_INLINE, combine_into, emit_consts, emit_element_loop, emit_kernel, emit_row_vectors,
+    emit_wrapper_prologue, kernel_call_args, reduces_locally, reduction_args,
 };
 use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
@@ -32,15 +32,6 @@ impl Codegen for OpenMpCodegen {
         for &i in &reductions {
             call[i] = format!("(void *)op2_arg{i}_l");
         }
-        let body = |s: &mut String, indent: &str| {
-            emit_gathers(s, sig, "op2_n", indent);
-            let _ = writeln!(
-                s,
-                "{indent}{}({});",
-                kernel_symbol(sig.kernel.name()),
-                call.join(", ")
-            );
-        };
 
         let mut s = String::new();
         let _ = writeln!(
@@ -121,9 +112,7 @@ impl Codegen for OpenMpCodegen {
         s.push_str("      const int64_t op2_len = op2_end - op2_start;\n");
         s.push_str("      const int64_t op2_lo = op2_start + op2_len * op2_tid / op2_nt;\n");
         s.push_str("      const int64_t op2_hi = op2_start + op2_len * (op2_tid + 1) / op2_nt;\n");
-        s.push_str("      for (int64_t op2_n = op2_lo; op2_n < op2_hi; op2_n++) {\n");
-        body(&mut s, "        ");
-        s.push_str("      }\n");
+        emit_element_loop(&mut s, sig, &call, "op2_lo", "op2_hi", "      ");
         s.push_str("    } else {\n");
         s.push_str("      for (int32_t op2_c = 0; op2_c < op2_ncolours; op2_c++) {\n");
         // `omp for` ends with a barrier: a colour's writes are done before the next colour starts.
@@ -136,9 +125,8 @@ impl Codegen for OpenMpCodegen {
         s.push_str("          int64_t op2_last = op2_first + op2_block_lengths[op2_blk];\n");
         s.push_str("          if (op2_first < op2_start) op2_first = op2_start;\n");
         s.push_str("          if (op2_last > op2_end) op2_last = op2_end;\n");
-        s.push_str("          for (int64_t op2_n = op2_first; op2_n < op2_last; op2_n++) {\n");
-        body(&mut s, "            ");
-        s.push_str("          }\n        }\n      }\n    }\n");
+        emit_element_loop(&mut s, sig, &call, "op2_first", "op2_last", "          ");
+        s.push_str("        }\n      }\n    }\n");
         for &i in reductions
             .iter()
             .filter(|&&i| reduces_locally(&sig.args[i]))

@@ -109,3 +109,58 @@ proptest! {
         prop_assert_eq!(hi.value().unwrap(), vec![e_hi]);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Loops the host wrappers run in SIMD batches (indirect reads, direct writes, Globals read):
+    /// every set size around the batch width, several dtypes, a branch and a square root per
+    /// element, against plain Rust.
+    #[test]
+    fn batched_gathers_match_plain_rust(m in random_mesh(), scale in -4i32..4) {
+        let rt = common::rt();
+        let (a, d) = (m.arity, m.dim);
+        let nodes = rt.decl_set(m.nodes, "nodes").unwrap();
+        let edges = rt.decl_set(m.edges, "edges").unwrap();
+        let e2n = rt.decl_map(&edges, &nodes, a, m.map.clone(), "e2n").unwrap();
+        let v = rt.decl_dat(&nodes, d, &m.node_values, "v").unwrap();
+        let vi: Vec<i32> = m.node_values.iter().map(|&x| x as i32).collect();
+        let v32 = rt.decl_dat(&nodes, d, &vi, "v32").unwrap();
+        let w = rt.decl_dat(&edges, d, &m.weights, "w").unwrap();
+        let out = rt.decl_dat_zeros::<f64>(&edges, d, "out").unwrap();
+        let outi = rt.decl_dat_zeros::<i32>(&edges, 1, "outi").unwrap();
+        let g = rt.decl_global(1, &[f64::from(scale)], "g").unwrap();
+        let last = a - 1;
+        let k = Kernel::new("pair", &format!(
+            "void pair(const double *p, const double *q, const int *pi, const double *w, double *o, int *oi, const double *g) {{
+               int s = 0;
+               for (int k = 0; k < {d}; k++) {{
+                 double x = p[k] - q[k];
+                 o[k] = (x > 0.0 ? sqrt(x * x) : w[k]) * g[0];
+                 s += pi[k];
+               }}
+               *oi = s; }}")).unwrap();
+        rt.par_loop(&k, &edges, [
+            v.arg_via(&e2n, 0, READ),
+            v.arg_via(&e2n, last, READ),
+            v32.arg_via(&e2n, m.index, READ),
+            w.arg(READ),
+            out.arg(WRITE),
+            outi.arg(WRITE),
+            g.arg(READ),
+        ]).unwrap();
+        let mut e_out = vec![0.0; m.edges * d];
+        let mut e_outi = vec![0i32; m.edges];
+        for e in 0..m.edges {
+            let (p, q) = (m.map[e * a] as usize, m.map[e * a + last] as usize);
+            let r = m.map[e * a + m.index] as usize;
+            for k in 0..d {
+                let x = m.node_values[p * d + k] - m.node_values[q * d + k];
+                e_out[e * d + k] = if x > 0.0 { x } else { m.weights[e * d + k] } * f64::from(scale);
+                e_outi[e] += vi[r * d + k];
+            }
+        }
+        prop_assert_eq!(out.to_vec().unwrap(), e_out);
+        prop_assert_eq!(outi.to_vec().unwrap(), e_outi);
+    }
+}
