@@ -308,6 +308,16 @@ pub(crate) fn data_params(
     }
 }
 
+/// How many declarations [`data_params`] adds.
+fn data_params_count(sig: &LoopSignature, d: &dyn Dialect, options: &DeviceOptions) -> usize {
+    let consts = if consts_as_params(d, options) {
+        sig.consts.len()
+    } else {
+        0
+    };
+    sig.args.len() + reduction_args(sig).len() + consts
+}
+
 /// Whether this unit passes Consts as parameters.
 pub(crate) fn consts_as_params(d: &dyn Dialect, options: &DeviceOptions) -> bool {
     d.const_passing() == ConstPassing::Params && options.baked_consts.is_none()
@@ -1011,8 +1021,20 @@ pub(crate) fn emit_host_stub(
         }
     }
     data_params(sig, d, options, &mut decls, &mut params);
+    // `restrict` on every buffer no other parameter reaches while either writes: the compiler
+    // may then keep values in registers across the kernel's stores and vectorise the loop.
+    let base = decls.len() - data_params_count(sig, d, options);
+    for (i, a) in sig.args.iter().enumerate() {
+        let shared_and_written = sig.args.iter().enumerate().any(|(j, b)| {
+            j != i && sig.data[j] == sig.data[i] && (a.access.writes() || b.access.writes())
+        });
+        if !shared_and_written {
+            let decl = &mut decls[base + i];
+            *decl = decl.replace(" *op2_arg", " *restrict op2_arg");
+        }
+    }
     for m in 0..sig.n_maps {
-        decls.push(format!("{g}const int *op2_map{m}"));
+        decls.push(format!("{g}const int *restrict op2_map{m}"));
         decls.push(format!("const int op2_map{m}_rows"));
         params.extend([StubParam::MapValues(m), StubParam::MapRows(m)]);
     }
@@ -1043,6 +1065,11 @@ pub(crate) fn emit_host_stub(
         }
     }
     emit_reduction_init(s, sig);
+    // Elements that may run as SIMD lanes (see `simd_batched`): clang, which CPU OpenCL
+    // implementations such as PoCL compile with, then vectorises the loop, gathers and all.
+    if crate::emit::simd_batched(sig) {
+        s.push_str("  #pragma clang loop vectorize(assume_safety)\n");
+    }
     let _ = writeln!(
         s,
         "  for ({wide} op2_e = op2_first; op2_e < op2_last; op2_e++) {{"

@@ -153,7 +153,14 @@ impl Dialect for OpenCl {
             unsupported("its definition could not be found to add address-space qualifiers".into())
         })?;
         open_user_names(s, sig, params_mode);
-        let _ = writeln!(s, "void {name}({});", list.join(", "));
+        // Always inlined: clang (PoCL's compiler) otherwise keeps a kernel such as Airfoil's
+        // adt_calc a call per element ("too costly to inline"), and a loop with a call in it
+        // does not vectorise.
+        let _ = writeln!(
+            s,
+            "__attribute__((always_inline)) void {name}({});",
+            list.join(", ")
+        );
         s.push_str(&source);
         s.push('\n');
         close_user_names(s, sig);
@@ -490,6 +497,12 @@ mod tests {
             "op2_arg0_vec[1] = op2_arg0 + (size_t)op2_map0[(size_t)1 * op2_map0_rows + op2_e] * 1;"
         ));
         assert!(src.contains("const uint op2_b = op2_block_map[op2_slot];"));
+        // The user's kernel inlined; `restrict` where no other parameter reaches the buffer.
+        assert!(src.contains("__attribute__((always_inline)) void edge("));
+        assert!(src.contains("__global double *restrict op2_arg1"), "{src}");
+        assert!(src.contains("__global const int *restrict op2_map0"));
+        // Increments through maps: no SIMD lanes.
+        assert!(!src.contains("vectorize(assume_safety)"));
         assert!(src.contains("op2_arg2_part[(size_t)op2_slot * 1 + op2_k] = op2_arg2_r[op2_k];"));
         assert_eq!(
             &blocks.params[..6],
@@ -509,6 +522,44 @@ mod tests {
         assert!(chunks.unit.source.contains(
             "const size_t op2_first = ((size_t)op2_start) + (size_t)op2_slot * op2_chunk;"
         ));
+        // Reads through maps and direct writes only: lanes are safe, and clang is told so.
+        let lanes = LoopSignature {
+            kernel: Kernel::new(
+                "diff",
+                "void diff(const double *a, double *o) { o[0] = a[0]; }",
+            )
+            .unwrap(),
+            args: vec![
+                arg(
+                    ArgKind::Indirect {
+                        map: 0,
+                        arity: 2,
+                        index: 1,
+                    },
+                    1,
+                    Access::Read,
+                ),
+                arg(ArgKind::Direct, 1, Access::Write),
+            ],
+            consts: Vec::new(),
+            n_maps: 1,
+            data: vec![0, 1],
+        };
+        let src = DeviceCodegen { dialect: &OpenCl }
+            .emit(
+                &lanes,
+                &(
+                    DeviceStub::Host(HostRange::Chunks),
+                    DeviceOptions::default(),
+                ),
+            )
+            .unwrap()
+            .unit
+            .source;
+        assert!(
+            src.contains("  #pragma clang loop vectorize(assume_safety)\n  for (size_t op2_e"),
+            "{src}"
+        );
         // Private copies: every arg copied in, what is modified copied (INC: added) back.
         let copies = emit(HostRange::Blocks, true).unit.source;
         assert!(
