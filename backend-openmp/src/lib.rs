@@ -1,7 +1,8 @@
 //! backend-openmp: the threaded host backend. Loops that modify data through maps run the plan's
-//! block colours one after another, each colour's blocks shared among OpenMP threads; other loops split
-//! the set statically across threads. Global reductions go through per-thread partials combined in
-//! thread order, so a given thread count always gives the same result.
+//! block colours one after another, each colour's blocks shared among OpenMP threads; other loops
+//! share the set in chunks. Blocks and chunks go to whichever thread is free, except in loops with
+//! Global reductions, which split them statically: their per-thread partials are combined in thread
+//! order, so a given thread count always gives the same result.
 
 #![warn(missing_docs)]
 

@@ -3,19 +3,23 @@
 //! partials for Global reductions combined in thread order.
 
 use crate::emit::{
-    HOST_INLINE, combine_into, emit_consts, emit_element_loop, emit_kernel, emit_row_vectors,
-    emit_wrapper_prologue, kernel_call_args, reduces_locally, reduction_args,
+    HOST_INLINE, SIMD_BATCH, combine_into, emit_consts, emit_element_loop, emit_kernel,
+    emit_row_vectors, emit_wrapper_prologue, kernel_call_args, reduces_locally, reduction_args,
 };
 use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
 
 /// The C signature of every OpenMP wrapper. Beyond [`crate::WRAPPER_SIGNATURE`]'s parameters: the
 /// reduction partials (one buffer of `nthreads * dim` values per Global reduction arg, in arg
-/// order), the thread count, then the plan. With `ncolours == 0` there is no plan and `start..end` is split
-/// statically across the threads (loops that modify nothing through maps); otherwise colour `c` runs
+/// order), the thread count, then the plan. With `ncolours == 0` there is no plan and `start..end` is
+/// shared among the threads (loops that modify nothing through maps: in chunks taken as threads come
+/// free, or a static split where Globals are reduced); otherwise colour `c` runs
 /// blocks `block_map[colour_offsets[c] .. colour_offsets[c + 1]]`, block `b` being elements
 /// `block_offsets[b] .. block_offsets[b] + block_lengths[b]` (clipped to `start..end`).
 pub const OPENMP_WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) void NAME(int64_t op2_start, int64_t op2_end, void *const *op2_args, const int32_t *const *op2_maps, const void *const *op2_consts, void *const *op2_partials, int32_t op2_nthreads, int32_t op2_ncolours, const uint64_t *op2_colour_offsets, const uint32_t *op2_block_map, const uint32_t *op2_block_offsets, const uint32_t *op2_block_lengths)";
+
+/// Fewest elements of a chunk that a thread takes at a time in loops without a plan.
+const MIN_CHUNK: usize = 1024;
 
 /// Emits C with OpenMP pragmas; compile with `-fopenmp`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -110,13 +114,37 @@ impl Codegen for OpenMpCodegen {
         }
         s.push_str("    if (op2_ncolours == 0) {\n");
         s.push_str("      const int64_t op2_len = op2_end - op2_start;\n");
-        s.push_str("      const int64_t op2_lo = op2_start + op2_len * op2_tid / op2_nt;\n");
-        s.push_str("      const int64_t op2_hi = op2_start + op2_len * (op2_tid + 1) / op2_nt;\n");
-        emit_element_loop(&mut s, sig, &call, "op2_lo", "op2_hi", "      ");
+        if reductions.is_empty() {
+            // Chunks handed out as threads come free (see the coloured case), about 16 per
+            // thread, a multiple of the SIMD batch.
+            let _ = writeln!(
+                s,
+                "      int64_t op2_chunk = op2_len / (16 * (int64_t)op2_nt);\n      \
+                 op2_chunk = op2_chunk < {MIN_CHUNK} ? {MIN_CHUNK} : op2_chunk - op2_chunk % {SIMD_BATCH};\n      \
+                 #pragma omp for schedule(dynamic, 1)\n      \
+                 for (int64_t op2_lo = op2_start; op2_lo < op2_end; op2_lo += op2_chunk) {{\n        \
+                 const int64_t op2_hi = op2_end - op2_lo < op2_chunk ? op2_end : op2_lo + op2_chunk;"
+            );
+            emit_element_loop(&mut s, sig, &call, "op2_lo", "op2_hi", "        ");
+            s.push_str("      }\n");
+        } else {
+            s.push_str("      const int64_t op2_lo = op2_start + op2_len * op2_tid / op2_nt;\n");
+            s.push_str(
+                "      const int64_t op2_hi = op2_start + op2_len * (op2_tid + 1) / op2_nt;\n",
+            );
+            emit_element_loop(&mut s, sig, &call, "op2_lo", "op2_hi", "      ");
+        }
         s.push_str("    } else {\n");
         s.push_str("      for (int32_t op2_c = 0; op2_c < op2_ncolours; op2_c++) {\n");
         // `omp for` ends with a barrier: a colour's writes are done before the next colour starts.
-        s.push_str("        #pragma omp for schedule(static)\n");
+        // Blocks go to whichever thread is free: a thread slowed by another process (this is
+        // common on shared machines) then takes fewer. Reductions keep a static split, so that
+        // a given thread count always sums the same elements per thread.
+        if reductions.is_empty() {
+            s.push_str("        #pragma omp for schedule(dynamic, 1)\n");
+        } else {
+            s.push_str("        #pragma omp for schedule(static)\n");
+        }
         s.push_str(
             "        for (int64_t op2_b = (int64_t)op2_colour_offsets[op2_c]; op2_b < (int64_t)op2_colour_offsets[op2_c + 1]; op2_b++) {\n",
         );
@@ -213,5 +241,39 @@ mod tests {
                 .contains("op2_arg2_part[op2_k] = op2_arg2[op2_k % 1];")
         );
         assert!(u.source.contains("#pragma omp for schedule(static)"));
+    }
+
+    #[test]
+    fn loops_without_reductions_hand_out_work_dynamically() {
+        let k = Kernel::new("k", "void k(const double *x, double *y[2]) {}").unwrap();
+        let sig = LoopSignature {
+            kernel: k,
+            args: vec![
+                ArgSig {
+                    kind: ArgKind::Direct,
+                    dtype: DType::F64,
+                    dim: 1,
+                    access: Access::Read,
+                },
+                ArgSig {
+                    kind: ArgKind::Row { map: 0, arity: 2 },
+                    dtype: DType::F64,
+                    dim: 1,
+                    access: Access::Inc,
+                },
+            ],
+            consts: Vec::new(),
+            n_maps: 1,
+            data: vec![0, 1],
+        };
+        let src = OpenMpCodegen.emit(&sig, &()).unwrap().source;
+        // Plan blocks of a colour and chunks of unplanned runs both go to the first free thread.
+        assert_eq!(
+            src.matches("#pragma omp for schedule(dynamic, 1)").count(),
+            2,
+            "{src}"
+        );
+        assert!(!src.contains("schedule(static)"));
+        assert!(src.contains("op2_chunk = op2_chunk < 1024 ? 1024 : op2_chunk - op2_chunk % 8;"));
     }
 }
