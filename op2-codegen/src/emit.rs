@@ -84,25 +84,37 @@ impl Codegen for CCodegen {
 /// AVX2, one on AVX-512.
 pub(crate) const SIMD_BATCH: usize = 8;
 
+/// Most bytes of lane arrays a batched loop declares, on the stack of the thread running it (an
+/// OpenMP worker's may be small): Dats of very large dim run one element at a time.
+const MAX_LANE_BYTES: usize = 16 * 1024;
+
 /// Whether a loop's elements may run as SIMD lanes, in batches: every arg that writes is direct
 /// and the only arg on its data (so no lane reads or writes what another lane writes), nothing is
 /// written through maps or into Globals, and no arg passes whole rows (arrays of pointers do not
 /// vectorise). The indirect data such a loop reads does not change during it, so it can be
-/// gathered into lane arrays ahead of the kernel.
+/// gathered into lane arrays ahead of the kernel; those arrays must be small
+/// ([`MAX_LANE_BYTES`]).
 pub(crate) fn simd_batched(sig: &LoopSignature) -> bool {
-    sig.args.iter().enumerate().all(|(i, a)| match a.kind {
-        ArgKind::Row { .. } => false,
-        ArgKind::Global => !a.access.is_reduction(),
-        ArgKind::Indirect { .. } => !a.access.writes(),
-        ArgKind::Direct => {
-            !a.access.writes()
-                || sig
-                    .data
-                    .iter()
-                    .enumerate()
-                    .all(|(j, &d)| j == i || d != sig.data[i])
-        }
-    })
+    let lane_bytes: usize = sig
+        .args
+        .iter()
+        .filter(|a| matches!(a.kind, ArgKind::Indirect { .. }))
+        .map(|a| SIMD_BATCH * a.dim * a.dtype.size())
+        .sum();
+    lane_bytes <= MAX_LANE_BYTES
+        && sig.args.iter().enumerate().all(|(i, a)| match a.kind {
+            ArgKind::Row { .. } => false,
+            ArgKind::Global => !a.access.is_reduction(),
+            ArgKind::Indirect { .. } => !a.access.writes(),
+            ArgKind::Direct => {
+                !a.access.writes()
+                    || sig
+                        .data
+                        .iter()
+                        .enumerate()
+                        .all(|(j, &d)| j == i || d != sig.data[i])
+            }
+        })
 }
 
 /// The loop over elements `lo..hi` (C expressions) calling the kernel with `call` (the args'
@@ -463,6 +475,10 @@ mod tests {
         let mut red = sig(Access::Write, vec![0, 0, 1]);
         red.args[2] = arg(ArgKind::Global, Access::Inc);
         assert!(!simd_batched(&red));
+        // Lane arrays of a huge dim would not fit a thread's stack.
+        let mut wide = sig(Access::Write, vec![0, 0, 1]);
+        wide.args[0].dim = 100_000;
+        assert!(!simd_batched(&wide));
         let mut row = sig(Access::Write, vec![0, 0, 1]);
         row.args[0] = arg(ArgKind::Row { map: 0, arity: 2 }, Access::Read);
         assert!(!simd_batched(&row));

@@ -739,3 +739,48 @@ fn globals_of_many_components_reduce_on_every_backend() {
         assert_eq!(hi[i], (max + b).max(0), "max {b}");
     }
 }
+
+// ---- reads through maps of very large rows ---------------------------------------------------
+
+#[test]
+fn indirect_reads_of_huge_rows_sum_correctly() {
+    // 40,000 doubles per row read through a map (the host wrappers' SIMD batches would need
+    // 2.5 MB of lane arrays per arg; such loops run one element at a time instead), 37 elements
+    // so that batches and a remainder would both occur.
+    const DIM: usize = 40_000;
+    const E: usize = 37;
+    let rt = rt();
+    let nodes = rt.decl_set(3, "nodes").unwrap();
+    let edges = rt.decl_set(E, "edges").unwrap();
+    let map: Vec<i32> = (0..E)
+        .flat_map(|e| [(e % 3) as i32, ((e + 1) % 3) as i32])
+        .collect();
+    let e2n = rt.decl_map(&edges, &nodes, 2, map.clone(), "e2n").unwrap();
+    let rows: Vec<f64> = (0..3 * DIM).map(|i| (i % 97) as f64).collect();
+    let big = rt.decl_dat(&nodes, DIM, &rows, "big").unwrap();
+    let out = rt.decl_dat_zeros::<f64>(&edges, 1, "out").unwrap();
+    let k = kernel(
+        "rowsum",
+        &format!(
+            "void rowsum(const double *a, const double *b, double *o) {{
+               double s = 0.0; for (int k = 0; k < {DIM}; k++) s += a[k] - b[k]; *o = s; }}"
+        ),
+    );
+    rt.par_loop(
+        &k,
+        &edges,
+        [
+            big.arg_via(&e2n, 0, READ),
+            big.arg_via(&e2n, 1, READ),
+            out.arg(WRITE),
+        ],
+    )
+    .unwrap();
+    let expected: Vec<f64> = (0..E)
+        .map(|e| {
+            let (a, b) = (map[2 * e] as usize, map[2 * e + 1] as usize);
+            (0..DIM).fold(0.0, |s, k| s + (rows[a * DIM + k] - rows[b * DIM + k]))
+        })
+        .collect();
+    assert_eq!(out.to_vec().unwrap(), expected);
+}
