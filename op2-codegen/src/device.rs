@@ -514,6 +514,41 @@ impl Around {
     }
 }
 
+/// Hands whole-row arg `i` (of `arity` rows, pointers already in `op2_arg{i}_vec`) to the kernel
+/// as private copies: declares the copy and its row pointers (`op2_arg{i}_cv`), registers the copy
+/// in and, where the arg modifies them, back with `around`, and returns what the call passes.
+fn row_private_copies(
+    s: &mut String,
+    around: &mut Around,
+    d: &dyn Dialect,
+    i: usize,
+    a: &ArgSig,
+    arity: usize,
+    indent: &str,
+) -> String {
+    let (t, dim) = (a.dtype.c_name(), a.dim);
+    let _ = writeln!(
+        s,
+        "{indent}{t} op2_arg{i}_c[{}];\n{indent}{t} *op2_arg{i}_cv[{arity}];",
+        arity * dim
+    );
+    for j in 0..arity {
+        let _ = writeln!(
+            s,
+            "{indent}op2_arg{i}_cv[{j}] = op2_arg{i}_c + {};",
+            j * dim
+        );
+        around.copy_part(
+            a.access,
+            &format!("op2_arg{i}_c"),
+            j * dim,
+            dim,
+            &format!("op2_arg{i}_vec[{j}]"),
+        );
+    }
+    d.pass("", &format!("op2_arg{i}_cv"))
+}
+
 /// The head of a stub that runs one element per work-item over `op2_start..op2_end` (the direct
 /// and atomics stubs): its parameters (with each map's values and row count when `maps`), the
 /// reduction scratch, the work-item's element `op2_e` and the reduction accumulators. Returns
@@ -805,24 +840,7 @@ pub(crate) fn emit_planned_stub(
                     }
                     s.push_str("    }\n");
                     if private_copies {
-                        let dim = a.dim;
-                        let _ = writeln!(
-                            s,
-                            "    {t} op2_arg{i}_c[{}];\n    {t} *op2_arg{i}_cv[{arity}];",
-                            arity * dim
-                        );
-                        for j in 0..arity {
-                            let _ =
-                                writeln!(s, "    op2_arg{i}_cv[{j}] = op2_arg{i}_c + {};", j * dim);
-                            around.copy_part(
-                                a.access,
-                                &format!("op2_arg{i}_c"),
-                                j * dim,
-                                dim,
-                                &format!("op2_arg{i}_vec[{j}]"),
-                            );
-                        }
-                        call.push(d.pass("", &format!("op2_arg{i}_cv")));
+                        call.push(row_private_copies(s, &mut around, d, i, a, arity, "    "));
                         continue;
                     }
                 }
@@ -1102,22 +1120,7 @@ pub(crate) fn emit_host_stub(
                     );
                 }
                 if private_copies {
-                    let _ = writeln!(
-                        s,
-                        "    {t} op2_arg{i}_c[{}];\n    {t} *op2_arg{i}_cv[{arity}];",
-                        arity * dim
-                    );
-                    for j in 0..arity {
-                        let _ = writeln!(s, "    op2_arg{i}_cv[{j}] = op2_arg{i}_c + {};", j * dim);
-                        around.copy_part(
-                            a.access,
-                            &format!("op2_arg{i}_c"),
-                            j * dim,
-                            dim,
-                            &format!("op2_arg{i}_vec[{j}]"),
-                        );
-                    }
-                    call.push(d.pass("", &format!("op2_arg{i}_cv")));
+                    call.push(row_private_copies(s, &mut around, d, i, a, arity, "    "));
                 } else {
                     call.push(d.pass("", &format!("op2_arg{i}_vec")));
                 }

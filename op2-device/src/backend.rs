@@ -565,6 +565,34 @@ impl<D: Device> DeviceLoop<D> {
         })
     }
 
+    /// Launches the stub once per colour of `plan` that has blocks, a work-group per block of
+    /// `threads` work-items with `local` bytes of local memory (work is ordered on the device, so
+    /// a colour's writes are done before the next colour runs).
+    fn launch_colours(
+        &self,
+        loaded: &Loaded<D>,
+        plan: &Plan,
+        values: &mut LaunchValues<'_, D::Buffer>,
+        threads: usize,
+        local: usize,
+    ) -> Result<()> {
+        for c in 0..plan.colours() {
+            let (first, last) = (plan.colour_offsets[c], plan.colour_offsets[c + 1]);
+            if first == last {
+                continue;
+            }
+            values.block_offset = first;
+            let args = self.args(&loaded.unit.params, values)?;
+            self.device().launch(
+                &loaded.program,
+                Entry::Stub,
+                self.shape(self.groups(last - first, 1)?, threads, local),
+                &args,
+            )?;
+        }
+        Ok(())
+    }
+
     /// The launch's shape: local memory from the launch where the dialect does not take it as
     /// parameters.
     fn shape(&self, groups: u32, threads: usize, local: usize) -> LaunchShape {
@@ -692,21 +720,7 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                         partials = self.partials(values.slots)?;
                         values.partials = &partials;
                         values.plan = Some((plan, device_plan));
-                        for c in 0..plan.colours() {
-                            let (first, last) =
-                                (plan.colour_offsets[c], plan.colour_offsets[c + 1]);
-                            if first == last {
-                                continue;
-                            }
-                            values.block_offset = first;
-                            let args = self.args(&loaded.unit.params, &values)?;
-                            self.device().launch(
-                                &loaded.program,
-                                Entry::Stub,
-                                self.shape(self.groups(last - first, 1)?, 1, 0),
-                                &args,
-                            )?;
-                        }
+                        self.launch_colours(&loaded, plan, &mut values, 1, 0)?;
                     }
                 }
             }
@@ -753,20 +767,7 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                 values.partials = &partials;
                 values.plan = Some((plan, device_plan));
                 let local = values.staging_bytes + values.scratch_bytes;
-                for c in 0..plan.colours() {
-                    let (first, last) = (plan.colour_offsets[c], plan.colour_offsets[c + 1]);
-                    if first == last {
-                        continue;
-                    }
-                    values.block_offset = first;
-                    let args = self.args(&loaded.unit.params, &values)?;
-                    self.device().launch(
-                        &loaded.program,
-                        Entry::Stub,
-                        self.shape(self.groups(last - first, 1)?, threads, local),
-                        &args,
-                    )?;
-                }
+                self.launch_colours(&loaded, plan, &mut values, threads, local)?;
             }
         }
         if let Some(params) = &loaded.unit.finish_params {
