@@ -72,7 +72,7 @@ pub trait Dialect: Send + Sync + fmt::Debug {
     /// Declares the Consts (program-scope storage), or with `baked` their values as constants.
     fn emit_consts(&self, s: &mut String, sig: &LoopSignature, baked: Option<&[Vec<u8>]>);
     /// The user's kernel as this dialect compiles it, with the user's names open
-    /// ([`crate::emit`]'s macros) around it.
+    /// (the generated macros for their `op2_` symbols) around it.
     fn emit_user_kernel(
         &self,
         s: &mut String,

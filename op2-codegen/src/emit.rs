@@ -211,7 +211,7 @@ pub(crate) fn reduction_args(sig: &LoopSignature) -> Vec<usize> {
 }
 
 /// The C symbol of Const `name` in generated units. The user's code sees the Const by its own
-/// name through a macro that holds only around that code (see [`emit_kernel`]), so a Const may be
+/// name through a macro that holds only around that code (see `emit_kernel`), so a Const may be
 /// named like anything the headers, the dialect or the generated stub use (`y0`, `free`, `min`,
 /// `barrier`, `start`, ...).
 pub fn const_symbol(name: &str) -> String {

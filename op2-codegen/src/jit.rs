@@ -28,7 +28,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 /// results do not depend on the host CPU's FMA support.
 ///
 /// `-fopenmp-simd`: the `omp simd` pragmas of the wrappers' batched loops (see
-/// [`crate::emit`]), without OpenMP's runtime.
+/// `emit.rs`), without OpenMP's runtime.
 ///
 /// `-Werror=implicit-function-declaration` and `-Wl,-z,defs`: a kernel calling a function that
 /// does not exist would otherwise compile with a warning and link (a shared library may leave
