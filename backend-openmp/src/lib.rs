@@ -192,13 +192,11 @@ struct OpenMpLoop {
 }
 
 impl OpenMpLoop {
-    /// The plan's colouring constraints: only args that modify data through maps matter here, since
-    /// threads never stage data (elements of a block run in sequence on one thread).
+    /// The plan's colouring constraints: only args that modify data through maps (and direct
+    /// args modifying the same data) matter here, since threads never stage data (elements of a
+    /// block run in sequence on one thread).
     fn plan_args<'a>(inv: &'a LoopInvocation<'a>) -> Vec<PlanArg<'a>> {
-        PlanArg::of_loop(inv)
-            .into_iter()
-            .filter(PlanArg::needs_colouring)
-            .collect()
+        PlanArg::colouring_args(inv)
     }
 }
 

@@ -119,6 +119,33 @@ impl<'a> PlanArg<'a> {
     pub fn needs_colouring(&self) -> bool {
         self.map.is_some() && matches!(self.access, Access::Inc | Access::Rw | Access::Write)
     }
+
+    /// For each of `args`, whether it constrains a plan's colours: it modifies data through a
+    /// map, or it modifies data directly that another arg modifies through a map (element `e`
+    /// changes row `e`, which other elements reach through the map: `d INC` beside
+    /// `d via m INC` must not run `e` beside an element whose map entry is `e`).
+    pub fn colouring(args: &[PlanArg<'_>]) -> Vec<bool> {
+        args.iter()
+            .map(|a| {
+                a.needs_colouring()
+                    || (a.map.is_none()
+                        && a.access.writes()
+                        && !matches!(a.access, Access::Min | Access::Max)
+                        && args.iter().any(|b| b.data == a.data && b.needs_colouring()))
+            })
+            .collect()
+    }
+
+    /// The args of one run of a loop that constrain its colours (see [`PlanArg::colouring`]): all
+    /// a backend that stages nothing (threads, CPU devices) plans with.
+    pub fn colouring_args(inv: &LoopInvocation<'a>) -> Vec<PlanArg<'a>> {
+        let args = Self::of_loop(inv);
+        let keep = Self::colouring(&args);
+        args.into_iter()
+            .zip(keep)
+            .filter_map(|(a, k)| k.then_some(a))
+            .collect()
+    }
 }
 
 /// What to plan: elements `start..end` of the iteration set (a section), cut into blocks of

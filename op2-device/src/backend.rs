@@ -55,8 +55,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A cached plan and its arrays on the device.
 type PlanOnDevice<B> = (Arc<Plan>, Arc<PlanBuffers<B>>);
 
-/// Plans on the device by the planner's plan (its address) and whether indices were widened.
-type DevicePlans<B> = HashMap<(usize, bool), PlanOnDevice<B>>;
+/// Plans on the device by the planner's plan (its address) and which staging areas' indices
+/// were widened.
+type DevicePlans<B> = HashMap<(usize, Vec<bool>), PlanOnDevice<B>>;
 
 /// A Const's value and the buffer holding it.
 type ConstBuffer<B> = (Vec<u8>, Arc<B>);
@@ -71,7 +72,7 @@ struct Shared<D: Device> {
     /// `OP2_PART_SIZE`: the first block size plans try.
     block_size: Option<usize>,
     /// Plans already on the device, by the address of the planner's cached plan (kept alive here)
-    /// and whether their block-local indices are widened to 32 bits.
+    /// and which of their areas' block-local indices are widened to 32 bits.
     plans: Mutex<DevicePlans<D::Buffer>>,
     /// Maps on the device, entry-major, by map id (maps never change once declared).
     maps: Mutex<HashMap<u64, Arc<D::Buffer>>>,
@@ -448,7 +449,7 @@ impl<D: Device> DeviceLoop<D> {
     ) -> Result<Arc<PlanBuffers<D::Buffer>>> {
         let wide: Vec<bool> = layout.stagings.iter().map(|s| s.wide_indices).collect();
         let mut plans = lock(&self.shared.plans);
-        let key = (Arc::as_ptr(plan) as usize, wide.iter().any(|&w| w));
+        let key = (Arc::as_ptr(plan) as usize, wide.clone());
         if let Some((_, d)) = plans.get(&key) {
             return Ok(d.clone());
         }
@@ -697,12 +698,10 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                         )?;
                     }
                     HostRange::Blocks => {
-                        // Only args that modify data through maps constrain the colours: nothing
-                        // is staged, and a block's elements run in turn on one work-item.
-                        let args: Vec<PlanArg<'_>> = PlanArg::of_loop(inv)
-                            .into_iter()
-                            .filter(PlanArg::needs_colouring)
-                            .collect();
+                        // Only args that modify data through maps (and direct args modifying
+                        // the same data) constrain the colours: nothing is staged, and a
+                        // block's elements run in turn on one work-item.
+                        let args: Vec<PlanArg<'_>> = PlanArg::colouring_args(inv);
                         let plan = sh.planner.plan(&PlanRequest {
                             set: inv.set.id(),
                             start: inv.start,

@@ -8,24 +8,55 @@ use std::time::Instant;
 
 /// The items (per modified Dat, its target elements) that colouring args modify.
 struct Conflicts<'a> {
-    args: Vec<(usize, &'a [i32], usize, MapAccess)>, // (item offset, map values, arity, entries)
+    args: Vec<(usize, Reach<'a>)>, // (item offset of the data, what the arg reaches)
     items: usize,
 }
 
+/// What one colouring arg reaches from element `e`.
+#[derive(Clone, Copy)]
+enum Reach<'a> {
+    /// Row `e` itself (a direct arg on data that other args modify through a map).
+    Element,
+    /// Through a map: its values, arity and entries.
+    Map(&'a [i32], usize, MapAccess),
+}
+
 impl<'a> Conflicts<'a> {
-    fn new(args: &'a [PlanArg<'a>]) -> Self {
+    /// The conflicts of a loop over elements below `end`.
+    fn new(args: &'a [PlanArg<'a>], end: usize) -> Self {
+        let keep = PlanArg::colouring(args);
+        // Every Dat reached through a map gets its own range of items: its target set's size,
+        // and at least the iteration range where a direct arg on it colours.
+        let mut sizes: Vec<(u64, usize)> = Vec::new();
+        for (a, &k) in args.iter().zip(&keep) {
+            let size = match &a.map {
+                Some(map) => map.target_size,
+                None if k => end,
+                None => continue,
+            };
+            match sizes.iter_mut().find(|(d, _)| *d == a.data) {
+                Some((_, s)) => *s = (*s).max(size),
+                None => sizes.push((a.data, size)),
+            }
+        }
         let mut offsets: HashMap<u64, usize> = HashMap::new();
         let mut items = 0;
-        let mut list = Vec::new();
-        for a in args.iter().filter(|a| a.needs_colouring()) {
-            let map = a.map.expect("colouring args are indirect");
-            let offset = *offsets.entry(a.data).or_insert_with(|| {
-                let o = items;
-                items += map.target_size;
-                o
-            });
-            list.push((offset, map.values, map.arity, a.entries));
+        for (data, size) in sizes {
+            offsets.insert(data, items);
+            items += size;
         }
+        let list = args
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(a, _)| {
+                let reach = match &a.map {
+                    Some(m) => Reach::Map(m.values, m.arity, a.entries),
+                    None => Reach::Element,
+                };
+                (offsets[&a.data], reach)
+            })
+            .collect();
         Conflicts { args: list, items }
     }
 
@@ -36,10 +67,13 @@ impl<'a> Conflicts<'a> {
     /// Calls `f` with every item element `e` modifies.
     #[inline]
     fn for_items(&self, e: usize, mut f: impl FnMut(usize)) {
-        for &(offset, values, arity, entries) in &self.args {
-            match entries {
-                MapAccess::Entry(j) => f(offset + values[e * arity + j] as usize),
-                MapAccess::Row => {
+        for &(offset, reach) in &self.args {
+            match reach {
+                Reach::Element => f(offset + e),
+                Reach::Map(values, arity, MapAccess::Entry(j)) => {
+                    f(offset + values[e * arity + j] as usize)
+                }
+                Reach::Map(values, arity, MapAccess::Row) => {
                     for &v in &values[e * arity..(e + 1) * arity] {
                         f(offset + v as usize)
                     }
@@ -148,7 +182,7 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
     };
 
     // Element colours inside each block, then block colours.
-    let conflicts = Conflicts::new(req.args);
+    let conflicts = Conflicts::new(req.args, end);
     let mut element_colours = vec![0u32; len];
     let mut block_element_colours = vec![if len > 0 { 1u32 } else { 0 }; nblocks];
     let block_colours = if conflicts.is_empty() {

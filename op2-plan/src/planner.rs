@@ -11,16 +11,18 @@ use std::sync::{Arc, Mutex};
 /// Block size when neither the user (`OP2_PART_SIZE`) nor the backend asks for one.
 pub const DEFAULT_BLOCK_SIZE: usize = 256;
 
-/// What makes two requests plan alike: the set, the range, the block size and, per indirect arg, its
-/// map, entries and access, the data's position among the loop's data (so args sharing data share
-/// staging whatever the data is), and its value size.
+/// What makes two requests plan alike: the set, the range, the block size and, per arg in order
+/// (direct ones too: a plan's per-arg tables are indexed by position, and a direct arg on data
+/// modified through a map adds to the colouring), its map (if any), entries and access, the
+/// data's position among the loop's data (so args sharing data share staging whatever the data
+/// is), and its value size.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct PlanKey {
     set: u64,
     start: usize,
     end: usize,
     block_size: usize,
-    args: Vec<(u64, MapAccess, Access, usize, usize)>,
+    args: Vec<(Option<u64>, MapAccess, Access, usize, usize)>,
 }
 
 /// Cache counters.
@@ -104,8 +106,7 @@ impl CachedPlanner {
         let args = req
             .args
             .iter()
-            .filter_map(|a| {
-                let m = a.map.as_ref()?;
+            .map(|a| {
                 let class = data_ids
                     .iter()
                     .position(|&d| d == a.data)
@@ -113,7 +114,13 @@ impl CachedPlanner {
                         data_ids.push(a.data);
                         data_ids.len() - 1
                     });
-                Some((m.id, a.entries, a.access, class, a.dim * a.elem_bytes))
+                (
+                    a.map.as_ref().map(|m| m.id),
+                    a.entries,
+                    a.access,
+                    class,
+                    a.dim * a.elem_bytes,
+                )
             })
             .collect();
         let key = PlanKey {

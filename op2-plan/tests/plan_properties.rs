@@ -39,11 +39,16 @@ fn check_plan(plan: &Plan, req: &PlanRequest<'_>) {
         );
     }
 
-    // What each element modifies through maps.
+    // What each element modifies through maps, and directly where the same data is modified
+    // through a map too.
+    let colours_by = PlanArg::colouring(req.args);
     let modified = |e: usize| -> Vec<(u64, i32)> {
         let mut items = Vec::new();
-        for a in req.args.iter().filter(|a| a.needs_colouring()) {
-            let m = a.map.unwrap();
+        for (a, _) in req.args.iter().zip(&colours_by).filter(|(_, k)| **k) {
+            let Some(m) = a.map else {
+                items.push((a.data, e as i32));
+                continue;
+            };
             let row = &m.values[e * m.arity..(e + 1) * m.arity];
             match a.entries {
                 MapAccess::Entry(j) => items.push((a.data, row[j])),
@@ -52,7 +57,7 @@ fn check_plan(plan: &Plan, req: &PlanRequest<'_>) {
         }
         items
     };
-    let colouring = req.args.iter().any(PlanArg::needs_colouring);
+    let colouring = colours_by.iter().any(|&k| k);
     if !colouring && end > 0 {
         assert_eq!(
             plan.colours(),
@@ -145,8 +150,8 @@ fn check_plan(plan: &Plan, req: &PlanRequest<'_>) {
 struct RandomLoop {
     elements: usize,
     targets: usize,
-    maps: Vec<(usize, Vec<i32>)>,                   // arity, values
-    args: Vec<(u64, usize, Option<usize>, Access)>, // data, map, entry (None = row), access
+    maps: Vec<(usize, Vec<i32>)>, // arity, values
+    args: Vec<(u64, Option<usize>, Option<usize>, Access)>, // data, map (None = direct), entry (None = row), access
     block_size: usize,
 }
 
@@ -166,13 +171,18 @@ fn random_loop() -> impl Strategy<Value = RandomLoop> {
             let nmaps = arities.len();
             let access =
                 prop::sample::select(vec![Access::Read, Access::Write, Access::Rw, Access::Inc]);
-            let arg = (1u64..4, 0..nmaps, prop::option::of(0usize..4), access);
+            let arg = (
+                1u64..4,
+                prop::option::weighted(0.8, 0..nmaps),
+                prop::option::of(0usize..4),
+                access,
+            );
             let block = prop::sample::select(vec![1usize, 2, 3, 7, 32, 64, elements.max(1) + 5]);
             (maps, prop::collection::vec(arg, 1..5), block).prop_map(
                 move |(maps, args, block_size)| {
                     let args = args
                         .into_iter()
-                        .map(|(d, m, j, acc)| (d, m, j.map(|j| j % maps[m].0), acc))
+                        .map(|(d, m, j, acc)| (d, m, m.and(j).map(|j| j % maps[m.unwrap()].0), acc))
                         .collect();
                     RandomLoop {
                         elements,
@@ -191,11 +201,13 @@ proptest! {
 
     #[test]
     fn random_plans_are_valid(l in random_loop()) {
+        // Data may be reached directly too (it is on the iteration set): its items cover both.
+        let target_size = l.targets.max(l.elements);
         let maps: Vec<PlanMap<'_>> = l.maps.iter().enumerate()
-            .map(|(i, (a, v))| PlanMap { id: i as u64 + 10, name: "m", values: v, arity: *a, target_size: l.targets })
+            .map(|(i, (a, v))| PlanMap { id: i as u64 + 10, name: "m", values: v, arity: *a, target_size })
             .collect();
         let args: Vec<PlanArg<'_>> = l.args.iter().map(|&(data, m, j, access)| PlanArg {
-            data, dim: 2, elem_bytes: 8, map: Some(maps[m]),
+            data, dim: 2, elem_bytes: 8, map: m.map(|m| maps[m]),
             entries: j.map_or(MapAccess::Row, MapAccess::Entry), access,
         }).collect();
         let req = PlanRequest { set: 1, start: 0, end: l.elements, block_size: l.block_size, args: &args };
@@ -376,6 +388,104 @@ fn planner_reuses_plans_for_equivalent_loops() {
         .unwrap();
     let stats = planner.stats();
     assert_eq!((stats.built, stats.reused), (2, 1));
+}
+
+#[test]
+fn plans_differ_when_direct_args_differ() {
+    // A plan's per-arg tables are indexed by position: `[x direct, d via m]` and `[d via m]` must
+    // not share one (the device code generator once panicked on the first loop's plan).
+    let values: Vec<i32> = (0..20).map(|i| i % 5).collect();
+    let m = PlanMap {
+        id: 1,
+        name: "m",
+        values: &values,
+        arity: 2,
+        target_size: 5,
+    };
+    let via = PlanArg {
+        data: 2,
+        dim: 1,
+        elem_bytes: 8,
+        map: Some(m),
+        entries: MapAccess::Row,
+        access: Access::Inc,
+    };
+    let direct = PlanArg {
+        data: 1,
+        map: None,
+        access: Access::Rw,
+        ..via.clone()
+    };
+    let planner = CachedPlanner::new(StrategyChoice::default());
+    let request = |args| PlanRequest {
+        set: 1,
+        start: 0,
+        end: 10,
+        block_size: 4,
+        args,
+    };
+    let with = [direct.clone(), via.clone()];
+    let without = [via.clone()];
+    let after = [via.clone(), direct.clone()];
+    let p1 = planner.plan(&request(&with)).unwrap();
+    let p2 = planner.plan(&request(&without)).unwrap();
+    let p3 = planner.plan(&request(&after)).unwrap();
+    assert_eq!(p1.arg_staging, [None, Some(0)]);
+    assert_eq!(p2.arg_staging, [Some(0)]);
+    assert_eq!(p3.arg_staging, [Some(0), None]);
+    assert_eq!(planner.stats().built, 3);
+}
+
+#[test]
+fn a_direct_increment_beside_one_through_a_map_is_coloured_with_it() {
+    // Element e increments d[e] directly and d[m[e]] through the map: e and the element whose
+    // map entry is e must not share a colour.
+    let n = 64;
+    let values: Vec<i32> = (0..n as i32).map(|i| (i * 7 + 3) % n as i32).collect();
+    let m = PlanMap {
+        id: 1,
+        name: "m",
+        values: &values,
+        arity: 1,
+        target_size: n,
+    };
+    let via = PlanArg {
+        data: 1,
+        dim: 1,
+        elem_bytes: 4,
+        map: Some(m),
+        entries: MapAccess::Entry(0),
+        access: Access::Inc,
+    };
+    let direct = PlanArg {
+        map: None,
+        ..via.clone()
+    };
+    let args = [via, direct];
+    assert_eq!(PlanArg::colouring(&args), [true, true]);
+    let req = PlanRequest {
+        set: 1,
+        start: 0,
+        end: n,
+        block_size: 4,
+        args: &args,
+    };
+    let plan = build_plan(&req).unwrap();
+    check_plan(&plan, &req);
+    assert!(plan.colours() > 1);
+    // A direct READ beside it, or a direct INC on data modified only directly, adds nothing.
+    let read = PlanArg {
+        access: Access::Read,
+        ..args[1].clone()
+    };
+    let other = PlanArg {
+        data: 2,
+        ..args[1].clone()
+    };
+    assert_eq!(
+        PlanArg::colouring(&[args[0].clone(), read, other]),
+        [true, false, false]
+    );
 }
 
 #[test]
