@@ -19,6 +19,11 @@ pub enum StagingMode {
     Increment,
     /// Read and written (RW, WRITE, or mixed modes): staged in, stored back.
     ReadWrite,
+    /// Not staged: the data is modified and reached by another path too (a second map, or
+    /// directly), so every arg on it must see the others' writes as pointers into one array
+    /// would. Its items are addressed in global memory through the plan's local-to-global
+    /// table, and the kernel runs colour by colour.
+    Global,
 }
 
 impl StagingMode {
@@ -117,12 +122,32 @@ impl BlockLayout {
 
     /// The layout of a plan: `arg_staging` assigns args to staging areas as the plan does, and
     /// `areas` gives each area's dim, staged map entries and whether its block-local indices need
-    /// 32 bits. Each area's mode follows the access modes of the args that share it.
+    /// 32 bits. Each area's mode follows the access modes of the args that share it, except that
+    /// data some arg modifies and that is reached by more than one path (two maps, or a map and
+    /// directly) stays in global memory ([`StagingMode::Global`]): separate copies of it could
+    /// not see each other's writes, and adding two copies back at once would race.
     pub fn of_plan(
         sig: &LoopSignature,
         arg_staging: &[Option<usize>],
         areas: impl IntoIterator<Item = (usize, Vec<usize>, bool)>,
     ) -> Self {
+        let class = |i: usize| sig.data.get(i).copied().unwrap_or(i);
+        let areas: Vec<(usize, Vec<usize>, bool)> = areas.into_iter().collect();
+        let sources: Vec<usize> = (0..areas.len())
+            .map(|k| {
+                (0..sig.args.len())
+                    .find(|&i| arg_staging.get(i).copied().flatten() == Some(k))
+                    .expect("every staging area has an arg")
+            })
+            .collect();
+        let unstaged = |c: usize| {
+            let maps = sources.iter().filter(|&&src| class(src) == c).count();
+            let direct =
+                (0..sig.args.len()).any(|i| class(i) == c && sig.args[i].kind == ArgKind::Direct);
+            let modified =
+                (0..sig.args.len()).any(|i| class(i) == c && sig.args[i].access.writes());
+            modified && maps + usize::from(direct) > 1
+        };
         let stagings = areas
             .into_iter()
             .enumerate()
@@ -130,12 +155,17 @@ impl BlockLayout {
                 let args: Vec<usize> = (0..sig.args.len())
                     .filter(|&i| arg_staging[i] == Some(k))
                     .collect();
+                let mode = if unstaged(class(args[0])) {
+                    StagingMode::Global
+                } else {
+                    StagingMode::of(args.iter().map(|&i| sig.args[i].access))
+                };
                 StagingLayout {
                     dtype: sig.args[args[0]].dtype,
                     dim,
                     entries,
                     wide_indices,
-                    mode: StagingMode::of(args.iter().map(|&i| sig.args[i].access)),
+                    mode,
                     source_arg: args[0],
                 }
             })
@@ -152,8 +182,23 @@ impl BlockLayout {
     /// registers and only their addition is coloured (the OP2 scheme).
     pub fn kernel_by_colour(&self, sig: &LoopSignature) -> bool {
         sig.args.iter().zip(&self.arg_staging).any(|(a, s)| {
-            s.is_some_and(|s| a.access.writes() && self.stagings[s].mode == StagingMode::ReadWrite)
+            s.is_some_and(|s| {
+                a.access.writes()
+                    && matches!(
+                        self.stagings[s].mode,
+                        StagingMode::ReadWrite | StagingMode::Global
+                    )
+            })
         })
+    }
+
+    /// Whether indirect arg `i` reaches its data in global memory ([`StagingMode::Global`]).
+    pub fn in_global_memory(&self, i: usize) -> bool {
+        self.arg_staging
+            .get(i)
+            .copied()
+            .flatten()
+            .is_some_and(|s| self.stagings[s].mode == StagingMode::Global)
     }
 
     /// Whether indirect arg `i` increments a private copy (applied colour by colour afterwards).
@@ -463,65 +508,148 @@ pub(crate) fn for_components(s: &mut String, dim: usize, mut body: impl FnMut(&m
 }
 
 /// Statements around one kernel call: copies into private arrays before, and back after.
+///
+/// Args on one Dat reaching one value must see each other's writes, as pointers into one array
+/// do on the host. So where some arg on a Dat modifies it (other than by increments only), the
+/// copies of that Dat's args are matched at run time: a copy whose source another, earlier copy
+/// already holds is not used, the kernel gets a pointer to the earlier one, and only copies that
+/// no later one replaced are stored back. Increments alone need no matching: each copy starts at
+/// zero and is added back.
 #[derive(Default)]
 pub(crate) struct Around {
-    pub(crate) pre: String,
-    pub(crate) post: String,
+    copies: Vec<PrivateCopy>,
+}
+
+/// One private copy of `n` values.
+struct PrivateCopy {
+    /// The data's class ([`LoopSignature::data`]): copies of one class may alias.
+    class: usize,
+    access: Access,
+    n: usize,
+    /// The copy's first value (`op2_arg3_c + 4`).
+    copy: String,
+    /// The pointer the kernel gets (`op2_arg3_cp`, `op2_arg3_cv[1]`).
+    pointer: String,
+    /// A pointer to the values copied.
+    src: String,
 }
 
 impl Around {
-    /// Gives arg `i` a private copy `op2_arg{i}_c` of the `n` values at `src` (written back when the arg
-    /// modifies them); returns its declaration.
-    pub(crate) fn copy(&mut self, i: usize, a: &ArgSig, n: usize, src: &str) -> String {
-        self.copy_part(a.access, &format!("op2_arg{i}_c"), 0, n, src);
-        format!("{} op2_arg{i}_c[{n}];", a.dtype.c_name())
-    }
-
-    /// Copies the `n` values at `src` into `copy[offset..]` before the call, and back after it
-    /// when `access` modifies them. An increment starts from zero and is added back, so that two
-    /// args on the same data each count (as through aliasing pointers on the host).
-    pub(crate) fn copy_part(
+    /// Gives arg `i` (of data class `class`) a private copy `op2_arg{i}_c` of the `n` values at
+    /// `src`; returns its declarations and what the call passes.
+    pub(crate) fn copy(
         &mut self,
-        access: Access,
-        copy: &str,
-        offset: usize,
+        i: usize,
+        class: usize,
+        a: &ArgSig,
         n: usize,
         src: &str,
+    ) -> (String, String) {
+        let pointer = format!("op2_arg{i}_cp");
+        self.copies.push(PrivateCopy {
+            class,
+            access: a.access,
+            n,
+            copy: format!("op2_arg{i}_c"),
+            pointer: pointer.clone(),
+            src: src.to_string(),
+        });
+        let t = a.dtype.c_name();
+        (
+            format!("{t} op2_arg{i}_c[{n}]; {t} *{pointer} = op2_arg{i}_c;"),
+            pointer,
+        )
+    }
+
+    /// Registers `copy` (declared by the caller, `n` values) of the values at `src`, handed to
+    /// the kernel as `pointer`.
+    fn copy_part(
+        &mut self,
+        class: usize,
+        access: Access,
+        copy: String,
+        pointer: String,
+        n: usize,
+        src: String,
     ) {
-        let (fill, back) = match access {
-            Access::Inc => ("0".to_string(), "+="),
-            _ => (format!("({src})[op2_k]"), "="),
-        };
-        let _ = write!(
-            self.pre,
-            " for (int op2_k = 0; op2_k < {n}; op2_k++) {copy}[{offset} + op2_k] = {fill};"
-        );
-        if access.writes() {
-            let _ = write!(
-                self.post,
-                " for (int op2_k = 0; op2_k < {n}; op2_k++) ({src})[op2_k] {back} {copy}[{offset} + op2_k];"
-            );
-        }
+        self.copies.push(PrivateCopy {
+            class,
+            access,
+            n,
+            copy,
+            pointer,
+            src,
+        });
+    }
+
+    /// Whether the copies of `class` are matched by source (see the type's documentation).
+    fn matched(&self, class: usize) -> bool {
+        let of_class = || self.copies.iter().filter(|c| c.class == class);
+        of_class().count() > 1
+            && of_class().any(|c| c.access.writes())
+            && !of_class().all(|c| c.access == Access::Inc)
     }
 
     /// Wraps `call` with the copies.
     pub(crate) fn wrap(&self, call: &str) -> String {
-        if self.pre.is_empty() && self.post.is_empty() {
-            call.to_string()
-        } else {
-            format!("{{{} {call};{} }}", self.pre, self.post)
+        if self.copies.is_empty() {
+            return call.to_string();
         }
+        let (mut pre, mut alias, mut post) = (String::new(), String::new(), String::new());
+        let each =
+            |n: usize, body: String| format!(" for (int op2_k = 0; op2_k < {n}; op2_k++) {body};");
+        for (x, c) in self.copies.iter().enumerate() {
+            let (copy, src, n) = (&c.copy, &c.src, c.n);
+            let matched = self.matched(c.class);
+            if c.access == Access::Inc && !matched {
+                // An increment starts from zero and is added back, so that two args on the same
+                // data each count.
+                pre.push_str(&each(n, format!("({copy})[op2_k] = 0")));
+                post.push_str(&each(n, format!("({src})[op2_k] += ({copy})[op2_k]")));
+                continue;
+            }
+            pre.push_str(&each(n, format!("({copy})[op2_k] = ({src})[op2_k]")));
+            if !matched {
+                if c.access.writes() {
+                    post.push_str(&each(n, format!("({src})[op2_k] = ({copy})[op2_k]")));
+                }
+                continue;
+            }
+            // The first earlier copy of the same values, if any, stands for this one.
+            let earlier: Vec<&PrivateCopy> = self.copies[..x]
+                .iter()
+                .filter(|e| e.class == c.class)
+                .collect();
+            for (j, e) in earlier.iter().enumerate() {
+                let _ = write!(
+                    alias,
+                    " {}if ({src} == {}) {} = {};",
+                    if j > 0 { "else " } else { "" },
+                    e.src,
+                    c.pointer,
+                    e.pointer
+                );
+            }
+            post.push_str(&format!(
+                " if ({} == {copy}){}",
+                c.pointer,
+                each(n, format!("({src})[op2_k] = ({copy})[op2_k]"))
+            ));
+        }
+        format!("{{{pre}{alias} {call};{post} }}")
     }
 }
 
 /// Hands whole-row arg `i` (of `arity` rows, pointers already in `op2_arg{i}_vec`) to the kernel
 /// as private copies: declares the copy and its row pointers (`op2_arg{i}_cv`), registers the copy
 /// in and, where the arg modifies them, back with `around`, and returns what the call passes.
+#[allow(clippy::too_many_arguments)]
 fn row_private_copies(
     s: &mut String,
     around: &mut Around,
     d: &dyn Dialect,
     i: usize,
+    class: usize,
     a: &ArgSig,
     arity: usize,
     indent: &str,
@@ -539,11 +667,12 @@ fn row_private_copies(
             j * dim
         );
         around.copy_part(
+            class,
             a.access,
-            &format!("op2_arg{i}_c"),
-            j * dim,
+            format!("op2_arg{i}_c + {}", j * dim),
+            format!("op2_arg{i}_cv[{j}]"),
             dim,
-            &format!("op2_arg{i}_vec[{j}]"),
+            format!("op2_arg{i}_vec[{j}]"),
         );
     }
     d.pass("", &format!("op2_arg{i}_cv"))
@@ -623,9 +752,9 @@ pub(crate) fn emit_direct_stub(
             _ => format!("op2_arg{i}"),
         };
         if private {
-            let decl = around.copy(i, a, a.dim, &src);
+            let (decl, pointer) = around.copy(i, sig.data[i], a, a.dim, &src);
             let _ = writeln!(s, "  {decl}");
-            call.push(d.pass("", &format!("op2_arg{i}_c")));
+            call.push(d.pass("", &pointer));
         } else {
             call.push(d.pass(d.global(), &src));
         }
@@ -651,6 +780,38 @@ fn staged_item(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize) -> Stri
         "op2_s{k}[({wide})op2_s{k}_local[({wide}){slot} * op2_plan_len + (op2_e - op2_plan_start)] * {}]",
         st.dim
     )
+}
+
+/// Map entry `entry` of the current element `op2_e` in area `k`, left in global memory
+/// ([`StagingMode::Global`]): arg `i`'s buffer at the plan's local-to-global item.
+fn global_item(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize, i: usize) -> String {
+    let st = &b.stagings[k];
+    let slot = st
+        .entries
+        .iter()
+        .position(|&x| x == entry)
+        .expect("the plan stages every entry an arg reaches");
+    let wide = d.wide();
+    format!(
+        "op2_arg{i}[({wide})op2_s{k}_map[op2_s{k}_local[({wide}){slot} * op2_plan_len + (op2_e - op2_plan_start)]] * {}]",
+        st.dim
+    )
+}
+
+/// The item of map entry `entry` of the current element for arg `i` of area `k`, staged or in
+/// global memory, and its address space.
+fn arg_item<'d>(
+    b: &BlockLayout,
+    d: &'d dyn Dialect,
+    k: usize,
+    entry: usize,
+    i: usize,
+) -> (String, &'d str) {
+    if b.stagings[k].mode == StagingMode::Global {
+        (global_item(b, d, k, entry, i), d.global())
+    } else {
+        (staged_item(b, d, k, entry), d.shared())
+    }
 }
 
 /// One plan block per work-group: stage in, run the elements (colour by colour where they modify
@@ -735,8 +896,14 @@ pub(crate) fn emit_planned_stub(
         let (dim, src) = (st.dim, st.source_arg);
         let _ = writeln!(
             s,
+            "  {g}const int *op2_s{k}_map = op2_s{k}_items + op2_s{k}_offsets[op2_b];"
+        );
+        if st.mode == StagingMode::Global {
+            continue;
+        }
+        let _ = writeln!(
+            s,
             "  const int op2_s{k}_n = op2_s{k}_sizes[op2_b];\n  \
-             {g}const int *op2_s{k}_map = op2_s{k}_items + op2_s{k}_offsets[op2_b];\n  \
              {sh}{t} *op2_s{k} = ({sh}{t} *)(op2_shared + op2_bytes);\n  \
              op2_bytes += OP2_ROUND_UP(op2_s{k}_n * {dim} * (int)sizeof({t}));"
         );
@@ -779,9 +946,9 @@ pub(crate) fn emit_planned_stub(
                     ArgKind::Direct => format!("op2_arg{i} + ({wide})op2_e * {}", a.dim),
                     _ => format!("op2_arg{i}"),
                 };
-                let decl = around.copy(i, a, a.dim, &src);
+                let (decl, pointer) = around.copy(i, sig.data[i], a, a.dim, &src);
                 let _ = writeln!(s, "    {decl}");
-                call.push(d.pass("", &format!("op2_arg{i}_c")));
+                call.push(d.pass("", &pointer));
             }
             ArgKind::Direct => {
                 call.push(d.pass(g, &format!("op2_arg{i} + ({wide})op2_e * {}", a.dim)))
@@ -800,17 +967,25 @@ pub(crate) fn emit_planned_stub(
                     );
                     call.push(d.pass("", &format!("op2_arg{i}_l")));
                 } else {
+                    // An inactive work-item points at the area's (or buffer's) start: it never
+                    // calls the kernel, but the pointer must be valid to form.
+                    let (item, space) = arg_item(b, d, k, index, i);
+                    let base = if b.in_global_memory(i) {
+                        format!("op2_arg{i}")
+                    } else {
+                        format!("op2_s{k}")
+                    };
                     let _ = writeln!(
                         s,
-                        "    {sh}{t} *op2_arg{i}_p = op2_s{k};\n    if (op2_active) op2_arg{i}_p = &{};",
-                        staged_item(b, d, k, index)
+                        "    {space}{t} *op2_arg{i}_p = {base};\n    if (op2_active) op2_arg{i}_p = &{item};"
                     );
                     if private_copies {
-                        let decl = around.copy(i, a, a.dim, &format!("op2_arg{i}_p"));
+                        let (decl, pointer) =
+                            around.copy(i, sig.data[i], a, a.dim, &format!("op2_arg{i}_p"));
                         let _ = writeln!(s, "    {decl}");
-                        call.push(d.pass("", &format!("op2_arg{i}_c")));
+                        call.push(d.pass("", &pointer));
                     } else {
-                        call.push(d.pass(sh, &format!("op2_arg{i}_p")));
+                        call.push(d.pass(space, &format!("op2_arg{i}_p")));
                     }
                 }
             }
@@ -827,20 +1002,30 @@ pub(crate) fn emit_planned_stub(
                             writeln!(s, "    op2_arg{i}_vec[{j}] = op2_arg{i}_l + {};", j * a.dim);
                     }
                 } else {
+                    let space = arg_item(b, d, k, 0, i).1;
                     let _ = writeln!(
                         s,
-                        "    {sh}{t} *op2_arg{i}_vec[{arity}];\n    if (op2_active) {{"
+                        "    {space}{t} *op2_arg{i}_vec[{arity}];\n    if (op2_active) {{"
                     );
                     for j in 0..arity {
                         let _ = writeln!(
                             s,
                             "      op2_arg{i}_vec[{j}] = &{};",
-                            staged_item(b, d, k, j)
+                            arg_item(b, d, k, j, i).0
                         );
                     }
                     s.push_str("    }\n");
                     if private_copies {
-                        call.push(row_private_copies(s, &mut around, d, i, a, arity, "    "));
+                        call.push(row_private_copies(
+                            s,
+                            &mut around,
+                            d,
+                            i,
+                            sig.data[i],
+                            a,
+                            arity,
+                            "    ",
+                        ));
                         continue;
                     }
                 }
@@ -896,7 +1081,7 @@ pub(crate) fn emit_planned_stub(
         let target =
             format!("op2_arg{src}[({wide})op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]");
         let op = match st.mode {
-            StagingMode::Read => continue,
+            StagingMode::Read | StagingMode::Global => continue,
             StagingMode::Increment => "+=",
             StagingMode::ReadWrite => "=",
         };
@@ -1120,7 +1305,16 @@ pub(crate) fn emit_host_stub(
                     );
                 }
                 if private_copies {
-                    call.push(row_private_copies(s, &mut around, d, i, a, arity, "    "));
+                    call.push(row_private_copies(
+                        s,
+                        &mut around,
+                        d,
+                        i,
+                        sig.data[i],
+                        a,
+                        arity,
+                        "    ",
+                    ));
                 } else {
                     call.push(d.pass("", &format!("op2_arg{i}_vec")));
                 }
@@ -1128,9 +1322,9 @@ pub(crate) fn emit_host_stub(
             }
         };
         if private_copies {
-            let decl = around.copy(i, a, dim, &src);
+            let (decl, pointer) = around.copy(i, sig.data[i], a, dim, &src);
             let _ = writeln!(s, "    {decl}");
-            call.push(d.pass("", &format!("op2_arg{i}_c")));
+            call.push(d.pass("", &pointer));
         } else {
             call.push(d.pass(g, &src));
         }

@@ -178,6 +178,7 @@ fn address_space(sig: &LoopSignature, blocks: Option<&BlockLayout>, i: usize) ->
         ArgKind::Global => "__global",
         ArgKind::Indirect { .. } | ArgKind::Row { .. } => match blocks {
             Some(b) if b.private_increment(sig, i) => "",
+            Some(b) if b.in_global_memory(i) => "__global",
             Some(_) => "__local",
             // Without a plan (the atomics stub), indirect data is read from global memory.
             None => "__global",
@@ -568,8 +569,8 @@ mod tests {
             ),
             "{copies}"
         );
-        assert!(copies.contains("op2_arg1_c[0 + op2_k] = 0;"), "{copies}");
-        assert!(copies.contains("+= op2_arg1_c[0 + op2_k];"), "{copies}");
+        assert!(copies.contains("(op2_arg1_c)[op2_k] = 0;"), "{copies}");
+        assert!(copies.contains("+= (op2_arg1_c)[op2_k];"), "{copies}");
         assert!(
             copies.contains("op2_arg0_cv[1] = op2_arg0_c + 1;"),
             "{copies}"
