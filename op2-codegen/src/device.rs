@@ -941,7 +941,10 @@ pub(crate) fn emit_planned_stub(
         let t = a.dtype.c_name();
         let private = b.private_increment(sig, i);
         match a.kind {
-            ArgKind::Direct | ArgKind::Global if private_copies && !a.access.is_reduction() => {
+            // Direct Dats always (INC ones too); Globals unless reduced (those have accumulators).
+            ArgKind::Direct | ArgKind::Global
+                if private_copies && !(a.kind == ArgKind::Global && a.access.is_reduction()) =>
+            {
                 let src = match a.kind {
                     ArgKind::Direct => format!("op2_arg{i} + ({wide})op2_e * {}", a.dim),
                     _ => format!("op2_arg{i}"),

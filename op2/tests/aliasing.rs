@@ -369,3 +369,36 @@ fn increments_of_a_kernel_with_its_own_pointers_land_through_rows_and_entries() 
     }
     assert_eq!(d.to_vec().unwrap(), want);
 }
+
+#[test]
+fn a_kernel_with_its_own_pointers_takes_a_direct_increment_beside_args_through_a_map() {
+    // OpenCL's private copies once skipped direct INC args in planned loops (taken for Global
+    // reductions), so such a kernel did not compile on the staged scheme (found by op2-fuzz).
+    let (n, to) = (700, 90);
+    let rt = rt_blocks(32, true);
+    let a = rt.decl_set(n, "a").unwrap();
+    let b = rt.decl_set(to, "b").unwrap();
+    let vals = random_values(n, to, 61);
+    let m = rt.decl_map(&a, &b, 1, vals.clone(), "m").unwrap();
+    let x: Vec<f64> = (0..to).map(|i| i as f64 * 0.5).collect();
+    let d0 = rt.decl_dat(&b, 1, &x, "d0").unwrap();
+    let init: Vec<f64> = (0..2 * n).map(|i| i as f64).collect();
+    let d1 = rt.decl_dat(&a, 2, &init, "d1").unwrap();
+    let k = kernel(
+        "own_direct_inc",
+        "void own_direct_inc(double *w, const double *r, double *inc) {
+            double *p0 = w; const double *p1 = r; double *p2 = inc;
+            p2[0] += p1[0]; p0[1] = 7.0; }",
+    );
+    rt.par_loop(
+        &k,
+        &a,
+        [d1.arg(WRITE), d0.arg_via(&m, 0, READ), d1.arg(INC)],
+    )
+    .unwrap();
+    let got = d1.to_vec().unwrap();
+    for e in 0..n {
+        let want = [init[2 * e] + x[vals[e] as usize], 7.0];
+        assert_eq!([got[2 * e], got[2 * e + 1]], want, "element {e}");
+    }
+}
