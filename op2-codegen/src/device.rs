@@ -767,34 +767,31 @@ pub(crate) fn emit_direct_stub(
     order
 }
 
-/// The staged item of map entry `entry` of the current element `op2_e` in staging area `k`.
-fn staged_item(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize) -> String {
-    let st = &b.stagings[k];
-    let slot = st
+/// The block-local index (position in area `k`'s segment of the block) of map entry `entry` of
+/// the current element `op2_e`.
+fn local_index(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize) -> String {
+    let slot = b.stagings[k]
         .entries
         .iter()
         .position(|&x| x == entry)
         .expect("the plan stages every entry an arg reaches");
     let wide = d.wide();
-    format!(
-        "op2_s{k}[({wide})op2_s{k}_local[({wide}){slot} * op2_plan_len + (op2_e - op2_plan_start)] * {}]",
-        st.dim
-    )
+    format!("op2_s{k}_local[({wide}){slot} * op2_plan_len + (op2_e - op2_plan_start)]")
+}
+
+/// The staged item of map entry `entry` of the current element `op2_e` in staging area `k`.
+fn staged_item(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize) -> String {
+    let (wide, dim) = (d.wide(), b.stagings[k].dim);
+    format!("op2_s{k}[({wide}){} * {dim}]", local_index(b, d, k, entry))
 }
 
 /// Map entry `entry` of the current element `op2_e` in area `k`, left in global memory
 /// ([`StagingMode::Global`]): arg `i`'s buffer at the plan's local-to-global item.
 fn global_item(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize, i: usize) -> String {
-    let st = &b.stagings[k];
-    let slot = st
-        .entries
-        .iter()
-        .position(|&x| x == entry)
-        .expect("the plan stages every entry an arg reaches");
-    let wide = d.wide();
+    let (wide, dim) = (d.wide(), b.stagings[k].dim);
     format!(
-        "op2_arg{i}[({wide})op2_s{k}_map[op2_s{k}_local[({wide}){slot} * op2_plan_len + (op2_e - op2_plan_start)]] * {}]",
-        st.dim
+        "op2_arg{i}[({wide})op2_s{k}_map[{}] * {dim}]",
+        local_index(b, d, k, entry)
     )
 }
 
