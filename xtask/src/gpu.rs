@@ -2,12 +2,13 @@
 //! has the binaries but no Rust toolchain.
 //!
 //! - `cargo xtask gpu-check --bundle [DIR]` builds, here, a self-contained folder (default
-//!   `target/gpu-check`): release binaries of the conformance runner, the facade's device tests,
+//!   `target/gpu-check`): release binaries of the conformance runner, the fuzzer, the facade's device tests,
 //!   Airfoil and its bench, this xtask, NVRTC compressed (when `--install-deps` put it in
 //!   `target/nvrtc`), and `gpu-check.sh`.
 //! - `DIR/gpu-check.sh` (that is, `xtask gpu-check --run DIR`) runs, on the GPU machine: the
 //!   conformance suite requiring `cuda` with both strategies and small blocks, the device-state,
-//!   hardening and classic tests on `cuda` with both strategies, Airfoil on `cuda` with both
+//!   hardening, classic, errors, misuse and aliasing tests on `cuda` with both strategies, random
+//!   programs from the differential fuzzer on both, Airfoil on `cuda` with both
 //!   strategies (its residuals must match OP2-Common's), and the bench's `cuda` rows; then a
 //!   summary. Exit status 0 only when every step passed.
 //! - `cargo xtask gpu-check` does both, on a machine with a toolchain and a GPU.
@@ -21,7 +22,17 @@ use std::process::Command;
 use std::time::Instant;
 
 /// The facade's test files run on `cuda` (file name = test binary name).
-const TESTS: [&str; 5] = ["device_states", "hardening", "classic", "errors", "misuse"];
+const TESTS: [&str; 6] = [
+    "device_states",
+    "hardening",
+    "classic",
+    "errors",
+    "misuse",
+    "aliasing",
+];
+
+/// Random programs the fuzzer runs on each strategy (two on the emulator).
+const FUZZ_PROGRAMS: &str = "20";
 
 /// The CUDA strategies every step runs with.
 const STRATEGIES: [&str; 2] = ["colour", "atomics"];
@@ -75,6 +86,16 @@ pub fn bundle(dir: &Path, pack_nvrtc: bool) -> Result<(), String> {
         "build",
         "--release",
         "-p",
+        "op2-fuzz",
+        "--features",
+        "cuda",
+        "--bin",
+        "op2-fuzz",
+    ]))?;
+    crate::run(cargo().args([
+        "build",
+        "--release",
+        "-p",
         "airfoil",
         "--example",
         "airfoil",
@@ -86,6 +107,7 @@ pub fn bundle(dir: &Path, pack_nvrtc: bool) -> Result<(), String> {
         &release.join("op2-conformance"),
         &dir.join("op2-conformance"),
     )?;
+    copy_binary(&release.join("op2-fuzz"), &dir.join("op2-fuzz"))?;
     copy_binary(&release.join("examples/airfoil"), &dir.join("airfoil"))?;
     copy_binary(&release.join("airfoil-bench"), &dir.join("airfoil-bench"))?;
     for (name, exe) in test_executables()? {
@@ -271,6 +293,25 @@ pub fn check(dir: &Path, emulate: bool) -> Result<(), String> {
                     status_of(&mut c)
                 });
             }
+        }
+        for strategy in STRATEGIES {
+            let programs = if emulate { "2" } else { FUZZ_PROGRAMS };
+            step(
+                format!(
+                    "{programs} random programs on {backend} ({strategy}) against the reference"
+                ),
+                &mut || {
+                    let mut c = Command::new(dir.join("op2-fuzz"));
+                    with_env(&mut c);
+                    c.args(["run", &format!("{backend}/{strategy}")]).args([
+                        "--programs",
+                        programs,
+                        "--seed",
+                        "1",
+                    ]);
+                    status_of(&mut c)
+                },
+            );
         }
         for strategy in STRATEGIES {
             step(format!("Airfoil on {backend} ({strategy})"), &mut || {

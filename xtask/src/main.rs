@@ -20,8 +20,11 @@
 //! - `cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]`: every backend
 //!   (or the named ones) against the sequential reference, each in its own process; prints a table
 //!   of case x backend.
+//! - `cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S]`: the differential fuzzer on
+//!   every backend configuration (or the named ones), N seconds each (see `fuzz.rs`).
 
 mod conformance;
+mod fuzz;
 mod gpu;
 mod mpi;
 
@@ -156,9 +159,10 @@ fn main() -> ExitCode {
         Some("bench-la") => bench_la(&args[1..]),
         Some("gpu-check") => gpu::run(&args[1..]),
         Some("airfoil-mpi") => mpi::airfoil(&args[1..]),
+        Some("fuzz") => fuzz::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask bench-la [--repeats N] [--assembly-n N]\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask bench-la [--repeats N] [--assembly-n N]\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S] [--max-set N]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]"
             );
             Err("unknown or missing command".into())
         }
@@ -313,7 +317,8 @@ fn host_features() -> Vec<&'static str> {
 
 /// The facade's test files that run again on each device backend (the others test host-compiler
 /// caches and OpenMP settings).
-const DEVICE_SUITE: [&str; 8] = [
+const DEVICE_SUITE: [&str; 9] = [
+    "aliasing",
     "classic",
     "distributed",
     "errors",

@@ -1,0 +1,105 @@
+//! Differential fuzzing of op2-rs: random programs (sets, maps with repeated targets, Dats,
+//! Globals, Consts, 10-30 loops with random args and kernels, host reads and writes between them,
+//! lazy and eager, varied block sizes), each run through op2's public API on a backend and by a
+//! plain-Rust reference interpreter that never calls op2, and compared: integers exactly, floating
+//! point within a bound that grows only with the magnitudes a reordered sum may round.
+//!
+//! Programs are drawn by `proptest` ([`draw`]), so a failing program is shrunk to a small one and
+//! printed with its kernels. `cargo xtask fuzz` runs the `op2-fuzz` binary on each backend; the
+//! test suite runs a fixed set of seeds (`tests/seeds.rs`).
+
+pub mod draw;
+pub mod expr;
+pub mod program;
+pub mod reference;
+pub mod run;
+
+pub use draw::Shape;
+pub use program::Program;
+pub use run::{Target, check, target, targets};
+
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// A program a backend got wrong, shrunk.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// The seed whose first program failed (replay with [`fuzz_seed`] and one case).
+    pub seed: u64,
+    /// What went wrong on the shrunk program.
+    pub reason: String,
+    /// The shrunk program, printed with its kernels.
+    pub program: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "seed {}: {}\nshrunk program:\n{}",
+            self.seed, self.reason, self.program
+        )
+    }
+}
+
+/// The 32-byte proptest seed of a 64-bit one (what [`fuzz_seed`] draws from).
+pub fn rng_seed(seed: u64) -> [u8; 32] {
+    let mut s = *b"op2-rs differential fuzzing:....";
+    s[24..].copy_from_slice(&seed.to_le_bytes());
+    s
+}
+
+/// Runs `cases` random programs drawn from `seed` on `target`; a failure is shrunk (for at most
+/// `shrink_time`) and returned. Compiled code goes to `cache`.
+pub fn fuzz_seed(
+    target: &Target,
+    seed: u64,
+    cases: u32,
+    shape: Shape,
+    shrink_time: Duration,
+    cache: Option<&Path>,
+) -> Result<(), Failure> {
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 2048,
+        max_shrink_time: shrink_time.as_millis().min(u32::MAX as u128) as u32,
+        max_global_rejects: 0,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &rng_seed(seed));
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    // Races make some failures come and go: once one program failed (proptest is shrinking it),
+    // each smaller candidate gets three tries to fail.
+    let failed = AtomicBool::new(false);
+    let result = runner.run(&draw::genomes(shape), |g| {
+        let p = draw::decode(&g, shape);
+        let tries = if failed.load(Ordering::Relaxed) { 3 } else { 1 };
+        let mut outcome = Ok(());
+        for _ in 0..tries {
+            outcome = check(&p, target, cache);
+            if outcome.is_err() {
+                break;
+            }
+        }
+        outcome.map_err(|e| {
+            failed.store(true, Ordering::Relaxed);
+            TestCaseError::fail(e)
+        })
+    });
+    match result {
+        Ok(()) => Ok(()),
+        Err(TestError::Fail(reason, g)) => Err(Failure {
+            seed,
+            reason: reason.message().to_string(),
+            program: draw::decode(&g, shape).to_string(),
+        }),
+        Err(TestError::Abort(why)) => Err(Failure {
+            seed,
+            reason: format!("aborted: {why}"),
+            program: String::new(),
+        }),
+    }
+}

@@ -1,0 +1,98 @@
+//! `cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S] [--max-set N]`: the
+//! differential fuzzer (`op2-fuzz`) on each backend configuration this machine can run (or the
+//! named ones), one after another, each for `N` seconds (default 60), random programs compared
+//! with the reference interpreter. Exits non-zero if any configuration found a difference (its
+//! shrunk program is printed) or if a named one cannot run.
+
+use crate::{cargo, host_features, root};
+use std::process::Command;
+
+/// Every configuration the fuzzer knows, in the order they run.
+const LABELS: [&str; 8] = [
+    "seq",
+    "openmp",
+    "opencl",
+    "opencl/staged",
+    "cuda-emulator/atomics",
+    "cuda-emulator/colour",
+    "cuda/atomics",
+    "cuda/colour",
+];
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut seconds = "60".to_string();
+    let mut named: Vec<String> = Vec::new();
+    let mut extra: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("`{a}` needs a value"));
+        match a.as_str() {
+            "--seconds" => seconds = value()?,
+            "--backend" => named.push(value()?),
+            "--seed" | "--max-set" => {
+                let v = value()?;
+                extra.extend([a.clone(), v]);
+            }
+            other => return Err(format!("unknown option `{other}`")),
+        }
+    }
+    if let Some(bad) = named.iter().find(|n| !LABELS.contains(&n.as_str())) {
+        return Err(format!(
+            "unknown configuration `{bad}` (known: {})",
+            LABELS.join(", ")
+        ));
+    }
+    let features = host_features().join(",");
+    let mut build = cargo();
+    build.current_dir(root()).args([
+        "build",
+        "--quiet",
+        "-p",
+        "op2-fuzz",
+        "--features",
+        &features,
+    ]);
+    let status = build.status().map_err(|e| format!("{build:?}: {e}"))?;
+    if !status.success() {
+        return Err(format!("{build:?} failed with {status}"));
+    }
+    let binary = root().join("target/debug/op2-fuzz");
+    let labels: Vec<String> = if named.is_empty() {
+        LABELS.iter().map(|l| l.to_string()).collect()
+    } else {
+        named.clone()
+    };
+    let mut table = Vec::new();
+    let mut failed = false;
+    for label in &labels {
+        let status = Command::new(&binary)
+            .args(["run", label, "--seconds", &seconds])
+            .args(&extra)
+            .current_dir(root())
+            .status()
+            .map_err(|e| format!("{}: {e}", binary.display()))?;
+        // Exit status 3: the configuration cannot run here.
+        let outcome = match status.code() {
+            Some(0) => "nothing found",
+            Some(3) if named.is_empty() => "skipped (cannot run here)",
+            Some(3) => {
+                failed = true;
+                "FAILED: cannot run here"
+            }
+            _ => {
+                failed = true;
+                "FAILED: found a difference (see above)"
+            }
+        };
+        table.push(format!("{label:<24} {outcome}"));
+    }
+    println!("\nfuzzing, {seconds} s per configuration:");
+    for line in &table {
+        println!("  {line}");
+    }
+    if failed {
+        Err("the fuzzer found a difference, or a named configuration cannot run".into())
+    } else {
+        Ok(())
+    }
+}
