@@ -65,10 +65,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut table = Vec::new();
     let mut failed = false;
     for label in &labels {
-        let status = Command::new(&binary)
-            .args(["run", label, "--seconds", &seconds])
+        let mut c = Command::new(&binary);
+        c.args(["run", label, "--seconds", &seconds])
             .args(&extra)
-            .current_dir(root())
+            .current_dir(root());
+        // Every program's kernels are new: PoCL would keep each in its disk cache (hundreds of
+        // megabytes an hour). The fuzzer's own compiled code goes to a temporary directory.
+        if std::env::var_os("POCL_KERNEL_CACHE").is_none() {
+            c.env("POCL_KERNEL_CACHE", "0");
+        }
+        let status = c
             .status()
             .map_err(|e| format!("{}: {e}", binary.display()))?;
         // Exit status 3: the configuration cannot run here.
