@@ -795,19 +795,22 @@ fn global_item(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize, i: usiz
     )
 }
 
-/// The item of map entry `entry` of the current element for arg `i` of area `k`, staged or in
-/// global memory, and its address space.
-fn arg_item<'d>(
-    b: &BlockLayout,
-    d: &'d dyn Dialect,
-    k: usize,
-    entry: usize,
-    i: usize,
-) -> (String, &'d str) {
+/// The item of map entry `entry` of the current element for arg `i` of area `k`: staged, or in
+/// global memory ([`StagingMode::Global`]).
+fn arg_item(b: &BlockLayout, d: &dyn Dialect, k: usize, entry: usize, i: usize) -> String {
     if b.stagings[k].mode == StagingMode::Global {
-        (global_item(b, d, k, entry, i), d.global())
+        global_item(b, d, k, entry, i)
     } else {
-        (staged_item(b, d, k, entry), d.shared())
+        staged_item(b, d, k, entry)
+    }
+}
+
+/// The address space of area `k`'s items (see [`arg_item`]).
+fn area_space<'d>(b: &BlockLayout, d: &'d dyn Dialect, k: usize) -> &'d str {
+    if b.stagings[k].mode == StagingMode::Global {
+        d.global()
+    } else {
+        d.shared()
     }
 }
 
@@ -969,7 +972,7 @@ pub(crate) fn emit_planned_stub(
                 } else {
                     // An inactive work-item points at the area's (or buffer's) start: it never
                     // calls the kernel, but the pointer must be valid to form.
-                    let (item, space) = arg_item(b, d, k, index, i);
+                    let (item, space) = (arg_item(b, d, k, index, i), area_space(b, d, k));
                     let base = if b.in_global_memory(i) {
                         format!("op2_arg{i}")
                     } else {
@@ -1002,7 +1005,7 @@ pub(crate) fn emit_planned_stub(
                             writeln!(s, "    op2_arg{i}_vec[{j}] = op2_arg{i}_l + {};", j * a.dim);
                     }
                 } else {
-                    let space = arg_item(b, d, k, 0, i).1;
+                    let space = area_space(b, d, k);
                     let _ = writeln!(
                         s,
                         "    {space}{t} *op2_arg{i}_vec[{arity}];\n    if (op2_active) {{"
@@ -1011,7 +1014,7 @@ pub(crate) fn emit_planned_stub(
                         let _ = writeln!(
                             s,
                             "      op2_arg{i}_vec[{j}] = &{};",
-                            arg_item(b, d, k, j, i).0
+                            arg_item(b, d, k, j, i)
                         );
                     }
                     s.push_str("    }\n");

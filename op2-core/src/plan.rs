@@ -117,7 +117,12 @@ impl<'a> PlanArg<'a> {
 
     /// Whether this arg modifies data through a map, so that elements touching the same item conflict.
     pub fn needs_colouring(&self) -> bool {
-        self.map.is_some() && matches!(self.access, Access::Inc | Access::Rw | Access::Write)
+        self.map.is_some() && self.modifies()
+    }
+
+    /// Whether this arg changes its data (INC, RW, WRITE).
+    fn modifies(&self) -> bool {
+        matches!(self.access, Access::Inc | Access::Rw | Access::Write)
     }
 
     /// For each of `args`, whether it constrains a plan's colours: it modifies data through a
@@ -129,8 +134,7 @@ impl<'a> PlanArg<'a> {
             .map(|a| {
                 a.needs_colouring()
                     || (a.map.is_none()
-                        && a.access.writes()
-                        && !matches!(a.access, Access::Min | Access::Max)
+                        && a.modifies()
                         && args.iter().any(|b| b.data == a.data && b.needs_colouring()))
             })
             .collect()

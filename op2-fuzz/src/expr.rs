@@ -115,27 +115,6 @@ fn squash_c(x: &str) -> String {
 }
 
 impl FExpr {
-    /// C source; `operand` spells an operand as an lvalue.
-    pub fn c(&self, operand: &dyn Fn(&Operand) -> String) -> String {
-        match self {
-            FExpr::Const(x) => lit(*x),
-            FExpr::Load(o) => format!("((double){})", operand(o)),
-            FExpr::Add(a, b) => format!("({} + {})", a.c(operand), b.c(operand)),
-            FExpr::Sub(a, b) => format!("({} - {})", a.c(operand), b.c(operand)),
-            FExpr::Scale(k, a) => format!("({} * {})", lit(*k), a.c(operand)),
-            FExpr::Mul(a, b) => squash_c(&format!("({} * {})", a.c(operand), b.c(operand))),
-            FExpr::Squash(a) => squash_c(&a.c(operand)),
-            FExpr::Min(a, b) => {
-                let (a, b) = (a.c(operand), b.c(operand));
-                format!("({a} < {b} ? {a} : {b})")
-            }
-            FExpr::Max(a, b) => {
-                let (a, b) = (a.c(operand), b.c(operand));
-                format!("({a} > {b} ? {a} : {b})")
-            }
-        }
-    }
-
     /// The value as C computes it in `double`, with its error bound; `load` reads an operand.
     pub fn eval(&self, load: &dyn Fn(&Operand) -> Approx) -> Approx {
         match self {
@@ -194,26 +173,6 @@ impl FExpr {
 }
 
 impl IExpr {
-    /// C source; `operand` spells an operand as an lvalue.
-    pub fn c(&self, operand: &dyn Fn(&Operand) -> String) -> String {
-        match self {
-            IExpr::Const(k) => format!("((int64_t)({k}))"),
-            IExpr::Load(o) => format!("((int64_t){})", operand(o)),
-            IExpr::Add(a, b) => format!("({} + {})", a.c(operand), b.c(operand)),
-            IExpr::Sub(a, b) => format!("({} - {})", a.c(operand), b.c(operand)),
-            IExpr::Scale(k, a) => format!("(((int64_t)({k})) * {})", a.c(operand)),
-            IExpr::Mask(a) => format!("({} & 255)", a.c(operand)),
-            IExpr::Min(a, b) => {
-                let (a, b) = (a.c(operand), b.c(operand));
-                format!("({a} < {b} ? {a} : {b})")
-            }
-            IExpr::Max(a, b) => {
-                let (a, b) = (a.c(operand), b.c(operand));
-                format!("({a} > {b} ? {a} : {b})")
-            }
-        }
-    }
-
     /// The value as C computes it in `int64_t`; `load` reads an operand.
     pub fn eval(&self, load: &dyn Fn(&Operand) -> i64) -> i64 {
         match self {
@@ -230,14 +189,6 @@ impl IExpr {
 }
 
 impl Value {
-    /// C source of the value (`double` or `int64_t`) as one expression.
-    pub fn c(&self, operand: &dyn Fn(&Operand) -> String) -> String {
-        match self {
-            Value::F(e) => e.c(operand),
-            Value::I(e) => e.c(operand),
-        }
-    }
-
     /// C source of the value as declarations of temporaries (`t0`, `t1`, ...: one per operation,
     /// so that no subexpression is written twice) and the expression that uses them.
     pub fn c_steps(&self, operand: &dyn Fn(&Operand) -> String) -> (Vec<String>, String) {

@@ -18,6 +18,7 @@ pub use draw::Shape;
 pub use program::Program;
 pub use run::{Target, check, target, targets};
 
+use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,11 +45,21 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// The 32-byte proptest seed of a 64-bit one (what [`fuzz_seed`] draws from).
-pub fn rng_seed(seed: u64) -> [u8; 32] {
+/// The random source of programs drawn from `seed` (what [`fuzz_seed`] and [`first_program`]
+/// draw from).
+fn rng(seed: u64) -> TestRng {
     let mut s = *b"op2-rs differential fuzzing:....";
     s[24..].copy_from_slice(&seed.to_le_bytes());
-    s
+    TestRng::from_seed(RngAlgorithm::ChaCha, &s)
+}
+
+/// The first program `seed` draws: what [`fuzz_seed`] runs first.
+pub fn first_program(seed: u64, shape: Shape) -> Program {
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng(seed));
+    let tree = draw::genomes(shape)
+        .new_tree(&mut runner)
+        .expect("genomes are never rejected");
+    draw::decode(&tree.current(), shape)
 }
 
 /// Runs `cases` random programs drawn from `seed` on `target`; a failure is shrunk (for at most
@@ -69,8 +80,7 @@ pub fn fuzz_seed(
         max_global_rejects: 0,
         ..Config::default()
     };
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &rng_seed(seed));
-    let mut runner = TestRunner::new_with_rng(config, rng);
+    let mut runner = TestRunner::new_with_rng(config, rng(seed));
     // Races make some failures come and go: once one program failed (proptest is shrinking it),
     // each smaller candidate gets three tries to fail.
     let failed = AtomicBool::new(false);

@@ -272,7 +272,7 @@ impl LoopSpec {
             }
         }
         for st in &self.body {
-            let place = self.c_place(p, st.place.arg, st.place.entry, st.place.comp);
+            let place = self.c_place(st.place.arg, st.place.entry, st.place.comp);
             let ty = self.arg_ty(p, st.place.arg);
             let t = ty.c_name();
             let (steps, v) = st.value.c_steps(&|o| self.c_operand(p, o));
@@ -328,7 +328,7 @@ impl LoopSpec {
         }
     }
 
-    fn c_place(&self, p: &Program, arg: usize, entry: usize, comp: usize) -> String {
+    fn c_place(&self, arg: usize, entry: usize, comp: usize) -> String {
         let row = matches!(
             self.args[arg],
             ArgSpec::Dat {
@@ -336,7 +336,6 @@ impl LoopSpec {
                 ..
             }
         );
-        let _ = p;
         match (self.own_pointers, row) {
             (true, _) => format!("p{arg}_{entry}[{comp}]"),
             (false, true) => format!("a{arg}[{entry}][{comp}]"),
@@ -346,7 +345,7 @@ impl LoopSpec {
 
     fn c_operand(&self, p: &Program, o: &Operand) -> String {
         match *o {
-            Operand::Arg { arg, entry, comp } => self.c_place(p, arg, entry, comp),
+            Operand::Arg { arg, entry, comp } => self.c_place(arg, entry, comp),
             Operand::Const { konst, comp } => {
                 if p.consts[konst].dim == 1 {
                     const_name(konst)

@@ -336,7 +336,7 @@ pub fn compare(want: &[Observation], got: &[Vec<f64>]) -> Result<(), String> {
                 !((a - b).abs() <= 2.0 * w.errs[i] || (a.is_nan() && b.is_nan()))
             })
             .collect();
-        if let Some(&first) = wrong.first() {
+        if !wrong.is_empty() {
             let dim = w.dim.max(1);
             let shown: Vec<String> = wrong
                 .iter()
@@ -352,7 +352,6 @@ pub fn compare(want: &[Observation], got: &[Vec<f64>]) -> Result<(), String> {
                     )
                 })
                 .collect();
-            let _ = first;
             out.push(format!(
                 "{}: {} of {} values wrong: {}",
                 w.what,

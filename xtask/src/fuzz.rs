@@ -7,18 +7,6 @@
 use crate::{cargo, host_features, root};
 use std::process::Command;
 
-/// Every configuration the fuzzer knows, in the order they run.
-const LABELS: [&str; 8] = [
-    "seq",
-    "openmp",
-    "opencl",
-    "opencl/staged",
-    "cuda-emulator/atomics",
-    "cuda-emulator/colour",
-    "cuda/atomics",
-    "cuda/colour",
-];
-
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut seconds = "60".to_string();
     let mut named: Vec<String> = Vec::new();
@@ -36,12 +24,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
             other => return Err(format!("unknown option `{other}`")),
         }
     }
-    if let Some(bad) = named.iter().find(|n| !LABELS.contains(&n.as_str())) {
-        return Err(format!(
-            "unknown configuration `{bad}` (known: {})",
-            LABELS.join(", ")
-        ));
-    }
     let features = host_features().join(",");
     let mut build = cargo();
     build.current_dir(root()).args([
@@ -57,8 +39,24 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err(format!("{build:?} failed with {status}"));
     }
     let binary = root().join("target/debug/op2-fuzz");
-    let labels: Vec<String> = if named.is_empty() {
-        LABELS.iter().map(|l| l.to_string()).collect()
+    // The configurations the fuzzer knows, in its order: `op2-fuzz list` prints one a line.
+    let list = Command::new(&binary)
+        .arg("list")
+        .output()
+        .map_err(|e| format!("{}: {e}", binary.display()))?;
+    let known: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .map(str::to_string)
+        .collect();
+    if let Some(bad) = named.iter().find(|n| !known.contains(n)) {
+        return Err(format!(
+            "unknown configuration `{bad}` (known: {})",
+            known.join(", ")
+        ));
+    }
+    let labels = if named.is_empty() {
+        known
     } else {
         named.clone()
     };

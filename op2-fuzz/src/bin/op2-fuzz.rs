@@ -10,7 +10,7 @@
 //! Each program comes from its own seed (`--seed`, then the next ones), so a failure replays with
 //! `--seed S --programs 1`; `--show` prints each program before running it.
 
-use op2_fuzz::{Shape, draw, fuzz_seed, run};
+use op2_fuzz::{Shape, fuzz_seed, run};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -91,7 +91,7 @@ fn fuzz(label: &str, rest: &[String]) -> Result<ExitCode, String> {
         }
         let s = seed + done;
         if show {
-            let program = first_program(s, shape);
+            let program = op2_fuzz::first_program(s, shape);
             println!("seed {s}:\n{program}");
         }
         let t0 = Instant::now();
@@ -121,16 +121,4 @@ fn fuzz(label: &str, rest: &[String]) -> Result<ExitCode, String> {
         started.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// The first program seed `s` draws (what `fuzz_seed` runs first).
-fn first_program(s: u64, shape: Shape) -> op2_fuzz::Program {
-    use proptest::strategy::{Strategy, ValueTree};
-    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &op2_fuzz::rng_seed(s));
-    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
-    let tree = draw::genomes(shape)
-        .new_tree(&mut runner)
-        .expect("genomes are never rejected");
-    draw::decode(&tree.current(), shape)
 }
