@@ -59,6 +59,18 @@ impl Backend for CountingBackend {
         self.inner.host_access(carrier, write)
     }
 
+    fn runs_on_host_memory(&self) -> bool {
+        self.inner.runs_on_host_memory()
+    }
+
+    fn host_threads(&self, config: &op2::Config) -> usize {
+        self.inner.host_threads(config)
+    }
+
+    fn uses_openmp_threads(&self) -> bool {
+        self.inner.uses_openmp_threads()
+    }
+
     fn gather_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> op2::Result<()> {
         self.inner.gather_rows(carrier, rows, out)
     }

@@ -10,7 +10,8 @@ use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtrMut, result};
 use cudarc::nvrtc::Ptx;
 use op2_codegen::{Cuda, DEVICE_ENTRY, DeviceUnit, Dialect, FINISH_ENTRY};
-use op2_core::{Config, DeviceMemory, Op2Error, Result};
+use op2_core::{Config, Op2Error, Result};
+use op2_device::DeviceMemory;
 use op2_device::{Device, DeviceLimits, Entry, LaunchArg, LaunchShape};
 use std::sync::Arc;
 

@@ -13,7 +13,8 @@ use op2_codegen::{
     CUDA_EMULATION_ENTRY, Cuda, DeviceUnit, Dialect, EMULATION_LAUNCH_FINISH,
     EMULATION_LAUNCH_STUB, EMULATION_SET_CONST, JitCompiler, emulation_source,
 };
-use op2_core::{Config, DeviceMemory, GeneratedUnit, Op2Error, Result};
+use op2_core::{Config, GeneratedUnit, Op2Error, Result};
+use op2_device::DeviceMemory;
 use op2_device::{Device, DeviceLimits, Entry, LaunchArg, LaunchShape};
 use std::alloc::{Layout, alloc, dealloc};
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void};

@@ -4,7 +4,8 @@
 
 use backend_cuda::{EmulatedGpu, NvrtcCheck};
 use op2_codegen::{DEVICE_ENTRY as CUDA_ENTRY, DeviceUnit, StubParam};
-use op2_core::{Config, DeviceMemory, GeneratedUnit, Op2Error};
+use op2_core::{Config, GeneratedUnit, Op2Error};
+use op2_device::DeviceMemory;
 use op2_device::{Device, Entry, LaunchArg, LaunchShape};
 
 fn gpu() -> (EmulatedGpu, tempfile::TempDir) {

@@ -1,7 +1,8 @@
 //! Choosing an OpenCL device (`OP2_OPENCL_PLATFORM`, `OP2_OPENCL_DEVICE`, else the first with
 //! double precision) and the device memory the data-state machine moves data through.
 
-use op2_core::{Config, DeviceMemory, Op2Error, Result};
+use op2_core::{Config, Op2Error, Result};
+use op2_device::DeviceMemory;
 use opencl3::command_queue::{
     CL_BLOCKING, CommandQueue, enqueue_read_buffer, enqueue_write_buffer,
 };

@@ -17,10 +17,10 @@ pub use program::{BUILD_OPTIONS, Compiled, OPENCL_BINARIES, program_stats};
 
 use device::cl_err;
 use op2_codegen::{DeviceOptions, DeviceUnit, Dialect, OpenCl};
-use op2_core::{
-    Backend, BackendFactory, Config, DeviceMemory, Op2Error, Result, Setting, SettingKind,
+use op2_core::{Backend, BackendFactory, Config, Op2Error, Result, Setting, SettingKind};
+use op2_device::{
+    Device, DeviceBackend, DeviceLimits, DeviceMemory, Entry, LaunchArg, LaunchShape, Strategy,
 };
-use op2_device::{Device, DeviceBackend, DeviceLimits, Entry, LaunchArg, LaunchShape, Strategy};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::types::{cl_int, cl_mem};

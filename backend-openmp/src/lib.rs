@@ -135,6 +135,14 @@ impl Backend for OpenMpBackend {
         "openmp"
     }
 
+    fn host_threads(&self, _config: &Config) -> usize {
+        self.threads()
+    }
+
+    fn uses_openmp_threads(&self) -> bool {
+        true
+    }
+
     fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
         let unit = OpenMpCodegen.emit(sig, &())?;
         let f = self.jit.load(&unit)?;

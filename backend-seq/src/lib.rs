@@ -33,6 +33,11 @@ impl Backend for SeqBackend {
         "seq"
     }
 
+    /// One: the reference stays sequential, and so does the work beside its loops.
+    fn host_threads(&self, _config: &Config) -> usize {
+        1
+    }
+
     fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
         let unit = CCodegen.emit(sig, &())?;
         let f = self.jit.load(&unit)?;

@@ -1,34 +1,34 @@
-//! op2-core: the data model (sets, maps, dats, globals, consts, kernels), loop validation, the lazy
-//! trace, the runtime, and the traits and registry that backends plug into.
+//! op2-core: the data model, the contract backends implement, and the runtime, in three layers
+//! that import one way only:
 //!
-//! Users normally depend on the `op2` facade, which re-exports this crate and links the backends.
+//! 1. [`model`]: sets, maps, dats, globals, consts, kernels, args, signatures, the trace's types;
+//! 2. [`contract`]: `Backend`, `PreparedLoop`, `Codegen`, plans' inputs, configuration, settings
+//!    and the registry of backends (builds on the model);
+//! 3. [`runtime`]: declaring, recording, validating, forcing and running loops (builds on both).
+//!
+//! The model reaches the runtime only through a trait of its own (a host read of a Dat forces the
+//! loops it depends on). Every module stays reachable at its old path (`op2_core::carrier`,
+//! `op2_core::backend`, ...). Users normally depend on the `op2` facade, which re-exports this
+//! crate and links the backends.
 
 #![warn(missing_docs)]
 
-pub mod access;
-pub mod arg;
-pub mod backend;
-pub mod carrier;
-pub mod comm;
-pub mod config;
-pub mod device;
-pub mod dtype;
-pub mod error;
-pub mod kernel;
-pub mod map;
-pub mod names;
-pub mod plan;
+pub mod contract;
+pub mod model;
 pub mod runtime;
-pub mod set;
-pub mod settings;
-pub mod signature;
-pub mod trace;
+
+pub use contract::{backend, config, plan, registry, rows, settings};
+pub use model::{
+    access, arg, carrier, comm, dtype, error, kernel, map, names, set, signature, trace,
+};
+
+#[cfg(test)]
+mod layering;
 
 pub use access::{Access, INC, MAX, MIN, READ, RW, WRITE};
 pub use arg::{Arg, ArgTarget, OP_ID, Via, op_arg_dat, op_arg_gbl};
 pub use backend::{
-    Backend, BackendFactory, Codegen, GeneratedUnit, LoopInvocation, PreparedLoop,
-    declare_known_backends, find_backend, known_backends, registered_backends,
+    Backend, Codegen, DataState, DeviceStats, GeneratedUnit, LoopInvocation, PreparedLoop,
 };
 pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite, LoopLock};
 pub use comm::{
@@ -36,16 +36,18 @@ pub use comm::{
     ThreadCommunicator, thread_communicators,
 };
 pub use config::Config;
-pub use device::{
-    DataState, DeviceData, DeviceMemory, DeviceStats, LoopUse, Transfers, carrier_bytes,
-};
 pub use dtype::{DType, HostBuffer, Scalar};
 pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};
 pub use map::Map;
+pub use registry::{
+    BackendFactory, declare_known_backends, find_backend, known_backends, known_settings,
+    registered_backends,
+};
+pub use rows::carrier_bytes;
 pub use runtime::{DatTraffic, HaloTraffic, LoopTiming, Runtime, RuntimeBuilder};
 pub use set::{HaloNeighbour, Set, SetHalo, SetSizes};
-pub use settings::{Setting, SettingKind, SettingValues, known_settings};
+pub use settings::{Setting, SettingKind, SettingValues};
 pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
 
 /// Runs a loop in OP2's style: `par_loop!(rt, kernel, set, arg0, arg1, ...)`.

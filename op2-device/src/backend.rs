@@ -4,13 +4,13 @@
 //! plans (for staged loops), binds arguments from the stub's parameter list, launches colour by
 //! colour, and finishes reductions on the device.
 
-use crate::{Device, DeviceLimits, Entry, LaunchArg, LaunchShape, Strategy};
+use crate::{Device, DeviceData, DeviceLimits, Entry, LaunchArg, LaunchShape, Strategy};
 use op2_codegen::{
     BlockLayout, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, HostRange, StubParam,
 };
 use op2_core::{
-    Backend, Carrier, Codegen, Config, DataState, DeviceData, DeviceStats, LoopInvocation,
-    LoopSignature, Op2Error, PreparedLoop, Result,
+    Backend, Carrier, Codegen, Config, DataState, DeviceStats, LoopInvocation, LoopSignature,
+    Op2Error, PreparedLoop, Result,
 };
 use op2_plan::{
     CachedPlanner, LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, PlanRequest, Planner,

@@ -10,8 +10,10 @@
 #![warn(missing_docs)]
 
 mod backend;
+pub mod data;
 
 pub use backend::DeviceBackend;
+pub use data::{DeviceData, DeviceMemory, LoopUse, Transfers, Transitions};
 /// How a device backend keeps indirect increments free of races: [`Strategy::Colour`] (plans,
 /// staging, block colours; deterministic) or [`Strategy::Atomics`] (atomic additions in one
 /// launch where the dialect and the loop allow; loops that write through maps, or read data they
@@ -19,7 +21,7 @@ pub use backend::DeviceBackend;
 pub use op2_core::plan::Strategy;
 
 use op2_codegen::{DeviceOptions, DeviceUnit, Dialect};
-use op2_core::{DeviceMemory, Result};
+use op2_core::Result;
 use std::sync::Arc;
 
 /// Which kernel of a unit to launch.

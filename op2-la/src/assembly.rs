@@ -299,17 +299,10 @@ impl SharedBlocks {
     }
 }
 
-/// Threads the runtime's backend works with on the host: one for `seq` (the reference stays
-/// sequential), `OMP_NUM_THREADS` (or every core) otherwise.
+/// Threads the runtime's backend works with on the host (one for the sequential reference): the
+/// backend says, so a third-party backend gets the threaded pass too.
 pub fn host_threads(rt: &Runtime) -> usize {
-    if rt.backend_name() == "seq" {
-        return 1;
-    }
-    rt.config().num_threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    })
+    rt.host_threads()
 }
 
 fn zero_kernel(len: usize) -> Result<Kernel> {
@@ -383,9 +376,9 @@ pub fn par_loop(
     let threads = host_threads(rt);
     // On a host backend in one process the staging is the only copy: the adding pass zeroes it
     // for the next loop. A device's copy, or a Dat with halos to keep current, gets the zero loop.
-    let consume = rt.device_stats().is_none() && rt.communicator().size() == 1;
-    // Under the openmp backend the pass runs on OpenMP's own threads (see csrc/apply_omp.c).
-    let on_openmp = rt.backend_name() == "openmp";
+    let consume = rt.runs_on_host_memory() && rt.communicator().size() == 1;
+    // Under a backend whose threads are OpenMP's the pass runs on them (see csrc/apply_omp.c).
+    let on_openmp = rt.uses_openmp_threads();
     for (position, m, block) in staged {
         let elements = assembled_elements(set);
         let key = (set.id(), m.row_map.id(), m.col_map.id());

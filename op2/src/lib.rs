@@ -24,6 +24,9 @@ pub use op2_core::*;
 /// The generic device backend: a third-party device backend implements its `Device` trait (and an
 /// `op2_codegen` `Dialect` for a new language) and registers a `DeviceBackend` over it.
 pub use op2_device;
+/// The device-data table every device backend keeps (moved from op2-core to op2-device, which only
+/// device backends use; re-exported here at the paths they had).
+pub use op2_device::{DeviceData, DeviceMemory, LoopUse, Transfers};
 /// OP2's HDF5 mesh files (feature `hdf5`): sets, maps, dats and constants declared from and
 /// written to files in OP2-Common's layout.
 #[cfg(feature = "hdf5")]

@@ -5,7 +5,7 @@ use super::Runtime;
 use crate::comm::Communicator;
 use crate::config::Config;
 use crate::error::{Op2Error, Result};
-use crate::settings::find_setting;
+use crate::registry::find_setting;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -76,7 +76,7 @@ impl RuntimeBuilder {
     }
 
     /// A backend's own setting by name (`cuda_strategy`, `opencl_device`, ...; overrides its
-    /// environment variable). [`crate::settings::known_settings`] lists them; an unknown name or
+    /// environment variable). [`crate::registry::known_settings`] lists them; an unknown name or
     /// a value the setting does not take is a [`Op2Error::Config`] at [`RuntimeBuilder::build`].
     pub fn setting(mut self, name: &str, value: impl ToString) -> Self {
         self.settings.push((name.into(), value.to_string()));

@@ -6,13 +6,14 @@
 use super::steps::{Exchange, LoopStep, Reduction, ReductionTarget, Step};
 use super::timing::{self, DatTraffic, HaloTraffic, LoopTiming};
 use crate::access::Access;
-use crate::backend::{Backend, LoopInvocation, PreparedLoop, row_bytes};
-use crate::carrier::{Carrier, CarrierKind};
+use crate::backend::{Backend, LoopInvocation, PreparedLoop};
+use crate::carrier::{Carrier, CarrierKind, CarrierOwner};
 use crate::comm::{Communicator, ReduceOp, combine};
 use crate::config::Config;
 use crate::dtype::HostBuffer;
 use crate::error::{Op2Error, Result};
 use crate::map::Map;
+use crate::rows::row_bytes;
 use crate::set::Set;
 use crate::signature::LoopSignature;
 use crate::trace::{DataUse, Footprint, Pending, Trace, section};
@@ -380,8 +381,16 @@ impl RuntimeShared {
         Ok(())
     }
 
+    pub(crate) fn flush(&self) -> Result<()> {
+        let _order = lock(&self.exec);
+        let work = lock(&self.state).trace.take_all();
+        self.run_pending(work)
+    }
+}
+
+impl CarrierOwner for RuntimeShared {
     /// Runs the pending loops that must precede a host access to `carrier`, then the backend's hook.
-    pub(crate) fn force_for_host(&self, carrier: &Carrier, write: bool) -> Result<()> {
+    fn force_for_host(&self, carrier: &Carrier, write: bool) -> Result<()> {
         let _order = lock(&self.exec);
         let work = {
             let mut st = lock(&self.state);
@@ -406,9 +415,7 @@ impl RuntimeShared {
         self.backend.host_access(carrier, write)
     }
 
-    pub(crate) fn flush(&self) -> Result<()> {
-        let _order = lock(&self.exec);
-        let work = lock(&self.state).trace.take_all();
-        self.run_pending(work)
+    fn communicator(&self) -> Arc<dyn Communicator> {
+        self.comm.clone()
     }
 }

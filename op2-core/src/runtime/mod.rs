@@ -14,7 +14,7 @@ pub use execute::{LoopRecord, RuntimeShared};
 pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 
 use crate::arg::Arg;
-use crate::backend::{PreparedLoop, find_backend};
+use crate::backend::PreparedLoop;
 use crate::carrier::{Carrier, CarrierKind, Const, Dat, Global, check_len};
 use crate::comm::Communicator;
 use crate::config::Config;
@@ -22,13 +22,14 @@ use crate::dtype::{HostBuffer, Scalar};
 use crate::error::{Op2Error, Result};
 use crate::kernel::Kernel;
 use crate::map::Map;
+use crate::registry::find_backend;
 use crate::set::{Set, SetHalo, SetSizes};
 use crate::signature::{ConstSig, LoopSignature};
 use crate::trace::Trace;
 use execute::{State, lock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -159,14 +160,32 @@ impl Runtime {
         lock(&self.shared.dat_traffic).clone()
     }
 
+    /// Whether the backend's loops work on the host copy of the data itself (see
+    /// [`Backend::runs_on_host_memory`](crate::Backend::runs_on_host_memory)).
+    pub fn runs_on_host_memory(&self) -> bool {
+        self.shared.backend.runs_on_host_memory()
+    }
+
+    /// How many host threads the backend works with (see
+    /// [`Backend::host_threads`](crate::Backend::host_threads)).
+    pub fn host_threads(&self) -> usize {
+        self.shared.backend.host_threads(&self.shared.config)
+    }
+
+    /// Whether the backend's host threads are OpenMP's (see
+    /// [`Backend::uses_openmp_threads`](crate::Backend::uses_openmp_threads)).
+    pub fn uses_openmp_threads(&self) -> bool {
+        self.shared.backend.uses_openmp_threads()
+    }
+
     /// A device backend's transfer counters; `None` on host backends.
-    pub fn device_stats(&self) -> Option<crate::device::DeviceStats> {
+    pub fn device_stats(&self) -> Option<crate::backend::DeviceStats> {
         self.shared.backend.device_stats()
     }
 
     /// Where a Dat's, Global's or Const's valid data lives on a device backend (by carrier id);
     /// `None` on host backends.
-    pub fn data_state(&self, carrier: u64) -> Option<crate::device::DataState> {
+    pub fn data_state(&self, carrier: u64) -> Option<crate::backend::DataState> {
         self.shared.backend.data_state(carrier)
     }
 
@@ -321,15 +340,8 @@ impl Runtime {
     }
 
     fn carrier(&self, kind: CarrierKind, name: &str, dim: usize, host: HostBuffer) -> Arc<Carrier> {
-        Carrier::new(
-            next_id(),
-            self.shared.id,
-            Arc::downgrade(&self.shared),
-            kind,
-            name,
-            dim,
-            host,
-        )
+        let owner: Weak<RuntimeShared> = Arc::downgrade(&self.shared);
+        Carrier::new(next_id(), self.shared.id, owner, kind, name, dim, host)
     }
 
     fn own(&self, what: &'static str, name: &str, runtime_id: u64) -> Result<()> {

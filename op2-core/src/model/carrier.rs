@@ -1,12 +1,9 @@
 //! Data carriers: Dats (data on a set), Globals (reduction targets and small read-only arrays) and
 //! Consts (named values visible in every kernel), sharing one untyped core, plus their host guards.
 
-use crate::access::Access;
-use crate::arg::{Arg, ArgTarget, Via};
+use crate::comm::Communicator;
 use crate::dtype::{DType, HostBuffer, Scalar};
 use crate::error::{Op2Error, Result};
-use crate::map::Map;
-use crate::runtime::RuntimeShared;
 use crate::set::Set;
 use crate::trace::section;
 use std::fmt;
@@ -29,6 +26,28 @@ pub enum CarrierKind {
 /// Both halo sections ([`section`] bits), as a Dat's staleness.
 pub(crate) const HALO_BOTH: u8 = section::EXEC_HALO | section::NONEXEC_HALO;
 
+/// What a carrier needs from the runtime that declared it: the model reaches the runtime only
+/// through this trait, so the data model never depends on how loops are recorded or run.
+pub(crate) trait CarrierOwner: Send + Sync {
+    /// Runs the pending work a host read (`write == false`) or write of `carrier` must follow,
+    /// then lets the backend bring the carrier's data home.
+    fn force_for_host(&self, carrier: &Carrier, write: bool) -> Result<()>;
+    /// The communicator of the ranks the runtime runs on.
+    fn communicator(&self) -> Arc<dyn Communicator>;
+}
+
+/// The owner of carriers that belong to no user-visible runtime (scratch copies, partials).
+struct NoOwner;
+
+impl CarrierOwner for NoOwner {
+    fn force_for_host(&self, _: &Carrier, _: bool) -> Result<()> {
+        Ok(())
+    }
+    fn communicator(&self) -> Arc<dyn Communicator> {
+        Arc::new(crate::comm::SelfCommunicator)
+    }
+}
+
 /// The untyped core of a Dat, Global or Const: identity, shape and host data.
 /// Backends see this type; users hold the typed handles.
 pub struct Carrier {
@@ -40,7 +59,9 @@ pub struct Carrier {
     /// Kept beside the buffer so that reading it never waits for the buffer's lock.
     pub(crate) dtype: DType,
     pub(crate) host: RwLock<HostBuffer>,
-    pub(crate) rt: Weak<RuntimeShared>,
+    /// The runtime that declared it; dangling once that runtime is dropped (or for carriers of
+    /// the runtime's own use).
+    pub(crate) rt: Weak<dyn CarrierOwner>,
     /// Which halo sections of a Dat are out of date ([`section`] bits), as of
     /// the loops recorded so far (the trace exchanges a stale section before a loop that reads
     /// it, and marks sections stale after a write). New Dats start out of date, as OP2's do:
@@ -53,7 +74,7 @@ impl Carrier {
     pub(crate) fn new(
         id: u64,
         runtime_id: u64,
-        rt: Weak<RuntimeShared>,
+        rt: Weak<dyn CarrierOwner>,
         kind: CarrierKind,
         name: &str,
         dim: usize,
@@ -78,7 +99,7 @@ impl Carrier {
         Carrier::new(
             id,
             like.runtime_id,
-            Weak::new(),
+            Weak::<NoOwner>::new(),
             like.kind.clone(),
             &format!("{} ({what})", like.name),
             like.dim,
@@ -145,8 +166,8 @@ impl Carrier {
     }
 
     /// The communicator of the runtime this belongs to (`None` once that runtime is dropped).
-    pub fn communicator(&self) -> Option<Arc<dyn crate::comm::Communicator>> {
-        self.rt.upgrade().map(|shared| shared.comm.clone())
+    pub fn communicator(&self) -> Option<Arc<dyn Communicator>> {
+        self.rt.upgrade().map(|owner| owner.communicator())
     }
 
     /// Runs whatever pending work the host access needs, then lets the backend bring data home.
@@ -333,7 +354,7 @@ impl<T: Scalar> Dat<T> {
 
     /// The communicator of the runtime the Dat belongs to: its ranks hold the other parts of a
     /// distributed Dat (`None` once that runtime is dropped).
-    pub fn communicator(&self) -> Option<Arc<dyn crate::comm::Communicator>> {
+    pub fn communicator(&self) -> Option<Arc<dyn Communicator>> {
         self.carrier.communicator()
     }
 
@@ -359,40 +380,6 @@ impl<T: Scalar> Dat<T> {
     pub fn to_vec(&self) -> Result<Vec<T>> {
         Ok(self.data_ro()?.to_vec())
     }
-
-    /// Direct arg: element `e` of the loop sees this Dat's row `e`.
-    pub fn arg(&self, access: Access) -> Arg {
-        Arg::new(
-            ArgTarget::Dat {
-                carrier: self.carrier.clone(),
-                via: Via::Direct,
-            },
-            access,
-        )
-    }
-
-    /// Indirect arg: element `e` sees the row `map[e][index]` of this Dat.
-    pub fn arg_via(&self, map: &Map, index: usize, access: Access) -> Arg {
-        let index = i64::try_from(index).unwrap_or(i64::MAX);
-        Arg::new(
-            ArgTarget::Dat {
-                carrier: self.carrier.clone(),
-                via: Via::Entry(map.clone(), index),
-            },
-            access,
-        )
-    }
-
-    /// Whole-row arg: element `e` sees an array of `arity` pointers, to rows `map[e][0..arity]`.
-    pub fn arg_row(&self, map: &Map, access: Access) -> Arg {
-        Arg::new(
-            ArgTarget::Dat {
-                carrier: self.carrier.clone(),
-                via: Via::Row(map.clone()),
-            },
-            access,
-        )
-    }
 }
 
 /// A global: a reduction target (INC, MIN, MAX) or a small read-only array (READ).
@@ -412,11 +399,6 @@ impl<T: Scalar> Global<T> {
     pub fn set_value(&self, values: &[T]) -> Result<()> {
         self.carrier.set_values(values)
     }
-
-    /// Loop arg with mode READ, INC, MIN or MAX.
-    pub fn arg(&self, access: Access) -> Arg {
-        Arg::new(ArgTarget::Global(self.carrier.clone()), access)
-    }
 }
 
 /// A named constant visible by name in every kernel (a scalar when dim is 1, an array otherwise).
@@ -435,11 +417,6 @@ impl<T: Scalar> Const<T> {
     /// Changes the values; loops recorded before this call still see the old ones.
     pub fn set_value(&self, values: &[T]) -> Result<()> {
         self.carrier.set_values(values)
-    }
-
-    /// The const as an explicit loop arg (READ only, like OP2's `op_arg_gbl` of a constant).
-    pub fn arg(&self, access: Access) -> Arg {
-        Arg::new(ArgTarget::Const(self.carrier.clone()), access)
     }
 }
 

@@ -3,6 +3,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Op2Error, Result};
+use crate::names::is_c_identifier;
 use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -115,13 +116,6 @@ impl fmt::Debug for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Kernel({:?})", self.0.name)
     }
-}
-
-/// Whether `s` is a C identifier.
-pub fn is_c_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
-        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
 fn strip_comments(src: &str) -> String {

@@ -2,7 +2,7 @@
 //! the access mode; plus OP2-style constructors that also declare dim and type for checking.
 
 use crate::access::Access;
-use crate::carrier::{Carrier, Dat, Global};
+use crate::carrier::{Carrier, Const, Dat, Global};
 use crate::dtype::Scalar;
 use crate::map::Map;
 use std::sync::Arc;
@@ -132,4 +132,57 @@ pub fn op_arg_dat<T: Scalar>(
 /// OP2's `op_arg_gbl(global, dim, type, access)`.
 pub fn op_arg_gbl<T: Scalar>(global: &Global<T>, dim: usize, c_type: &str, access: Access) -> Arg {
     global.arg(access).declare(dim, c_type)
+}
+
+// The arg builders of the data handles live here, beside `Arg`, so that the carriers need not
+// know about loop args.
+
+impl<T: Scalar> Dat<T> {
+    /// Direct arg: element `e` of the loop sees this Dat's row `e`.
+    pub fn arg(&self, access: Access) -> Arg {
+        Arg::new(
+            ArgTarget::Dat {
+                carrier: self.carrier().clone(),
+                via: Via::Direct,
+            },
+            access,
+        )
+    }
+
+    /// Indirect arg: element `e` sees the row `map[e][index]` of this Dat.
+    pub fn arg_via(&self, map: &Map, index: usize, access: Access) -> Arg {
+        let index = i64::try_from(index).unwrap_or(i64::MAX);
+        Arg::new(
+            ArgTarget::Dat {
+                carrier: self.carrier().clone(),
+                via: Via::Entry(map.clone(), index),
+            },
+            access,
+        )
+    }
+
+    /// Whole-row arg: element `e` sees an array of `arity` pointers, to rows `map[e][0..arity]`.
+    pub fn arg_row(&self, map: &Map, access: Access) -> Arg {
+        Arg::new(
+            ArgTarget::Dat {
+                carrier: self.carrier().clone(),
+                via: Via::Row(map.clone()),
+            },
+            access,
+        )
+    }
+}
+
+impl<T: Scalar> Global<T> {
+    /// Loop arg with mode READ, INC, MIN or MAX.
+    pub fn arg(&self, access: Access) -> Arg {
+        Arg::new(ArgTarget::Global(self.carrier().clone()), access)
+    }
+}
+
+impl<T: Scalar> Const<T> {
+    /// The const as an explicit loop arg (READ only, like OP2's `op_arg_gbl` of a constant).
+    pub fn arg(&self, access: Access) -> Arg {
+        Arg::new(ArgTarget::Const(self.carrier().clone()), access)
+    }
 }

@@ -1,30 +1,11 @@
-//! Device-data states (PyOP2's device-data table), shared by the device backends: where each carrier's valid
-//! copy lives, what a loop or a host access must allocate and transfer, and counters tests observe.
+//! Device-data states (PyOP2's device-data table), shared by the device backends: where each
+//! carrier's valid copy lives, what a loop or a host access must allocate and transfer, and the
+//! counters tests observe.
 
-use crate::access::Access;
-use crate::backend::LoopInvocation;
-use crate::carrier::{Carrier, CarrierKind};
-use crate::error::Result;
-use crate::signature::ArgKind;
+use op2_core::rows::{carrier_bytes, check_range, check_rows, gather_rows, row_bytes};
+use op2_core::{Access, ArgKind, Carrier, DataState, DeviceStats, LoopInvocation, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-
-/// Where a carrier's valid data lives (PyOP2's device-data flags).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DataState {
-    /// No device memory yet; the host copy is the data.
-    DeviceUnallocated,
-    /// No host memory yet; the device copy is the data. op2-rs carriers always own host memory, so
-    /// the first-party backends never start here; the transitions exist for backends that create
-    /// data on the device.
-    HostUnallocated,
-    /// Valid on the device only.
-    Device,
-    /// Valid on the host only.
-    Host,
-    /// Valid on both.
-    Both,
-}
 
 /// What one loop does with one carrier, summed over the args that name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,9 +48,18 @@ pub struct Transfers {
     pub to_host: bool,
 }
 
-impl DataState {
+/// The state table's transitions ([`DataState`] is op2-core's, since every backend reports it).
+pub trait Transitions: Sized {
     /// The transfers before a loop that uses the carrier as `u` says, and the state after it.
-    pub fn before_loop(self, u: LoopUse) -> (Transfers, DataState) {
+    fn before_loop(self, u: LoopUse) -> (Transfers, Self);
+    /// The transfers before the host reads (`write == false`, `data_ro()`) or may write (`data()`)
+    /// the carrier, and the state after.
+    fn before_host_access(self, write: bool) -> (Transfers, Self);
+}
+
+impl Transitions for DataState {
+    /// The transfers before a loop that uses the carrier as `u` says, and the state after it.
+    fn before_loop(self, u: LoopUse) -> (Transfers, DataState) {
         use DataState::*;
         let upload = !u.overwrites_all;
         let t = |allocate_device, to_device| Transfers {
@@ -89,7 +79,7 @@ impl DataState {
 
     /// The transfers before the host reads (`write == false`, `data_ro()`) or may write (`data()`)
     /// the carrier, and the state after.
-    pub fn before_host_access(self, write: bool) -> (Transfers, DataState) {
+    fn before_host_access(self, write: bool) -> (Transfers, DataState) {
         use DataState::*;
         let down = |allocate_host| Transfers {
             to_host: true,
@@ -104,21 +94,6 @@ impl DataState {
             Host | DeviceUnallocated => (Transfers::default(), self),
         }
     }
-}
-
-/// Transfer counters of a device backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DeviceStats {
-    /// Device allocations.
-    pub allocations: u64,
-    /// Host-to-device copies.
-    pub to_device: u64,
-    /// Device-to-host copies.
-    pub to_host: u64,
-    /// Bytes copied host to device.
-    pub bytes_to_device: u64,
-    /// Bytes copied device to host.
-    pub bytes_to_host: u64,
 }
 
 /// Device memory as the state machine needs it; each device backend implements it.
@@ -157,51 +132,6 @@ pub struct DeviceData<M: DeviceMemory> {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Checks that rows `rows` exist in `c` and that `out_len` bytes hold them (halo packing).
-pub(crate) fn check_rows(c: &Carrier, rows: &[u32], out_len: usize) -> Result<()> {
-    let row = crate::backend::row_bytes(c);
-    let total = carrier_bytes(c) / row.max(1);
-    let bad = |reason: String| {
-        Err(crate::error::Op2Error::Execution {
-            backend: "runtime".into(),
-            kernel: format!("halo rows of `{}`", c.name()),
-            reason,
-        })
-    };
-    if let Some(&r) = rows.iter().find(|&&r| r as usize >= total) {
-        return bad(format!("row {r} of {total}"));
-    }
-    if out_len != rows.len() * row {
-        return bad(format!(
-            "{} rows of {row} bytes into {out_len} bytes",
-            rows.len()
-        ));
-    }
-    Ok(())
-}
-
-/// Checks that bytes `offset..offset + len` lie within `c`'s data.
-pub(crate) fn check_range(c: &Carrier, offset: usize, len: usize) -> Result<()> {
-    let size = carrier_bytes(c);
-    if offset.checked_add(len).is_none_or(|end| end > size) {
-        return Err(crate::error::Op2Error::Execution {
-            backend: "runtime".into(),
-            kernel: format!("halo rows of `{}`", c.name()),
-            reason: format!("bytes {offset}..{} of {size}", offset.saturating_add(len)),
-        });
-    }
-    Ok(())
-}
-
-/// Bytes of a carrier's host data.
-pub fn carrier_bytes(c: &Carrier) -> usize {
-    let rows = match c.kind() {
-        CarrierKind::Dat(set) => set.total_size(),
-        CarrierKind::Global | CarrierKind::Const => 1,
-    };
-    rows * c.dim() * c.dtype().size()
 }
 
 impl<M: DeviceMemory> DeviceData<M> {
@@ -324,7 +254,7 @@ impl<M: DeviceMemory> DeviceData<M> {
     /// exchanges pack what they send this way.
     pub fn read_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> Result<()> {
         check_rows(carrier, rows, out.len())?;
-        let row = crate::backend::row_bytes(carrier);
+        let row = row_bytes(carrier);
         let entries = lock(&self.entries);
         let on_device = entries
             .get(&carrier.id())
@@ -411,14 +341,6 @@ impl<M: DeviceMemory> DeviceData<M> {
         }
         entry.state = next;
         Ok(())
-    }
-}
-
-/// Copies rows `rows` (`row` bytes each) of `from` into `out`, one after another.
-pub(crate) fn gather_rows(from: &[u8], row: usize, rows: &[u32], out: &mut [u8]) {
-    for (k, &r) in rows.iter().enumerate() {
-        let r = r as usize;
-        out[k * row..(k + 1) * row].copy_from_slice(&from[r * row..(r + 1) * row]);
     }
 }
 

@@ -2,7 +2,7 @@
 //! shared ones as fields and each backend's own as declared [`crate::settings`].
 
 use crate::error::{Op2Error, Result};
-use crate::settings::{SettingValues, known_settings, parse_flag};
+use crate::settings::{SettingValues, parse_flag};
 use std::path::PathBuf;
 
 /// Settings of one runtime. [`Config::from_env`] reads the environment; the runtime builder overrides.
@@ -60,13 +60,10 @@ fn whoami_uid() -> String {
 }
 
 impl Config {
-    /// Defaults overridden by the `OP2_*` and `OMP_NUM_THREADS` environment variables.
-    pub fn from_env() -> Result<Self> {
-        Self::from_vars(|k| std::env::var(k).ok())
-    }
-
-    /// Like [`Config::from_env`], reading variables through `get` (for tests).
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+    /// Defaults overridden by the shared `OP2_*` variables and `OMP_NUM_THREADS`, read through
+    /// `get`. The backends' own variables are read by [`Config::from_vars`], beside the registry
+    /// that knows which backends (and so which settings) this binary has.
+    pub(crate) fn from_shared_vars(get: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
         let mut c = Config::default();
         let nonempty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         if let Some(v) = nonempty("OP2_BACKEND") {
@@ -94,19 +91,6 @@ impl Config {
             // OpenMP allows a list for nested levels; the first entry is the outer level.
             let first = v.split(',').next().unwrap_or("");
             c.num_threads = Some(parse_positive("OMP_NUM_THREADS", first)?);
-        }
-        for setting in known_settings() {
-            if let Some(v) = nonempty(setting.env) {
-                setting.check(&v).map_err(|e| match e {
-                    Op2Error::Config { reason, .. } => Op2Error::Config {
-                        key: setting.env.into(),
-                        value: v.clone(),
-                        reason,
-                    },
-                    other => other,
-                })?;
-                c.settings.set(setting.name, &v);
-            }
         }
         Ok(c)
     }

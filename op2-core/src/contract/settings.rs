@@ -135,35 +135,6 @@ impl SettingValues {
     }
 }
 
-/// Every setting the backends registered in this binary declare, each once (backends that share
-/// settings, such as `cuda` and `cuda-emulator`, declare the same ones).
-pub fn known_settings() -> Vec<&'static Setting> {
-    let mut all: Vec<&'static Setting> = crate::backend::registered_backends()
-        .into_iter()
-        .flat_map(|f| f.settings.iter())
-        .collect();
-    all.sort_by_key(|s| s.name);
-    all.dedup_by_key(|s| s.name);
-    all
-}
-
-/// The declaration of setting `name`, or a configuration error listing the known ones.
-pub fn find_setting(name: &str) -> Result<&'static Setting> {
-    let known = known_settings();
-    known
-        .iter()
-        .find(|s| s.name == name)
-        .copied()
-        .ok_or_else(|| Op2Error::Config {
-            key: name.into(),
-            value: String::new(),
-            reason: format!(
-                "no backend built in declares this setting; known: {}",
-                known.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-            ),
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

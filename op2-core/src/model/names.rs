@@ -4,7 +4,13 @@
 //! identifiers C reserves for its implementation.
 
 use crate::error::{Op2Error, Result};
-use crate::kernel::is_c_identifier;
+
+/// Whether `s` is a C identifier.
+pub fn is_c_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
 
 /// The prefix of every identifier generated code introduces; no user name may start with it (in
 /// any letter case).

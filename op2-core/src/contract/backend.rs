@@ -1,15 +1,15 @@
-//! The backend contract (`Backend`, `PreparedLoop`, `Codegen`) and the registry that lets backend
-//! crates, first- or third-party, register themselves with `register_backend!`.
+//! The backend contract: `Backend` (run a loop's prepared code, move data home), `PreparedLoop`,
+//! `Codegen`, and what a device backend reports about its data (`DataState`, `DeviceStats`).
 
 use crate::carrier::Carrier;
 use crate::config::Config;
-use crate::device::{DataState, DeviceStats};
-use crate::error::{Op2Error, Result};
+use crate::error::Result;
 use crate::map::Map;
+use crate::rows::{check_range, check_rows, gather_rows, row_bytes};
 use crate::set::Set;
 use crate::signature::LoopSignature;
 use std::ffi::c_void;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// An execution backend: turns loop signatures into runnable code and runs it.
 pub trait Backend: Send + Sync {
@@ -30,10 +30,10 @@ pub trait Backend: Send + Sync {
     /// one after another (for packing halo messages). The default brings the whole carrier home
     /// first (nothing to do on host backends); device backends copy home just the rows' range.
     fn gather_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> Result<()> {
-        crate::device::check_rows(carrier, rows, out.len())?;
+        check_rows(carrier, rows, out.len())?;
         self.host_access(carrier, false)?;
         let guard = carrier.lock_for_loop("halo exchange", false)?;
-        crate::device::gather_rows(guard.bytes(), row_bytes(carrier), rows, out);
+        gather_rows(guard.bytes(), row_bytes(carrier), rows, out);
         Ok(())
     }
 
@@ -41,7 +41,7 @@ pub trait Backend: Send + Sync {
     /// halo rows). The default makes the host copy the valid one first; device backends write
     /// the range where the valid copy is.
     fn write_bytes(&self, carrier: &Carrier, offset: usize, data: &[u8]) -> Result<()> {
-        crate::device::check_range(carrier, offset, data.len())?;
+        check_range(carrier, offset, data.len())?;
         self.host_access(carrier, true)?;
         let mut guard = carrier.lock_for_loop("halo exchange", true)?;
         let host = guard.bytes_mut().expect("a write lock gives mutable bytes");
@@ -55,6 +55,32 @@ pub trait Backend: Send + Sync {
     /// default.
     fn release(&self) -> Result<()> {
         Ok(())
+    }
+
+    /// Whether the data loops see is the host copy itself (true for host backends). Work beside
+    /// the loops may then use and reset the host copy directly, as op2-la's assembly pass does
+    /// with its staging, instead of running a loop to zero it. The default answers from
+    /// [`Backend::device_stats`]: a backend that counts device transfers has device memory.
+    fn runs_on_host_memory(&self) -> bool {
+        self.device_stats().is_none()
+    }
+
+    /// How many host threads work on a loop, so that work beside the loops (op2-la's assembly
+    /// pass) uses as many. The default: the configured thread count (`OMP_NUM_THREADS`), else
+    /// every core the process may use; the sequential reference says one.
+    fn host_threads(&self, config: &Config) -> usize {
+        config.num_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(usize::from)
+                .unwrap_or(1)
+        })
+    }
+
+    /// Whether the backend's host threads are OpenMP's: work beside the loops then runs on
+    /// OpenMP's threads too (op2-la's assembly pass has an OpenMP version), since two thread pools
+    /// that spin on the same cores slow each other down.
+    fn uses_openmp_threads(&self) -> bool {
+        false
     }
 
     /// Transfer counters of a device backend; `None` for host backends.
@@ -139,76 +165,34 @@ pub trait Codegen {
     fn emit(&self, sig: &LoopSignature, options: &Self::Options) -> Result<Self::Unit>;
 }
 
-/// A registered backend: how to make one, and which Cargo feature of `op2` brings it in.
-pub struct BackendFactory {
-    /// The name users select (`OP2_BACKEND=name`).
-    pub name: &'static str,
-    /// The `op2` Cargo feature that links it (empty for third-party backends).
-    pub feature: &'static str,
-    /// One line for listings.
-    pub description: &'static str,
-    /// Makes the backend; errors with [`Op2Error::BackendUnavailable`] when it cannot run here.
-    pub create: fn(&Config) -> Result<Box<dyn Backend>>,
-    /// The backend's own settings: the runtime reads their environment variables, takes them from
-    /// `builder().setting(name, value)`, checks them, and passes them in [`Config::settings`].
-    pub settings: &'static [crate::settings::Setting],
+/// Where a carrier's valid data lives on a device backend (PyOP2's device-data flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DataState {
+    /// No device memory yet; the host copy is the data.
+    DeviceUnallocated,
+    /// No host memory yet; the device copy is the data. op2-rs carriers always own host memory, so
+    /// the first-party backends never start here; the transitions exist for backends that create
+    /// data on the device.
+    HostUnallocated,
+    /// Valid on the device only.
+    Device,
+    /// Valid on the host only.
+    Host,
+    /// Valid on both.
+    Both,
 }
 
-inventory::collect!(BackendFactory);
-
-/// Registers a backend from its crate: `op2_core::register_backend!(BackendFactory { .. });`.
-/// The crate that defines the backend never names `inventory` itself.
-#[macro_export]
-macro_rules! register_backend {
-    ($factory:expr) => {
-        $crate::__private::inventory::submit! { $factory }
-    };
-}
-
-/// Backends this build knows of whether or not it links them, with the Cargo feature of the
-/// `op2` facade that brings each in: the facade declares its first-party list here (it is the
-/// one place that list is written), so that asking for one that is not compiled in says which
-/// feature to turn on.
-static KNOWN: OnceLock<&'static [(&'static str, &'static str)]> = OnceLock::new();
-
-/// Declares the backends this build knows of, as `(name, feature)` (the facade does; the first
-/// declaration stays).
-pub fn declare_known_backends(list: &'static [(&'static str, &'static str)]) {
-    let _ = KNOWN.set(list);
-}
-
-/// The backends declared with [`declare_known_backends`] (empty when none were).
-pub fn known_backends() -> &'static [(&'static str, &'static str)] {
-    KNOWN.get().copied().unwrap_or(&[])
-}
-
-/// Every backend registered in this binary, sorted by name.
-pub fn registered_backends() -> Vec<&'static BackendFactory> {
-    let mut all: Vec<_> = inventory::iter::<BackendFactory>.into_iter().collect();
-    all.sort_by_key(|f| f.name);
-    all.dedup_by_key(|f| f.name);
-    all
-}
-
-/// Finds a registered backend by name, with the errors a user needs when it is missing.
-pub fn find_backend(name: &str) -> Result<&'static BackendFactory> {
-    let all = registered_backends();
-    if let Some(f) = all.iter().find(|f| f.name == name) {
-        return Ok(f);
-    }
-    if let Some((_, feature)) = known_backends().iter().find(|(n, _)| *n == name) {
-        return Err(Op2Error::BackendNotEnabled {
-            name: name.into(),
-            feature: (*feature).into(),
-        });
-    }
-    Err(Op2Error::UnknownBackend {
-        name: name.into(),
-        available: all.iter().map(|f| f.name.to_string()).collect(),
-    })
-}
-
-/// Bytes of one row of a carrier: its dim times its element size.
-pub(crate) fn row_bytes(carrier: &Carrier) -> usize {
-    carrier.dim() * carrier.dtype().size()
+/// Transfer counters of a device backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeviceStats {
+    /// Device allocations.
+    pub allocations: u64,
+    /// Host-to-device copies.
+    pub to_device: u64,
+    /// Device-to-host copies.
+    pub to_host: u64,
+    /// Bytes copied host to device.
+    pub bytes_to_device: u64,
+    /// Bytes copied device to host.
+    pub bytes_to_host: u64,
 }
