@@ -30,13 +30,11 @@ const AIRFOIL_SMALL: Case = Case {
 /// be skipped; others are skipped with a note when they cannot start here.
 #[test]
 fn airfoil_conforms_on_every_backend() {
-    let required = std::env::var("OP2_REQUIRE_BACKENDS").unwrap_or_default();
-    let required: Vec<&str> = required.split(',').filter(|s| !s.is_empty()).collect();
     let mut ran = 0;
     for backend in op2::backends().iter().map(|b| b.name) {
         if let Err(why) = probe(backend) {
             assert!(
-                !required.contains(&backend),
+                !op2_test_support::backend_required(backend),
                 "{backend} is required but cannot start: {why}"
             );
             eprintln!("{backend}: not checked here: {why}");

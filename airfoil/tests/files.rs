@@ -2,8 +2,7 @@
 //! made by h5py read, VTK output opened by meshio with the values computed here independently, and
 //! the PNG picture.
 
-#[path = "../../op2-vtk/tests/support/python.rs"]
-mod support;
+use op2_test_support::tools as support;
 
 use airfoil::{Airfoil, Constants, Mesh};
 

@@ -3,9 +3,8 @@
 
 use airfoil::distributed::{declare, shuffled};
 use airfoil::{Airfoil, Constants, Mesh, STANDARD_IJ};
-use op2::comm::Communicator;
 use op2::mpi::{Options, PartitionReport, verify};
-use std::sync::Arc;
+use op2_test_support::{on_rank_runtimes, on_ranks};
 use std::time::Duration;
 
 /// Distributes `mesh` over `ranks` thread ranks with each partitioner and verifies every rank.
@@ -13,22 +12,12 @@ fn check(mesh: &Mesh, ranks: usize) -> Vec<PartitionReport> {
     let (_, handles) = declare(mesh).unwrap();
     let mut reports = Vec::new();
     for p in handles.partitioners() {
-        let comms = op2::thread_communicators(ranks, Duration::from_secs(600));
-        let got: Vec<PartitionReport> = std::thread::scope(|s| {
-            let hs: Vec<_> = comms
-                .into_iter()
-                .map(|c| {
-                    s.spawn(move || {
-                        let comm: Arc<dyn Communicator> = Arc::new(c);
-                        let (here, _) = declare(mesh).unwrap();
-                        let (whole, _) = declare(mesh).unwrap();
-                        let d = here.distribute(&*comm, &Options::new(p)).unwrap();
-                        verify(&whole, &d, &*comm).unwrap();
-                        d.report
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        let got = on_ranks(ranks, Duration::from_secs(600), |_, comm| {
+            let (here, _) = declare(mesh).unwrap();
+            let (whole, _) = declare(mesh).unwrap();
+            let d = here.distribute(&*comm, &Options::new(p)).unwrap();
+            verify(&whole, &d, &*comm).unwrap();
+            d.report
         });
         reports.push(got.into_iter().next().unwrap());
     }
@@ -67,31 +56,6 @@ fn metis_halos_are_a_small_fraction_of_blocks_on_a_shuffled_standard_mesh() {
     );
 }
 
-/// Runs `work` on `ranks` thread ranks, each with a `seq` runtime (lazy or not) over its
-/// communicator; every rank's result, in rank order.
-fn on_ranks<R: Send>(ranks: usize, lazy: bool, work: impl Fn(op2::Runtime) -> R + Sync) -> Vec<R> {
-    let comms = op2::thread_communicators(ranks, Duration::from_secs(60));
-    let work = &work;
-    std::thread::scope(|s| {
-        let hs: Vec<_> = comms
-            .into_iter()
-            .map(|c| {
-                s.spawn(move || {
-                    work(
-                        op2::builder()
-                            .backend("seq")
-                            .lazy(lazy)
-                            .communicator(Arc::new(c))
-                            .build()
-                            .unwrap(),
-                    )
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    })
-}
-
 /// Airfoil's residuals and final flow on `ranks` thread ranks with the partitioner called `name`.
 fn across_ranks(
     mesh: &Mesh,
@@ -100,15 +64,19 @@ fn across_ranks(
     steps: usize,
     lazy: bool,
 ) -> (Vec<f64>, Vec<f64>) {
-    let results: Vec<(Vec<f64>, Option<Vec<f64>>)> = on_ranks(ranks, lazy, |rt| {
-        let (airfoil, local) =
-            airfoil::distributed::partitioned(&rt, mesh, &Constants::default(), |h| {
-                Options::new(h.partitioner(name).unwrap())
-            })
-            .unwrap();
-        let rms: Vec<f64> = (0..steps).map(|_| airfoil.step().unwrap()).collect();
-        (rms, local.gather(airfoil.q_dat()).unwrap())
-    });
+    let results: Vec<(Vec<f64>, Option<Vec<f64>>)> = on_rank_runtimes(
+        ranks,
+        || seq(lazy),
+        |_, rt| {
+            let (airfoil, local) =
+                airfoil::distributed::partitioned(&rt, mesh, &Constants::default(), |h| {
+                    Options::new(h.partitioner(name).unwrap())
+                })
+                .unwrap();
+            let rms: Vec<f64> = (0..steps).map(|_| airfoil.step().unwrap()).collect();
+            (rms, local.gather(airfoil.q_dat()).unwrap())
+        },
+    );
     let rms = results[0].0.clone();
     for (r, (other, q)) in results.iter().enumerate() {
         assert_eq!(*other, rms, "rank {r}'s residuals differ from rank 0's");
@@ -157,29 +125,33 @@ fn airfoil_exchanges_the_minimum_per_runge_kutta_stage() {
     // qold (direct) never; one cross-rank reduction per update (rms and maxerr together).
     let mesh = Mesh::generate(30, 40);
     let steps = 5u64;
-    let counts: Vec<Vec<(String, u64)>> = on_ranks(3, true, |rt| {
-        let (airfoil, _local) =
-            airfoil::distributed::partitioned(&rt, &mesh, &Constants::default(), |h| {
-                Options::new(h.partitioner("metis").unwrap())
-            })
-            .unwrap();
-        for _ in 0..steps {
-            airfoil.step().unwrap();
-        }
-        rt.flush().unwrap();
-        let mut counts: Vec<(String, u64)> = rt
-            .halo_traffic()
-            .into_iter()
-            .map(|t| (t.name, t.traffic.exchanges))
-            .collect();
-        counts.sort();
-        let timings = rt.timings();
-        for t in &timings {
-            counts.push((format!("{} reductions", t.kernel), t.reductions));
-            counts.push((format!("{} exchanges", t.kernel), t.halo.exchanges));
-        }
-        counts
-    });
+    let counts: Vec<Vec<(String, u64)>> = on_rank_runtimes(
+        3,
+        || seq(true),
+        |_, rt| {
+            let (airfoil, _local) =
+                airfoil::distributed::partitioned(&rt, &mesh, &Constants::default(), |h| {
+                    Options::new(h.partitioner("metis").unwrap())
+                })
+                .unwrap();
+            for _ in 0..steps {
+                airfoil.step().unwrap();
+            }
+            rt.flush().unwrap();
+            let mut counts: Vec<(String, u64)> = rt
+                .halo_traffic()
+                .into_iter()
+                .map(|t| (t.name, t.traffic.exchanges))
+                .collect();
+            counts.sort();
+            let timings = rt.timings();
+            for t in &timings {
+                counts.push((format!("{} reductions", t.kernel), t.reductions));
+                counts.push((format!("{} exchanges", t.kernel), t.halo.exchanges));
+            }
+            counts
+        },
+    );
     let expected: Vec<(String, u64)> = [
         ("p_adt", 2 * steps),
         ("p_bound", 1),
@@ -220,78 +192,82 @@ struct ExecWritten {
 /// into the cell's nodes (through `pcell`: the exec halo runs), then a loop over edges reading
 /// `w` at both cells (through `pecell`).
 fn exec_written(mesh: &Mesh, ranks: usize, iterations: usize) -> ExecWritten {
-    let results: Vec<_> = on_ranks(ranks, true, |rt| {
-        let (mut b, h) = declare(mesh).unwrap();
-        let w0: Vec<f64> = (0..mesh.ncell()).map(|c| (c % 7) as f64).collect();
-        let w = b.decl_dat(h.cells, 1, &w0, "w").unwrap();
-        let acc = b
-            .decl_dat(h.nodes, 1, &vec![0.0; mesh.nnode()], "acc")
-            .unwrap();
-        let e = b
-            .decl_dat(h.edges, 1, &vec![0.0; mesh.nedge()], "e")
-            .unwrap();
-        let local = b
-            .partition(&rt, &Options::new(h.partitioner("metis").unwrap()))
-            .unwrap();
-        let (cells, edges) = (local.set(h.cells), local.set(h.edges));
-        let (pcell, pecell) = (local.map(h.pcell), local.map(h.pecell));
-        let (w, acc, e) = (local.dat(w), local.dat(acc), local.dat(e));
-        let update = op2::Kernel::new(
-            "halve_and_spread",
-            "void halve_and_spread(double *w, double *a, double *b, double *c, double *d) {
+    let results: Vec<_> = on_rank_runtimes(
+        ranks,
+        || seq(true),
+        |_, rt| {
+            let (mut b, h) = declare(mesh).unwrap();
+            let w0: Vec<f64> = (0..mesh.ncell()).map(|c| (c % 7) as f64).collect();
+            let w = b.decl_dat(h.cells, 1, &w0, "w").unwrap();
+            let acc = b
+                .decl_dat(h.nodes, 1, &vec![0.0; mesh.nnode()], "acc")
+                .unwrap();
+            let e = b
+                .decl_dat(h.edges, 1, &vec![0.0; mesh.nedge()], "e")
+                .unwrap();
+            let local = b
+                .partition(&rt, &Options::new(h.partitioner("metis").unwrap()))
+                .unwrap();
+            let (cells, edges) = (local.set(h.cells), local.set(h.edges));
+            let (pcell, pecell) = (local.map(h.pcell), local.map(h.pecell));
+            let (w, acc, e) = (local.dat(w), local.dat(acc), local.dat(e));
+            let update = op2::Kernel::new(
+                "halve_and_spread",
+                "void halve_and_spread(double *w, double *a, double *b, double *c, double *d) {
                *w = 0.5 * *w + 1.0; *a += *w; *b += *w; *c += *w; *d += *w; }",
-        )
-        .unwrap();
-        let diff = op2::Kernel::new(
-            "difference",
-            "void difference(const double *l, const double *r, double *e) { *e = *l - *r; }",
-        )
-        .unwrap();
-        for _ in 0..iterations {
-            rt.par_loop(
-                &update,
-                &cells,
-                [
-                    w.arg(op2::RW),
-                    acc.arg_via(&pcell, 0, op2::INC),
-                    acc.arg_via(&pcell, 1, op2::INC),
-                    acc.arg_via(&pcell, 2, op2::INC),
-                    acc.arg_via(&pcell, 3, op2::INC),
-                ],
             )
             .unwrap();
-            rt.par_loop(
-                &diff,
-                &edges,
-                [
-                    w.arg_via(&pecell, 0, op2::READ),
-                    w.arg_via(&pecell, 1, op2::READ),
-                    e.arg(op2::WRITE),
-                ],
+            let diff = op2::Kernel::new(
+                "difference",
+                "void difference(const double *l, const double *r, double *e) { *e = *l - *r; }",
             )
             .unwrap();
-        }
-        let gathered = (
-            local.gather(&w).unwrap(),
-            local.gather(&acc).unwrap(),
-            local.gather(&e).unwrap(),
-        );
-        let t = rt
-            .halo_traffic()
-            .into_iter()
-            .find(|t| t.name == "w")
-            .map(|t| t.traffic)
-            .unwrap_or_default();
-        let sizes = local
-            .report()
-            .sets
-            .iter()
-            .find(|(n, _)| n == "cells")
-            .unwrap()
-            .1
-            .clone();
-        (gathered, (t.exchanges, t.bytes), sizes)
-    });
+            for _ in 0..iterations {
+                rt.par_loop(
+                    &update,
+                    &cells,
+                    [
+                        w.arg(op2::RW),
+                        acc.arg_via(&pcell, 0, op2::INC),
+                        acc.arg_via(&pcell, 1, op2::INC),
+                        acc.arg_via(&pcell, 2, op2::INC),
+                        acc.arg_via(&pcell, 3, op2::INC),
+                    ],
+                )
+                .unwrap();
+                rt.par_loop(
+                    &diff,
+                    &edges,
+                    [
+                        w.arg_via(&pecell, 0, op2::READ),
+                        w.arg_via(&pecell, 1, op2::READ),
+                        e.arg(op2::WRITE),
+                    ],
+                )
+                .unwrap();
+            }
+            let gathered = (
+                local.gather(&w).unwrap(),
+                local.gather(&acc).unwrap(),
+                local.gather(&e).unwrap(),
+            );
+            let t = rt
+                .halo_traffic()
+                .into_iter()
+                .find(|t| t.name == "w")
+                .map(|t| t.traffic)
+                .unwrap_or_default();
+            let sizes = local
+                .report()
+                .sets
+                .iter()
+                .find(|(n, _)| n == "cells")
+                .unwrap()
+                .1
+                .clone();
+            (gathered, (t.exchanges, t.bytes), sizes)
+        },
+    );
     let (w, acc, e) = results[0].0.clone();
     ExecWritten {
         values: (w.unwrap(), acc.unwrap(), e.unwrap()),
@@ -343,23 +319,29 @@ fn ranks_reading_their_slices_of_an_hdf5_file_compute_what_one_process_computes(
     .unwrap();
     let rms: Vec<f64> = (0..steps).map(|_| one.step().unwrap()).collect();
     for ranks in [2, 3] {
-        let got = on_ranks(ranks, true, |rt| {
-            let (a, _local, sizes) =
-                airfoil::distributed::partitioned_hdf5(&rt, &path, &Constants::default(), |h| {
-                    Options::new(h.partitioner("metis").unwrap())
-                })
+        let got = on_rank_runtimes(
+            ranks,
+            || seq(true),
+            |_, rt| {
+                let (a, _local, sizes) = airfoil::distributed::partitioned_hdf5(
+                    &rt,
+                    &path,
+                    &Constants::default(),
+                    |h| Options::new(h.partitioner("metis").unwrap()),
+                )
                 .unwrap();
-            assert_eq!(
-                sizes,
-                [mesh.nnode(), mesh.ncell(), mesh.nedge(), mesh.nbedge()]
-            );
-            let r: Vec<f64> = (0..steps).map(|_| a.step().unwrap()).collect();
-            // Each rank writes its piece; rank 0 the index.
-            let vtk = dir.path().join(format!("flow{ranks}.pvtu"));
-            airfoil::output::write_vtk(&a, &Constants::default(), &vtk).unwrap();
-            let cells = a.cell_map().from().size();
-            (r, cells)
-        });
+                assert_eq!(
+                    sizes,
+                    [mesh.nnode(), mesh.ncell(), mesh.nedge(), mesh.nbedge()]
+                );
+                let r: Vec<f64> = (0..steps).map(|_| a.step().unwrap()).collect();
+                // Each rank writes its piece; rank 0 the index.
+                let vtk = dir.path().join(format!("flow{ranks}.pvtu"));
+                airfoil::output::write_vtk(&a, &Constants::default(), &vtk).unwrap();
+                let cells = a.cell_map().from().size();
+                (r, cells)
+            },
+        );
         let total: usize = got.iter().map(|(_, c)| c).sum();
         assert_eq!(total, mesh.ncell(), "every cell owned once");
         for (r, (got, _)) in got.iter().enumerate() {
@@ -376,4 +358,9 @@ fn ranks_reading_their_slices_of_an_hdf5_file_compute_what_one_process_computes(
             assert!(dir.path().join(format!("flow{ranks}_{r}.vtu")).exists());
         }
     }
+}
+
+/// A `seq` runtime builder, lazy or eager, for the ranks.
+fn seq(lazy: bool) -> op2::RuntimeBuilder {
+    op2::builder().backend("seq").lazy(lazy)
 }

@@ -6,6 +6,7 @@
 //! cannot (no OpenCL driver, no GPU) are skipped with the reason.
 
 use op2_fuzz::{Shape, Target, fuzz_seed, run};
+use op2_test_support::backend_required as required;
 use std::time::Duration;
 
 /// The seed the suite draws its programs from.
@@ -13,13 +14,6 @@ const SEED: u64 = 20261125;
 
 /// Programs per configuration.
 const PROGRAMS: u32 = 3;
-
-fn required(backend: &str) -> bool {
-    std::env::var("OP2_REQUIRE_BACKENDS")
-        .unwrap_or_default()
-        .split(',')
-        .any(|b| b.trim() == backend)
-}
 
 fn check(label: &str) {
     let target: Target = run::target(label).expect("a known configuration");

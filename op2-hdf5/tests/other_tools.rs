@@ -8,8 +8,7 @@ use op2_core::Runtime;
 use op2_hdf5::H5File;
 use std::process::Command;
 
-#[path = "../../op2-vtk/tests/support/python.rs"]
-mod support;
+use op2_test_support::tools as support;
 
 #[test]
 fn reads_a_file_written_by_h5py() {

@@ -4,11 +4,10 @@
 //! what one process computes.
 
 use backend_seq as _;
-use op2_core::comm::Communicator;
-use op2_core::{INC, Kernel, READ, Runtime, thread_communicators};
+use op2_core::{INC, Kernel, READ, Runtime};
 use op2_mpi::{Input, MeshBuilder, MpiError, Options, Partitioner, block_range, verify};
+use op2_test_support::on_ranks;
 use proptest::prelude::*;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// A mesh in global numbering, independent of any builder.
@@ -85,26 +84,6 @@ fn declare(mesh: &Mesh, input: Input, ranks: usize, rank: usize) -> Declared {
         maps,
         dats,
     }
-}
-
-/// Runs `f(rank, communicator)` on `ranks` threads; returns each rank's result.
-fn on_ranks<R: Send>(
-    ranks: usize,
-    timeout: Duration,
-    f: impl Fn(usize, Arc<dyn Communicator>) -> R + Sync,
-) -> Vec<R> {
-    let comms = thread_communicators(ranks, timeout);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = comms
-            .into_iter()
-            .enumerate()
-            .map(|(r, c)| {
-                let f = &f;
-                s.spawn(move || f(r, Arc::new(c)))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
 }
 
 fn mesh_strategy() -> impl Strategy<Value = Mesh> {

@@ -8,8 +8,7 @@ use op2_vtk::{UnstructuredGrid, VtkError};
 use std::path::Path;
 use std::time::Duration;
 
-#[path = "support/python.rs"]
-mod support;
+use op2_test_support::tools as support;
 
 fn python_with_meshio() -> Option<String> {
     support::python_with("meshio", "python3-meshio")

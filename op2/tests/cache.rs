@@ -1,11 +1,9 @@
 //! The compiled-code cache: shared across processes through the disk, keyed by everything that
 //! shapes the code, written atomically, self-checking, in a private directory.
 
-mod common;
-
-use common::{backend, run_child, unique_token};
 use op2::{Kernel, READ, RW, WRITE};
 use op2_codegen::jit_stats;
+use op2_test_support::{backend, run_child, unique_token};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Mutex;

@@ -24,6 +24,7 @@
 //!   every backend configuration (or the named ones), N seconds each (see `fuzz.rs`).
 
 mod conformance;
+mod docs;
 mod fuzz;
 mod gpu;
 mod mpi;
@@ -315,19 +316,9 @@ fn host_features() -> Vec<&'static str> {
     f
 }
 
-/// The facade's test files that run again on each device backend (the others test host-compiler
-/// caches and OpenMP settings).
-const DEVICE_SUITE: [&str; 9] = [
-    "aliasing",
-    "classic",
-    "distributed",
-    "errors",
-    "hardening",
-    "laziness",
-    "misuse",
-    "random_meshes",
-    "registry",
-];
+/// The facade's test binary that runs again on each device backend (`cache` tests the host
+/// compiler's caches, `backends` chooses its own backends).
+const DEVICE_SUITE: [&str; 1] = ["suite"];
 
 /// Checks (and with `--install`, installs) the system packages building and testing need: CI
 /// runs it first, since even `cargo clippy` on the workspace links MPI.

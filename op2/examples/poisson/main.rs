@@ -7,7 +7,9 @@
 //! `--features mpi`, `mpirun -np 2 target/release/examples/poisson` partitions each mesh with
 //! METIS and assembles and solves across the ranks (preconditioners then act per rank's block).
 
-mod problem;
+// The problem itself (mesh, kernels, assembly, solve) is shared with the linear-algebra tests and
+// `la-bench`: op2-test-support/src/poisson.rs.
+use op2_test_support::poisson as problem;
 
 use op2::la::{Method, Preconditioner, SolverOptions};
 use std::process::ExitCode;

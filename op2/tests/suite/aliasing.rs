@@ -5,20 +5,13 @@
 //! and these loops once lost increments on openmp and OpenCL or panicked in the device code
 //! generator (found by `op2-fuzz`).
 
-mod common;
-
-use common::backend;
-use op2::{INC, Kernel, READ, RW, Runtime, WRITE};
-
-fn kernel(name: &str, src: &str) -> Kernel {
-    Kernel::new(name, src).unwrap_or_else(|e| panic!("kernel {name}: {e}"))
-}
+use op2::{INC, READ, RW, Runtime, WRITE};
+use op2_test_support::{backend, builder, kernel};
 
 /// A runtime on the suite's backend with blocks of `block` elements (many blocks, so that
 /// threads and work-groups really run side by side), lazy or eager.
 fn rt_blocks(block: usize, lazy: bool) -> Runtime {
-    op2::builder()
-        .backend(&backend())
+    builder()
         .lazy(lazy)
         .part_size(block)
         .build()

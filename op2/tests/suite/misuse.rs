@@ -3,10 +3,8 @@
 //! do not compile, data too large for a device. Each case asserts its error variant; none may
 //! panic, hang or crash. `cargo xtask test` runs this file on every backend.
 
-mod common;
-
-use common::{assert_err, backend, rt};
 use op2::{INC, Kernel, MAX, MIN, Op2Error, READ, RW, Runtime, SetSizes, WRITE, op_arg_dat};
+use op2_test_support::{assert_err, backend, kernel, rt};
 
 /// A small mesh: 3 edges over 4 nodes, 2 cells of 3 nodes.
 struct Mesh {
@@ -49,10 +47,6 @@ fn mesh() -> Mesh {
         ie,
         g,
     }
-}
-
-fn kernel(name: &str, src: &str) -> Kernel {
-    Kernel::new(name, src).unwrap()
 }
 
 /// `void inc1(double *a) { a[0] += 1.0; }`

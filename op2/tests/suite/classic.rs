@@ -1,14 +1,8 @@
 //! Loop tests ported from the classic OP2/PyOP2 suites (direct, indirect, reductions, vector maps,
 //! consts, midpoint), each against values computed independently in Rust.
 
-mod common;
-
-use common::rt;
-use op2::{INC, Kernel, MAX, MIN, READ, RW, Scalar, WRITE};
-
-fn kernel(name: &str, src: &str) -> Kernel {
-    Kernel::new(name, src).expect("valid kernel")
-}
+use op2::{INC, MAX, MIN, READ, RW, Scalar, WRITE};
+use op2_test_support::{kernel, rt};
 
 const N: usize = 1000;
 
@@ -446,7 +440,7 @@ fn kernels_named_like_libc_functions_stay_local() {
 #[test]
 fn suite_runs_on_the_requested_backend() {
     // `OP2_TEST_BACKEND` reruns this suite on another backend; make sure it really does.
-    assert_eq!(rt().backend_name(), common::backend());
+    assert_eq!(rt().backend_name(), op2_test_support::backend());
 }
 
 #[test]

@@ -1,8 +1,6 @@
 //! The OpenMP backend against the sequential reference: races (many elements incrementing a few
 //! nodes), reduction determinism, thread counts and block sizes.
 
-#![cfg(feature = "openmp")]
-
 use op2::{INC, Kernel, MAX, MIN, READ, Runtime, WRITE};
 
 /// A runtime whose threaded loops use every thread whatever their size (these meshes are small).

@@ -1,14 +1,8 @@
 //! The lazy trace: loops run when their results are needed, and only those; eager mode
 //! (`OP2_LAZY=0` or `lazy(false)`) gives the same results.
 
-mod common;
-
-use common::{backend, rt_lazy, run_child};
-use op2::{INC, Kernel, READ, RW, WRITE};
-
-fn k(name: &str, src: &str) -> Kernel {
-    Kernel::new(name, src).unwrap()
-}
+use op2::{INC, READ, RW, WRITE};
+use op2_test_support::{backend, kernel as k, rt_lazy, run_child};
 
 #[test]
 fn global_is_final_only_after_forcing() {
@@ -205,7 +199,7 @@ fn child_with_op2_lazy_0() {
 fn op2_lazy_0_in_the_environment() {
     let backend = backend();
     let out = run_child(
-        "child_with_op2_lazy_0",
+        "laziness::child_with_op2_lazy_0",
         &[("OP2_LAZY", "0"), ("OP2_BACKEND", backend.as_str())],
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("CHILD-EAGER-OK"));

@@ -4,18 +4,8 @@
 //! owned elements exactly what one process computes on the whole mesh. `cargo xtask test` runs
 //! this file on every backend.
 
-mod common;
-
-use common::backend;
-use op2::{
-    HaloNeighbour, INC, Kernel, READ, RW, Runtime, SetHalo, SetSizes, WRITE, thread_communicators,
-};
-use std::sync::Arc;
-use std::time::Duration;
-
-fn kernel(name: &str, src: &str) -> Kernel {
-    Kernel::new(name, src).unwrap()
-}
+use op2::{HaloNeighbour, INC, Kernel, READ, RW, Runtime, SetHalo, SetSizes, WRITE};
+use op2_test_support::{builder, kernel, on_rank_runtimes};
 
 /// The loops every run does: scale the node values (so their halo goes out of date), an edge
 /// value from its two nodes (read through the map: exchange), then increments from edges into
@@ -116,18 +106,8 @@ fn run(
 
 /// Runs `work` on two thread ranks, each with a runtime on the suite's backend; both results.
 fn two_ranks<R: Send>(work: impl Fn(Runtime, usize) -> R + Sync) -> (R, R) {
-    let work = &work;
-    let mut comms = thread_communicators(2, Duration::from_secs(60)).into_iter();
-    let (c0, c1) = (comms.next().unwrap(), comms.next().unwrap());
-    std::thread::scope(|s| {
-        let a = s.spawn(move || work(runtime().communicator(Arc::new(c0)).build().unwrap(), 0));
-        let b = s.spawn(move || work(runtime().communicator(Arc::new(c1)).build().unwrap(), 1));
-        (a.join().unwrap(), b.join().unwrap())
-    })
-}
-
-fn runtime() -> op2::RuntimeBuilder {
-    op2::builder().backend(&backend())
+    let mut both = on_rank_runtimes(2, builder, |rank, rt| work(rt, rank)).into_iter();
+    (both.next().unwrap(), both.next().unwrap())
 }
 
 fn core(n: usize) -> SetSizes {
@@ -150,7 +130,7 @@ fn two_ranks_compute_what_one_process_computes() {
     const M: usize = 17;
     let whole: Vec<f64> = initial(N + 1);
     let one = run(
-        &runtime().build().unwrap(),
+        &builder().build().unwrap(),
         core(N + 1),
         SetHalo::default(),
         core(N),
@@ -278,7 +258,7 @@ fn two_ranks_compute_what_one_process_computes() {
 fn redundant_elements_of_one_process_do_not_count_in_reductions() {
     // One process whose edge set has an exec halo: a loop writing through the map runs it, but a
     // reduction counts owned edges only.
-    let rt = runtime().build().unwrap();
+    let rt = builder().build().unwrap();
     let nodes = rt.decl_set(4, "nodes").unwrap();
     let edges = rt
         .decl_set_sections(
@@ -318,7 +298,7 @@ fn redundant_elements_of_one_process_do_not_count_in_reductions() {
 
 #[test]
 fn halo_lists_that_do_not_fit_the_sections_are_errors() {
-    let rt = runtime().build().unwrap();
+    let rt = builder().build().unwrap();
     let sizes = SetSizes {
         core: 3,
         owned: 0,

@@ -1,5 +1,5 @@
-//! Finding the external tools the file-format tests check against (Python with h5py or meshio):
-//! shared by the tests of op2-vtk, op2-hdf5 and Airfoil through `#[path]`.
+//! The external tools the file-format tests check against (Python with h5py or meshio, h5dump),
+//! for the tests of op2-vtk, op2-hdf5 and Airfoil.
 
 use std::path::Path;
 use std::process::Command;
@@ -34,7 +34,6 @@ pub fn python_with(module: &str, debian_package: &str) -> Option<String> {
 }
 
 /// Runs `script` with `args` and returns what it printed; a failing script fails the test.
-#[allow(dead_code)] // Not every including test file runs scripts this way.
 pub fn run_python(python: &str, script: &str, args: &[&Path]) -> String {
     output_of(Command::new(python).args(["-c", script]).args(args))
 }

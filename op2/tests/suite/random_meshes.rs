@@ -1,8 +1,6 @@
 //! Property tests: random meshes and loops on the reference backend against the same computation done
 //! independently in plain Rust.
 
-mod common;
-
 use op2::{INC, Kernel, MAX, MIN, READ, WRITE};
 use proptest::prelude::*;
 
@@ -44,7 +42,7 @@ proptest! {
 
     #[test]
     fn random_loops_match_plain_rust(m in random_mesh(), lazy in any::<bool>()) {
-        let rt = common::rt_lazy(lazy);
+        let rt = op2_test_support::rt_lazy(lazy);
         let (a, d) = (m.arity, m.dim);
         let nodes = rt.decl_set(m.nodes, "nodes").unwrap();
         let edges = rt.decl_set(m.edges, "edges").unwrap();
@@ -118,7 +116,7 @@ proptest! {
     /// element, against plain Rust.
     #[test]
     fn batched_gathers_match_plain_rust(m in random_mesh(), scale in -4i32..4) {
-        let rt = common::rt();
+        let rt = op2_test_support::rt();
         let (a, d) = (m.arity, m.dim);
         let nodes = rt.decl_set(m.nodes, "nodes").unwrap();
         let edges = rt.decl_set(m.edges, "edges").unwrap();

@@ -3,14 +3,8 @@
 //! several runtimes, handles outliving their runtime, failed flushes). Expected values are computed
 //! here independently; `cargo xtask test` runs this file on every backend.
 
-mod common;
-
-use common::{backend, rt};
 use op2::{INC, Kernel, MAX, MIN, Op2Error, READ, RW, WRITE};
-
-fn kernel(name: &str, src: &str) -> Kernel {
-    Kernel::new(name, src).unwrap_or_else(|e| panic!("kernel `{name}`: {e}"))
-}
+use op2_test_support::{backend, kernel, rt};
 
 const N: usize = 1000;
 

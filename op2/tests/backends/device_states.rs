@@ -4,8 +4,6 @@
 //! device in CI), `cuda-emulator`, and `cuda` where a GPU is present (else it says it skipped,
 //! unless `OP2_REQUIRE_CUDA` is set).
 
-#![cfg(any(feature = "opencl", feature = "cuda"))]
-
 use op2::{Dat, DataState, DeviceStats, INC, Kernel, READ, RW, Runtime, WRITE};
 
 /// The whole table as tests of one backend: `(module, backend name)`.

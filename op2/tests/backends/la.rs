@@ -2,35 +2,14 @@
 //! entry by entry against values computed here, block sizes, INC and WRITE, random meshes against a
 //! dense assembly, the Poisson problem's order of convergence, and every misuse as a typed error.
 
-#[path = "../examples/poisson/problem.rs"]
-mod problem;
+#[cfg(feature = "mpi")]
+use op2_test_support::on_rank_runtimes;
+use op2_test_support::poisson as problem;
+use op2_test_support::runtimes;
 
 use op2::la::{self, LaError, Mat, Method, Preconditioner, SolverOptions, Sparsity};
 use op2::{INC, Kernel, READ, RW, Runtime, WRITE};
 use proptest::prelude::*;
-
-/// Runtimes on every backend that starts here (those in `OP2_REQUIRE_BACKENDS` must).
-fn runtimes() -> Vec<Runtime> {
-    let required = std::env::var("OP2_REQUIRE_BACKENDS").unwrap_or_default();
-    let mut out = Vec::new();
-    let mut names: Vec<&str> = op2::backends().iter().map(|b| b.name).collect();
-    // The reference first: the others are compared with it.
-    names.sort_by_key(|n| *n != "seq");
-    for backend in names {
-        match op2::builder().backend(backend).build() {
-            Ok(rt) => out.push(rt),
-            Err(e) => {
-                assert!(
-                    !required.split(',').any(|r| r == backend),
-                    "{backend} is required but cannot start: {e}"
-                );
-                eprintln!("{backend}: not checked here: {e}");
-            }
-        }
-    }
-    assert_eq!(out[0].backend_name(), "seq");
-    out
-}
 
 /// Four triangles of different shapes over five nodes (node 4 inside the square 0-1-2-3).
 const XY: [f64; 10] = [0.0, 0.0, 2.0, 0.0, 2.0, 1.0, 0.0, 1.5, 0.7, 0.4];
@@ -511,31 +490,6 @@ fn sparsities_are_cached_by_maps_and_block_sizes() {
     assert!(m.values().iter().all(|&v| v == 0.0));
 }
 
-/// Runs `work` on `ranks` thread ranks (one runtime each on `backend`), returning each rank's
-/// result in rank order.
-#[cfg(feature = "mpi")]
-fn on_ranks<R: Send>(ranks: usize, backend: &str, work: impl Fn(Runtime) -> R + Sync) -> Vec<R> {
-    let comms = op2::thread_communicators(ranks, std::time::Duration::from_secs(120));
-    let work = &work;
-    std::thread::scope(|s| {
-        let hs: Vec<_> = comms
-            .into_iter()
-            .map(|c| {
-                s.spawn(move || {
-                    work(
-                        op2::builder()
-                            .backend(backend)
-                            .communicator(std::sync::Arc::new(c))
-                            .build()
-                            .unwrap(),
-                    )
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    })
-}
-
 /// Across 2 and 3 thread ranks, on every host backend, the Poisson problem assembles (exec halo
 /// computed redundantly), solves (halo exchanges in products, reductions in inner products) and
 /// measures the same error as one process; CG with global Jacobi takes the same iterations, the
@@ -555,15 +509,19 @@ fn poisson_across_thread_ranks_matches_one_process() {
         .collect();
     for backend in &backends {
         for ranks in [2, 3] {
-            let got = on_ranks(ranks, backend, |rt| {
-                [8, 16, 32]
-                    .into_iter()
-                    .map(|n| {
-                        let o = problem::solve(&rt, n, &options).unwrap();
-                        (o.l2_error, o.report.iterations, o.rows, o.nnz)
-                    })
-                    .collect::<Vec<_>>()
-            });
+            let got = on_rank_runtimes(
+                ranks,
+                || op2::builder().backend(backend),
+                |_, rt| {
+                    [8, 16, 32]
+                        .into_iter()
+                        .map(|n| {
+                            let o = problem::solve(&rt, n, &options).unwrap();
+                            (o.l2_error, o.report.iterations, o.rows, o.nnz)
+                        })
+                        .collect::<Vec<_>>()
+                },
+            );
             eprintln!("{backend}, {ranks} ranks: {:?}", got[0]);
             for rank in &got {
                 for ((err, its, rows, nnz), s) in rank.iter().zip(&serial) {
@@ -586,13 +544,17 @@ fn poisson_across_thread_ranks_matches_one_process() {
     // Block preconditioners across ranks: still order 2.
     for pc in [Preconditioner::Sor { omega: 1.0 }, Preconditioner::Ilu0] {
         let o = SolverOptions::new(Method::Gmres { restart: 30 }, pc).rtol(1e-10);
-        let got = on_ranks(2, "seq", |rt| {
-            let outs: Vec<problem::Outcome> = [8, 16, 32]
-                .into_iter()
-                .map(|n| problem::solve(&rt, n, &o).unwrap())
-                .collect();
-            problem::orders(&outs)
-        });
+        let got = on_rank_runtimes(
+            2,
+            || op2::builder().backend("seq"),
+            |_, rt| {
+                let outs: Vec<problem::Outcome> = [8, 16, 32]
+                    .into_iter()
+                    .map(|n| problem::solve(&rt, n, &o).unwrap())
+                    .collect();
+                problem::orders(&outs)
+            },
+        );
         for orders in got {
             assert!(
                 orders.iter().all(|o| (1.9..=2.1).contains(o)),
@@ -621,38 +583,42 @@ fn products_across_thread_ranks_match_the_serial_product() {
         a.mult(&x, &y).unwrap();
         (xs, y.to_vec().unwrap())
     };
-    let gathered = on_ranks(3, "seq", |rt| {
-        // The same mesh, partitioned, with x declared in global order.
-        let whole =
-            problem::unit_square(&op2::builder().backend("seq").build().unwrap(), n).unwrap();
-        let c2n_global = whole.c2n.values().to_vec();
-        let xy = whole.coords.to_vec().unwrap();
-        let mut mesh = MeshBuilder::new(Input::Everywhere);
-        let nodes = mesh.decl_set(whole.nodes.size(), "nodes").unwrap();
-        let cells = mesh.decl_set(whole.cells.size(), "cells").unwrap();
-        let map = mesh.decl_map(cells, nodes, 3, c2n_global, "c2n").unwrap();
-        let coords = mesh.decl_dat(nodes, 2, &xy, "coords").unwrap();
-        let xd = mesh.decl_dat(nodes, 1, &serial.0, "x").unwrap();
-        // Pairs of neighbouring cells: a map into the cells gives them a non-exec halo, which
-        // the staging of element blocks has rows for and assembly must skip.
-        let ncells = whole.cells.size();
-        let pairs = mesh.decl_set(ncells - 1, "pairs").unwrap();
-        let p2c: Vec<i32> = (0..ncells as i32 - 1).flat_map(|c| [c, c + 1]).collect();
-        mesh.decl_map(pairs, cells, 2, p2c, "p2c").unwrap();
-        let local = mesh
-            .partition(&rt, &Options::new(Partitioner::Metis { map }))
-            .unwrap();
-        let (c2n, cells, coords, x) = (
-            local.map(map),
-            local.set(cells),
-            local.dat(coords),
-            local.dat(xd),
-        );
-        let a = problem::stiffness(&rt, &cells, &c2n, &coords).unwrap();
-        let y = rt.decl_dat_zeros::<f64>(&local.set(nodes), 1, "y").unwrap();
-        a.mult(&x, &y).unwrap();
-        (local.gather(&y).unwrap(), cells.sizes().nonexec_halo)
-    });
+    let gathered = on_rank_runtimes(
+        3,
+        || op2::builder().backend("seq"),
+        |_, rt| {
+            // The same mesh, partitioned, with x declared in global order.
+            let whole =
+                problem::unit_square(&op2::builder().backend("seq").build().unwrap(), n).unwrap();
+            let c2n_global = whole.c2n.values().to_vec();
+            let xy = whole.coords.to_vec().unwrap();
+            let mut mesh = MeshBuilder::new(Input::Everywhere);
+            let nodes = mesh.decl_set(whole.nodes.size(), "nodes").unwrap();
+            let cells = mesh.decl_set(whole.cells.size(), "cells").unwrap();
+            let map = mesh.decl_map(cells, nodes, 3, c2n_global, "c2n").unwrap();
+            let coords = mesh.decl_dat(nodes, 2, &xy, "coords").unwrap();
+            let xd = mesh.decl_dat(nodes, 1, &serial.0, "x").unwrap();
+            // Pairs of neighbouring cells: a map into the cells gives them a non-exec halo, which
+            // the staging of element blocks has rows for and assembly must skip.
+            let ncells = whole.cells.size();
+            let pairs = mesh.decl_set(ncells - 1, "pairs").unwrap();
+            let p2c: Vec<i32> = (0..ncells as i32 - 1).flat_map(|c| [c, c + 1]).collect();
+            mesh.decl_map(pairs, cells, 2, p2c, "p2c").unwrap();
+            let local = mesh
+                .partition(&rt, &Options::new(Partitioner::Metis { map }))
+                .unwrap();
+            let (c2n, cells, coords, x) = (
+                local.map(map),
+                local.set(cells),
+                local.dat(coords),
+                local.dat(xd),
+            );
+            let a = problem::stiffness(&rt, &cells, &c2n, &coords).unwrap();
+            let y = rt.decl_dat_zeros::<f64>(&local.set(nodes), 1, "y").unwrap();
+            a.mult(&x, &y).unwrap();
+            (local.gather(&y).unwrap(), cells.sizes().nonexec_halo)
+        },
+    );
     assert!(
         gathered.iter().any(|(_, nonexec)| *nonexec > 0),
         "some rank's cells have a non-exec halo"
@@ -840,23 +806,27 @@ fn solving_after_the_runtime_is_dropped() {
 #[test]
 fn a_failure_on_one_rank_stops_every_rank() {
     let started = std::time::Instant::now();
-    let got = on_ranks(2, "seq", |rt| {
-        let m = problem::unit_square(&rt, 8).unwrap();
-        let a = problem::stiffness(&rt, &m.cells, &m.c2n, &m.coords).unwrap();
-        if rt.communicator().rank() == 0 {
-            a.zero_rows(&[0], 0.0).unwrap();
-        }
-        let b = rt
-            .decl_dat(&m.nodes, 1, &vec![1.0; m.nodes.total_size()], "b")
-            .unwrap();
-        let x = rt.decl_dat_zeros::<f64>(&m.nodes, 1, "x").unwrap();
-        la::solve(
-            &a,
-            &b,
-            &x,
-            &SolverOptions::new(Method::Gmres { restart: 30 }, Preconditioner::Ilu0),
-        )
-    });
+    let got = on_rank_runtimes(
+        2,
+        || op2::builder().backend("seq"),
+        |_, rt| {
+            let m = problem::unit_square(&rt, 8).unwrap();
+            let a = problem::stiffness(&rt, &m.cells, &m.c2n, &m.coords).unwrap();
+            if rt.communicator().rank() == 0 {
+                a.zero_rows(&[0], 0.0).unwrap();
+            }
+            let b = rt
+                .decl_dat(&m.nodes, 1, &vec![1.0; m.nodes.total_size()], "b")
+                .unwrap();
+            let x = rt.decl_dat_zeros::<f64>(&m.nodes, 1, "x").unwrap();
+            la::solve(
+                &a,
+                &b,
+                &x,
+                &SolverOptions::new(Method::Gmres { restart: 30 }, Preconditioner::Ilu0),
+            )
+        },
+    );
     assert!(
         matches!(got[0], Err(LaError::ZeroPivot { row: 0, .. })),
         "{:?}",

@@ -1,9 +1,7 @@
 //! Bad input: every misuse gives its specific, typed error (never a panic, a hang or silent damage).
 
-mod common;
-
-use common::{assert_err, rt};
 use op2::{INC, Kernel, MAX, MIN, Op2Error, READ, RW, SetSizes, WRITE};
+use op2_test_support::{assert_err, rt};
 
 struct Mesh {
     rt: op2::Runtime,
@@ -561,7 +559,7 @@ fn loop_with_a_map_of_another_runtime() {
 fn host_guard_alive_while_a_loop_writes() {
     let m = mesh();
     let eager = op2::builder()
-        .backend(&common::backend())
+        .backend(&op2_test_support::backend())
         .lazy(false)
         .build()
         .unwrap();
@@ -602,10 +600,10 @@ fn kernel_that_does_not_compile() {
 
 #[test]
 fn compiler_that_does_not_exist() {
-    if matches!(common::backend().as_str(), "opencl" | "cuda") {
+    if matches!(op2_test_support::backend().as_str(), "opencl" | "cuda") {
         // Device backends compile with their device's compiler: the host C compiler is unused.
         let rt = op2::builder()
-            .backend(&common::backend())
+            .backend(&op2_test_support::backend())
             .cc("/nonexistent/op2-cc")
             .build();
         assert!(rt.is_ok(), "{:?}", rt.err());
@@ -613,7 +611,7 @@ fn compiler_that_does_not_exist() {
     }
     assert_err!(
         op2::builder()
-            .backend(&common::backend())
+            .backend(&op2_test_support::backend())
             .cc("/nonexistent/op2-cc")
             .build(),
         Op2Error::CompilerNotFound { .. }
