@@ -2,7 +2,7 @@
 //! and its PETSc layer).
 //!
 //! A [`Sparsity`] comes from the (row map, column map) pairs that loops will assemble through; a
-//! [`Mat`] on it is filled by [`par_loop`]s whose Mat args hand each kernel its dense element
+//! [`Mat`] on it is filled by [`par_loop`](par_loop())s whose Mat args hand each kernel its dense element
 //! matrix; [`solve`] runs a Krylov method with a preconditioner, configured like PETSc's KSP.
 //!
 //! ```

@@ -132,7 +132,7 @@ impl CsrRef<'_> {
     }
 }
 
-/// A Mat argument of an assembly loop (see [`crate::par_loop`]): the kernel receives the element's
+/// A Mat argument of an assembly loop (see [`crate::par_loop()`]): the kernel receives the element's
 /// dense block, `(row arity x row block size)` rows by `(column arity x column block size)` columns,
 /// row-major and zeroed, as a `double *` (or `double A[R*C]`) parameter; entry `(i*bs + a, j*bs + b)`
 /// belongs to row node `row_map[e][i]` component `a`, column node `col_map[e][j]` component `b`.

@@ -200,7 +200,7 @@ impl CachedPlanner {
     }
 }
 
-/// What a device block must fit in, for [`Planner::plan_to_fit`].
+/// What a device block must fit in, for [`CachedPlanner::plan_to_fit`].
 #[derive(Debug, Clone)]
 pub struct LocalMemoryFit<'a> {
     /// Block size the backend prefers.

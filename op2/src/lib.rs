@@ -95,3 +95,8 @@ pub fn backends() -> Vec<&'static BackendFactory> {
     link_backends();
     registered_backends()
 }
+
+/// The README's Rust blocks, compiled and run as doctests (the front door's example must work).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

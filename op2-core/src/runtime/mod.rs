@@ -1,7 +1,8 @@
-//! The runtime: declares sets, maps and data, validates and records `par_loop`s in the lazy trace, and
-//! runs them on the chosen backend when their results are needed. Split by job: [`builder`] (the
-//! configuration), [`validate`] (checking a loop's args), [`execute`] (running recorded work) and
-//! [`timing`] (per-kernel timings); this file declares data and records loops.
+//! The runtime: declares sets, maps and data, validates and records `par_loop`s in the lazy trace,
+//! and runs them on the chosen backend when their results are needed. Split by job: `builder` (the
+//! configuration), `validate` (checking a loop's args), `steps` (a loop split into its section
+//! steps), `execute` (running recorded work) and `timing` (per-kernel timings); this file declares
+//! data and records loops.
 
 mod builder;
 mod execute;
