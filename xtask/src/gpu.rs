@@ -27,13 +27,7 @@ const TESTS: [(&str, &[&str]); 2] = [
     ("backends", &["device_states::"]),
     (
         "suite",
-        &[
-            "hardening::",
-            "classic::",
-            "errors::",
-            "misuse::",
-            "aliasing::",
-        ],
+        &["hardening::", "classic::", "bad_input::", "aliasing::"],
     ),
 ];
 

@@ -3,15 +3,13 @@
 //! backend: openmp with 1, 2 and 3 threads, OpenCL with both schemes, the CUDA emulator with both
 //! strategies. Expected values are computed independently in each test.
 //!
-//! Bad input lives in `errors` (declarations and loop args) and `misuse` (names, kernel
-//! parameters, access modes, compile errors, settings, data in use); regressions in `hardening`.
+//! Bad input lives in `bad_input` (its `errors` and `misuse`); regressions in `hardening`.
 
 mod aliasing;
+mod bad_input;
 mod classic;
 mod distributed;
-mod errors;
 mod hardening;
 mod laziness;
-mod misuse;
 mod random_meshes;
 mod registry;

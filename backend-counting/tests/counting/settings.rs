@@ -52,3 +52,17 @@ fn the_environment_variable_sets_it() {
         op2::Config::from_vars(|k| (k == "OP2_COUNTING_INNER").then(|| "seq".to_string())).unwrap();
     assert_eq!(c.setting("counting_inner"), Some("seq"));
 }
+
+/// What op2-la asks of a backend (its threads, its memory) is a method of the backend, so a
+/// wrapper that forwards them gets the same answers as the backend it wraps.
+#[test]
+fn a_third_party_backend_reports_its_capabilities() {
+    let rt = counting()
+        .setting("counting_inner", "seq")
+        .num_threads(4)
+        .build()
+        .unwrap();
+    assert_eq!(rt.host_threads(), 1, "seq's loops run on one thread");
+    assert!(rt.runs_on_host_memory());
+    assert!(!rt.uses_openmp_threads());
+}

@@ -2,8 +2,6 @@
 //! iteration counts within one of PETSc's for every method and preconditioner, since both follow
 //! KSP's conventions (left preconditioning, preconditioned norm, zero guess, the same test).
 
-#![cfg(feature = "petsc")]
-
 use op2_la::petsc::Petsc;
 use op2_la::{
     ConvergedReason, CsrRef, LaError, LinearSolver, Method, NativeSolver, Preconditioner,

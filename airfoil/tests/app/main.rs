@@ -1,0 +1,8 @@
+//! Airfoil's tests in one binary: the solver against OP2-Common's residuals, the conformance case
+//! on every backend, mesh and output files, and (feature `mpi`) partitioning across thread ranks.
+
+mod conformance;
+mod files;
+#[cfg(feature = "mpi")]
+mod partition;
+mod solver;
