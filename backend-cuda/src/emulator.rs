@@ -115,6 +115,13 @@ impl EmulatedGpu {
             reason,
         };
         let jit = JitCompiler::new(config, EMULATION_FLAGS)?;
+        // The emulated CUDA is compiled as C++: a C compiler without its C++ front end (gcc
+        // without g++) cannot run this backend.
+        jit.probe().map_err(|e| {
+            unavailable(format!(
+                "the emulator compiles CUDA as C++ (install g++): {e}"
+            ))
+        })?;
         let ptx = match check {
             NvrtcCheck::Off => None,
             NvrtcCheck::Required => {

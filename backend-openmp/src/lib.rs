@@ -103,8 +103,13 @@ impl OpenMpBackend {
             value: threads.to_string(),
             reason: "more threads than an OpenMP runtime can start".into(),
         })?;
+        let jit = JitCompiler::new(config, &["-fopenmp"])?;
+        jit.probe().map_err(|reason| Op2Error::BackendUnavailable {
+            name: "openmp".into(),
+            reason: format!("the C compiler cannot build OpenMP code: {reason}"),
+        })?;
         Ok(OpenMpBackend {
-            jit: JitCompiler::new(config, &["-fopenmp"])?,
+            jit,
             shared: Arc::new(Shared {
                 planner: CachedPlanner::new(StrategyChoice::default()),
                 block_size: config.part_size,

@@ -99,6 +99,8 @@ fn memory() -> MemoryLayer<JitFunction> {
 pub struct JitCompiler {
     cc: String,
     flags: Vec<String>,
+    /// The backend's own flags (before `OP2_CFLAGS`), for [`JitCompiler::probe`].
+    extra_flags: Vec<String>,
     identity: String,
     cache: CompileCache<JitFunction>,
 }
@@ -115,6 +117,7 @@ impl JitCompiler {
         Ok(JitCompiler {
             cc: config.cc.clone(),
             flags,
+            extra_flags: extra_flags.iter().map(|s| s.to_string()).collect(),
             identity,
             cache: CompileCache::new(
                 HOST_LIBRARIES,
@@ -123,6 +126,62 @@ impl JitCompiler {
                 memory(),
             )?,
         })
+    }
+
+    /// Checks, once per process for each compiler and set of backend flags, that the compiler
+    /// builds a trivial library with the default and the backend's own flags (not the user's
+    /// `OP2_CFLAGS`, whose mistakes are reported at the loop that needs them): a backend whose
+    /// flags need more than a C compiler (`-fopenmp`, or `-x c++` for the CUDA emulator, which
+    /// needs g++) reports itself unavailable instead of failing at every loop. `Err` holds the
+    /// compiler's message.
+    pub fn probe(&self) -> std::result::Result<(), String> {
+        static SEEN: OnceLock<Mutex<HashMap<String, std::result::Result<(), String>>>> =
+            OnceLock::new();
+        let key = format!("{}\n{}", self.cc, self.extra_flags.join(" "));
+        let seen = SEEN.get_or_init(Default::default);
+        if let Some(r) = seen.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return r.clone();
+        }
+        let result = self.try_trivial_library();
+        seen.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, result.clone());
+        result
+    }
+
+    fn try_trivial_library(&self) -> std::result::Result<(), String> {
+        use std::io::Write;
+        let lib = temp_path(self.cache.dir(), "so");
+        // `-x c` first, so that a backend's own `-x` (after it) decides the language of stdin.
+        let child = Command::new(&self.cc)
+            .args(["-x", "c"])
+            .args(DEFAULT_FLAGS)
+            .args(&self.extra_flags)
+            .arg("-o")
+            .arg(&lib)
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn();
+        let mut child = child.map_err(|e| format!("`{}` cannot run: {e}", self.cc))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(b"int op2_probe(void) { return 0; }\n");
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("`{}`: {e}", self.cc))?;
+        let _ = fs::remove_file(&lib);
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "`{} {}` cannot build a library: {}",
+                self.cc,
+                self.extra_flags.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
     }
 
     /// The cache directory.
@@ -255,4 +314,27 @@ fn cpu_identity() -> String {
         )
     })
     .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jit(extra: &[&str]) -> JitCompiler {
+        let dir = std::env::temp_dir().join(format!("op2-jit-probe-{}", std::process::id()));
+        let config = Config {
+            cache_dir: dir,
+            ..Config::default()
+        };
+        JitCompiler::new(&config, extra).expect("the system C compiler")
+    }
+
+    #[test]
+    fn the_probe_passes_the_plain_flags_and_names_a_flag_the_compiler_refuses() {
+        assert_eq!(jit(&[]).probe(), Ok(()));
+        let err = jit(&["-fop2-no-such-flag"]).probe().unwrap_err();
+        assert!(err.contains("-fop2-no-such-flag"), "{err}");
+        // Asked again, the answer comes from memory, the same.
+        assert_eq!(jit(&["-fop2-no-such-flag"]).probe(), Err(err));
+    }
 }

@@ -54,6 +54,13 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         required: true,
     },
     SystemDep {
+        what: "the C compiler's C++ front end (`cc -x c++`)",
+        check: "echo 'int main() { return 0; }' | cc -x c++ -fsyntax-only - >/dev/null 2>&1",
+        packages: &["g++"],
+        why: "the CUDA emulator compiles generated CUDA as C++ (the suite requires cuda-emulator)",
+        required: true,
+    },
+    SystemDep {
         what: "an OpenCL driver (ICD)",
         check: OPENCL_CHECK,
         packages: &["pocl-opencl-icd", "ocl-icd-opencl-dev", "clinfo"],
