@@ -4,17 +4,7 @@
 use op2::Runtime;
 
 fn runtime(backend: &str, threads: usize) -> Option<Runtime> {
-    match op2::builder().backend(backend).num_threads(threads).build() {
-        Ok(rt) => Some(rt),
-        Err(e) => {
-            assert!(
-                !op2_test_support::backend_required(backend),
-                "{backend} is required but cannot start: {e}"
-            );
-            eprintln!("{backend}: not checked here: {e}");
-            None
-        }
-    }
+    op2_test_support::runtime_if_available(op2::builder().backend(backend).num_threads(threads))
 }
 
 #[test]

@@ -65,27 +65,7 @@ state_table_tests!(cuda, "cuda");
 /// start here: `cuda` without a GPU unless `OP2_REQUIRE_CUDA` is set, the others unless
 /// `OP2_REQUIRE_BACKENDS` names them (as `cargo xtask test` does).
 fn runtime(backend: &str) -> Option<Runtime> {
-    runtime_with(op2::builder().backend(backend).lazy(false))
-}
-
-fn runtime_with(builder: op2::RuntimeBuilder) -> Option<Runtime> {
-    match builder.build() {
-        Ok(rt) => Some(rt),
-        Err(e) => {
-            let name = match &e {
-                op2::Op2Error::BackendUnavailable { name, .. } => name.clone(),
-                _ => panic!("{e}"),
-            };
-            let required = if name == "cuda" {
-                std::env::var_os("OP2_REQUIRE_CUDA").is_some()
-            } else {
-                op2_test_support::backend_required(&name)
-            };
-            assert!(!required, "the {name} backend cannot run here: {e}");
-            eprintln!("skipped on {name}: {e}");
-            None
-        }
-    }
+    op2_test_support::runtime_if_available(op2::builder().backend(backend).lazy(false))
 }
 
 /// Counter changes since `before`: (allocations, host-to-device, device-to-host).

@@ -1,45 +1,8 @@
 //! Bad input: every misuse gives its specific, typed error (never a panic, a hang or silent damage).
 
+use super::{inc1, mesh};
 use op2::{INC, Kernel, MAX, MIN, Op2Error, READ, RW, SetSizes, WRITE};
 use op2_test_support::{assert_err, rt};
-
-struct Mesh {
-    rt: op2::Runtime,
-    nodes: op2::Set,
-    edges: op2::Set,
-    cells: op2::Set,
-    e2n: op2::Map,
-    xn: op2::Dat<f64>,
-    xe: op2::Dat<f64>,
-    g: op2::Global<f64>,
-}
-
-fn mesh() -> Mesh {
-    let rt = rt();
-    let nodes = rt.decl_set(4, "nodes").unwrap();
-    let edges = rt.decl_set(3, "edges").unwrap();
-    let cells = rt.decl_set(2, "cells").unwrap();
-    let e2n = rt
-        .decl_map(&edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3], "e2n")
-        .unwrap();
-    let xn = rt.decl_dat_zeros::<f64>(&nodes, 1, "xn").unwrap();
-    let xe = rt.decl_dat_zeros::<f64>(&edges, 1, "xe").unwrap();
-    let g = rt.decl_global(1, &[0.0], "g").unwrap();
-    Mesh {
-        rt,
-        nodes,
-        edges,
-        cells,
-        e2n,
-        xn,
-        xe,
-        g,
-    }
-}
-
-fn k1() -> Kernel {
-    Kernel::new("k1", "void k1(double *a) { a[0] += 1.0; }").unwrap()
-}
 
 fn k2() -> Kernel {
     Kernel::new("k2", "void k2(double *a, double *b) { a[0] += b[0]; }").unwrap()
@@ -257,7 +220,7 @@ fn kernel_source_only_declares_the_function() {
 fn map_from_is_not_the_iteration_set() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.cells, [m.xn.arg_via(&m.e2n, 0, INC)]),
+        m.rt.par_loop(&inc1(), &m.cells, [m.xn.arg_via(&m.e2n, 0, INC)]),
         Op2Error::MapFromMismatch { arg: 0, .. }
     );
 }
@@ -266,7 +229,7 @@ fn map_from_is_not_the_iteration_set() {
 fn dat_set_is_not_the_maps_target() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.xe.arg_via(&m.e2n, 0, INC)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.xe.arg_via(&m.e2n, 0, INC)]),
         Op2Error::DatSetMismatch { arg: 0, .. }
     );
 }
@@ -285,7 +248,7 @@ fn row_arg_dat_set_is_not_the_maps_target() {
 fn direct_dat_not_on_the_iteration_set() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.xn.arg(RW)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.xn.arg(RW)]),
         Op2Error::DirectSetMismatch { arg: 0, .. }
     );
 }
@@ -304,7 +267,7 @@ fn declared_dim_differs_from_the_dat() {
     let m = mesh();
     assert_err!(
         m.rt.par_loop(
-            &k1(),
+            &inc1(),
             &m.edges,
             [op2::op_arg_dat(&m.xe, -1, None, 2, "double", RW)]
         ),
@@ -321,7 +284,7 @@ fn declared_type_differs_from_the_dat() {
     let m = mesh();
     assert_err!(
         m.rt.par_loop(
-            &k1(),
+            &inc1(),
             &m.edges,
             [op2::op_arg_dat(&m.xe, -1, None, 1, "float", RW)]
         ),
@@ -362,7 +325,7 @@ fn declared_type_differs_from_the_global() {
 fn min_on_a_dat() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.xe.arg(MIN)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.xe.arg(MIN)]),
         Op2Error::ReductionOnDat { .. }
     );
 }
@@ -371,7 +334,7 @@ fn min_on_a_dat() {
 fn max_on_an_indirect_dat() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.xn.arg_via(&m.e2n, 1, MAX)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.xn.arg_via(&m.e2n, 1, MAX)]),
         Op2Error::ReductionOnDat { .. }
     );
 }
@@ -381,7 +344,7 @@ fn write_to_a_const() {
     let m = mesh();
     let c = m.rt.decl_const(1, &[1.0f64], "cw").unwrap();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [c.arg(WRITE)]),
+        m.rt.par_loop(&inc1(), &m.edges, [c.arg(WRITE)]),
         Op2Error::ConstWrite { .. }
     );
 }
@@ -391,7 +354,7 @@ fn increment_a_const() {
     let m = mesh();
     let c = m.rt.decl_const(1, &[1.0f64], "ci").unwrap();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [c.arg(INC)]),
+        m.rt.par_loop(&inc1(), &m.edges, [c.arg(INC)]),
         Op2Error::ConstWrite { .. }
     );
 }
@@ -400,7 +363,7 @@ fn increment_a_const() {
 fn write_to_a_global() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.g.arg(WRITE)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.g.arg(WRITE)]),
         Op2Error::GlobalAccess { .. }
     );
 }
@@ -409,7 +372,7 @@ fn write_to_a_global() {
 fn rw_on_a_global() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.g.arg(RW)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.g.arg(RW)]),
         Op2Error::GlobalAccess { .. }
     );
 }
@@ -418,7 +381,7 @@ fn rw_on_a_global() {
 fn map_index_equal_to_arity() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.xn.arg_via(&m.e2n, 2, INC)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.xn.arg_via(&m.e2n, 2, INC)]),
         Op2Error::MapIndexOutOfRange {
             index: 2,
             arity: 2,
@@ -432,7 +395,7 @@ fn op2_style_negative_index_that_is_not_the_whole_row() {
     let m = mesh();
     assert_err!(
         m.rt.par_loop(
-            &k1(),
+            &inc1(),
             &m.edges,
             [op2::op_arg_dat(&m.xn, -3, Some(&m.e2n), 1, "double", INC)]
         ),
@@ -445,7 +408,7 @@ fn op2_style_index_without_a_map() {
     let m = mesh();
     assert_err!(
         m.rt.par_loop(
-            &k1(),
+            &inc1(),
             &m.edges,
             [op2::op_arg_dat(&m.xe, 0, None, 1, "double", RW)]
         ),
@@ -470,7 +433,7 @@ fn too_few_args_for_the_kernel() {
 fn too_many_args_for_the_kernel() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.xe.arg(RW), m.g.arg(INC)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.xe.arg(RW), m.g.arg(INC)]),
         Op2Error::KernelParamCount {
             params: 1,
             args: 2,
@@ -496,7 +459,7 @@ fn kernel_parameter_type_differs_from_the_dat() {
 fn whole_row_arg_given_to_a_plain_pointer() {
     let m = mesh();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.xn.arg_row(&m.e2n, READ)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.xn.arg_row(&m.e2n, READ)]),
         Op2Error::KernelParamShape {
             expected: "an array of pointers",
             ..
@@ -523,7 +486,7 @@ fn loop_over_a_set_of_another_runtime() {
     let other = rt();
     let s = other.decl_set(3, "foreign").unwrap();
     assert_err!(
-        m.rt.par_loop(&k1(), &s, [m.xe.arg(RW)]),
+        m.rt.par_loop(&inc1(), &s, [m.xe.arg(RW)]),
         Op2Error::ForeignObject { what: "set", .. }
     );
 }
@@ -535,7 +498,7 @@ fn loop_with_a_dat_of_another_runtime() {
     let s = other.decl_set(3, "edges").unwrap();
     let d = other.decl_dat_zeros::<f64>(&s, 1, "foreign").unwrap();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [d.arg(RW)]),
+        m.rt.par_loop(&inc1(), &m.edges, [d.arg(RW)]),
         Op2Error::ForeignObject { what: "dat", .. }
     );
 }
@@ -550,7 +513,7 @@ fn loop_with_a_map_of_another_runtime() {
     );
     let fm = other.decl_map(&a, &b, 1, vec![0, 1, 2], "fm").unwrap();
     assert_err!(
-        m.rt.par_loop(&k1(), &m.edges, [m.xn.arg_via(&fm, 0, INC)]),
+        m.rt.par_loop(&inc1(), &m.edges, [m.xn.arg_via(&fm, 0, INC)]),
         Op2Error::ForeignObject { what: "map", .. }
     );
 }
@@ -567,7 +530,7 @@ fn host_guard_alive_while_a_loop_writes() {
     let x = eager.decl_dat_zeros::<f64>(&s, 1, "x").unwrap();
     let guard = x.data_ro().unwrap();
     assert_err!(
-        eager.par_loop(&k1(), &s, [x.arg(RW)]),
+        eager.par_loop(&inc1(), &s, [x.arg(RW)]),
         Op2Error::DataBorrowed { .. }
     );
     drop(guard);
@@ -660,10 +623,10 @@ fn zero_threads_is_a_config_error() {
 fn errors_name_the_objects_involved() {
     let m = mesh();
     let err =
-        m.rt.par_loop(&k1(), &m.cells, [m.xn.arg_via(&m.e2n, 0, INC)])
+        m.rt.par_loop(&inc1(), &m.cells, [m.xn.arg_via(&m.e2n, 0, INC)])
             .unwrap_err()
             .to_string();
-    for word in ["k1", "e2n", "edges", "cells"] {
+    for word in ["inc1", "e2n", "edges", "cells"] {
         assert!(err.contains(word), "`{err}` should name `{word}`");
     }
     let _ = (&m.nodes, &m.g);
@@ -675,7 +638,7 @@ fn mutable_host_guard_alive_while_a_lazy_loop_is_recorded_and_flushed() {
     let m = mesh();
     let mut guard = m.xe.data().unwrap();
     guard[0] = 1.0;
-    m.rt.par_loop(&k1(), &m.edges, [m.xe.arg(RW)]).unwrap();
+    m.rt.par_loop(&inc1(), &m.edges, [m.xe.arg(RW)]).unwrap();
     assert_err!(m.rt.flush(), Op2Error::DataBorrowed { .. });
     drop(guard);
 }

@@ -3,56 +3,9 @@
 //! do not compile, data too large for a device. Each case asserts its error variant; none may
 //! panic, hang or crash. `cargo xtask test` runs this file on every backend.
 
-use op2::{INC, Kernel, MAX, MIN, Op2Error, READ, RW, Runtime, SetSizes, WRITE, op_arg_dat};
+use super::{Mesh, inc1, mesh};
+use op2::{INC, Kernel, MAX, MIN, Op2Error, READ, RW, SetSizes, WRITE, op_arg_dat};
 use op2_test_support::{assert_err, backend, kernel, rt};
-
-/// A small mesh: 3 edges over 4 nodes, 2 cells of 3 nodes.
-struct Mesh {
-    rt: Runtime,
-    nodes: op2::Set,
-    edges: op2::Set,
-    cells: op2::Set,
-    e2n: op2::Map,
-    c2n: op2::Map,
-    xn: op2::Dat<f64>,
-    xe: op2::Dat<f64>,
-    ie: op2::Dat<i32>,
-    g: op2::Global<f64>,
-}
-
-fn mesh() -> Mesh {
-    let rt = rt();
-    let nodes = rt.decl_set(4, "nodes").unwrap();
-    let edges = rt.decl_set(3, "edges").unwrap();
-    let cells = rt.decl_set(2, "cells").unwrap();
-    let e2n = rt
-        .decl_map(&edges, &nodes, 2, vec![0, 1, 1, 2, 2, 3], "e2n")
-        .unwrap();
-    let c2n = rt
-        .decl_map(&cells, &nodes, 3, vec![0, 1, 2, 1, 2, 3], "c2n")
-        .unwrap();
-    let xn = rt.decl_dat_zeros::<f64>(&nodes, 1, "xn").unwrap();
-    let xe = rt.decl_dat_zeros::<f64>(&edges, 1, "xe").unwrap();
-    let ie = rt.decl_dat_zeros::<i32>(&edges, 1, "ie").unwrap();
-    let g = rt.decl_global(1, &[0.0], "g").unwrap();
-    Mesh {
-        rt,
-        nodes,
-        edges,
-        cells,
-        e2n,
-        c2n,
-        xn,
-        xe,
-        ie,
-        g,
-    }
-}
-
-/// `void inc1(double *a) { a[0] += 1.0; }`
-fn inc1() -> Kernel {
-    kernel("inc1", "void inc1(double *a) { a[0] += 1.0; }")
-}
 
 // ---- names -----------------------------------------------------------------------------------
 
