@@ -8,6 +8,7 @@ use op2_vtk::{UnstructuredGrid, VtkError};
 use std::path::Path;
 use std::time::Duration;
 
+use op2_test_support::on_ranks;
 use op2_test_support::tools as support;
 
 fn python_with_meshio() -> Option<String> {
@@ -75,34 +76,23 @@ print(m.point_data["height"].ravel().tolist())
 fn every_rank_writes_a_piece_and_the_index_names_them_all() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("flow.pvtu");
-    let comms = thread_communicators(3, Duration::from_secs(20));
-    let written: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = comms
-            .into_iter()
-            .enumerate()
-            .map(|(r, comm)| {
-                let path = path.clone();
-                s.spawn(move || {
-                    // Rank r holds r + 1 cells along a strip.
-                    let n = r + 1;
-                    let coords: Vec<f64> = (0..=n)
-                        .flat_map(|i| [(10 * r + i) as f64, 0.0, (10 * r + i) as f64, 1.0])
-                        .collect();
-                    let quads: Vec<i32> = (0..n as i32)
-                        .flat_map(|c| [2 * c, 2 * c + 2, 2 * c + 3, 2 * c + 1])
-                        .collect();
-                    let rank = vec![r as f64; n];
-                    UnstructuredGrid::new(&coords, 2)
-                        .unwrap()
-                        .with_cells(&quads, 4)
-                        .unwrap()
-                        .with_cell_data("rank", &rank, 1)
-                        .unwrap()
-                        .write_parallel(&path, &comm)
-                })
-            })
+    let written = on_ranks(3, Duration::from_secs(20), |r, comm| {
+        // Rank r holds r + 1 cells along a strip.
+        let n = r + 1;
+        let coords: Vec<f64> = (0..=n)
+            .flat_map(|i| [(10 * r + i) as f64, 0.0, (10 * r + i) as f64, 1.0])
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+        let quads: Vec<i32> = (0..n as i32)
+            .flat_map(|c| [2 * c, 2 * c + 2, 2 * c + 3, 2 * c + 1])
+            .collect();
+        let rank = vec![r as f64; n];
+        UnstructuredGrid::new(&coords, 2)
+            .unwrap()
+            .with_cells(&quads, 4)
+            .unwrap()
+            .with_cell_data("rank", &rank, 1)
+            .unwrap()
+            .write_parallel(&path, &*comm)
     });
     for w in &written {
         assert_eq!(w.as_ref().unwrap(), &path);
@@ -207,26 +197,16 @@ fn one_rank_writes_a_vtu_named_as_asked() {
 #[test]
 fn a_rank_that_cannot_write_fails_every_rank() {
     let dir = tempfile::tempdir().unwrap();
-    let comms = thread_communicators(2, Duration::from_secs(20));
-    let results: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = comms
-            .into_iter()
-            .enumerate()
-            .map(|(r, comm)| {
-                // Rank 1 is pointed at a directory that does not exist.
-                let path = if r == 1 {
-                    dir.path().join("missing/flow.pvtu")
-                } else {
-                    dir.path().join("flow.pvtu")
-                };
-                s.spawn(move || {
-                    UnstructuredGrid::new(&[0.0, 0.0], 2)
-                        .unwrap()
-                        .write_parallel(&path, &comm)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let results = on_ranks(2, Duration::from_secs(20), |r, comm| {
+        // Rank 1 is pointed at a directory that does not exist.
+        let path = if r == 1 {
+            dir.path().join("missing/flow.pvtu")
+        } else {
+            dir.path().join("flow.pvtu")
+        };
+        UnstructuredGrid::new(&[0.0, 0.0], 2)
+            .unwrap()
+            .write_parallel(&path, &*comm)
     });
     assert!(
         matches!(results[0], Err(VtkError::OtherRank(1))),
