@@ -320,10 +320,9 @@ fn cpu_identity() -> String {
 mod tests {
     use super::*;
 
-    fn jit(extra: &[&str]) -> JitCompiler {
-        let dir = std::env::temp_dir().join(format!("op2-jit-probe-{}", std::process::id()));
+    fn jit(dir: &Path, extra: &[&str]) -> JitCompiler {
         let config = Config {
-            cache_dir: dir,
+            cache_dir: dir.to_path_buf(),
             ..Config::default()
         };
         JitCompiler::new(&config, extra).expect("the system C compiler")
@@ -331,10 +330,13 @@ mod tests {
 
     #[test]
     fn the_probe_passes_the_plain_flags_and_names_a_flag_the_compiler_refuses() {
-        assert_eq!(jit(&[]).probe(), Ok(()));
-        let err = jit(&["-fop2-no-such-flag"]).probe().unwrap_err();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        assert_eq!(jit(dir.path(), &[]).probe(), Ok(()));
+        let err = jit(dir.path(), &["-fop2-no-such-flag"])
+            .probe()
+            .unwrap_err();
         assert!(err.contains("-fop2-no-such-flag"), "{err}");
         // Asked again, the answer comes from memory, the same.
-        assert_eq!(jit(&["-fop2-no-such-flag"]).probe(), Err(err));
+        assert_eq!(jit(dir.path(), &["-fop2-no-such-flag"]).probe(), Err(err));
     }
 }

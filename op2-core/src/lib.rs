@@ -7,9 +7,9 @@
 //! 3. [`runtime`]: declaring, recording, validating, forcing and running loops (builds on both).
 //!
 //! The model reaches the runtime only through a trait of its own (a host read of a Dat forces the
-//! loops it depends on). Every module stays reachable at its old path (`op2_core::carrier`,
-//! `op2_core::backend`, ...). Users normally depend on the `op2` facade, which re-exports this
-//! crate and links the backends.
+//! loops it depends on). Every module and item stays reachable at its old path
+//! (`op2_core::carrier::Dat`, `op2_core::backend::BackendFactory`, ...). Users normally depend on
+//! the `op2` facade, which re-exports this crate and links the backends.
 
 #![warn(missing_docs)]
 
@@ -17,10 +17,41 @@ pub mod contract;
 pub mod model;
 pub mod runtime;
 
-pub use contract::{backend, config, plan, registry, rows, settings};
-pub use model::{
-    access, arg, carrier, comm, dtype, error, kernel, map, names, set, signature, trace,
-};
+pub use contract::{config, plan, registry, rows};
+pub use model::{access, arg, carrier, comm, dtype, error, map, names, set, signature, trace};
+
+// Modules whose items were split between layers keep every item at its old path too.
+
+/// The backend contract ([`contract::backend`]), with the registry's items
+/// ([`contract::registry`]) at the paths they had before the registry got a module of its own.
+pub mod backend {
+    pub use crate::contract::backend::*;
+    pub use crate::contract::registry::{
+        BackendFactory, declare_known_backends, find_backend, known_backends, registered_backends,
+    };
+}
+
+/// Backend settings ([`contract::settings`]), with [`known_settings`] and
+/// [`find_setting`](registry::find_setting) (now in the registry) at their old paths.
+pub mod settings {
+    pub use crate::contract::registry::{find_setting, known_settings};
+    pub use crate::contract::settings::*;
+}
+
+/// Kernels ([`model::kernel`]), with [`is_c_identifier`](names::is_c_identifier) (now in the
+/// names module) at its old path.
+pub mod kernel {
+    pub use crate::model::kernel::*;
+    pub use crate::model::names::is_c_identifier;
+}
+
+/// What a device backend reports about its data. The device-data table itself (`DeviceData`,
+/// `DeviceMemory`, `LoopUse`, `Transfers`) moved to `op2-device`, the one crate that uses it; the
+/// `op2` facade re-exports it at `op2::device` and at its root.
+pub mod device {
+    pub use crate::contract::backend::{DataState, DeviceStats};
+    pub use crate::contract::rows::carrier_bytes;
+}
 
 #[cfg(test)]
 mod layering;

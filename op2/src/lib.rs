@@ -25,8 +25,15 @@ pub use op2_core::*;
 /// `op2_codegen` `Dialect` for a new language) and registers a `DeviceBackend` over it.
 pub use op2_device;
 /// The device-data table every device backend keeps (moved from op2-core to op2-device, which only
-/// device backends use; re-exported here at the paths they had).
-pub use op2_device::{DeviceData, DeviceMemory, LoopUse, Transfers};
+/// device backends use; re-exported here at the root, where they were, and in [`device`]).
+pub use op2_device::{DeviceData, DeviceMemory, LoopUse, Transfers, Transitions};
+
+/// Device data: what a device backend reports ([`DataState`], [`DeviceStats`]) and the table it
+/// keeps ([`DeviceData`] over its [`DeviceMemory`], with the state transitions).
+pub mod device {
+    pub use op2_core::device::*;
+    pub use op2_device::{DeviceData, DeviceMemory, LoopUse, Transfers, Transitions};
+}
 /// OP2's HDF5 mesh files (feature `hdf5`): sets, maps, dats and constants declared from and
 /// written to files in OP2-Common's layout.
 #[cfg(feature = "hdf5")]

@@ -36,7 +36,9 @@ pub(crate) trait CarrierOwner: Send + Sync {
     fn communicator(&self) -> Arc<dyn Communicator>;
 }
 
-/// The owner of carriers that belong to no user-visible runtime (scratch copies, partials).
+/// The type behind the dangling owner of carriers that belong to no user-visible runtime (scratch
+/// copies, reduction partials): `Weak::<NoOwner>::new()` never upgrades, so these methods never
+/// run; they exist because a `Weak<dyn CarrierOwner>` needs a concrete type to start from.
 struct NoOwner;
 
 impl CarrierOwner for NoOwner {

@@ -33,3 +33,23 @@ fn unknown_backend_error_message_lists_choices() {
     assert!(matches!(err, Op2Error::UnknownBackend { .. }));
     assert!(err.to_string().contains("seq"), "{err}");
 }
+
+/// Items that moved between op2-core's layers (or to op2-device) are still found at the paths
+/// programs and third-party backends used before.
+#[test]
+fn moved_items_keep_their_old_paths() {
+    use op2::device::{DataState, DeviceData, DeviceMemory, Transitions};
+    let _: Option<&op2::backend::BackendFactory> = op2::backend::find_backend("seq").ok();
+    assert!(op2::settings::find_setting("no such setting").is_err());
+    assert!(op2::kernel::is_c_identifier("res_calc"));
+    assert!(!op2::kernel::is_c_identifier("2d"));
+    let (transfers, after) = DataState::Host.before_loop(op2::LoopUse {
+        reads: true,
+        writes: false,
+        overwrites_all: false,
+    });
+    assert!(transfers.to_device && after == DataState::Both);
+    // A device backend's table over its memory, named at the old paths (compiled, not run).
+    fn _a_table<M: DeviceMemory>(_: &DeviceData<M>) {}
+    let _ = op2::carrier_bytes;
+}
