@@ -37,6 +37,15 @@ pub fn rt_lazy(lazy: bool) -> Runtime {
         .unwrap_or_else(|e| panic!("runtime on `{}`: {e}", backend()))
 }
 
+/// A lazy runtime on the sequential reference, for tests that need a runtime but no backend in
+/// particular (file formats, partitioning).
+pub fn seq() -> Runtime {
+    op2::builder()
+        .backend("seq")
+        .build()
+        .unwrap_or_else(|e| panic!("runtime on `seq`: {e}"))
+}
+
 /// A kernel the test knows to be valid; a panic naming it otherwise.
 pub fn kernel(name: &str, source: &str) -> Kernel {
     Kernel::new(name, source).unwrap_or_else(|e| panic!("kernel `{name}`: {e}"))

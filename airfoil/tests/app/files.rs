@@ -2,13 +2,10 @@
 //! made by h5py read, VTK output opened by meshio with the values computed here independently, and
 //! the PNG picture.
 
+use op2_test_support::seq;
 use op2_test_support::tools as support;
 
 use airfoil::{Airfoil, Constants, Mesh};
-
-fn seq() -> op2::Runtime {
-    op2::builder().backend("seq").build().unwrap()
-}
 
 /// OP2's HDF5 files (feature `hdf5`).
 #[cfg(feature = "hdf5")]

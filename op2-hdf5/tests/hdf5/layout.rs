@@ -5,10 +5,7 @@
 use backend_seq as _;
 use op2_core::{INC, Kernel, READ, Runtime};
 use op2_hdf5::{H5File, Hdf5Error};
-
-fn runtime() -> Runtime {
-    Runtime::builder().backend("seq").build().unwrap()
-}
+use op2_test_support::seq as runtime;
 
 /// A small mesh: 3 edges over 4 nodes, coordinates, an int flag per edge, two constants.
 fn write_small(path: &std::path::Path) {
