@@ -250,15 +250,15 @@ fn run() -> Result<bool, String> {
         on_lead("the mesh", &|| whole()?.save(path, &c).map_err(s))?;
         say!("wrote {}", path.display());
     }
-    let threads = match rt.backend_name() {
-        "openmp" => format!(
+    // Backends that run their loops on OpenMP's threads say how many.
+    let threads = if rt.uses_openmp_threads() {
+        format!(
             " ({} threads{})",
-            rt.config()
-                .num_threads
-                .unwrap_or_else(|| { std::thread::available_parallelism().map_or(1, usize::from) }),
+            rt.host_threads(),
             if ranks > 1 { " per rank" } else { "" }
-        ),
-        _ => String::new(),
+        )
+    } else {
+        String::new()
     };
     say!(
         "backend: {}{threads} (--backend NAME or OP2_BACKEND chooses another)",

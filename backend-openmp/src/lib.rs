@@ -93,11 +93,7 @@ impl OpenMpBackend {
     /// An OpenMP backend with the configuration's compiler, cache, block size (`OP2_PART_SIZE`) and
     /// thread count (`OMP_NUM_THREADS`, else every core the process may use).
     pub fn new(config: &Config) -> Result<Self> {
-        let threads = config.num_threads.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(usize::from)
-                .unwrap_or(1)
-        });
+        let threads = config.host_threads();
         let threads = i32::try_from(threads).map_err(|_| Op2Error::Config {
             key: "OMP_NUM_THREADS".into(),
             value: threads.to_string(),

@@ -150,37 +150,28 @@ impl JitCompiler {
     }
 
     fn try_trivial_library(&self) -> std::result::Result<(), String> {
-        use std::io::Write;
-        let lib = temp_path(self.cache.dir(), "so");
-        // `-x c` first, so that a backend's own `-x` (after it) decides the language of stdin.
-        let child = Command::new(&self.cc)
-            .args(["-x", "c"])
-            .args(DEFAULT_FLAGS)
-            .args(&self.extra_flags)
-            .arg("-o")
-            .arg(&lib)
-            .arg("-")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn();
-        let mut child = child.map_err(|e| format!("`{}` cannot run: {e}", self.cc))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(b"int op2_probe(void) { return 0; }\n");
-        }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| format!("`{}`: {e}", self.cc))?;
-        let _ = fs::remove_file(&lib);
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
+        let src = temp_path(self.cache.dir(), "c");
+        fs::write(&src, "int op2_probe(void) { return 0; }\n")
+            .map_err(|e| format!("{}: {e}", src.display()))?;
+        let flags: Vec<&str> = DEFAULT_FLAGS
+            .iter()
+            .copied()
+            .chain(self.extra_flags.iter().map(String::as_str))
+            .collect();
+        let built = self.build_library(&flags, &src);
+        let _ = fs::remove_file(&src);
+        match built {
+            Ok((out, lib)) if out.status.success() => {
+                let _ = fs::remove_file(lib);
+                Ok(())
+            }
+            Ok((out, _)) => Err(format!(
                 "`{} {}` cannot build a library: {}",
                 self.cc,
                 self.extra_flags.join(" "),
                 String::from_utf8_lossy(&out.stderr).trim()
-            ))
+            )),
+            Err(e) => Err(format!("`{}` cannot run: {e}", self.cc)),
         }
     }
 
@@ -212,20 +203,13 @@ impl JitCompiler {
 
     /// Compiles the kept source `src` into a shared library and returns its bytes.
     fn compile(&self, unit: &GeneratedUnit, src: &Path) -> Result<Vec<u8>> {
-        let tmp_lib = temp_path(self.cache.dir(), "so");
-        let out = Command::new(&self.cc)
-            .args(&self.flags)
-            .arg("-o")
-            .arg(&tmp_lib)
-            .arg(src)
-            .arg("-lm")
-            .output()
-            .map_err(|e| Op2Error::CompilerNotFound {
-                cc: self.cc.clone(),
-                reason: e.to_string(),
-            })?;
+        let (out, tmp_lib) =
+            self.build_library(&self.flags, src)
+                .map_err(|e| Op2Error::CompilerNotFound {
+                    cc: self.cc.clone(),
+                    reason: e.to_string(),
+                })?;
         if !out.status.success() {
-            let _ = fs::remove_file(&tmp_lib);
             let mut message = String::from_utf8_lossy(&out.stderr).into_owned();
             message.push_str(&String::from_utf8_lossy(&out.stdout));
             return Err(Op2Error::Compile {
@@ -238,6 +222,27 @@ impl JitCompiler {
         let bytes = fs::read(&tmp_lib).map_err(|e| io("reading compiled library", &tmp_lib, e));
         let _ = fs::remove_file(&tmp_lib);
         bytes
+    }
+
+    /// Runs the compiler on `src` with `flags`, into a temporary library in the cache directory:
+    /// its output, and the library's path (removed here when the compiler failed).
+    fn build_library(
+        &self,
+        flags: &[impl AsRef<std::ffi::OsStr>],
+        src: &Path,
+    ) -> std::io::Result<(std::process::Output, std::path::PathBuf)> {
+        let lib = temp_path(self.cache.dir(), "so");
+        let out = Command::new(&self.cc)
+            .args(flags)
+            .arg("-o")
+            .arg(&lib)
+            .arg(src)
+            .arg("-lm")
+            .output()?;
+        if !out.status.success() {
+            let _ = fs::remove_file(&lib);
+        }
+        Ok((out, lib))
     }
 }
 

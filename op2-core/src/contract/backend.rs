@@ -69,11 +69,7 @@ pub trait Backend: Send + Sync {
     /// pass) uses as many. The default: the configured thread count (`OMP_NUM_THREADS`), else
     /// every core the process may use; the sequential reference says one.
     fn host_threads(&self, config: &Config) -> usize {
-        config.num_threads.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(usize::from)
-                .unwrap_or(1)
-        })
+        config.host_threads()
     }
 
     /// Whether the backend's host threads are OpenMP's: work beside the loops then runs on

@@ -59,13 +59,29 @@ fn whoami_uid() -> String {
     std::env::var("USER").unwrap_or_else(|_| "user".into())
 }
 
+/// The value of variable `key` through `get`, unless it is unset or blank (a blank variable means
+/// the default, as if unset).
+pub(crate) fn nonempty(get: &dyn Fn(&str) -> Option<String>, key: &str) -> Option<String> {
+    get(key).filter(|v| !v.trim().is_empty())
+}
+
 impl Config {
+    /// The threads a threaded backend runs on: [`Config::num_threads`] (`OMP_NUM_THREADS`), else
+    /// every core the process may use.
+    pub fn host_threads(&self) -> usize {
+        self.num_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(usize::from)
+                .unwrap_or(1)
+        })
+    }
+
     /// Defaults overridden by the shared `OP2_*` variables and `OMP_NUM_THREADS`, read through
     /// `get`. The backends' own variables are read by [`Config::from_vars`], beside the registry
     /// that knows which backends (and so which settings) this binary has.
     pub(crate) fn from_shared_vars(get: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
         let mut c = Config::default();
-        let nonempty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let nonempty = |k: &str| nonempty(get, k);
         if let Some(v) = nonempty("OP2_BACKEND") {
             c.backend = v.trim().to_string();
         }

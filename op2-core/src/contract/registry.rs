@@ -4,7 +4,7 @@
 //! environment.
 
 use crate::backend::Backend;
-use crate::config::Config;
+use crate::config::{Config, nonempty};
 use crate::error::{Op2Error, Result};
 use crate::settings::Setting;
 use std::sync::OnceLock;
@@ -120,9 +120,8 @@ impl Config {
     /// Like [`Config::from_env`], reading variables through `get` (for tests).
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut c = Config::from_shared_vars(&get)?;
-        let nonempty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         for setting in known_settings() {
-            if let Some(v) = nonempty(setting.env) {
+            if let Some(v) = nonempty(&get, setting.env) {
                 setting.check(&v).map_err(|e| match e {
                     Op2Error::Config { reason, .. } => Op2Error::Config {
                         key: setting.env.into(),
