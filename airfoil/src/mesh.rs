@@ -3,7 +3,7 @@
 
 use std::f64::consts::FRAC_PI_2;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// A mesh as Airfoil uses it (0-based indices, row-major).
@@ -247,8 +247,8 @@ impl Mesh {
         for ((n, c), k) in self.bedge.chunks(2).zip(&self.becell).zip(&self.bound) {
             let _ = writeln!(s, "{} {} {} {}", n[0], n[1], c, k);
         }
-        let mut f = std::fs::File::create(path)?;
-        f.write_all(s.as_bytes())
+        // Whole or not at all: a crash or a full disk keeps the previous file.
+        op2::atomic_write::write_file(path, s.as_bytes()).map_err(|e| e.into_io_error())
     }
 
     /// The same mesh numbered for locality, as OP2's `op_renumber` does: cells in reverse

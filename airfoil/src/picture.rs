@@ -34,6 +34,9 @@ pub enum PictureError {
     /// The mesh has no wall (boundary kind 1) to centre the view on.
     #[error("the mesh has no wall boundary to draw")]
     NoWall,
+    /// The finished picture could not be put in place (the previous file is unchanged).
+    #[error(transparent)]
+    Write(#[from] op2::atomic_write::WriteError),
     /// Drawing or encoding failed (for example the file could not be written).
     #[error("{path}: {reason}")]
     Draw {
@@ -84,6 +87,22 @@ pub fn render_pressure(
             });
         }
     }
+    // Drawn into a temporary file renamed over `path` once complete: never a half-written PNG.
+    op2::atomic_write::replace_with(path, |file| {
+        draw(mesh, q, gm1, title, file, path, (width, height))
+    })
+}
+
+/// Draws the picture into `file` (`path` is the name errors give).
+fn draw(
+    mesh: &Mesh,
+    q: &[f64],
+    gm1: f64,
+    title: &str,
+    file: &Path,
+    path: &Path,
+    (width, height): (u32, u32),
+) -> Result<(), PictureError> {
     register_font();
     let draw_err = |e: &dyn std::fmt::Display| PictureError::Draw {
         path: path.display().to_string(),
@@ -144,7 +163,7 @@ pub fn render_pressure(
         }
     };
 
-    let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
+    let root = BitMapBackend::new(file, (width, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| draw_err(&e))?;
     let (left, right) = root.split_horizontally(plot.0);
     let mut chart = ChartBuilder::on(&left)

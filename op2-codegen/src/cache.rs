@@ -237,18 +237,22 @@ fn verified(bytes: &[u8]) -> Option<&[u8]> {
 pub fn dump_source(dir: &Path, kernel: &str, key: &str, ext: &str, source: &str) -> Result<()> {
     fs::create_dir_all(dir).map_err(|e| io("creating the OP2_DUMP_GENCODE directory", dir, e))?;
     let path = dir.join(format!("{kernel}_{}.{ext}", &key[..key.len().min(16)]));
-    fs::write(&path, source).map_err(|e| io("writing generated source", &path, e))
+    op2_atomic_write::write_file(&path, source.as_bytes())
+        .map_err(|e| write_error("writing generated source", e))
 }
 
-/// Writes a cache file through a temporary file and a rename, so that readers (other threads or
-/// processes) see all of it or nothing.
+/// Writes a cache file whole or not at all (through op2-atomic-write: a temporary file renamed
+/// over it), so that readers (other threads or processes) see all of it or nothing.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = temp_path(path.parent().unwrap_or(Path::new(".")), "tmp");
-    fs::write(&tmp, bytes).map_err(|e| io("writing a cache file", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        io("installing a cache file", path, e)
-    })
+    op2_atomic_write::write_file(path, bytes).map_err(|e| write_error("writing a cache file", e))
+}
+
+fn write_error(context: &'static str, e: op2_atomic_write::WriteError) -> Op2Error {
+    Op2Error::Io {
+        context,
+        path: e.path().to_path_buf(),
+        source: e.into_io_error(),
+    }
 }
 
 /// A file name in `dir` no other thread or process uses, for work in progress.

@@ -125,8 +125,20 @@ type TypeName = hdf5::types::FixedAscii<16>;
 
 /// An HDF5 file in OP2's layout.
 pub struct H5File {
-    file: hdf5::File,
+    /// The open file; taken when it is closed.
+    file: Option<hdf5::File>,
     path: PathBuf,
+    /// For a file [`H5File::create`] made: the temporary file it is written as, renamed over
+    /// `path` when it is closed.
+    pending: Option<op2_atomic_write::PendingFile>,
+}
+
+impl Drop for H5File {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            eprintln!("op2-hdf5: {e}");
+        }
+    }
 }
 
 impl std::fmt::Debug for H5File {
@@ -196,18 +208,64 @@ impl H5File {
             reason: e.to_string(),
         })?;
         close_on_exec(&file);
-        Ok(H5File { file, path })
+        Ok(H5File {
+            file: Some(file),
+            path,
+            pending: None,
+        })
     }
 
-    /// Creates a file, replacing one that exists (as OP2's `op_write_hdf5` truncates).
+    /// Creates a file that replaces the one at `path`, if any, when it is closed
+    /// ([`H5File::close`], or dropped): until then it is written as a temporary file beside
+    /// `path`, so a crash or a full disk never leaves a half-written file (OP2's
+    /// `op_write_hdf5` truncates the old file first). Readers see the new file once it is closed.
     pub fn create(path: impl AsRef<Path>) -> Result<H5File> {
         let path = path.as_ref().to_path_buf();
-        let file = unlocked().create(&path).map_err(|e| Hdf5Error::Create {
+        let create_error = |reason: String| Hdf5Error::Create {
             file: path.clone(),
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        let pending =
+            op2_atomic_write::PendingFile::new(&path).map_err(|e| create_error(e.to_string()))?;
+        let file = unlocked()
+            .create(pending.temp_path())
+            .map_err(|e| create_error(e.to_string()))?;
         close_on_exec(&file);
-        Ok(H5File { file, path })
+        Ok(H5File {
+            file: Some(file),
+            path,
+            pending: Some(pending),
+        })
+    }
+
+    /// Closes the file; one [`H5File::create`] made is synced and renamed over its path now
+    /// (dropping the handle does the same, printing a failure instead of returning it).
+    pub fn close(mut self) -> Result<()> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let Some(file) = self.file.take() else {
+            return Ok(());
+        };
+        let closed = file.close().map_err(|e| self.io("/", e));
+        match self.pending.take() {
+            // A file that did not close cleanly is not installed: the old one stays.
+            Some(pending) => {
+                closed?;
+                pending.commit().map_err(|e| Hdf5Error::Create {
+                    file: self.path.clone(),
+                    reason: e.to_string(),
+                })
+            }
+            None => closed,
+        }
+    }
+
+    fn h5(&self) -> &hdf5::File {
+        self.file
+            .as_ref()
+            .expect("an H5File's file is taken only when it is closed")
     }
 
     /// The file's path.
@@ -219,14 +277,14 @@ impl H5File {
     pub fn contains(&self, name: &str) -> bool {
         // `link_exists` on a path whose parent group is missing is an HDF5 error: check each level.
         let levels = levels(name);
-        !levels.is_empty() && levels.iter().all(|at| self.file.link_exists(at))
+        !levels.is_empty() && levels.iter().all(|at| self.h5().link_exists(at))
     }
 
     fn dataset(&self, name: &str) -> Result<hdf5::Dataset> {
         if !self.contains(name) {
             return Err(self.missing(name));
         }
-        self.file.dataset(name).map_err(|_| self.missing(name))
+        self.h5().dataset(name).map_err(|_| self.missing(name))
     }
 
     fn missing(&self, name: &str) -> Hdf5Error {
@@ -494,8 +552,8 @@ impl H5File {
         let mut levels = levels(name);
         levels.pop();
         for at in levels {
-            if !self.file.link_exists(&at) {
-                self.file.create_group(&at).map_err(|e| self.io(name, e))?;
+            if !self.h5().link_exists(&at) {
+                self.h5().create_group(&at).map_err(|e| self.io(name, e))?;
             }
         }
         Ok(())
@@ -531,7 +589,7 @@ impl H5File {
             ds
         } else {
             self.parent_groups(name)?;
-            self.file
+            self.h5()
                 .new_dataset::<H>()
                 .shape(shape)
                 .create(name)
@@ -697,7 +755,7 @@ impl H5File {
 
     /// Makes sure everything written is on disk.
     pub fn flush(&self) -> Result<()> {
-        self.file.flush().map_err(|e| self.io("/", e))
+        self.h5().flush().map_err(|e| self.io("/", e))
     }
 }
 

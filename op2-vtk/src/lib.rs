@@ -396,21 +396,11 @@ impl UnstructuredGrid {
         s
     }
 
-    /// Writes the grid as one `.vtu` file at `path` (as given).
+    /// Writes the grid as one `.vtu` file at `path` (as given), atomically: the previous file stays
+    /// until the new one is complete on disk.
     pub fn write_vtu(&self, path: &Path) -> Result<()> {
-        if path.is_dir() {
-            return Err(VtkError::Io {
-                path: path.to_path_buf(),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::IsADirectory,
-                    "is a directory, not a file name",
-                ),
-            });
-        }
-        std::fs::write(path, self.to_vtu()).map_err(|source| VtkError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+        // Written whole or not at all: a crash or a full disk keeps the previous file.
+        op2_atomic_write::write_file(path, self.to_vtu().as_bytes()).map_err(write_error)
     }
 
     /// The `.pvtu` index of `pieces` (file names relative to the index), each holding a grid with
@@ -467,11 +457,8 @@ impl UnstructuredGrid {
         let mut written = self.write_vtu(&dir.join(piece_name(rank)));
         if written.is_ok() && rank == 0 {
             let pieces: Vec<String> = (0..ranks).map(piece_name).collect();
-            written =
-                std::fs::write(&index, self.to_pvtu(&pieces)).map_err(|source| VtkError::Io {
-                    path: index.clone(),
-                    source,
-                });
+            written = op2_atomic_write::write_file(&index, self.to_pvtu(&pieces).as_bytes())
+                .map_err(write_error);
         }
         // Every rank learns the lowest rank that failed, so all return alike.
         let failed = comm.first_failed_rank(written.is_err())?;
@@ -485,6 +472,14 @@ impl UnstructuredGrid {
 
 /// `path` ending in `.ending`: a `.vtu` or `.pvtu` ending is replaced, any other kept and added to
 /// (`run.v2` becomes `run.v2.vtu`, not `run.vtu`).
+/// A failed atomic write as [`VtkError::Io`] (the target keeps its previous contents).
+fn write_error(e: op2_atomic_write::WriteError) -> VtkError {
+    VtkError::Io {
+        path: e.path().to_path_buf(),
+        source: e.into_io_error(),
+    }
+}
+
 fn with_ending(path: &Path, ending: &str) -> PathBuf {
     match path.extension().and_then(|e| e.to_str()) {
         Some("vtu" | "pvtu") => path.with_extension(ending),

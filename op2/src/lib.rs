@@ -51,6 +51,10 @@ pub use op2_renumber as renumber;
 /// VTK output for ParaView: a mesh and its data as `.vtu`, or per-rank pieces and a `.pvtu` index.
 pub use op2_vtk as vtk;
 
+/// Whole-file outputs that are never half-written (a temporary file renamed over the target):
+/// what every writer of op2-rs uses, for an application's own files too.
+pub use op2_atomic_write as atomic_write;
+
 /// The first-party backends, written once: for each, the Cargo feature of this crate that brings
 /// it in, its crate, and the backend names it registers. From this one list come the re-exports
 /// of the backend crates, [`FIRST_PARTY_BACKENDS`], and the references that keep each enabled
