@@ -66,7 +66,7 @@ pub use comm::{
     Communicator, PendingExchange, PendingReduction, ReduceOp, SelfCommunicator,
     ThreadCommunicator, thread_communicators,
 };
-pub use config::Config;
+pub use config::{CheckpointConfig, CheckpointEvery, Config};
 pub use dtype::{DType, HostBuffer, Scalar};
 pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};
@@ -76,7 +76,7 @@ pub use registry::{
     registered_backends,
 };
 pub use rows::carrier_bytes;
-pub use runtime::{DatTraffic, HaloTraffic, LoopTiming, Runtime, RuntimeBuilder};
+pub use runtime::{CheckpointStats, DatTraffic, HaloTraffic, LoopTiming, Runtime, RuntimeBuilder};
 pub use set::{HaloNeighbour, Set, SetHalo, SetSizes};
 pub use settings::{Setting, SettingKind, SettingValues};
 pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};

@@ -30,6 +30,88 @@ pub struct Config {
     /// The registered backends' own settings, by name, as the environment and the builder gave
     /// them (checked against their declarations).
     pub settings: SettingValues,
+    /// Checkpoint and restart (`OP2_CHECKPOINT`, `OP2_CHECKPOINT_EVERY`): off by default.
+    pub checkpoint: Option<CheckpointConfig>,
+}
+
+/// Where and how often a runtime checkpoints (see the runtime's `checkpoint` module): a program
+/// started again with the file present fast-forwards to the last checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointConfig {
+    /// The checkpoint file (`OP2_CHECKPOINT`).
+    pub path: PathBuf,
+    /// When a checkpoint is taken (`OP2_CHECKPOINT_EVERY`).
+    pub every: CheckpointEvery,
+}
+
+/// When a checkpoint is taken: always between two loops (the backup point), before the loop
+/// that meets the condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckpointEvery {
+    /// Before every `n`-th loop (`OP2_CHECKPOINT_EVERY=500` or `500 loops`).
+    Loops(u64),
+    /// Before the first loop once this much time has passed since the last checkpoint (or the
+    /// start): `OP2_CHECKPOINT_EVERY=300s`, `5min` or `1h`. The default, every 300 s.
+    Time(std::time::Duration),
+    /// Before every `every`-th call of the loop whose kernel is `kernel` after its first: an
+    /// iteration of a time-stepping program (`OP2_CHECKPOINT_EVERY=save_soln:100`).
+    Kernel {
+        /// The kernel's name.
+        kernel: String,
+        /// Calls between checkpoints.
+        every: u64,
+    },
+}
+
+impl Default for CheckpointEvery {
+    fn default() -> Self {
+        CheckpointEvery::Time(std::time::Duration::from_secs(300))
+    }
+}
+
+impl std::str::FromStr for CheckpointEvery {
+    type Err = Op2Error;
+
+    /// `N` or `N loops`, `Ns` / `Nmin` / `Nh`, or `kernel:N`.
+    fn from_str(v: &str) -> Result<Self> {
+        let bad = |reason: &str| Op2Error::Config {
+            key: "OP2_CHECKPOINT_EVERY".into(),
+            value: v.into(),
+            reason: reason.into(),
+        };
+        let t = v.trim();
+        let positive = |n: &str| match n.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(bad(
+                "expected N (loops), N loops, Ns, Nmin, Nh or KERNEL:N with N a positive integer",
+            )),
+        };
+        if let Some((kernel, n)) = t.split_once(':') {
+            let kernel = kernel.trim();
+            if !crate::names::is_c_identifier(kernel) {
+                return Err(bad("the kernel before `:` must be a C identifier"));
+            }
+            return Ok(CheckpointEvery::Kernel {
+                kernel: kernel.into(),
+                every: positive(n)?,
+            });
+        }
+        let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (n, unit) = t.split_at(digits);
+        let n = positive(n)?;
+        let secs = |k: u64| {
+            n.checked_mul(k)
+                .map(|s| CheckpointEvery::Time(std::time::Duration::from_secs(s)))
+                .ok_or_else(|| bad("too long"))
+        };
+        match unit.trim() {
+            "" | "loops" | "loop" => Ok(CheckpointEvery::Loops(n)),
+            "s" | "sec" | "seconds" => secs(1),
+            "min" | "minutes" => secs(60),
+            "h" | "hours" => secs(3600),
+            _ => Err(bad("unknown unit (loops, s, min or h)")),
+        }
+    }
 }
 
 impl Default for Config {
@@ -44,6 +126,7 @@ impl Default for Config {
             part_size: None,
             num_threads: None,
             settings: SettingValues::default(),
+            checkpoint: None,
         }
     }
 }
@@ -108,6 +191,21 @@ impl Config {
             let first = v.split(',').next().unwrap_or("");
             c.num_threads = Some(parse_positive("OMP_NUM_THREADS", first)?);
         }
+        if let Some(v) = nonempty("OP2_CHECKPOINT") {
+            c.checkpoint = Some(CheckpointConfig {
+                path: PathBuf::from(v),
+                every: match nonempty("OP2_CHECKPOINT_EVERY") {
+                    Some(e) => e.parse()?,
+                    None => CheckpointEvery::default(),
+                },
+            });
+        } else if let Some(v) = nonempty("OP2_CHECKPOINT_EVERY") {
+            return Err(Op2Error::Config {
+                key: "OP2_CHECKPOINT_EVERY".into(),
+                value: v,
+                reason: "set OP2_CHECKPOINT (the file) too".into(),
+            });
+        }
         Ok(c)
     }
 
@@ -165,5 +263,59 @@ mod tests {
             bad("OMP_NUM_THREADS", "many"),
             Op2Error::Config { .. }
         ));
+        assert!(matches!(
+            bad("OP2_CHECKPOINT_EVERY", "100"),
+            Op2Error::Config { .. }
+        ));
+    }
+
+    #[test]
+    fn reads_checkpoint_intervals() {
+        use std::time::Duration;
+        let every = |v: &str| v.parse::<CheckpointEvery>();
+        assert_eq!(every("500").unwrap(), CheckpointEvery::Loops(500));
+        assert_eq!(every(" 7 loops").unwrap(), CheckpointEvery::Loops(7));
+        assert_eq!(
+            every("90s").unwrap(),
+            CheckpointEvery::Time(Duration::from_secs(90))
+        );
+        assert_eq!(
+            every("2 min").unwrap(),
+            CheckpointEvery::Time(Duration::from_secs(120))
+        );
+        assert_eq!(
+            every("1h").unwrap(),
+            CheckpointEvery::Time(Duration::from_secs(3600))
+        );
+        assert_eq!(
+            every("save_soln: 100").unwrap(),
+            CheckpointEvery::Kernel {
+                kernel: "save_soln".into(),
+                every: 100
+            }
+        );
+        for bad in ["0", "", "-3", "5 parsecs", "1e3", "a b:3", "k:0", ":4"] {
+            assert!(
+                matches!(every(bad), Err(Op2Error::Config { .. })),
+                "{bad:?} was accepted"
+            );
+        }
+        let c = Config::from_vars(|k| match k {
+            "OP2_CHECKPOINT" => Some("/tmp/run.ckpt".into()),
+            "OP2_CHECKPOINT_EVERY" => Some("update:10".into()),
+            _ => None,
+        })
+        .unwrap();
+        let ck = c.checkpoint.unwrap();
+        assert_eq!(ck.path, PathBuf::from("/tmp/run.ckpt"));
+        assert_eq!(
+            ck.every,
+            CheckpointEvery::Kernel {
+                kernel: "update".into(),
+                every: 10
+            }
+        );
+        let c = Config::from_vars(|k| (k == "OP2_CHECKPOINT").then(|| "c".into())).unwrap();
+        assert_eq!(c.checkpoint.unwrap().every, CheckpointEvery::default());
     }
 }

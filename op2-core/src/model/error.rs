@@ -453,4 +453,56 @@ pub enum Op2Error {
         /// What happened.
         reason: String,
     },
+    /// A checkpoint file cannot be used: truncated, its checksum does not match, or it is not a
+    /// checkpoint at all. Nothing was overwritten.
+    #[error("checkpoint {}: {reason} (delete it to start afresh)", path.display())]
+    CheckpointCorrupt {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A checkpoint file written by a newer op2-rs, in a format this one does not read.
+    #[error("checkpoint {}: format version {found}, this op2-rs reads up to {supported}", path.display())]
+    CheckpointVersion {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The file's format version.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// The restarted program is not the one that wrote the checkpoint: a declaration (set, map,
+    /// Dat, Const: name, sizes or values) or the sequence of loops differs.
+    #[error("checkpoint {}: written by a different program or mesh: {what}", path.display())]
+    CheckpointMismatch {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// The first difference found.
+        what: String,
+    },
+    /// While a restarted program replays the loops before its checkpoint (without running them),
+    /// it read or wrote a Dat on the host whose value those loops would have changed: that value
+    /// is not known until the checkpoint's values are loaded.
+    #[error(
+        "dat `{name}` accessed on the host before loop {backup} while restarting from checkpoint \
+         {}: the loops before it are replayed without running, so its value is not known yet",
+        path.display()
+    )]
+    CheckpointReplay {
+        /// The Dat.
+        name: String,
+        /// The loop (counted from 0) at which the checkpoint's values are loaded.
+        backup: u64,
+        /// The checkpoint file.
+        path: PathBuf,
+    },
+    /// Writing a checkpoint failed (the previous checkpoint is still valid).
+    #[error("checkpoint {}: could not write it: {reason} (the previous checkpoint is kept)", path.display())]
+    CheckpointWrite {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }

@@ -3,7 +3,7 @@
 
 use super::Runtime;
 use crate::comm::Communicator;
-use crate::config::Config;
+use crate::config::{CheckpointConfig, CheckpointEvery, Config};
 use crate::error::{Op2Error, Result};
 use crate::registry::find_setting;
 use std::path::PathBuf;
@@ -24,6 +24,8 @@ pub struct RuntimeBuilder {
     settings: Vec<(String, String)>,
     /// The ranks the runtime runs with (default: one process).
     comm: Option<Arc<dyn Communicator>>,
+    checkpoint: Option<PathBuf>,
+    checkpoint_every: Option<CheckpointEvery>,
 }
 
 impl RuntimeBuilder {
@@ -90,6 +92,20 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Checkpoints into `path` (overrides `OP2_CHECKPOINT`); when the file exists, the program
+    /// restarts from it: loops before its backup point are replayed, not run. See
+    /// [`Runtime::checkpoint_stats`].
+    pub fn checkpoint(mut self, path: impl Into<PathBuf>) -> Self {
+        self.checkpoint = Some(path.into());
+        self
+    }
+
+    /// How often to checkpoint (overrides `OP2_CHECKPOINT_EVERY`; default every 300 s).
+    pub fn checkpoint_every(mut self, every: CheckpointEvery) -> Self {
+        self.checkpoint_every = Some(every);
+        self
+    }
+
     /// The configuration this builder would use.
     pub fn config(&self) -> Result<Config> {
         let mut c = Config::from_env()?;
@@ -124,6 +140,26 @@ impl RuntimeBuilder {
                     value: "0".into(),
                     reason: "must be positive".into(),
                 });
+            }
+        }
+        if let Some(path) = &self.checkpoint {
+            let every = c.checkpoint.take().map(|ck| ck.every).unwrap_or_default();
+            c.checkpoint = Some(CheckpointConfig {
+                path: path.clone(),
+                every,
+            });
+        }
+        if let Some(every) = &self.checkpoint_every {
+            match &mut c.checkpoint {
+                Some(ck) => ck.every = every.clone(),
+                None => {
+                    return Err(Op2Error::Config {
+                        key: "checkpoint_every".into(),
+                        value: format!("{every:?}"),
+                        reason: "no checkpoint file (RuntimeBuilder::checkpoint or OP2_CHECKPOINT)"
+                            .into(),
+                    });
+                }
             }
         }
         for (name, value) in &self.settings {

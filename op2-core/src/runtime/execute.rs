@@ -3,6 +3,7 @@
 //! order, keeping what fails and what depends on it pending), and running each kind of step: a
 //! loop over a range of its set, halo exchanges, cross-rank reductions.
 
+use super::checkpoint::{Checkpointer, GlobalValue};
 use super::steps::{Exchange, LoopStep, Reduction, ReductionTarget, Step};
 use super::timing::{self, DatTraffic, HaloTraffic, LoopTiming};
 use crate::access::Access;
@@ -34,6 +35,8 @@ pub struct LoopRecord {
     pub(crate) bytes: u64,
     /// Whether it runs over the exec halo too (it writes through maps, or an arg asked).
     pub(crate) exec: bool,
+    /// Its number among the runtime's loops (counted when checkpointing; 0 otherwise).
+    pub(crate) ordinal: u64,
 }
 
 impl LoopRecord {
@@ -67,6 +70,10 @@ pub struct RuntimeShared {
     pub(crate) timings: Mutex<Vec<LoopTiming>>,
     /// Per-Dat halo traffic, in order of first exchange.
     pub(crate) dat_traffic: Mutex<Vec<DatTraffic>>,
+    /// Checkpointing, when configured.
+    pub(crate) checkpoint: Option<Mutex<Checkpointer>>,
+    /// When checkpointing: the values every loop left in the Globals it writes, for replaying.
+    pub(crate) history: Option<Mutex<Vec<GlobalValue>>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -87,7 +94,7 @@ impl RuntimeShared {
     /// it; loops that do not depend on a failure still run. The kept loops go back to the front of
     /// the trace (they come before anything recorded later), so nothing recorded is lost, and the
     /// first error is returned.
-    fn run_pending(&self, work: Vec<Pending<Step>>) -> Result<()> {
+    pub(crate) fn run_pending(&self, work: Vec<Pending<Step>>) -> Result<()> {
         let mut first_error = None;
         let mut kept = Vec::new();
         let mut blocked = Footprint::default();
@@ -190,6 +197,24 @@ impl RuntimeShared {
         );
         if step.last {
             self.executed.fetch_add(1, Ordering::Relaxed);
+            // Across ranks a Global's value is final once its reduction finished.
+            if self.history.is_some() && self.comm.size() == 1 {
+                let globals: Vec<(usize, &Arc<Carrier>)> = rec
+                    .sig
+                    .args
+                    .iter()
+                    .zip(&rec.carriers)
+                    .enumerate()
+                    .filter(|(_, (a, c))| {
+                        a.access.writes() && matches!(c.kind(), CarrierKind::Global)
+                    })
+                    .map(|(i, (_, c))| (i, c))
+                    .collect();
+                if !globals.is_empty() {
+                    drop(locked);
+                    self.checkpoint_globals(rec.ordinal, &globals)?;
+                }
+            }
         }
         Ok(())
     }
@@ -378,6 +403,11 @@ impl RuntimeShared {
             let g = g.bytes_mut().expect("a write lock gives mutable bytes");
             combine(g, &combined, global.dtype(), reduce_op(*access));
         }
+        if self.history.is_some() {
+            let globals: Vec<(usize, &Arc<Carrier>)> =
+                r.globals.iter().map(|(arg, g, _)| (*arg, g)).collect();
+            self.checkpoint_globals(r.ordinal, &globals)?;
+        }
         Ok(())
     }
 
@@ -392,6 +422,7 @@ impl CarrierOwner for RuntimeShared {
     /// Runs the pending loops that must precede a host access to `carrier`, then the backend's hook.
     fn force_for_host(&self, carrier: &Carrier, write: bool) -> Result<()> {
         let _order = lock(&self.exec);
+        self.checkpoint_host_access(carrier, write)?;
         let work = {
             let mut st = lock(&self.state);
             if st.trace.is_empty() {

@@ -5,12 +5,14 @@
 //! data and records loops.
 
 mod builder;
+mod checkpoint;
 mod execute;
 mod steps;
 mod timing;
 mod validate;
 
 pub use builder::RuntimeBuilder;
+pub use checkpoint::CheckpointStats;
 pub use execute::{LoopRecord, RuntimeShared};
 pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 
@@ -64,6 +66,9 @@ impl Drop for Runtime {
             if let Err(e) = self.shared.flush() {
                 eprintln!("op2: pending loops failed while the runtime was dropped: {e}");
             }
+            if let Err(e) = self.shared.checkpoint_finish() {
+                eprintln!("op2: {e}");
+            }
             // Handles outlive the runtime: the data they read from now on must be the latest.
             let _order = lock(&self.shared.exec);
             if let Err(e) = self.shared.backend.release() {
@@ -93,6 +98,23 @@ impl Runtime {
 
     /// A runtime with this configuration, one rank of the ranks `comm` connects.
     pub fn with_communicator(config: Config, comm: Arc<dyn Communicator>) -> Result<Runtime> {
+        let checkpoint = match &config.checkpoint {
+            Some(_) if comm.size() > 1 => {
+                return Err(Op2Error::Config {
+                    key: "OP2_CHECKPOINT".into(),
+                    value: format!(
+                        "{}",
+                        config.checkpoint.as_ref().expect("matched").path.display()
+                    ),
+                    reason: format!(
+                        "checkpointing runs on one process; this runtime has {} ranks",
+                        comm.size()
+                    ),
+                });
+            }
+            Some(c) => Some(Mutex::new(checkpoint::Checkpointer::new(c.clone())?)),
+            None => None,
+        };
         let factory = find_backend(&config.backend)?;
         let backend = (factory.create)(&config)?;
         Ok(Runtime {
@@ -112,6 +134,8 @@ impl Runtime {
                 exchanges: AtomicU64::new(0),
                 timings: Mutex::new(Vec::new()),
                 dat_traffic: Mutex::new(Vec::new()),
+                history: checkpoint.as_ref().map(|_| Mutex::new(Vec::new())),
+                checkpoint,
             }),
         })
     }
@@ -210,6 +234,20 @@ impl Runtime {
         self.shared.flush()
     }
 
+    /// What checkpointing has done so far (`None` when it is off): checkpoints taken, the bytes
+    /// the last one saved against every Dat's, whether this run restarted and from where.
+    pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {
+        self.shared.checkpoint_stats()
+    }
+
+    /// Completes the checkpoint being taken, if any (Dats whose fate the loops since its backup
+    /// point have not decided yet are saved as they are), and waits until it is on disk (a
+    /// failure to write it is returned here, or by the next loop). Dropping the runtime does
+    /// the same.
+    pub fn checkpoint_wait(&self) -> Result<()> {
+        self.shared.checkpoint_wait()
+    }
+
     /// Declares a set of `size` elements, all core (no MPI halos).
     pub fn decl_set(&self, size: usize, name: &str) -> Result<Set> {
         self.decl_set_sections(
@@ -226,12 +264,29 @@ impl Runtime {
     /// sections). Loops that read its Dats' halos exchange them first, through the runtime's
     /// communicator, when they are out of date.
     pub fn decl_set_with_halo(&self, sizes: SetSizes, halo: SetHalo, name: &str) -> Result<Set> {
-        Set::with_halo(next_id(), self.shared.id, name, sizes, halo)
+        let set = Set::with_halo(next_id(), self.shared.id, name, sizes, halo)?;
+        self.note_set(&set)?;
+        Ok(set)
     }
 
     /// Declares a set with explicit MPI section sizes.
     pub fn decl_set_sections(&self, sizes: SetSizes, name: &str) -> Result<Set> {
-        Set::new(next_id(), self.shared.id, name, sizes)
+        let set = Set::new(next_id(), self.shared.id, name, sizes)?;
+        self.note_set(&set)?;
+        Ok(set)
+    }
+
+    /// Tells checkpointing about a declared set.
+    fn note_set(&self, set: &Set) -> Result<()> {
+        let s = set.sizes();
+        let sizes = [s.core, s.owned, s.exec_halo, s.nonexec_halo];
+        self.shared.checkpoint_declare(
+            "set",
+            set.name(),
+            sizes.iter().map(|&n| n as u64).collect(),
+            &[],
+            None,
+        )
     }
 
     /// Declares a map from `from` to `to` with `arity` entries per element; `values` is row-major and
@@ -246,7 +301,19 @@ impl Runtime {
     ) -> Result<Map> {
         self.own("set", from.name(), from.runtime_id())?;
         self.own("set", to.name(), to.runtime_id())?;
-        Map::new(next_id(), from, to, arity, values.into(), name)
+        let map = Map::new(next_id(), from, to, arity, values.into(), name)?;
+        self.shared.checkpoint_declare(
+            "map",
+            name,
+            vec![
+                from.total_size() as u64,
+                to.total_size() as u64,
+                arity as u64,
+            ],
+            bytemuck::cast_slice(map.values()),
+            None,
+        )?;
+        Ok(map)
     }
 
     /// Declares a Dat with `dim` values per element of `set` (all sections, halos included).
@@ -279,12 +346,20 @@ impl Runtime {
                 ),
             });
         }
-        Ok(Dat::from_carrier(self.carrier(
+        let c = self.carrier(
             CarrierKind::Dat(set.clone()),
             name,
             dim,
             HostBuffer::from_slice(data),
-        )))
+        );
+        self.shared.checkpoint_declare(
+            "dat",
+            name,
+            vec![set.total_size() as u64, dim as u64, T::DTYPE as u64],
+            bytemuck::cast_slice(data),
+            Some(&c),
+        )?;
+        Ok(Dat::from_carrier(c))
     }
 
     /// Declares a zero-filled Dat.
@@ -307,6 +382,13 @@ impl Runtime {
             });
         }
         check_len("global", name, dim, values.len())?;
+        self.shared.checkpoint_declare(
+            "global",
+            name,
+            vec![dim as u64, T::DTYPE as u64],
+            bytemuck::cast_slice(values),
+            None,
+        )?;
         Ok(Global::from_carrier(self.carrier(
             CarrierKind::Global,
             name,
@@ -326,10 +408,21 @@ impl Runtime {
             });
         }
         check_len("const", name, dim, values.len())?;
-        let mut st = lock(&self.shared.state);
-        if st.consts.iter().any(|c| c.name == name) {
+        if lock(&self.shared.state)
+            .consts
+            .iter()
+            .any(|c| c.name == name)
+        {
             return Err(Op2Error::DuplicateConst { name: name.into() });
         }
+        self.shared.checkpoint_declare(
+            "const",
+            name,
+            vec![dim as u64, T::DTYPE as u64],
+            bytemuck::cast_slice(values),
+            None,
+        )?;
+        let mut st = lock(&self.shared.state);
         let c = self.carrier(
             CarrierKind::Const,
             name,
@@ -399,6 +492,17 @@ impl Runtime {
                 })
                 .unzip()
         };
+        let ordinal = match self.shared.checkpoint_before_loop(
+            kernel.name(),
+            set,
+            &args,
+            &sigs,
+            &carriers,
+            &maps,
+        )? {
+            checkpoint::LoopFate::Run(n) => n,
+            checkpoint::LoopFate::Replayed => return Ok(()),
+        };
         let ids: Vec<u64> = carriers.iter().map(|c| c.id).collect();
         let probe = LoopSignature {
             kernel: kernel.clone(),
@@ -421,6 +525,7 @@ impl Runtime {
             consts,
             bytes,
             exec,
+            ordinal,
         });
         self.shared.recorded.fetch_add(1, Ordering::Relaxed);
         let mut st = lock(&self.shared.state);

@@ -85,6 +85,8 @@ pub(crate) struct Reduction {
     pub(crate) globals: Vec<(usize, Arc<Carrier>, Access)>,
     /// Per reduction, this rank's partial result.
     pub(crate) partials: Vec<Arc<Carrier>>,
+    /// The loop's number (see [`LoopRecord`]'s `ordinal`).
+    pub(crate) ordinal: u64,
     /// Every rank's partials (all of this loop's in one message), in flight between begin and
     /// end.
     pub(crate) pending: Mutex<Option<Box<dyn PendingExchange>>>,
@@ -189,6 +191,7 @@ pub(crate) fn loop_steps(
             kernel: sig.kernel.name().to_string(),
             globals,
             partials,
+            ordinal: record.ordinal,
             pending: Mutex::new(None),
         })
     });

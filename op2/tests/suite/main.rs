@@ -7,6 +7,7 @@
 
 mod aliasing;
 mod bad_input;
+mod checkpoint;
 mod classic;
 mod distributed;
 mod hardening;

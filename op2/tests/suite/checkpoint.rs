@@ -1,0 +1,529 @@
+//! Checkpoint and restart on the suite's backend: the minimal-save rule on hand-made loop
+//! sequences, restarts from random loop boundaries equal to the uninterrupted run (property
+//! test), and every bad checkpoint or misuse as a typed error that overwrites nothing.
+
+use op2::{
+    CheckpointEvery, Dat, Global, INC, Kernel, MAX, Map, Op2Error, READ, RW, Runtime, Set, WRITE,
+};
+use op2_test_support::{assert_err, builder, kernel};
+use proptest::prelude::*;
+use std::path::Path;
+
+/// A small mesh program: nodes joined by edges, the loops a user would write.
+struct Program {
+    nodes: Set,
+    edges: Set,
+    e2n: Map,
+    u: Dat<f64>,
+    v: Dat<f64>,
+    flux: Dat<f64>,
+    w: Dat<f64>,
+    scratch: Dat<f64>,
+    sum: Global<f64>,
+    mx: Global<f64>,
+    k: [Kernel; 6],
+}
+
+/// What a run leaves and what its control flow saw.
+#[derive(Debug, Clone, PartialEq)]
+struct Outcome {
+    u: Vec<f64>,
+    v: Vec<f64>,
+    flux: Vec<f64>,
+    scratch: Vec<f64>,
+    seen: Vec<f64>,
+}
+
+const OPS: usize = 6;
+
+impl Program {
+    fn declare(rt: &Runtime, n: usize, map: &[i32]) -> op2::Result<Program> {
+        let e = map.len() / 2;
+        let nodes = rt.decl_set(n, "nodes")?;
+        let edges = rt.decl_set(e, "edges")?;
+        let u0: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let w0: Vec<f64> = (0..e).map(|i| 1.0 + (i % 3) as f64 * 0.25).collect();
+        Ok(Program {
+            e2n: rt.decl_map(&edges, &nodes, 2, map.to_vec(), "e2n")?,
+            u: rt.decl_dat(&nodes, 1, &u0, "u")?,
+            v: rt.decl_dat_zeros(&nodes, 1, "v")?,
+            flux: rt.decl_dat_zeros(&edges, 1, "flux")?,
+            w: rt.decl_dat(&edges, 1, &w0, "w")?,
+            scratch: rt.decl_dat_zeros(&nodes, 1, "scratch")?,
+            sum: rt.decl_global(1, &[0.0], "sum")?,
+            mx: rt.decl_global(1, &[f64::NEG_INFINITY], "mx")?,
+            k: [
+                kernel(
+                    "edge_flux",
+                    "void edge_flux(const double *a, const double *b, const double *w, double *f) \
+                     { *f = *w * (*a - *b); }",
+                ),
+                kernel(
+                    "scatter",
+                    "void scatter(const double *f, double *a, double *b) { *a += *f; *b -= *f; }",
+                ),
+                kernel(
+                    "relax",
+                    "void relax(const double *v, double *u, double *s) \
+                     { *u += 0.1 * *v; *s += *u * *u; }",
+                ),
+                kernel("reset", "void reset(double *v) { *v = 0.0; }"),
+                kernel("pick", "void pick(const double *f, double *s) { *s = *f; }"),
+                kernel(
+                    "norm",
+                    "void norm(const double *u, const double *s, double *m) \
+                     { double t = *u + *s; if (t > *m) *m = t; }",
+                ),
+            ],
+            nodes,
+            edges,
+        })
+    }
+
+    /// Runs loop kind `op`; what the program's control flow reads afterwards goes in `seen`.
+    fn run(&self, rt: &Runtime, op: usize, seen: &mut Vec<f64>) -> op2::Result<()> {
+        let k = &self.k[op];
+        match op {
+            0 => rt.par_loop(
+                k,
+                &self.edges,
+                [
+                    self.u.arg_via(&self.e2n, 0, READ),
+                    self.u.arg_via(&self.e2n, 1, READ),
+                    self.w.arg(READ),
+                    self.flux.arg(WRITE),
+                ],
+            ),
+            1 => rt.par_loop(
+                k,
+                &self.edges,
+                [
+                    self.flux.arg(READ),
+                    self.v.arg_via(&self.e2n, 0, INC),
+                    self.v.arg_via(&self.e2n, 1, INC),
+                ],
+            ),
+            2 => {
+                self.sum.set_value(&[0.0])?;
+                rt.par_loop(
+                    k,
+                    &self.nodes,
+                    [self.v.arg(READ), self.u.arg(RW), self.sum.arg(INC)],
+                )?;
+                seen.push(self.sum.value()?[0]);
+                Ok(())
+            }
+            3 => rt.par_loop(k, &self.nodes, [self.v.arg(WRITE)]),
+            4 => rt.par_loop(
+                k,
+                &self.edges,
+                [
+                    self.flux.arg(READ),
+                    self.scratch.arg_via(&self.e2n, 0, WRITE),
+                ],
+            ),
+            _ => {
+                rt.par_loop(
+                    k,
+                    &self.nodes,
+                    [self.u.arg(READ), self.scratch.arg(READ), self.mx.arg(MAX)],
+                )?;
+                seen.push(self.mx.value()?[0]);
+                Ok(())
+            }
+        }
+    }
+
+    fn outcome(&self, seen: Vec<f64>) -> op2::Result<Outcome> {
+        Ok(Outcome {
+            u: self.u.to_vec()?,
+            v: self.v.to_vec()?,
+            flux: self.flux.to_vec()?,
+            scratch: self.scratch.to_vec()?,
+            seen,
+        })
+    }
+}
+
+/// Declares the program on `rt` and runs `ops` (stopping after `stop` of them, as a run cut
+/// short would).
+fn run(rt: &Runtime, n: usize, map: &[i32], ops: &[usize], stop: usize) -> op2::Result<Outcome> {
+    let p = Program::declare(rt, n, map)?;
+    let mut seen = Vec::new();
+    for &op in &ops[..stop.min(ops.len())] {
+        p.run(rt, op, &mut seen)?;
+    }
+    p.outcome(seen)
+}
+
+fn close(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x == y || (x - y).abs() <= 1e-9 * (1.0 + x.abs().max(y.abs())))
+}
+
+/// Bit for bit on the reference, within rounding elsewhere (reductions may combine in another
+/// order).
+fn assert_same(got: &Outcome, want: &Outcome) {
+    if op2_test_support::backend() == "seq" {
+        assert_eq!(got, want);
+    } else {
+        for (g, w) in [
+            (&got.u, &want.u),
+            (&got.v, &want.v),
+            (&got.flux, &want.flux),
+            (&got.scratch, &want.scratch),
+            (&got.seen, &want.seen),
+        ] {
+            assert!(close(g, w), "{g:?}\n!=\n{w:?}");
+        }
+    }
+}
+
+fn ring(n: usize) -> Vec<i32> {
+    (0..n)
+        .flat_map(|i| [i as i32, ((i + 1) % n) as i32])
+        .collect()
+}
+
+fn checkpointed(path: &Path, every: CheckpointEvery) -> Runtime {
+    builder()
+        .checkpoint(path)
+        .checkpoint_every(every)
+        .build()
+        .unwrap()
+}
+
+/// Runs `ops` with a checkpoint before loop `at` and returns what it saved.
+fn saved_by(ops: &[usize], at: u64, map: &[i32]) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.ckpt");
+    let rt = checkpointed(&path, CheckpointEvery::Loops(at));
+    let p = Program::declare(&rt, 8, map).unwrap();
+    let mut seen = Vec::new();
+    for &op in ops {
+        p.run(&rt, op, &mut seen).unwrap();
+    }
+    // Completes the checkpoint (a Dat still undecided is saved as it is) and writes it.
+    rt.checkpoint_wait().unwrap();
+    let stats = rt.checkpoint_stats().unwrap();
+    assert_eq!(stats.last_backup, Some(at));
+    let mut saved = stats.saved_dats;
+    saved.sort();
+    saved
+}
+
+#[test]
+fn the_minimal_rule_saves_what_is_read_before_it_is_overwritten() {
+    let ring = ring(8);
+    // Before the backup point (loop 2) loop 0 wrote flux and loop 1 incremented v; u and w
+    // were never written, so they are never saved. After it, edge_flux overwrites flux
+    // directly (not saved) and scatter increments v (read before written: saved).
+    assert_eq!(saved_by(&[0, 1, 0, 1], 2, &ring), ["v"]);
+    // reset overwrites every row of v directly before anything reads it: nothing is saved.
+    assert!(saved_by(&[0, 1, 3, 0], 2, &ring).is_empty());
+    // pick reads flux (saved) and writes scratch through a map that reaches every node (a
+    // ring): scratch is not saved ...
+    assert_eq!(saved_by(&[0, 4, 4, 5], 2, &ring), ["flux"]);
+    // ... but through a map that misses nodes, the rows it skips must survive: saved.
+    let partial: Vec<i32> = (0..8)
+        .flat_map(|i| [(i % 4) as i32, ((i + 1) % 8) as i32])
+        .collect();
+    assert_eq!(saved_by(&[0, 4, 4, 5], 2, &partial), ["flux", "scratch"]);
+    // relax updated u (RW) before the backup point; edge_flux reads it after: saved.
+    assert_eq!(saved_by(&[2, 0, 0, 1], 2, &ring), ["u"]);
+    // Everything written before is read after, or still undecided when the checkpoint is
+    // completed (scratch: saved as it is).
+    assert_eq!(
+        saved_by(&[0, 1, 2, 4, 5, 1, 2, 0], 5, &ring),
+        ["flux", "scratch", "u", "v"]
+    );
+}
+
+#[test]
+fn a_host_read_after_the_backup_point_saves_the_dat() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.ckpt");
+    let rt = checkpointed(&path, CheckpointEvery::Loops(2));
+    let p = Program::declare(&rt, 6, &ring(6)).unwrap();
+    let mut seen = Vec::new();
+    p.run(&rt, 0, &mut seen).unwrap();
+    p.run(&rt, 4, &mut seen).unwrap();
+    // Loop 2 is due a checkpoint; a loop of reset (over v, never written) comes first.
+    p.run(&rt, 3, &mut seen).unwrap();
+    let before = p.flux.to_vec().unwrap();
+    let scratch = p.scratch.to_vec().unwrap();
+    p.run(&rt, 0, &mut seen).unwrap();
+    // Both were read on the host before anything wrote them again: both saved.
+    let s = rt.checkpoint_stats().unwrap();
+    assert_eq!(s.last_backup, Some(2));
+    assert_eq!(s.saved_dats.len(), 2, "{s:?}");
+    rt.checkpoint_wait().unwrap();
+    drop(p);
+    drop(rt);
+    // ... the restarted program sees the saved flux where it read it.
+    let rt = checkpointed(&path, CheckpointEvery::Loops(2));
+    let p = Program::declare(&rt, 6, &ring(6)).unwrap();
+    let mut seen = Vec::new();
+    p.run(&rt, 0, &mut seen).unwrap();
+    p.run(&rt, 4, &mut seen).unwrap();
+    p.run(&rt, 3, &mut seen).unwrap();
+    assert_eq!(p.flux.to_vec().unwrap(), before);
+    assert_eq!(p.scratch.to_vec().unwrap(), scratch);
+    assert_eq!(rt.checkpoint_stats().unwrap().restored_from, Some(2));
+}
+
+#[test]
+fn restarting_equals_the_uninterrupted_run() {
+    let ops: Vec<usize> = (0..40).map(|i| [0, 1, 2, 4, 5, 3][i % 6]).collect();
+    let map = ring(10);
+    let want = run(&builder().build().unwrap(), 10, &map, &ops, ops.len()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ring.ckpt");
+    // Stops after 23 loops (the last checkpoint was before loop 20), then runs to the end.
+    let rt = checkpointed(&path, CheckpointEvery::Loops(5));
+    run(&rt, 10, &map, &ops, 23).unwrap();
+    let first = rt.checkpoint_stats().unwrap();
+    assert_eq!((first.taken, first.last_backup), (4, Some(20)));
+    assert!(first.saved_dat_bytes < first.all_dat_bytes, "{first:?}");
+    drop(rt);
+    let rt = checkpointed(&path, CheckpointEvery::Loops(5));
+    let got = run(&rt, 10, &map, &ops, ops.len()).unwrap();
+    let s = rt.checkpoint_stats().unwrap();
+    assert_eq!(s.restored_from, Some(20));
+    assert_eq!(s.replayed_loops, 20);
+    assert_same(&got, &want);
+    // Checkpointing goes on after the restart: before loops 25, 30 and 35.
+    assert_eq!(s.last_backup, Some(35));
+    drop(rt);
+    assert!(op2::atomic_write::leftover_temporaries(&path).is_empty());
+}
+
+#[test]
+fn checkpoints_by_kernel_and_by_time() {
+    let ops: Vec<usize> = (0..24).map(|i| [0, 1, 2][i % 3]).collect();
+    let map = ring(7);
+    let want = run(&builder().build().unwrap(), 7, &map, &ops, ops.len()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, every, stop, backup) in [
+        // Before every 3rd call of relax after its first: relax is loop 2, 5, 8, ...; its 4th
+        // call (after 3 calls) is loop 11.
+        (
+            "kernel",
+            CheckpointEvery::Kernel {
+                kernel: "relax".into(),
+                every: 3,
+            },
+            13,
+            11,
+        ),
+        // Every zero seconds: before every loop after the first.
+        (
+            "time",
+            CheckpointEvery::Time(std::time::Duration::ZERO),
+            9,
+            8,
+        ),
+    ] {
+        let path = dir.path().join(name);
+        let rt = checkpointed(&path, every.clone());
+        run(&rt, 7, &map, &ops, stop).unwrap();
+        assert_eq!(
+            rt.checkpoint_stats().unwrap().last_backup,
+            Some(backup),
+            "{name}"
+        );
+        drop(rt);
+        let rt = checkpointed(&path, every);
+        let got = run(&rt, 7, &map, &ops, ops.len()).unwrap();
+        assert_eq!(rt.checkpoint_stats().unwrap().restored_from, Some(backup));
+        assert_same(&got, &want);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random programs, checkpoint intervals and stopping points: the restart always ends as the
+    /// uninterrupted run does, and its control flow sees the same Global values on the way.
+    #[test]
+    fn restart_from_any_loop_boundary(
+        ops in prop::collection::vec(0..OPS, 1..30),
+        every in 1u64..8,
+        stop_frac in 0.0f64..1.0,
+        n in 2usize..12,
+        seed in any::<u64>(),
+    ) {
+        let mut s = seed | 1;
+        let map: Vec<i32> = (0..2 * n + 3)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s % n as u64) as i32
+            })
+            .collect::<Vec<_>>()[..2 * (n + 1)]
+            .to_vec();
+        let want = run(&builder().build().unwrap(), n, &map, &ops, ops.len()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.ckpt");
+        let stop = 1 + (stop_frac * ops.len() as f64) as usize;
+        let rt = checkpointed(&path, CheckpointEvery::Loops(every));
+        run(&rt, n, &map, &ops, stop).unwrap();
+        drop(rt);
+        let rt = checkpointed(&path, CheckpointEvery::Loops(every));
+        let got = run(&rt, n, &map, &ops, ops.len()).unwrap();
+        let restored = rt.checkpoint_stats().unwrap().restored_from;
+        prop_assert_eq!(restored.is_some(), path.exists() && stop as u64 > every);
+        assert_same(&got, &want);
+    }
+}
+
+/// A checkpoint of the ring program taken before loop 6, and its bytes.
+fn a_checkpoint(dir: &Path) -> (std::path::PathBuf, Vec<u8>) {
+    let path = dir.join("good.ckpt");
+    let ops = [0, 1, 2, 0, 1, 2, 0, 1, 2];
+    let rt = checkpointed(&path, CheckpointEvery::Loops(6));
+    run(&rt, 6, &ring(6), &ops, ops.len()).unwrap();
+    drop(rt);
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+#[test]
+fn bad_checkpoints_are_typed_errors_and_nothing_is_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, good) = a_checkpoint(dir.path());
+    let every = CheckpointEvery::Loops(6);
+    let restart = |p: &Path| {
+        builder()
+            .checkpoint(p)
+            .checkpoint_every(every.clone())
+            .build()
+    };
+
+    // Truncated, damaged, foreign, newer.
+    std::fs::write(&path, &good[..good.len() / 2]).unwrap();
+    assert_err!(restart(&path), Op2Error::CheckpointCorrupt { .. });
+    let mut flipped = good.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 0x10;
+    std::fs::write(&path, &flipped).unwrap();
+    let e = restart(&path).unwrap_err();
+    assert!(matches!(e, Op2Error::CheckpointCorrupt { .. }), "{e}");
+    assert!(e.to_string().contains("good.ckpt"), "{e}");
+    std::fs::write(&path, b"<?xml version=\"1.0\"?><VTKFile/>").unwrap();
+    assert_err!(restart(&path), Op2Error::CheckpointCorrupt { .. });
+    let mut newer = good.clone();
+    newer[8..12].copy_from_slice(&99u32.to_le_bytes());
+    std::fs::write(&path, &newer).unwrap();
+    assert_err!(
+        restart(&path),
+        Op2Error::CheckpointVersion { found: 99, .. }
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), newer, "left as it was");
+
+    // A different mesh: the map's values differ (same sizes), found at its declaration.
+    std::fs::write(&path, &good).unwrap();
+    let rt = restart(&path).unwrap();
+    let mut other = ring(6);
+    other.swap(0, 1);
+    let e = Program::declare(&rt, 6, &other)
+        .err()
+        .expect("a different mesh");
+    assert!(matches!(e, Op2Error::CheckpointMismatch { .. }), "{e}");
+    assert!(
+        e.to_string().contains("e2n") && e.to_string().contains("other values"),
+        "{e}"
+    );
+    drop(rt);
+    // A different size.
+    let rt = restart(&path).unwrap();
+    assert_err!(
+        Program::declare(&rt, 7, &ring(7)),
+        Op2Error::CheckpointMismatch { .. }
+    );
+    drop(rt);
+    // A different program: other loops before the backup point, found when it is reached.
+    let rt = restart(&path).unwrap();
+    let e = run(&rt, 6, &ring(6), &[0, 1, 2, 0, 1, 0, 0], 7).unwrap_err();
+    assert!(matches!(e, Op2Error::CheckpointMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("kernels"), "{e}");
+    drop(rt);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        good,
+        "no failed restart wrote a checkpoint"
+    );
+}
+
+#[test]
+fn host_reads_of_replayed_dats_are_refused_until_the_backup_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = a_checkpoint(dir.path());
+    let rt = checkpointed(&path, CheckpointEvery::Loops(6));
+    let p = Program::declare(&rt, 6, &ring(6)).unwrap();
+    let mut seen = Vec::new();
+    // w is never written: its value is the declared one, readable at any time.
+    assert_eq!(p.w.to_vec().unwrap().len(), 6);
+    p.run(&rt, 0, &mut seen).unwrap();
+    // flux was written by a replayed loop: its value is not known before loop 6.
+    let e = p.flux.to_vec().unwrap_err();
+    match &e {
+        Op2Error::CheckpointReplay { name, backup, .. } => {
+            assert_eq!((name.as_str(), *backup), ("flux", 6));
+        }
+        other => panic!("{other}"),
+    }
+    assert_err!(p.flux.data(), Op2Error::CheckpointReplay { .. });
+    // Globals replay the first run's values: the program's control flow goes on.
+    for op in [1, 2, 0, 1, 2] {
+        p.run(&rt, op, &mut seen).unwrap();
+    }
+    assert_eq!(seen.len(), 2);
+    // Loop 6 loads the checkpoint: from then on everything is readable.
+    p.run(&rt, 0, &mut seen).unwrap();
+    assert_eq!(p.flux.to_vec().unwrap().len(), 6);
+}
+
+#[test]
+fn checkpoint_misuse_is_a_typed_error() {
+    // An interval without a file.
+    assert_err!(
+        builder()
+            .checkpoint_every(CheckpointEvery::Loops(3))
+            .build(),
+        Op2Error::Config { .. }
+    );
+    // A directory that does not exist: the write fails, typed, at the next loop or the wait.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("missing/dir/run.ckpt");
+    let rt = checkpointed(&path, CheckpointEvery::Loops(1));
+    let p = Program::declare(&rt, 4, &ring(4)).unwrap();
+    let mut seen = Vec::new();
+    let mut failed = None;
+    for op in [0, 1, 2, 0, 1, 2] {
+        if let Err(e) = p.run(&rt, op, &mut seen) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let e = match failed {
+        Some(e) => e,
+        None => rt.checkpoint_wait().unwrap_err(),
+    };
+    assert!(matches!(e, Op2Error::CheckpointWrite { .. }), "{e}");
+    assert!(e.to_string().contains("run.ckpt"), "{e}");
+    // Across ranks it is refused for now, on every rank.
+    let results = op2_test_support::on_ranks(2, std::time::Duration::from_secs(30), |_, comm| {
+        builder()
+            .checkpoint(dir.path().join("ranks.ckpt"))
+            .communicator(comm)
+            .build()
+            .map(|_| ())
+    });
+    for r in results {
+        assert!(matches!(r, Err(Op2Error::Config { .. })), "{r:?}");
+    }
+}
