@@ -3,7 +3,11 @@
 //! it, OP2's per-loop timing table, and whether the residuals match OP2-Common's.
 //!
 //! `cargo run --release --example airfoil -- [--iterations N] [--backend NAME] [--mesh FILE]
-//! [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--renumber]`
+//! [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--renumber]
+//! [--checkpoint FILE [--checkpoint-every N]]`
+//!
+//! `--checkpoint FILE` checkpoints every N iterations (100 by default); started again with the
+//! file present, the same command goes on from the last checkpoint (docs/11-checkpoints.md).
 //!
 //! `--mesh` reads `new_grid.dat` or, built with `--features hdf5`, OP2's `new_grid.h5` (and its
 //! constants); `--write-mesh x.h5` writes OP2's HDF5 layout, any other name the text format.
@@ -37,6 +41,9 @@ struct Options {
     vtk: Option<PathBuf>,
     png: Option<PathBuf>,
     progress: bool,
+    /// Checkpoint file: written every `checkpoint_every` iterations, restarted from if present.
+    checkpoint: Option<PathBuf>,
+    checkpoint_every: usize,
 }
 
 fn parse() -> Result<Options, String> {
@@ -52,6 +59,8 @@ fn parse() -> Result<Options, String> {
         vtk: None,
         png: None,
         progress: true,
+        checkpoint: None,
+        checkpoint_every: 100,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -83,8 +92,17 @@ fn parse() -> Result<Options, String> {
             "--vtk" => o.vtk = Some(it.next().ok_or("--vtk needs a file")?.into()),
             "--png" => o.png = Some(it.next().ok_or("--png needs a file")?.into()),
             "--no-progress" => o.progress = false,
+            "--checkpoint" => {
+                o.checkpoint = Some(it.next().ok_or("--checkpoint needs a file")?.into())
+            }
+            "--checkpoint-every" => {
+                o.checkpoint_every = num(it.next(), "--checkpoint-every")?;
+                if o.checkpoint_every == 0 {
+                    return Err("--checkpoint-every needs a positive integer".into());
+                }
+            }
             "--help" | "-h" => {
-                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--shuffle SEED] [--renumber] [--partitioner metis|geometric|blocks]".into());
+                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--shuffle SEED] [--renumber] [--partitioner metis|geometric|blocks] [--checkpoint FILE [--checkpoint-every N]]".into());
             }
             other => return Err(format!("unknown option `{other}` (try --help)")),
         }
@@ -97,6 +115,7 @@ fn parse() -> Result<Options, String> {
         ("--vtk", &o.vtk),
         ("--png", &o.png),
         ("--write-mesh", &o.write_mesh),
+        ("--checkpoint", &o.checkpoint),
     ] {
         if let Some(p) = path {
             let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
@@ -203,6 +222,15 @@ fn run() -> Result<bool, String> {
     #[cfg(feature = "mpi")]
     if let Some(mpi) = &mpi {
         b = b.communicator(mpi.world());
+    }
+    if let Some(path) = &o.checkpoint {
+        // Before the first loop of every N-th iteration: save_soln opens each iteration.
+        b = b
+            .checkpoint(path)
+            .checkpoint_every(op2::CheckpointEvery::Kernel {
+                kernel: LOOPS[0].into(),
+                every: o.checkpoint_every as u64,
+            });
     }
     let rt = b.build().map_err(|e| e.to_string())?;
     let comm = rt.communicator().clone();
@@ -351,6 +379,32 @@ fn run() -> Result<bool, String> {
         1e3 * total / o.iterations.max(1) as f64
     );
     print_timings(&rt, o.iterations).map_err(|e| e.to_string())?;
+    if let Some(stats) = rt.checkpoint_stats() {
+        rt.checkpoint_wait().map_err(|e| e.to_string())?;
+        let stats = rt.checkpoint_stats().unwrap_or(stats);
+        // Each iteration is 9 loops, save_soln first.
+        let per_iteration = (1 + 4 * 2) as u64;
+        if let Some(at) = stats.restored_from {
+            say!(
+                "checkpoint: restarted from {} at iteration {} (the {} loops before it replayed, not run)",
+                stats.path.display(),
+                at / per_iteration + 1,
+                stats.replayed_loops
+            );
+        }
+        match stats.last_backup {
+            Some(b) => say!(
+                "checkpoint: {} taken, the last before iteration {}: it saved {} of {} bytes of \
+                 Dats (the minimal rule), {} bytes in the file",
+                stats.taken,
+                b / per_iteration + 1,
+                stats.saved_dat_bytes,
+                stats.all_dat_bytes,
+                stats.file_bytes
+            ),
+            None => say!("checkpoint: none taken in this run"),
+        }
+    }
 
     if let Some(path) = &o.vtk {
         let file = airfoil::output::write_vtk(&airfoil, &c, path).map_err(|e| e.to_string())?;

@@ -3,7 +3,7 @@
 
 use std::f64::consts::FRAC_PI_2;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 /// A mesh as Airfoil uses it (0-based indices, row-major).
@@ -226,29 +226,32 @@ impl Mesh {
     /// Writes `new_grid.dat`: `nnode ncell nedge nbedge`, then the coordinates, the cells, the edges
     /// (`n1 n2 c1 c2`) and the boundary edges (`n1 n2 cell bound`), 0-based.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let mut s = String::with_capacity(64 * (self.nnode() + self.nedge()));
-        let _ = writeln!(
-            s,
-            "{} {} {} {}",
-            self.nnode(),
-            self.ncell(),
-            self.nedge(),
-            self.nbedge()
-        );
-        for p in self.x.chunks(2) {
-            let _ = writeln!(s, "{:.6} {:.6}", p[0], p[1]);
-        }
-        for c in self.cell.chunks(4) {
-            let _ = writeln!(s, "{} {} {} {}", c[0], c[1], c[2], c[3]);
-        }
-        for (n, c) in self.edge.chunks(2).zip(self.ecell.chunks(2)) {
-            let _ = writeln!(s, "{} {} {} {}", n[0], n[1], c[0], c[1]);
-        }
-        for ((n, c), k) in self.bedge.chunks(2).zip(&self.becell).zip(&self.bound) {
-            let _ = writeln!(s, "{} {} {} {}", n[0], n[1], c, k);
-        }
-        // Whole or not at all: a crash or a full disk keeps the previous file.
-        op2::atomic_write::write_file(path, s.as_bytes()).map_err(|e| e.into_io_error())
+        // Streamed into a temporary file renamed over `path` when complete (no second copy of
+        // the mesh as text in memory; a crash or a full disk keeps the previous file).
+        op2::atomic_write::write_with(path, |s| {
+            writeln!(
+                s,
+                "{} {} {} {}",
+                self.nnode(),
+                self.ncell(),
+                self.nedge(),
+                self.nbedge()
+            )?;
+            for p in self.x.chunks(2) {
+                writeln!(s, "{:.6} {:.6}", p[0], p[1])?;
+            }
+            for c in self.cell.chunks(4) {
+                writeln!(s, "{} {} {} {}", c[0], c[1], c[2], c[3])?;
+            }
+            for (n, c) in self.edge.chunks(2).zip(self.ecell.chunks(2)) {
+                writeln!(s, "{} {} {} {}", n[0], n[1], c[0], c[1])?;
+            }
+            for ((n, c), k) in self.bedge.chunks(2).zip(&self.becell).zip(&self.bound) {
+                writeln!(s, "{} {} {} {}", n[0], n[1], c, k)?;
+            }
+            Ok(())
+        })
+        .map_err(|e| e.into_io_error())
     }
 
     /// The same mesh numbered for locality, as OP2's `op_renumber` does: cells in reverse

@@ -2,6 +2,7 @@
 //! on every backend, mesh and output files, and (feature `mpi`) partitioning across thread ranks.
 
 mod conformance;
+mod crashes;
 mod files;
 #[cfg(feature = "mpi")]
 mod partition;

@@ -227,9 +227,7 @@ fn the_minimal_rule_saves_what_is_read_before_it_is_overwritten() {
     // ring): scratch is not saved ...
     assert_eq!(saved_by(&[0, 4, 4, 5], 2, &ring), ["flux"]);
     // ... but through a map that misses nodes, the rows it skips must survive: saved.
-    let partial: Vec<i32> = (0..8)
-        .flat_map(|i| [(i % 4) as i32, ((i + 1) % 8) as i32])
-        .collect();
+    let partial: Vec<i32> = (0..8).flat_map(|i: i32| [i % 4, (i + 1) % 8]).collect();
     assert_eq!(saved_by(&[0, 4, 4, 5], 2, &partial), ["flux", "scratch"]);
     // relax updated u (RW) before the backup point; edge_flux reads it after: saved.
     assert_eq!(saved_by(&[2, 0, 0, 1], 2, &ring), ["u"]);
@@ -345,13 +343,15 @@ fn checkpoints_by_kernel_and_by_time() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Random programs, checkpoint intervals and stopping points: the restart always ends as the
-    /// uninterrupted run does, and its control flow sees the same Global values on the way.
+    /// Random programs, checkpoint intervals and stopping points (a run stopped, restarted and
+    /// stopped again, then restarted to the end): the last run always ends as the uninterrupted
+    /// run does, and its control flow sees the same Global values on the way.
     #[test]
     fn restart_from_any_loop_boundary(
         ops in prop::collection::vec(0..OPS, 1..30),
         every in 1u64..8,
         stop_frac in 0.0f64..1.0,
+        again_frac in 0.0f64..1.0,
         n in 2usize..12,
         seed in any::<u64>(),
     ) {
@@ -372,10 +372,17 @@ proptest! {
         let rt = checkpointed(&path, CheckpointEvery::Loops(every));
         run(&rt, n, &map, &ops, stop).unwrap();
         drop(rt);
+        prop_assert_eq!(path.exists(), stop as u64 > every);
+        // Restarted, and stopped again further on.
+        let again = stop + (again_frac * (ops.len() - stop.min(ops.len())) as f64) as usize;
+        let rt = checkpointed(&path, CheckpointEvery::Loops(every));
+        let partial = run(&rt, n, &map, &ops, again).unwrap();
+        drop(rt);
+        prop_assert_eq!(&partial.seen[..], &want.seen[..partial.seen.len()]);
         let rt = checkpointed(&path, CheckpointEvery::Loops(every));
         let got = run(&rt, n, &map, &ops, ops.len()).unwrap();
         let restored = rt.checkpoint_stats().unwrap().restored_from;
-        prop_assert_eq!(restored.is_some(), path.exists() && stop as u64 > every);
+        prop_assert_eq!(restored.is_some(), again as u64 > every);
         assert_same(&got, &want);
     }
 }

@@ -457,6 +457,13 @@ impl RuntimeShared {
             };
             overwrite(self, c, bytes, &ck.config.path)?;
         }
+        // The next checkpoint replays the loops before this one's backup point too.
+        if let Some(history) = &self.history {
+            let mut h = lock(history);
+            let later = std::mem::take(&mut *h);
+            h.extend(image.history.iter().cloned());
+            h.extend(later);
+        }
         ck.restored_at = Some(image.backup);
         ck.stats.restored_from = Some(image.backup);
         ck.since = Instant::now();
