@@ -2,8 +2,7 @@
 //! plane (I = 400, J = 600 gives OP2's standard 720,000-cell mesh), and the `new_grid.dat` format.
 
 use std::f64::consts::FRAC_PI_2;
-use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// A mesh as Airfoil uses it (0-based indices, row-major).
