@@ -46,7 +46,13 @@ impl Distributed {
         let mut sets = Vec::with_capacity(self.sets.len());
         let mut global = Vec::with_capacity(self.sets.len());
         for s in self.sets {
-            sets.push(rt.decl_set_with_halo(s.sizes, s.halo, &s.name)?);
+            let set = rt.decl_set_with_halo(s.sizes, s.halo, &s.name)?;
+            // Checkpoints save Dats in global numbering (to restart on any number of ranks):
+            // numbered before the maps and Dats on the set are declared.
+            if rt.config().checkpoint.is_some() {
+                rt.number_globally(&set, s.global.clone())?;
+            }
+            sets.push(set);
             global.push(s.global);
         }
         let maps = self

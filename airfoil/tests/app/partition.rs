@@ -364,3 +364,83 @@ fn ranks_reading_their_slices_of_an_hdf5_file_compute_what_one_process_computes(
 fn seq(lazy: bool) -> op2::RuntimeBuilder {
     op2::builder().backend("seq").lazy(lazy)
 }
+
+/// Airfoil with a checkpoint every 4 iterations: `steps` of them on `ranks` thread ranks (1: one
+/// process, the whole mesh), restarting from `ckpt` when it is there. Residuals and the final
+/// flow in global order, and where the run restarted from.
+fn checkpointed(
+    mesh: &Mesh,
+    ranks: usize,
+    ckpt: &std::path::Path,
+    steps: usize,
+) -> (Vec<f64>, Vec<f64>, Option<u64>) {
+    let every = op2::CheckpointEvery::Kernel {
+        kernel: "save_soln".into(),
+        every: 4,
+    };
+    let b = || seq(true).checkpoint(ckpt).checkpoint_every(every.clone());
+    if ranks == 1 {
+        let rt = b().build().unwrap();
+        let a = Airfoil::new(&rt, mesh, &Constants::default()).unwrap();
+        let rms = (0..steps).map(|_| a.step().unwrap()).collect();
+        let from = rt.checkpoint_stats().unwrap().restored_from;
+        return (rms, a.q().unwrap(), from);
+    }
+    let results: Vec<(Vec<f64>, Option<Vec<f64>>, Option<u64>)> =
+        on_rank_runtimes(ranks, b, |_, rt| {
+            let (a, local) =
+                airfoil::distributed::partitioned(&rt, mesh, &Constants::default(), |h| {
+                    Options::new(h.partitioner("metis").unwrap())
+                })
+                .unwrap();
+            let rms = (0..steps).map(|_| a.step().unwrap()).collect();
+            let from = rt.checkpoint_stats().unwrap().restored_from;
+            (rms, local.gather(a.q_dat()).unwrap(), from)
+        });
+    for r in &results {
+        assert_eq!(r.2, results[0].2, "every rank restarts from the same point");
+    }
+    let rms = results[0].0.clone();
+    (rms, results[0].1.clone().unwrap(), results[0].2)
+}
+
+#[test]
+fn a_checkpoint_taken_on_three_ranks_restarts_on_one_two_three_and_four() {
+    let mesh = Mesh::generate(30, 40);
+    let steps = 14;
+    // Uninterrupted, on 3 ranks and on one process.
+    let dir = tempfile::tempdir().unwrap();
+    let (want_rms, want_q, from) = checkpointed(&mesh, 3, &dir.path().join("none-3"), steps);
+    assert_eq!(from, None);
+    let close = |a: &[f64], b: &[f64], tol: f64| {
+        let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tol * scale)
+    };
+    // Stopped after 10 iterations on 3 ranks: the last checkpoint is before iteration 9.
+    let taken = dir.path().join("three.ckpt");
+    checkpointed(&mesh, 3, &taken, 10);
+    let bytes = std::fs::read(&taken).unwrap();
+    for ranks in [1, 2, 3, 4] {
+        let ckpt = dir.path().join(format!("restart-{ranks}.ckpt"));
+        std::fs::write(&ckpt, &bytes).unwrap();
+        let (rms, q, from) = checkpointed(&mesh, ranks, &ckpt, steps);
+        // Iteration 9's save_soln is loop 8 x 9 = 72.
+        assert_eq!(from, Some(72), "{ranks} ranks");
+        // The replayed residuals are the 3-rank run's, bit for bit.
+        assert_eq!(rms[..8], want_rms[..8], "{ranks} ranks: replayed residuals");
+        if ranks == 3 {
+            assert_eq!(
+                rms, want_rms,
+                "3 ranks: the restart is the same computation"
+            );
+            assert_eq!(q, want_q, "3 ranks: the restart is the same computation");
+        } else {
+            // Sums over cells run in another order: within rounding.
+            assert!(
+                close(&rms, &want_rms, 1e-10),
+                "{ranks} ranks: {rms:?} vs {want_rms:?}"
+            );
+            assert!(close(&q, &want_q, 1e-12), "{ranks} ranks: q differs");
+        }
+    }
+}

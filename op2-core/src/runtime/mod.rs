@@ -29,6 +29,7 @@ use crate::registry::find_backend;
 use crate::set::{Set, SetHalo, SetSizes};
 use crate::signature::{ConstSig, LoopSignature};
 use crate::trace::Trace;
+use checkpoint::DeclaredAs;
 use execute::{State, lock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -99,19 +100,6 @@ impl Runtime {
     /// A runtime with this configuration, one rank of the ranks `comm` connects.
     pub fn with_communicator(config: Config, comm: Arc<dyn Communicator>) -> Result<Runtime> {
         let checkpoint = match &config.checkpoint {
-            Some(_) if comm.size() > 1 => {
-                return Err(Op2Error::Config {
-                    key: "OP2_CHECKPOINT".into(),
-                    value: format!(
-                        "{}",
-                        config.checkpoint.as_ref().expect("matched").path.display()
-                    ),
-                    reason: format!(
-                        "checkpointing runs on one process; this runtime has {} ranks",
-                        comm.size()
-                    ),
-                });
-            }
             Some(c) => Some(Mutex::new(checkpoint::Checkpointer::new(c.clone())?)),
             None => None,
         };
@@ -278,15 +266,19 @@ impl Runtime {
 
     /// Tells checkpointing about a declared set.
     fn note_set(&self, set: &Set) -> Result<()> {
-        let s = set.sizes();
-        let sizes = [s.core, s.owned, s.exec_halo, s.nonexec_halo];
-        self.shared.checkpoint_declare(
-            "set",
-            set.name(),
-            sizes.iter().map(|&n| n as u64).collect(),
-            &[],
-            None,
-        )
+        self.shared
+            .checkpoint_declare("set", set.name(), DeclaredAs::Set(set))
+    }
+
+    /// Gives the elements of `set` global numbers: `global_ids[i]` for local element `i`, every
+    /// element of this rank's part (core, owned, exec halo, non-exec halo). Checkpoints save
+    /// Dats in this numbering, so a run checkpointed on some number of ranks restarts on any
+    /// other; op2-mpi's partitioned meshes set it (before their maps and Dats are declared, as
+    /// a program numbering its own sets must too). On one process a set without one is
+    /// numbered in order.
+    pub fn number_globally(&self, set: &Set, global_ids: Vec<u64>) -> Result<()> {
+        self.own("set", set.name(), set.runtime_id())?;
+        self.shared.checkpoint_number(set, global_ids)
     }
 
     /// Declares a map from `from` to `to` with `arity` entries per element; `values` is row-major and
@@ -302,17 +294,8 @@ impl Runtime {
         self.own("set", from.name(), from.runtime_id())?;
         self.own("set", to.name(), to.runtime_id())?;
         let map = Map::new(next_id(), from, to, arity, values.into(), name)?;
-        self.shared.checkpoint_declare(
-            "map",
-            name,
-            vec![
-                from.total_size() as u64,
-                to.total_size() as u64,
-                arity as u64,
-            ],
-            bytemuck::cast_slice(map.values()),
-            None,
-        )?;
+        self.shared
+            .checkpoint_declare("map", name, DeclaredAs::Map(&map))?;
         Ok(map)
     }
 
@@ -355,9 +338,10 @@ impl Runtime {
         self.shared.checkpoint_declare(
             "dat",
             name,
-            vec![set.total_size() as u64, dim as u64, T::DTYPE as u64],
-            bytemuck::cast_slice(data),
-            Some(&c),
+            DeclaredAs::Dat {
+                dat: &c,
+                values: bytemuck::cast_slice(data),
+            },
         )?;
         Ok(Dat::from_carrier(c))
     }
@@ -385,9 +369,10 @@ impl Runtime {
         self.shared.checkpoint_declare(
             "global",
             name,
-            vec![dim as u64, T::DTYPE as u64],
-            bytemuck::cast_slice(values),
-            None,
+            DeclaredAs::Replicated {
+                sizes: vec![dim as u64, T::DTYPE as u64],
+                values: bytemuck::cast_slice(values),
+            },
         )?;
         Ok(Global::from_carrier(self.carrier(
             CarrierKind::Global,
@@ -418,9 +403,10 @@ impl Runtime {
         self.shared.checkpoint_declare(
             "const",
             name,
-            vec![dim as u64, T::DTYPE as u64],
-            bytemuck::cast_slice(values),
-            None,
+            DeclaredAs::Replicated {
+                sizes: vec![dim as u64, T::DTYPE as u64],
+                values: bytemuck::cast_slice(values),
+            },
         )?;
         let mut st = lock(&self.shared.state);
         let c = self.carrier(

@@ -17,13 +17,18 @@ const TRAILER: &[u8; 4] = b"END\0";
 /// The format this build writes, and the newest it reads.
 pub(crate) const VERSION: u32 = 1;
 
-/// What was declared, in order: the restarted program must declare the same.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One declared object, as the restarted program must declare it too: the same whatever the
+/// number of ranks (sizes count every rank's owned rows, hashes are over rows in global
+/// numbering).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Decl {
     /// `set`, `map`, `dat`, `global` or `const`.
     pub(crate) kind: String,
     pub(crate) name: String,
-    /// Sizes that identify it (set sizes; a map's sets and arity; a Dat's set, dim and type).
+    /// Which of the objects of this kind and name (usually 0).
+    pub(crate) occurrence: u32,
+    /// Sizes that identify it (a set's rows; a map's rows and arity; a Dat's rows, dim and
+    /// type; a Global's or Const's dim and type).
     pub(crate) sizes: Vec<u64>,
     /// A hash of its initial values (map values, a Dat's, Global's or Const's data).
     pub(crate) hash: u64,
@@ -33,6 +38,11 @@ impl Decl {
     /// A description for mismatch messages.
     pub(crate) fn describe(&self) -> String {
         format!("{} `{}` (sizes {:?})", self.kind, self.name, self.sizes)
+    }
+
+    /// What identifies it between runs.
+    pub(crate) fn key(&self) -> (&str, &str, u32) {
+        (&self.kind, &self.name, self.occurrence)
     }
 }
 
@@ -46,12 +56,15 @@ pub(crate) struct GlobalValue {
     pub(crate) bytes: Vec<u8>,
 }
 
-/// A Dat's values at the backup point.
+/// A Dat's values at the backup point, every row in global numbering (on one process without
+/// a numbering, its rows in order).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SavedDat {
-    /// Its position among the runtime's Dats, in order of declaration.
-    pub(crate) ordinal: u32,
     pub(crate) name: String,
+    /// Which of the Dats of this name.
+    pub(crate) occurrence: u32,
+    /// Bytes per row.
+    pub(crate) row_bytes: u64,
     pub(crate) bytes: Vec<u8>,
 }
 
@@ -118,7 +131,7 @@ impl Image {
         let b = |n: usize| 8 + n as u64;
         let mut n = 8 + 8 + 8 + 8 + 8 + 8 + 8;
         for d in &self.decls {
-            n += b(d.kind.len()) + b(d.name.len()) + 8 + 8 * d.sizes.len() as u64 + 8;
+            n += b(d.kind.len()) + b(d.name.len()) + 4 + 8 + 8 * d.sizes.len() as u64 + 8;
         }
         for g in &self.history {
             n += 8 + 4 + b(g.bytes.len());
@@ -127,7 +140,7 @@ impl Image {
             n += b(name.len()) + b(v.len());
         }
         for d in &self.dats {
-            n += 4 + b(d.name.len()) + b(d.bytes.len());
+            n += b(d.name.len()) + 4 + 8 + b(d.bytes.len());
         }
         n
     }
@@ -149,6 +162,7 @@ impl Image {
         for d in &self.decls {
             w.bytes(d.kind.as_bytes())?;
             w.bytes(d.name.as_bytes())?;
+            w.u32(d.occurrence)?;
             w.u64(d.sizes.len() as u64)?;
             for &s in &d.sizes {
                 w.u64(s)?;
@@ -168,8 +182,9 @@ impl Image {
         }
         w.u64(self.dats.len() as u64)?;
         for d in &self.dats {
-            w.u32(d.ordinal)?;
             w.bytes(d.name.as_bytes())?;
+            w.u32(d.occurrence)?;
+            w.u64(d.row_bytes)?;
             w.bytes(&d.bytes)?;
         }
         debug_assert_eq!(w.len, self.body_len());
@@ -236,6 +251,7 @@ impl Image {
         for _ in 0..r.count().ok_or_else(short)? {
             let kind = r.string().ok_or_else(short)?;
             let name = r.string().ok_or_else(short)?;
+            let occurrence = r.u32().ok_or_else(short)?;
             let sizes = (0..r.count().ok_or_else(short)?)
                 .map(|_| r.u64())
                 .collect::<Option<Vec<_>>>()
@@ -244,6 +260,7 @@ impl Image {
             image.decls.push(Decl {
                 kind,
                 name,
+                occurrence,
                 sizes,
                 hash,
             });
@@ -262,8 +279,9 @@ impl Image {
         }
         for _ in 0..r.count().ok_or_else(short)? {
             image.dats.push(SavedDat {
-                ordinal: r.u32().ok_or_else(short)?,
                 name: r.string().ok_or_else(short)?,
+                occurrence: r.u32().ok_or_else(short)?,
+                row_bytes: r.u64().ok_or_else(short)?,
                 bytes: r.bytes().ok_or_else(short)?.to_vec(),
             });
         }
@@ -319,6 +337,7 @@ mod tests {
             decls: vec![Decl {
                 kind: "dat".into(),
                 name: "q".into(),
+                occurrence: 0,
                 sizes: vec![3, 4, 0],
                 hash: 99,
             }],
@@ -329,8 +348,9 @@ mod tests {
             }],
             consts: vec![("gam".into(), 1.4f64.to_le_bytes().to_vec())],
             dats: vec![SavedDat {
-                ordinal: 0,
                 name: "q".into(),
+                occurrence: 0,
+                row_bytes: 32,
                 bytes: (0..96).collect(),
             }],
             all_dat_bytes: 200,

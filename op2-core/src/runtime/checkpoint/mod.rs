@@ -1,4 +1,5 @@
-//! Checkpoint and restart: OP2-Common's automatic checkpointing, made crash-safe.
+//! Checkpoint and restart: OP2-Common's automatic checkpointing, made crash-safe and independent
+//! of the number of ranks.
 //!
 //! **Taking a checkpoint.** When [`CheckpointEvery`] says so, before a loop (the backup point)
 //! the runtime runs everything pending, notes the Consts and the history of Global results, and
@@ -8,9 +9,17 @@
 //! writes only part of it saves its values now (they are still the backup point's: nothing has
 //! written it since), one that overwrites every row (a direct WRITE over its whole set, or
 //! WRITEs through maps whose values cover the whole set) means it need not be saved. A host
-//! read or write of an undecided Dat saves it. Once every Dat is decided (or the runtime is
-//! dropped, after which nothing reads them) the checkpoint is written by a background thread,
-//! atomically: the previous checkpoint stays valid until the new one is complete on disk.
+//! read or write of an undecided Dat saves it. Once every Dat is decided the checkpoint is
+//! written by a background thread, atomically: the previous checkpoint stays valid until the
+//! new one is complete on disk. The next checkpoint, `Runtime::checkpoint_wait` and dropping
+//! the runtime complete one still deciding, saving the undecided Dats as they are.
+//!
+//! **Across ranks** every decision is taken together (a loop's is combined over the ranks, so a
+//! map that covers one rank's rows but not another's saves the Dat everywhere), the Dats are
+//! saved in global numbering ([`crate::Runtime::number_globally`], which op2-mpi's partitioned
+//! meshes set) and rank 0 writes one file for all ranks. The declarations' fingerprint counts
+//! rows over all ranks and hashes rows by global number, so a checkpoint taken on 3 ranks
+//! restarts on 1, 2 or 4: each rank loads its rows, halos included, by global number.
 //!
 //! **Restarting.** A runtime whose checkpoint file exists reads it when it is built (a damaged,
 //! foreign or newer file is a typed error there). The program then runs from the start as
@@ -27,7 +36,9 @@ use super::execute::{RuntimeShared, lock};
 use crate::access::Access;
 use crate::arg::{Arg, ArgTarget};
 use crate::carrier::{Carrier, CarrierKind, HALO_BOTH};
+use crate::comm::Communicator;
 use crate::config::{CheckpointConfig, CheckpointEvery};
+use crate::dtype::DType;
 use crate::error::{Op2Error, Result};
 use crate::map::Map;
 use crate::set::Set;
@@ -41,6 +52,10 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+/// Across ranks a time interval is checked every this many loops (together: the ranks' clocks
+/// differ, so rank 0's decides).
+const TIME_CHECK_LOOPS: u64 = 64;
+
 /// What checkpointing has done so far ([`crate::Runtime::checkpoint_stats`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CheckpointStats {
@@ -50,13 +65,14 @@ pub struct CheckpointStats {
     pub taken: u64,
     /// The loop (counted from 0 over `par_loop` calls) before which the last one was taken.
     pub last_backup: Option<u64>,
-    /// Bytes of Dat values the last checkpoint saved (OP2-Common's minimal rule).
+    /// Bytes of Dat values the last checkpoint saved (OP2-Common's minimal rule), over all
+    /// ranks.
     pub saved_dat_bytes: u64,
-    /// Bytes every Dat declared then holds (what saving them all would have taken).
+    /// Bytes every Dat declared then holds, over all ranks (what saving them all would take).
     pub all_dat_bytes: u64,
     /// The Dats the last checkpoint saved, by name.
     pub saved_dats: Vec<String>,
-    /// The whole file's size, of the last checkpoint written.
+    /// The whole file's size, of the last checkpoint written (on rank 0; 0 on the others).
     pub file_bytes: u64,
     /// The backup point this run restarted from, if it restarted.
     pub restored_from: Option<u64>,
@@ -73,6 +89,64 @@ pub(crate) enum LoopFate {
     Replayed,
 }
 
+/// Global numbers of a set's local elements (every element, halos included), set by
+/// [`crate::Runtime::number_globally`].
+pub(crate) struct Numbering {
+    gids: Vec<u64>,
+    /// Elements this rank owns (the first ones): the rows it saves.
+    owned: usize,
+}
+
+/// How a set's rows are numbered for checkpoints.
+#[derive(Clone)]
+enum Rows {
+    /// One process, no numbering: every row, in order.
+    Identity(usize),
+    Numbered(Arc<Numbering>),
+}
+
+impl Rows {
+    /// Rows this rank saves and counts.
+    fn owned(&self) -> usize {
+        match self {
+            Rows::Identity(n) => *n,
+            Rows::Numbered(n) => n.owned,
+        }
+    }
+    /// The global number of local row `i`.
+    fn gid(&self, i: usize) -> u64 {
+        match self {
+            Rows::Identity(_) => i as u64,
+            Rows::Numbered(n) => n.gids[i],
+        }
+    }
+}
+
+/// A declared object, as checkpoints fingerprint it.
+enum Source {
+    Set(Set),
+    Map(Map),
+    /// A Dat: its hash over its owned rows (by global number) when it was declared.
+    Dat {
+        set: Set,
+        dim: usize,
+        dtype: DType,
+        hash: u64,
+    },
+    /// A Global or Const: the same on every rank.
+    Replicated {
+        sizes: Vec<u64>,
+        hash: u64,
+    },
+}
+
+struct Declared {
+    kind: &'static str,
+    name: String,
+    occurrence: u32,
+    source: Source,
+}
+
 /// The restart in progress: the checkpoint read at start, until its backup point.
 struct Replay {
     image: Image,
@@ -82,11 +156,26 @@ struct Replay {
     next: usize,
 }
 
-/// A checkpoint being taken: decided Dats are in `image.dats`, the rest in `undecided`.
+/// A Dat a checkpoint has not decided about yet.
+struct Undecided {
+    dat: Arc<Carrier>,
+    occurrence: u32,
+    /// Its rows on this rank, saved (as the host read or wrote it here).
+    saved: Option<Vec<u8>>,
+}
+
+/// A Dat a checkpoint saves: this rank's owned rows.
+struct Saved {
+    dat: Arc<Carrier>,
+    occurrence: u32,
+    bytes: Vec<u8>,
+}
+
+/// A checkpoint being taken.
 struct Deciding {
     image: Image,
-    /// Dats not yet decided, with their declaration ordinals.
-    undecided: Vec<(u32, Arc<Carrier>)>,
+    undecided: Vec<Undecided>,
+    saved: Vec<Saved>,
 }
 
 /// The checkpointing state of one runtime.
@@ -99,9 +188,11 @@ pub(crate) struct Checkpointer {
     /// Hash of the kernel names of every loop so far, in order.
     loops_hash: u64,
     /// Everything declared so far, in order.
-    decls: Vec<Decl>,
-    /// Every Dat declared, in order (their ordinals).
-    dats: Vec<Weak<Carrier>>,
+    declared: Vec<Declared>,
+    /// Every Dat declared, with its occurrence among Dats of its name.
+    dats: Vec<(Weak<Carrier>, u32)>,
+    /// Numberings by set id.
+    numbering: HashMap<u64, Arc<Numbering>>,
     /// Dats written (by a loop or on the host) since they were declared.
     dirty: HashSet<u64>,
     /// When the last checkpoint was taken (or the run started).
@@ -110,9 +201,16 @@ pub(crate) struct Checkpointer {
     replay: Option<Replay>,
     /// The backup point this run was restored at (no new checkpoint is taken there).
     restored_at: Option<u64>,
-    /// The checkpoint being written in the background: its stats once it is on disk.
+    /// The checkpoint being written in the background (rank 0): its size once it is on disk.
     writer: Option<JoinHandle<Result<u64>>>,
     stats: CheckpointStats,
+}
+
+fn mismatch(path: &std::path::Path, what: String) -> Op2Error {
+    Op2Error::CheckpointMismatch {
+        path: path.to_path_buf(),
+        what,
+    }
 }
 
 impl Checkpointer {
@@ -136,8 +234,9 @@ impl Checkpointer {
             loops: 0,
             calls: HashMap::new(),
             loops_hash: 0,
-            decls: Vec::new(),
+            declared: Vec::new(),
             dats: Vec::new(),
+            numbering: HashMap::new(),
             dirty: HashSet::new(),
             since: Instant::now(),
             deciding: None,
@@ -147,53 +246,74 @@ impl Checkpointer {
         })
     }
 
-    fn mismatch(&self, what: String) -> Op2Error {
-        Op2Error::CheckpointMismatch {
-            path: self.config.path.clone(),
-            what,
+    fn rows(&self, set: &Set) -> Rows {
+        match self.numbering.get(&set.id()) {
+            Some(n) => Rows::Numbered(n.clone()),
+            None => Rows::Identity(set.total_size()),
         }
     }
 
-    /// Notes a declaration; while restarting it must match the checkpoint's.
-    fn declare(&mut self, decl: Decl) -> Result<()> {
-        if let Some(r) = &self.replay {
-            let k = self.decls.len();
-            match r.image.decls.get(k) {
-                Some(d) if *d == decl => {}
-                Some(d) => {
-                    return Err(self.mismatch(format!(
-                        "declaration {k} is {}, the checkpoint's is {}{}",
-                        decl.describe(),
-                        d.describe(),
-                        if d.kind == decl.kind && d.name == decl.name && d.sizes == decl.sizes {
-                            " with other values"
-                        } else {
-                            ""
-                        }
-                    )));
-                }
-                None => {
-                    return Err(self.mismatch(format!(
-                        "{} is declared before loop {}, where the checkpoint's program had \
-                         declared only {k} objects",
-                        decl.describe(),
-                        r.image.backup
-                    )));
-                }
+    /// The fingerprint of one declaration on this rank: sizes and hash over its own rows
+    /// (`partial`: they are summed over the ranks), or the whole (Globals, Consts).
+    fn fingerprint(&self, d: &Declared) -> (Decl, bool) {
+        let mut decl = Decl {
+            kind: d.kind.into(),
+            name: d.name.clone(),
+            occurrence: d.occurrence,
+            sizes: Vec::new(),
+            hash: 0,
+        };
+        let partial = match &d.source {
+            Source::Set(set) => {
+                decl.sizes = vec![self.rows(set).owned() as u64];
+                true
             }
-        }
-        self.decls.push(decl);
-        Ok(())
+            Source::Map(map) => {
+                let (from, to) = (self.rows(map.from()), self.rows(map.to()));
+                let arity = map.arity();
+                let mut h = 0u64;
+                let mut row = Vec::with_capacity(8 * (arity + 1));
+                for e in 0..from.owned() {
+                    row.clear();
+                    row.extend_from_slice(&from.gid(e).to_le_bytes());
+                    for &v in &map.values()[e * arity..(e + 1) * arity] {
+                        row.extend_from_slice(&to.gid(v as usize).to_le_bytes());
+                    }
+                    h = h.wrapping_add(hash_bytes(0, &row));
+                }
+                decl.sizes = vec![from.owned() as u64, arity as u64];
+                decl.hash = h;
+                true
+            }
+            Source::Dat {
+                set,
+                dim,
+                dtype,
+                hash,
+            } => {
+                decl.sizes = vec![self.rows(set).owned() as u64, *dim as u64, *dtype as u64];
+                decl.hash = *hash;
+                true
+            }
+            Source::Replicated { sizes, hash } => {
+                decl.sizes = sizes.clone();
+                decl.hash = *hash;
+                false
+            }
+        };
+        (decl, partial)
     }
 
-    /// Whether a checkpoint is due before a loop of `kernel`.
-    fn due(&self, kernel: &str) -> bool {
+    /// Whether a checkpoint is due before a loop of `kernel` (on this rank's clock).
+    fn due(&self, kernel: &str, ranks: usize) -> bool {
         if self.loops == 0 || self.restored_at == Some(self.loops) {
             return false;
         }
         match &self.config.every {
             CheckpointEvery::Loops(n) => self.loops % n == 0,
-            CheckpointEvery::Time(d) => self.since.elapsed() >= *d,
+            CheckpointEvery::Time(d) => {
+                (ranks == 1 || self.loops % TIME_CHECK_LOOPS == 0) && self.since.elapsed() >= *d
+            }
             CheckpointEvery::Kernel { kernel: k, every } => {
                 k == kernel && self.calls.get(k).is_some_and(|c| *c > 0 && c % every == 0)
             }
@@ -207,7 +327,7 @@ impl Checkpointer {
         self.loops_hash = hash_bytes(self.loops_hash, kernel.as_bytes());
     }
 
-    /// Fails with the background writer's error, if it finished with one; `wait` waits for it.
+    /// The background writer's result, once it finished (`wait`: waiting for it).
     fn reap_writer(&mut self, wait: bool) -> Result<()> {
         if self
             .writer
@@ -225,42 +345,53 @@ impl Checkpointer {
     }
 }
 
+/// Every rank's `values`, summed element by element (wrapping), on every rank.
+fn sum_over_ranks(comm: &dyn Communicator, values: &mut [u64]) -> Result<()> {
+    if comm.size() == 1 {
+        return Ok(());
+    }
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let all = comm.begin_all_gather(bytes)?.wait()?;
+    values.fill(0);
+    for message in all {
+        for (v, b) in values.iter_mut().zip(message.chunks_exact(8)) {
+            *v = v.wrapping_add(u64::from_le_bytes(b.try_into().expect("8 bytes")));
+        }
+    }
+    Ok(())
+}
+
+/// Whether any rank says yes, for each of `flags`, on every rank.
+fn any_rank(comm: &dyn Communicator, flags: &[bool]) -> Result<Vec<bool>> {
+    let mut v: Vec<u64> = flags.iter().map(|&f| u64::from(f)).collect();
+    sum_over_ranks(comm, &mut v)?;
+    Ok(v.iter().map(|&n| n > 0).collect())
+}
+
 /// The bytes of a carrier's host data, brought home from a device first.
 fn host_bytes(shared: &RuntimeShared, c: &Carrier) -> Result<Vec<u8>> {
     shared.backend.host_access(c, false)?;
     Ok(c.lock_for_loop("checkpoint", false)?.bytes().to_vec())
 }
 
-/// Overwrites a carrier's host data (the backend then treats the host copy as the valid one).
+/// Overwrites a carrier's host data through `fill` (given the host bytes; the backend then
+/// treats the host copy as the valid one).
 fn overwrite(
     shared: &RuntimeShared,
     c: &Carrier,
-    bytes: &[u8],
-    path: &std::path::Path,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
     shared.backend.host_access(c, true)?;
     let mut lock = c.lock_for_loop("checkpoint restore", true)?;
-    let host = lock.bytes_mut().expect("a write lock gives mutable bytes");
-    if host.len() != bytes.len() {
-        return Err(Op2Error::CheckpointMismatch {
-            path: path.to_path_buf(),
-            what: format!(
-                "{} `{}` holds {} bytes, the checkpoint {}",
-                c.what(),
-                c.name(),
-                host.len(),
-                bytes.len()
-            ),
-        });
-    }
-    host.copy_from_slice(bytes);
+    fill(lock.bytes_mut().expect("a write lock gives mutable bytes"))?;
     c.halo_stale.store(HALO_BOTH, Ordering::Relaxed);
     Ok(())
 }
 
-/// Whether the loop's WRITE args on `dat` together write every row of it.
-fn covers_every_row(
+/// Whether the loop's WRITE args on `dat` together write every row this rank owns.
+fn covers_owned_rows(
     dat: &Carrier,
+    owned: usize,
     set: &Set,
     sigs: &[ArgSig],
     carriers: &[Arc<Carrier>],
@@ -269,19 +400,15 @@ fn covers_every_row(
     let CarrierKind::Dat(dset) = dat.kind() else {
         return false;
     };
-    let rows = dset.total_size();
-    let mut hit = vec![false; rows];
+    let mut hit = vec![false; dset.total_size()];
     let elements = set.size();
     for (sig, c) in sigs.iter().zip(carriers) {
         if c.id != dat.id || sig.access != Access::Write {
             continue;
         }
         match sig.kind {
-            // A direct arg on the iteration set writes rows 0..size: all of them where the set
-            // has no halo rows.
-            ArgKind::Direct if set.id() == dset.id() && set.total_size() == elements => {
-                return true;
-            }
+            // A direct arg on the iteration set writes the rows of its elements.
+            ArgKind::Direct if set.id() == dset.id() && elements >= owned => return true,
             ArgKind::Indirect { map, arity, index } => {
                 for e in 0..elements {
                     if let Some(&v) = maps[map].values().get(e * arity + index) {
@@ -298,7 +425,7 @@ fn covers_every_row(
             _ => {}
         }
     }
-    hit.iter().all(|&h| h)
+    hit[..owned].iter().all(|&h| h)
 }
 
 impl RuntimeShared {
@@ -306,34 +433,142 @@ impl RuntimeShared {
         self.checkpoint.as_ref().map(lock)
     }
 
-    /// Notes a declared set, map, Dat, Global or Const (checked against the checkpoint while
-    /// restarting).
-    pub(crate) fn checkpoint_declare(
-        &self,
-        kind: &str,
-        name: &str,
-        sizes: Vec<u64>,
-        values: &[u8],
-        dat: Option<&Arc<Carrier>>,
-    ) -> Result<()> {
-        let Some(mut ck) = self.checkpointer() else {
-            return Ok(());
-        };
-        ck.declare(Decl {
-            kind: kind.into(),
-            name: name.into(),
-            sizes,
-            hash: hash_bytes(0, values),
-        })?;
-        if let Some(d) = dat {
-            ck.dats.push(Arc::downgrade(d));
+    /// Gives `set`'s local elements global numbers (see `Runtime::number_globally`).
+    pub(crate) fn checkpoint_number(&self, set: &Set, gids: Vec<u64>) -> Result<()> {
+        if gids.len() != set.total_size() {
+            return Err(Op2Error::DataLength {
+                what: "set",
+                name: set.name().into(),
+                expected: set.total_size(),
+                actual: gids.len(),
+                detail: "one global number per local element, halos included".into(),
+            });
+        }
+        if let Some(mut ck) = self.checkpointer() {
+            let owned = set.size();
+            ck.numbering
+                .insert(set.id(), Arc::new(Numbering { gids, owned }));
         }
         Ok(())
     }
 
+    /// Notes a declared set, map, Dat, Global or Const; while restarting it must be one the
+    /// checkpoint's program declared (on one process checked whole now, across ranks at the
+    /// backup point).
+    pub(crate) fn checkpoint_declare(
+        &self,
+        kind: &'static str,
+        name: &str,
+        what: DeclaredAs<'_>,
+    ) -> Result<()> {
+        let Some(mut guard) = self.checkpointer() else {
+            return Ok(());
+        };
+        let ck = &mut *guard;
+        let occurrence = ck
+            .declared
+            .iter()
+            .filter(|d| d.kind == kind && d.name == name)
+            .count() as u32;
+        let source = match what {
+            DeclaredAs::Set(s) => Source::Set(s.clone()),
+            DeclaredAs::Map(m) => Source::Map(m.clone()),
+            DeclaredAs::Dat { dat, values } => {
+                let CarrierKind::Dat(set) = dat.kind() else {
+                    unreachable!("a Dat's carrier")
+                };
+                let rows = ck.rows(set);
+                let row = values.len() / set.total_size().max(1);
+                let mut h = 0u64;
+                let mut buf = Vec::with_capacity(row + 8);
+                for i in 0..rows.owned() {
+                    buf.clear();
+                    buf.extend_from_slice(&rows.gid(i).to_le_bytes());
+                    buf.extend_from_slice(&values[i * row..(i + 1) * row]);
+                    h = h.wrapping_add(hash_bytes(0, &buf));
+                }
+                ck.dats.push((Arc::downgrade(dat), occurrence));
+                Source::Dat {
+                    set: set.clone(),
+                    dim: dat.dim(),
+                    dtype: dat.dtype(),
+                    hash: h,
+                }
+            }
+            DeclaredAs::Replicated { sizes, values } => Source::Replicated {
+                sizes,
+                hash: hash_bytes(0, values),
+            },
+        };
+        let declared = Declared {
+            kind,
+            name: name.into(),
+            occurrence,
+            source,
+        };
+        if let Some(r) = &ck.replay {
+            let (now, partial) = ck.fingerprint(&declared);
+            let path = &ck.config.path;
+            match r.image.decls.iter().find(|d| d.key() == now.key()) {
+                None => {
+                    return Err(mismatch(
+                        path,
+                        format!(
+                            "{} is declared, the checkpoint's program has no such {kind}",
+                            now.describe()
+                        ),
+                    ));
+                }
+                // Sets are numbered after they are declared: checked at the backup point.
+                Some(d) if (!partial || self.comm.size() == 1) && kind != "set" && *d != now => {
+                    return Err(mismatch(
+                        path,
+                        format!(
+                            "{} is declared, the checkpoint's is {}{}",
+                            now.describe(),
+                            d.describe(),
+                            if d.sizes == now.sizes {
+                                " with other values"
+                            } else {
+                                ""
+                            }
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        ck.declared.push(declared);
+        Ok(())
+    }
+
+    /// Every declaration's fingerprint, over all ranks (collective across ranks), sorted.
+    fn fingerprints(&self, ck: &Checkpointer) -> Result<Vec<Decl>> {
+        let mut decls = Vec::with_capacity(ck.declared.len());
+        let mut partials = Vec::new();
+        for d in &ck.declared {
+            let (decl, partial) = ck.fingerprint(d);
+            if partial {
+                partials.push(decls.len());
+            }
+            decls.push(decl);
+        }
+        let mut values: Vec<u64> = partials
+            .iter()
+            .flat_map(|&i| [decls[i].sizes[0], decls[i].hash])
+            .collect();
+        sum_over_ranks(&*self.comm, &mut values)?;
+        for (k, &i) in partials.iter().enumerate() {
+            decls[i].sizes[0] = values[2 * k];
+            decls[i].hash = values[2 * k + 1];
+        }
+        decls.sort();
+        Ok(decls)
+    }
+
     /// Before a loop is recorded: replays it while restarting, loads the checkpoint at its
     /// backup point, decides which Dats the checkpoint being taken saves, and takes a new one
-    /// when it is due.
+    /// when it is due. Across ranks every rank calls this for the same loops, in order.
     pub(crate) fn checkpoint_before_loop(
         &self,
         kernel: &str,
@@ -350,7 +585,6 @@ impl RuntimeShared {
         let _order = lock(&self.exec);
         let mut guard = self.checkpointer().expect("checked above");
         let ck = &mut *guard;
-        ck.reap_writer(false)?;
         let index = ck.loops;
 
         if let Some(replay) = &mut ck.replay {
@@ -365,17 +599,27 @@ impl RuntimeShared {
                             .get(g.arg as usize)
                             .filter(|c| matches!(c.kind(), CarrierKind::Global));
                         let Some(c) = c else {
-                            return Err(Op2Error::CheckpointMismatch {
-                                path: ck.config.path.clone(),
-                                what: format!(
+                            return Err(mismatch(
+                                &ck.config.path,
+                                format!(
                                     "the kernels of the loops are not the checkpoint's: loop \
                                      {index} (`{kernel}`) has no Global at arg {}, as the \
                                      checkpoint's loop {index} had",
                                     g.arg
                                 ),
-                            });
+                            ));
                         };
-                        overwrite(self, c, &g.bytes, &ck.config.path)?;
+                        let path = &ck.config.path;
+                        overwrite(self, c, |host| {
+                            if host.len() != g.bytes.len() {
+                                return Err(mismatch(
+                                    path,
+                                    format!("global `{}` has another size", c.name()),
+                                ));
+                            }
+                            host.copy_from_slice(&g.bytes);
+                            Ok(())
+                        })?;
                     }
                     replay.next += 1;
                 }
@@ -392,22 +636,49 @@ impl RuntimeShared {
             self.load_checkpoint(ck)?;
         }
 
-        let due = ck.due(kernel);
+        let ranks = self.comm.size();
+        let mut due = ck.due(kernel, ranks);
+        if matches!(ck.config.every, CheckpointEvery::Time(_))
+            && ranks > 1
+            && index % TIME_CHECK_LOOPS == 0
+            && index > 0
+        {
+            // Rank 0's clock decides for all.
+            let mine = [due && self.comm.rank() == 0];
+            due = any_rank(&*self.comm, &mine)?[0];
+        }
         if due {
             if let Some(d) = ck.deciding.take() {
                 // The last one is still undecided about some Dats: their values have not
                 // changed since its backup point, so they are saved as they are now.
-                self.complete(ck, d, true)?;
+                self.complete(ck, d)?;
+            }
+            // A failed background write is every rank's error.
+            let failed = ck.reap_writer(false);
+            if self.comm.first_failed_rank(failed.is_err())?.is_some() {
+                failed?;
+                return Err(Op2Error::CheckpointWrite {
+                    path: ck.config.path.clone(),
+                    reason: "rank 0 could not write it".into(),
+                });
             }
             // The backup point: everything recorded so far runs first.
             let work = lock(&self.state).trace.take_all();
             self.run_pending(work)?;
             self.start_checkpoint(ck, index)?;
+        } else if ranks == 1 {
+            ck.reap_writer(false)?;
         }
         if let Some(mut d) = ck.deciding.take() {
-            self.decide(&mut d, set, sigs, carriers, maps)?;
-            if d.undecided.is_empty() {
-                self.complete(ck, d, false)?;
+            self.decide(ck, &mut d, set, sigs, carriers, maps)?;
+            let done = d.undecided.iter().all(|u| u.saved.is_some());
+            let done = if ranks > 1 && !d.undecided.is_empty() {
+                !any_rank(&*self.comm, &[!done])?[0]
+            } else {
+                done
+            };
+            if done {
+                self.complete(ck, d)?;
             } else {
                 ck.deciding = Some(d);
             }
@@ -422,40 +693,118 @@ impl RuntimeShared {
     }
 
     /// The backup point of a restart: checks the declarations and loops so far against the
-    /// checkpoint's, loads its Dats and Consts, and ends the replay.
+    /// checkpoint's, loads its Dats (each rank its rows, by global number) and Consts, and ends
+    /// the replay. Collective across ranks.
     fn load_checkpoint(&self, ck: &mut Checkpointer) -> Result<()> {
         let replay = ck.replay.take().expect("called while restarting");
         let image = &replay.image;
-        if ck.decls.len() != image.decls.len() {
-            let what = format!(
-                "the checkpoint's program declared {} objects before loop {}, this one {}",
-                image.decls.len(),
-                image.backup,
-                ck.decls.len()
-            );
-            return Err(ck.mismatch(what));
+        let path = ck.config.path.clone();
+        let now = self.fingerprints(ck)?;
+        if now != image.decls {
+            let first = image
+                .decls
+                .iter()
+                .zip(&now)
+                .find(|(a, b)| a != b)
+                .map(|(a, b)| {
+                    format!(
+                        "{} is declared, the checkpoint's is {}",
+                        b.describe(),
+                        a.describe()
+                    )
+                })
+                .unwrap_or_else(|| {
+                    format!(
+                        "the checkpoint's program declared {} objects before loop {}, this one {}",
+                        image.decls.len(),
+                        image.backup,
+                        now.len()
+                    )
+                });
+            return Err(mismatch(&path, first));
         }
         if ck.loops_hash != image.loops_hash {
-            let what = format!(
-                "the kernels of loops 0..{} are not the checkpoint's",
-                image.backup
-            );
-            return Err(ck.mismatch(what));
+            return Err(mismatch(
+                &path,
+                format!(
+                    "the kernels of loops 0..{} are not the checkpoint's",
+                    image.backup
+                ),
+            ));
         }
+        // Rows that do not fit are this rank's error; every rank learns that one failed.
+        let mut loaded = Ok(());
         for saved in &image.dats {
-            let dat = ck.dats.get(saved.ordinal as usize).and_then(Weak::upgrade);
-            let Some(dat) = dat.filter(|d| d.name() == saved.name) else {
-                let what = format!("dat `{}` is not declared or was dropped", saved.name);
-                return Err(ck.mismatch(what));
+            let dat = ck
+                .dats
+                .iter()
+                .filter(|(_, k)| *k == saved.occurrence)
+                .filter_map(|(d, _)| d.upgrade())
+                .find(|d| d.name() == saved.name);
+            let Some(dat) = dat else {
+                loaded = Err(mismatch(
+                    &path,
+                    format!("dat `{}` is not declared or was dropped", saved.name),
+                ));
+                break;
             };
-            overwrite(self, &dat, &saved.bytes, &ck.config.path)?;
+            let CarrierKind::Dat(set) = dat.kind() else {
+                unreachable!("a Dat's carrier")
+            };
+            let rows = ck.rows(set);
+            let row = saved.row_bytes as usize;
+            loaded = overwrite(self, &dat, |host| {
+                if host.len() != set.total_size() * row {
+                    return Err(mismatch(
+                        &path,
+                        format!("dat `{}` has rows of another size", saved.name),
+                    ));
+                }
+                for i in 0..set.total_size() {
+                    let g = rows.gid(i) as usize;
+                    let Some(src) = saved.bytes.get(g * row..(g + 1) * row) else {
+                        return Err(mismatch(
+                            &path,
+                            format!(
+                                "dat `{}`: global row {g} is not in the checkpoint ({} rows)",
+                                saved.name,
+                                saved.bytes.len() / row.max(1)
+                            ),
+                        ));
+                    };
+                    host[i * row..(i + 1) * row].copy_from_slice(src);
+                }
+                Ok(())
+            });
+            if loaded.is_err() {
+                break;
+            }
         }
-        let consts = lock(&self.state).consts.clone();
-        for (name, bytes) in &image.consts {
-            let Some(c) = consts.iter().find(|c| c.name() == name) else {
-                return Err(ck.mismatch(format!("const `{name}` is not declared")));
-            };
-            overwrite(self, c, bytes, &ck.config.path)?;
+        if loaded.is_ok() {
+            let consts = lock(&self.state).consts.clone();
+            for (name, bytes) in &image.consts {
+                let Some(c) = consts.iter().find(|c| c.name() == name) else {
+                    loaded = Err(mismatch(&path, format!("const `{name}` is not declared")));
+                    break;
+                };
+                loaded = overwrite(self, c, |host| {
+                    if host.len() != bytes.len() {
+                        return Err(mismatch(&path, format!("const `{name}` has another size")));
+                    }
+                    host.copy_from_slice(bytes);
+                    Ok(())
+                });
+                if loaded.is_err() {
+                    break;
+                }
+            }
+        }
+        if self.comm.first_failed_rank(loaded.is_err())?.is_some() {
+            loaded?;
+            return Err(mismatch(
+                &path,
+                "another rank could not load its rows".into(),
+            ));
         }
         // The next checkpoint replays the loops before this one's backup point too.
         if let Some(history) = &self.history {
@@ -471,101 +820,181 @@ impl RuntimeShared {
     }
 
     /// Starts a checkpoint at backup point `index` (everything recorded before it has run).
+    /// Collective across ranks: which Dats are dirty is agreed (a host write on one rank makes
+    /// a Dat dirty everywhere).
     fn start_checkpoint(&self, ck: &mut Checkpointer, index: u64) -> Result<()> {
-        let mut undecided = Vec::new();
-        let mut all_dat_bytes = 0;
-        for (ordinal, d) in ck.dats.iter().enumerate() {
-            let Some(d) = d.upgrade() else { continue };
-            all_dat_bytes += d.lock_for_loop("checkpoint", false)?.bytes().len() as u64;
-            if ck.dirty.contains(&d.id) {
-                undecided.push((ordinal as u32, d));
+        let dats: Vec<(Arc<Carrier>, u32)> = ck
+            .dats
+            .iter()
+            .filter_map(|(d, k)| d.upgrade().map(|d| (d, *k)))
+            .collect();
+        let dirty: Vec<bool> = dats.iter().map(|(d, _)| ck.dirty.contains(&d.id)).collect();
+        let dirty = any_rank(&*self.comm, &dirty)?;
+        if self.comm.size() > 1 {
+            // Rows are saved by global number: across ranks every saved Dat's set needs one.
+            let unnumbered = dats
+                .iter()
+                .zip(&dirty)
+                .find_map(|((d, _), dirty)| match d.kind() {
+                    CarrierKind::Dat(set) if *dirty && !ck.numbering.contains_key(&set.id()) => {
+                        Some((d.name().to_string(), set.name().to_string()))
+                    }
+                    _ => None,
+                });
+            if let Some((dat, set)) = unnumbered {
+                return Err(Op2Error::CheckpointWrite {
+                    path: ck.config.path.clone(),
+                    reason: format!(
+                        "dat `{dat}` would be saved, but its set `{set}` has no global numbers \
+                         (Runtime::number_globally; op2-mpi's partitioned meshes have them)"
+                    ),
+                });
             }
         }
+        let mut all = Vec::with_capacity(dats.len());
+        for (d, _) in &dats {
+            let CarrierKind::Dat(set) = d.kind() else {
+                continue;
+            };
+            all.push((ck.rows(set).owned() * d.dim() * d.dtype().size()) as u64);
+        }
+        sum_over_ranks(&*self.comm, &mut all)?;
+        let undecided = dats
+            .into_iter()
+            .zip(dirty)
+            .filter(|(_, dirty)| *dirty)
+            .map(|((dat, occurrence), _)| Undecided {
+                dat,
+                occurrence,
+                saved: None,
+            })
+            .collect();
         let consts = lock(&self.state).consts.clone();
         let consts = consts
             .iter()
             .map(|c| Ok((c.name().to_string(), host_bytes(self, c)?)))
             .collect::<Result<Vec<_>>>()?;
-        let mut history = lock(
-            self.history
-                .as_ref()
-                .expect("history is kept when checkpointing"),
-        )
-        .clone();
+        let history = self
+            .history
+            .as_ref()
+            .expect("history is kept when checkpointing");
+        let mut history = lock(history).clone();
         // Loops can run out of program order (a host read forces only what it needs).
         history.sort_by_key(|g| (g.at, g.arg));
         ck.deciding = Some(Deciding {
             image: Image {
                 backup: index,
                 loops_hash: ck.loops_hash,
-                decls: ck.decls.clone(),
+                decls: self.fingerprints(ck)?,
                 history,
                 consts,
                 dats: Vec::new(),
-                all_dat_bytes,
+                all_dat_bytes: all.iter().sum(),
             },
             undecided,
+            saved: Vec::new(),
         });
         ck.since = Instant::now();
         Ok(())
     }
 
-    /// Decides the undecided Dats a loop uses: saved when it reads them or writes only part.
+    /// This rank's owned rows of a Dat.
+    fn owned_bytes(&self, ck: &Checkpointer, dat: &Carrier) -> Result<Vec<u8>> {
+        let CarrierKind::Dat(set) = dat.kind() else {
+            unreachable!("a Dat's carrier")
+        };
+        let mut bytes = host_bytes(self, dat)?;
+        let row = dat.dim() * dat.dtype().size();
+        bytes.truncate(ck.rows(set).owned() * row);
+        Ok(bytes)
+    }
+
+    /// Decides the undecided Dats a loop uses: saved when it reads them, writes only part of
+    /// their rows, or a rank saved them already. Collective across ranks.
     fn decide(
         &self,
+        ck: &Checkpointer,
         d: &mut Deciding,
         set: &Set,
         sigs: &[ArgSig],
         carriers: &[Arc<Carrier>],
         maps: &[Map],
     ) -> Result<()> {
-        let mut k = 0;
-        while k < d.undecided.len() {
-            let (ordinal, dat) = &d.undecided[k];
-            let uses: Vec<&ArgSig> = sigs
+        let used: Vec<usize> = (0..d.undecided.len())
+            .filter(|&k| carriers.iter().any(|c| c.id == d.undecided[k].dat.id))
+            .collect();
+        if used.is_empty() {
+            return Ok(());
+        }
+        let mut needs = Vec::with_capacity(used.len());
+        for &k in &used {
+            let u = &d.undecided[k];
+            let CarrierKind::Dat(dset) = u.dat.kind() else {
+                unreachable!("a Dat's carrier")
+            };
+            let reads = sigs
                 .iter()
                 .zip(carriers)
-                .filter(|(_, c)| c.id == dat.id)
-                .map(|(s, _)| s)
-                .collect();
-            if uses.is_empty() {
-                k += 1;
-                continue;
-            }
-            let reads = uses.iter().any(|s| s.access.reads());
-            if reads || !covers_every_row(dat, set, sigs, carriers, maps) {
-                d.image.dats.push(SavedDat {
-                    ordinal: *ordinal,
-                    name: dat.name().to_string(),
-                    bytes: host_bytes(self, dat)?,
+                .any(|(s, c)| c.id == u.dat.id && s.access.reads());
+            let owned = ck.rows(dset).owned();
+            needs.push(
+                u.saved.is_some()
+                    || reads
+                    || !covers_owned_rows(&u.dat, owned, set, sigs, carriers, maps),
+            );
+        }
+        let needs = any_rank(&*self.comm, &needs)?;
+        // Removed from the back, so the positions still to come stay valid.
+        for (&k, &need) in used.iter().zip(&needs).rev() {
+            let u = d.undecided.remove(k);
+            if need {
+                let bytes = match u.saved {
+                    Some(b) => b,
+                    None => self.owned_bytes(ck, &u.dat)?,
+                };
+                d.saved.push(Saved {
+                    dat: u.dat,
+                    occurrence: u.occurrence,
+                    bytes,
                 });
             }
-            d.undecided.swap_remove(k);
         }
         Ok(())
     }
 
-    /// Finishes a checkpoint: the undecided Dats are saved (`save_rest`, when the program goes
-    /// on) or left out (it ends: nothing reads them), and the file is written in the background.
-    fn complete(&self, ck: &mut Checkpointer, mut d: Deciding, save_rest: bool) -> Result<()> {
-        if save_rest {
-            for (ordinal, dat) in std::mem::take(&mut d.undecided) {
-                d.image.dats.push(SavedDat {
-                    ordinal,
-                    name: dat.name().to_string(),
-                    bytes: host_bytes(self, &dat)?,
-                });
-            }
+    /// Finishes a checkpoint: the Dats still undecided are saved as they are (their values are
+    /// the backup point's), every rank's rows go to rank 0 in global numbering, and rank 0
+    /// writes the file in the background. Collective across ranks.
+    fn complete(&self, ck: &mut Checkpointer, mut d: Deciding) -> Result<()> {
+        for u in std::mem::take(&mut d.undecided) {
+            let bytes = match u.saved {
+                Some(b) => b,
+                None => self.owned_bytes(ck, &u.dat)?,
+            };
+            d.saved.push(Saved {
+                dat: u.dat,
+                occurrence: u.occurrence,
+                bytes,
+            });
         }
-        d.image.dats.sort_by_key(|s| s.ordinal);
-        // One write at a time, in order: the newer must not be overtaken by the older.
-        ck.reap_writer(true)?;
-        let image = d.image;
+        // The same order on every rank.
+        d.saved
+            .sort_by(|a, b| (a.dat.name(), a.occurrence).cmp(&(b.dat.name(), b.occurrence)));
+        let mut image = d.image;
+        let lead = self.comm.rank() == 0;
+        image.dats = self.assemble(ck, &d.saved)?;
         ck.stats.taken += 1;
         ck.stats.last_backup = Some(image.backup);
-        ck.stats.saved_dat_bytes = image.dats.iter().map(|s| s.bytes.len() as u64).sum();
+        ck.stats.saved_dats = d.saved.iter().map(|s| s.dat.name().to_string()).collect();
         ck.stats.all_dat_bytes = image.all_dat_bytes;
-        ck.stats.saved_dats = image.dats.iter().map(|s| s.name.clone()).collect();
+        let mut saved_bytes = [d.saved.iter().map(|s| s.bytes.len() as u64).sum::<u64>()];
+        sum_over_ranks(&*self.comm, &mut saved_bytes)?;
+        ck.stats.saved_dat_bytes = saved_bytes[0];
+        if !lead {
+            return Ok(());
+        }
+        // One write at a time, in order: the newer must not be overtaken by the older.
+        ck.reap_writer(true)?;
         let path = ck.config.path.clone();
         ck.writer = Some(std::thread::spawn(move || {
             let mut written = 0u64;
@@ -584,8 +1013,109 @@ impl RuntimeShared {
         Ok(())
     }
 
+    /// The saved Dats in global numbering, on rank 0 (empty on the others): each rank sends its
+    /// owned rows with their global numbers.
+    fn assemble(&self, ck: &Checkpointer, saved: &[Saved]) -> Result<Vec<SavedDat>> {
+        let ranks = self.comm.size();
+        let layout = |s: &Saved| {
+            let CarrierKind::Dat(set) = s.dat.kind() else {
+                unreachable!("a Dat's carrier")
+            };
+            (ck.rows(set), s.dat.dim() * s.dat.dtype().size())
+        };
+        if ranks == 1 {
+            return Ok(saved
+                .iter()
+                .map(|s| {
+                    let (rows, row) = layout(s);
+                    let bytes = match rows {
+                        Rows::Identity(_) => s.bytes.clone(),
+                        Rows::Numbered(n) => {
+                            let mut b = vec![0u8; s.bytes.len()];
+                            for i in 0..n.owned {
+                                let g = n.gids[i] as usize;
+                                if let Some(dst) = b.get_mut(g * row..(g + 1) * row) {
+                                    dst.copy_from_slice(&s.bytes[i * row..(i + 1) * row]);
+                                }
+                            }
+                            b
+                        }
+                    };
+                    SavedDat {
+                        name: s.dat.name().into(),
+                        occurrence: s.occurrence,
+                        row_bytes: row as u64,
+                        bytes,
+                    }
+                })
+                .collect());
+        }
+        // Per Dat: this rank's owned rows, their global numbers, then their bytes.
+        let mut message = Vec::new();
+        let mut totals = Vec::with_capacity(saved.len());
+        for s in saved {
+            let (rows, _) = layout(s);
+            let owned = rows.owned();
+            totals.push(owned as u64);
+            message.extend_from_slice(&(owned as u64).to_le_bytes());
+            for i in 0..owned {
+                message.extend_from_slice(&rows.gid(i).to_le_bytes());
+            }
+            message.extend_from_slice(&s.bytes);
+        }
+        sum_over_ranks(&*self.comm, &mut totals)?;
+        let mut sends = vec![Vec::new(); ranks];
+        sends[0] = message;
+        let got = self.comm.all_to_all_v(sends)?;
+        if self.comm.rank() != 0 {
+            return Ok(Vec::new());
+        }
+        let mut out: Vec<SavedDat> = saved
+            .iter()
+            .zip(&totals)
+            .map(|(s, &rows)| {
+                let row = layout(s).1;
+                SavedDat {
+                    name: s.dat.name().into(),
+                    occurrence: s.occurrence,
+                    row_bytes: row as u64,
+                    bytes: vec![0u8; rows as usize * row],
+                }
+            })
+            .collect();
+        let broken = |from: usize| Op2Error::Communication {
+            reason: format!("rank {from} sent a checkpoint message that does not parse"),
+        };
+        for (from, m) in got.iter().enumerate() {
+            let mut at = 0usize;
+            let mut take = |n: usize| -> Result<&[u8]> {
+                let s = m.get(at..at + n).ok_or_else(|| broken(from))?;
+                at += n;
+                Ok(s)
+            };
+            for d in &mut out {
+                let row = d.row_bytes as usize;
+                let n = u64::from_le_bytes(take(8)?.try_into().expect("8 bytes")) as usize;
+                let gids: Vec<usize> = take(8 * n)?
+                    .chunks_exact(8)
+                    .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
+                    .collect();
+                let bytes = take(n * row)?;
+                for (i, g) in gids.into_iter().enumerate() {
+                    let dst = d
+                        .bytes
+                        .get_mut(g * row..(g + 1) * row)
+                        .ok_or_else(|| broken(from))?;
+                    dst.copy_from_slice(&bytes[i * row..(i + 1) * row]);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// A host access to `carrier`: refused for a Dat whose value replayed loops would have
-    /// changed; saves an undecided Dat first; a write makes a Dat dirty.
+    /// changed; an undecided Dat is saved first (on this rank; the others save it when the
+    /// next loop that uses it decides); a write makes a Dat dirty.
     pub(crate) fn checkpoint_host_access(&self, carrier: &Carrier, write: bool) -> Result<()> {
         let Some(mut guard) = self.checkpointer() else {
             return Ok(());
@@ -603,18 +1133,28 @@ impl RuntimeShared {
                 });
             }
         }
-        if let Some(d) = &mut ck.deciding {
-            if let Some(k) = d.undecided.iter().position(|(_, c)| c.id == carrier.id) {
-                let (ordinal, dat) = d.undecided.swap_remove(k);
-                d.image.dats.push(SavedDat {
-                    ordinal,
-                    name: dat.name().to_string(),
-                    bytes: host_bytes(self, &dat)?,
-                });
+        if let Some(mut d) = ck.deciding.take() {
+            let mut result = Ok(());
+            if let Some(u) = d
+                .undecided
+                .iter_mut()
+                .find(|u| u.dat.id == carrier.id && u.saved.is_none())
+            {
+                match self.owned_bytes(ck, &u.dat) {
+                    Ok(b) => u.saved = Some(b),
+                    Err(e) => result = Err(e),
+                }
             }
-            if d.undecided.is_empty() {
-                let d = ck.deciding.take().expect("checked above");
-                self.complete(ck, d, false)?;
+            if let Err(e) = result {
+                ck.deciding = Some(d);
+                return Err(e);
+            }
+            // On one process the checkpoint is complete once every Dat is saved or decided
+            // (across ranks that is agreed at the next loop).
+            if self.comm.size() == 1 && d.undecided.iter().all(|u| u.saved.is_some()) {
+                self.complete(ck, d)?;
+            } else {
+                ck.deciding = Some(d);
             }
         }
         if write {
@@ -644,49 +1184,68 @@ impl RuntimeShared {
         Ok(())
     }
 
-    /// When the runtime goes away: completes the checkpoint being taken and waits for the
-    /// writer. The Dats still undecided are saved as they are: this run used them no more, but
-    /// a program stopped early (fewer iterations than planned) may be restarted to go further.
-    pub(crate) fn checkpoint_finish(&self) -> Result<()> {
-        let _order = lock(&self.exec);
-        let Some(mut guard) = self.checkpointer() else {
-            return Ok(());
-        };
-        let ck = &mut *guard;
-        if let Some(d) = ck.deciding.take() {
-            self.complete(ck, d, true)?;
-        }
-        ck.reap_writer(true)?;
-        if let Some(r) = &ck.replay {
-            eprintln!(
-                "op2: the program ended after {} loops, before the checkpoint's backup point \
-                 (loop {}) in {}",
-                ck.loops,
-                r.image.backup,
-                ck.config.path.display()
-            );
-        }
-        Ok(())
-    }
-
-    /// What checkpointing has done so far.
-    pub(crate) fn checkpoint_stats(&self) -> Option<CheckpointStats> {
-        self.checkpointer().map(|ck| ck.stats.clone())
-    }
-
     /// Completes the checkpoint being taken (saving the Dats still undecided as they are) and
-    /// waits until it is on disk.
+    /// waits until it is on disk. Collective across ranks (a failure is every rank's).
     pub(crate) fn checkpoint_wait(&self) -> Result<()> {
         let _order = lock(&self.exec);
         let Some(mut guard) = self.checkpointer() else {
             return Ok(());
         };
         let ck = &mut *guard;
-        if let Some(d) = ck.deciding.take() {
-            self.complete(ck, d, true)?;
+        let mut result = match ck.deciding.take() {
+            Some(d) => self.complete(ck, d),
+            None => Ok(()),
+        };
+        if result.is_ok() {
+            result = ck.reap_writer(true);
         }
-        ck.reap_writer(true)
+        if self.comm.size() > 1 && self.comm.first_failed_rank(result.is_err())?.is_some() {
+            result?;
+            return Err(Op2Error::CheckpointWrite {
+                path: ck.config.path.clone(),
+                reason: "another rank failed".into(),
+            });
+        }
+        result
     }
+
+    /// When the runtime goes away: completes the checkpoint being taken and waits for the
+    /// writer. The Dats still undecided are saved as they are: this run used them no more, but
+    /// a program stopped early (fewer iterations than planned) may be restarted to go further.
+    pub(crate) fn checkpoint_finish(&self) -> Result<()> {
+        if let Some(ck) = self.checkpointer() {
+            if let Some(r) = &ck.replay {
+                eprintln!(
+                    "op2: the program ended after {} loops, before the checkpoint's backup point \
+                     (loop {}) in {}",
+                    ck.loops,
+                    r.image.backup,
+                    ck.config.path.display()
+                );
+            }
+        }
+        self.checkpoint_wait()
+    }
+
+    /// What checkpointing has done so far.
+    pub(crate) fn checkpoint_stats(&self) -> Option<CheckpointStats> {
+        self.checkpointer().map(|ck| ck.stats.clone())
+    }
+}
+
+/// How a declaration reaches [`RuntimeShared::checkpoint_declare`].
+pub(crate) enum DeclaredAs<'a> {
+    Set(&'a Set),
+    Map(&'a Map),
+    Dat {
+        dat: &'a Arc<Carrier>,
+        values: &'a [u8],
+    },
+    /// A Global or Const: its sizes and values.
+    Replicated {
+        sizes: Vec<u64>,
+        values: &'a [u8],
+    },
 }
 
 /// Counts the bytes written through it.
