@@ -386,17 +386,17 @@ fn checkpointed(
         let from = rt.checkpoint_stats().unwrap().restored_from;
         return (rms, a.q().unwrap(), from);
     }
-    let results: Vec<(Vec<f64>, Option<Vec<f64>>, Option<u64>)> =
-        on_rank_runtimes(ranks, b, |_, rt| {
-            let (a, local) =
-                airfoil::distributed::partitioned(&rt, mesh, &Constants::default(), |h| {
-                    Options::new(h.partitioner("metis").unwrap())
-                })
-                .unwrap();
-            let rms = (0..steps).map(|_| a.step().unwrap()).collect();
-            let from = rt.checkpoint_stats().unwrap().restored_from;
-            (rms, local.gather(a.q_dat()).unwrap(), from)
-        });
+    // Per rank: residuals, the gathered flow (rank 0), where it restarted from.
+    type PerRank = (Vec<f64>, Option<Vec<f64>>, Option<u64>);
+    let results: Vec<PerRank> = on_rank_runtimes(ranks, b, |_, rt| {
+        let (a, local) = airfoil::distributed::partitioned(&rt, mesh, &Constants::default(), |h| {
+            Options::new(h.partitioner("metis").unwrap())
+        })
+        .unwrap();
+        let rms = (0..steps).map(|_| a.step().unwrap()).collect();
+        let from = rt.checkpoint_stats().unwrap().restored_from;
+        (rms, local.gather(a.q_dat()).unwrap(), from)
+    });
     for r in &results {
         assert_eq!(r.2, results[0].2, "every rank restarts from the same point");
     }
