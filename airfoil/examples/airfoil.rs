@@ -4,9 +4,10 @@
 //!
 //! `cargo run --release --example airfoil -- [--iterations N] [--backend NAME] [--mesh FILE]
 //! [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--renumber]
-//! [--checkpoint FILE [--checkpoint-every N]]`
+//! [--save-q FILE] [--checkpoint FILE [--checkpoint-every N]]`
 //!
-//! `--checkpoint FILE` checkpoints every N iterations (100 by default); started again with the
+//! `--save-q FILE` writes the final flow raw (little-endian f64, global cell order), to compare
+//! runs. `--checkpoint FILE` checkpoints every N iterations (100 by default); started again with the
 //! file present, the same command goes on from the last checkpoint (docs/11-checkpoints.md).
 //!
 //! `--mesh` reads `new_grid.dat` or, built with `--features hdf5`, OP2's `new_grid.h5` (and its
@@ -40,6 +41,8 @@ struct Options {
     shuffle: Option<u64>,
     vtk: Option<PathBuf>,
     png: Option<PathBuf>,
+    /// The final flow, raw: `q` in global cell order as little-endian f64 (for comparing runs).
+    save_q: Option<PathBuf>,
     progress: bool,
     /// Checkpoint file: written every `checkpoint_every` iterations, restarted from if present.
     checkpoint: Option<PathBuf>,
@@ -58,6 +61,7 @@ fn parse() -> Result<Options, String> {
         shuffle: None,
         vtk: None,
         png: None,
+        save_q: None,
         progress: true,
         checkpoint: None,
         checkpoint_every: 100,
@@ -91,6 +95,7 @@ fn parse() -> Result<Options, String> {
             }
             "--vtk" => o.vtk = Some(it.next().ok_or("--vtk needs a file")?.into()),
             "--png" => o.png = Some(it.next().ok_or("--png needs a file")?.into()),
+            "--save-q" => o.save_q = Some(it.next().ok_or("--save-q needs a file")?.into()),
             "--no-progress" => o.progress = false,
             "--checkpoint" => {
                 o.checkpoint = Some(it.next().ok_or("--checkpoint needs a file")?.into())
@@ -102,7 +107,7 @@ fn parse() -> Result<Options, String> {
                 }
             }
             "--help" | "-h" => {
-                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--no-progress] [--shuffle SEED] [--renumber] [--partitioner metis|geometric|blocks] [--checkpoint FILE [--checkpoint-every N]]".into());
+                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--save-q FILE] [--no-progress] [--shuffle SEED] [--renumber] [--partitioner metis|geometric|blocks] [--checkpoint FILE [--checkpoint-every N]]".into());
             }
             other => return Err(format!("unknown option `{other}` (try --help)")),
         }
@@ -116,6 +121,7 @@ fn parse() -> Result<Options, String> {
         ("--png", &o.png),
         ("--write-mesh", &o.write_mesh),
         ("--checkpoint", &o.checkpoint),
+        ("--save-q", &o.save_q),
     ] {
         if let Some(p) = path {
             let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
@@ -406,6 +412,25 @@ fn run() -> Result<bool, String> {
         }
     }
 
+    if let Some(path) = &o.save_q {
+        // The flow in global order on rank 0.
+        #[cfg(feature = "mpi")]
+        let q = match &local {
+            Some(local) => local.gather(airfoil.q_dat()).map_err(|e| e.to_string())?,
+            None => Some(airfoil.q().map_err(|e| e.to_string())?),
+        };
+        #[cfg(not(feature = "mpi"))]
+        let q = Some(airfoil.q().map_err(|e| e.to_string())?);
+        on_lead("the flow", &|| {
+            let q = q.as_deref().expect("rank 0 holds the gathered flow");
+            let bytes: Vec<u8> = q.iter().flat_map(|v| v.to_le_bytes()).collect();
+            op2::atomic_write::write_file(path, &bytes).map_err(|e| e.to_string())
+        })?;
+        say!(
+            "wrote {} (q, raw little-endian f64 in cell order)",
+            path.display()
+        );
+    }
     if let Some(path) = &o.vtk {
         let file = airfoil::output::write_vtk(&airfoil, &c, path).map_err(|e| e.to_string())?;
         say!(

@@ -23,6 +23,7 @@
 //! - `cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S]`: the differential fuzzer on
 //!   every backend configuration (or the named ones), N seconds each (see `fuzz.rs`).
 
+mod chaos;
 mod conformance;
 mod docs;
 mod fuzz;
@@ -168,9 +169,10 @@ fn main() -> ExitCode {
         Some("gpu-check") => gpu::run(&args[1..]),
         Some("airfoil-mpi") => mpi::airfoil(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("chaos") => chaos::run_chaos(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask bench-la [--repeats N] [--assembly-n N]\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S] [--max-set N]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask bench-la [--repeats N] [--assembly-n N]\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S] [--max-set N]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]\n       cargo xtask chaos [--crashes N] [--seed S] [--ij I J] [--iterations N] [--every N] [--no-mpi]"
             );
             Err("unknown or missing command".into())
         }
