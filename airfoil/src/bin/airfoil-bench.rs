@@ -9,7 +9,8 @@
 //! with `--backend`, only those backends' rows (beside the baseline), and a row that cannot run is
 //! a failure (exit status 1). `--shuffle` numbers the mesh in a random order, `--renumber` then
 //! numbers it for locality (`Mesh::renumbered`); every row, the baseline included, runs on that
-//! mesh.
+//! mesh. `--checkpoint-overhead` instead times Airfoil with and without a checkpoint every 100
+//! iterations, alternating (at least 300 iterations per run).
 //!
 //! Built with the `mpi` feature, it adds rows across MPI ranks (1 and 2 ranks of `seq`, 2 ranks
 //! of `openmp` with one thread each): it starts itself under `mpirun` as a worker
@@ -107,6 +108,60 @@ fn run_op2(mesh: &Mesh, c: &Config, iters: usize, sync: bool) -> Result<Row, Str
         residual,
         ranks: None,
     })
+}
+
+/// The cost of checkpointing every 100 iterations: `iters` iterations on openmp (every core;
+/// seq where openmp is not built in) without and with checkpoints, alternating (without, with,
+/// with, without, so a drift of the machine's speed cancels), each on a fresh runtime; the
+/// time includes writing the last checkpoint.
+fn checkpoint_cost(mesh: &Mesh, iters: usize, cores: usize) -> Result<(), String> {
+    let openmp = op2::backends().iter().any(|b| b.name == "openmp");
+    let (backend, threads) = if openmp {
+        ("openmp", cores)
+    } else {
+        ("seq", 1)
+    };
+    let file = std::env::temp_dir().join(format!("op2-bench-{}.ckpt", std::process::id()));
+    let mut ms = [0.0f64; 2];
+    let mut saved = None;
+    for with in [false, true, true, false] {
+        let _ = std::fs::remove_file(&file);
+        let mut b = op2::builder().backend(backend).num_threads(threads);
+        if with {
+            b = b
+                .checkpoint(&file)
+                .checkpoint_every(op2::CheckpointEvery::Kernel {
+                    kernel: LOOPS[0].into(),
+                    every: 100,
+                });
+        }
+        let rt = b.build().map_err(|e| e.to_string())?;
+        let a = Airfoil::new(&rt, mesh, &Constants::default()).map_err(|e| e.to_string())?;
+        let t = Instant::now();
+        for _ in 0..iters {
+            a.step().map_err(|e| e.to_string())?;
+        }
+        rt.flush().map_err(|e| e.to_string())?;
+        rt.checkpoint_wait().map_err(|e| e.to_string())?;
+        ms[usize::from(with)] += 1e3 * t.elapsed().as_secs_f64() / (2 * iters) as f64;
+        if let Some(s) = rt.checkpoint_stats() {
+            saved = Some((s.taken, s.saved_dat_bytes, s.all_dat_bytes, s.file_bytes));
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+    let (taken, part, all, file_bytes) = saved.unwrap_or_default();
+    println!(
+        "checkpoint every 100 iterations ({backend}, {threads} thread(s), {iters} iterations, \
+         without/with/with/without): without {:.2} ms/iter, with {:.2} ms/iter: {:+.1}%; \
+         {taken} checkpoints of {:.1} MB ({:.1} MB of Dats saved of {:.1} MB by the minimal rule)",
+        ms[0],
+        ms[1],
+        100.0 * (ms[1] / ms[0] - 1.0),
+        file_bytes as f64 / 1e6,
+        part as f64 / 1e6,
+        all as f64 / 1e6
+    );
+    Ok(())
 }
 
 /// One rank of an `mpirun` worker: Airfoil on this rank's part of `mesh` (METIS), one thread;
@@ -270,7 +325,7 @@ fn gpu_copy_rate() -> Option<f64> {
     None
 }
 
-const USAGE: &str = "usage: airfoil-bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]";
+const USAGE: &str = "usage: airfoil-bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber] [--checkpoint-overhead]";
 
 /// The mesh every row runs on: generated, then shuffled and renumbered as asked.
 fn bench_mesh(ij: (usize, usize), shuffle: Option<u64>, renumber: bool) -> Mesh {
@@ -292,6 +347,7 @@ fn main() {
     let mut only: Vec<String> = Vec::new();
     let mut worker: Option<String> = None;
     let (mut shuffle, mut renumber) = (None, false);
+    let mut checkpoint_overhead = false;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     let usage = || -> ! {
@@ -311,6 +367,7 @@ fn main() {
             "--mpi-worker" => worker = Some(it.next().cloned().unwrap_or_else(|| usage())),
             "--shuffle" => shuffle = Some(num() as u64),
             "--renumber" => renumber = true,
+            "--checkpoint-overhead" => checkpoint_overhead = true,
             _ => usage(),
         }
     }
@@ -346,6 +403,13 @@ fn main() {
         mesh.ncell(),
         mesh.nedge()
     );
+    if checkpoint_overhead {
+        if let Err(e) = checkpoint_cost(&mesh, iters.max(300), cores) {
+            eprintln!("checkpoint overhead: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let triads: Vec<(usize, f64)> = (1..=cores.clamp(1, 2))
         .chain((cores > 2).then_some(cores))
         .map(|t| (t, triad(t)))
