@@ -106,8 +106,13 @@ fn child_writer() {
         return;
     };
     let once = std::env::var_os("OP2_ATOMIC_ONCE").is_some();
-    for round in 0u64.. {
-        let r = write_file(&target, &contents(round % 2));
+    let both = [contents(0), contents(1)];
+    for round in 0usize.. {
+        if round == 1 {
+            // Ready: from now on the child spends its time writing.
+            println!("ready");
+        }
+        let r = write_file(&target, &both[round % 2]);
         if once {
             match r {
                 Ok(()) => std::process::exit(0),
@@ -142,9 +147,22 @@ fn child(target: &Path) -> Command {
         "1",
     ])
     .env("OP2_ATOMIC_CHILD", target)
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
     c
+}
+
+/// Waits until a child writer says it is ready (its first write done): kills then land among
+/// its writes, however long it took to start on a busy machine.
+fn wait_ready(c: &mut std::process::Child) {
+    use std::io::BufRead;
+    let out = std::io::BufReader::new(c.stdout.take().expect("piped"));
+    // The test harness prints its own lines first (and `test NAME ... ` before ours).
+    for line in out.lines() {
+        if line.map_or(true, |l| l.trim_end().ends_with("ready")) {
+            break;
+        }
+    }
 }
 
 #[test]
@@ -152,7 +170,9 @@ fn killed_writers_leave_the_old_or_the_new_file() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("big.bin");
     let (a, b) = (contents(0), contents(1));
+    let started = std::time::Instant::now();
     write_file(&target, &b).unwrap();
+    let one = started.elapsed().as_micros() as u64;
     // A small linear congruential sequence of delays: random enough, and repeatable.
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut torn_midway = 0;
@@ -160,8 +180,9 @@ fn killed_writers_leave_the_old_or_the_new_file() {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        let delay = Duration::from_micros(2_000 + (seed >> 33) % 40_000);
+        let delay = Duration::from_micros((seed >> 33) % (3 * one + 1));
         let mut c = child(&target).spawn().unwrap();
+        wait_ready(&mut c);
         std::thread::sleep(delay);
         c.kill().unwrap();
         c.wait().unwrap();

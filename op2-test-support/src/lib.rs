@@ -165,6 +165,21 @@ pub fn unique_token() -> String {
     format!("t{}_{}", std::process::id(), t.as_nanos())
 }
 
+/// Waits until child process `c` (its stdout piped) prints a line ending in `word` (or closes
+/// its output): a child test process says when it is ready that way, since the test harness
+/// prints lines of its own first (and `test NAME ... ` on the line before the child's own text).
+pub fn wait_for_line(c: &mut std::process::Child, word: &str) {
+    use std::io::BufRead;
+    let Some(out) = c.stdout.take() else {
+        return;
+    };
+    for line in std::io::BufReader::new(out).lines() {
+        if line.map_or(true, |l| l.trim_end().ends_with(word)) {
+            return;
+        }
+    }
+}
+
 /// Asserts that `$e` is an `Err` matching `$p` (with an optional guard) whose message is not
 /// empty, printing the error otherwise.
 #[macro_export]

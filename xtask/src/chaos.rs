@@ -85,15 +85,17 @@ struct Row {
 }
 
 /// The temporary files of a checkpoint being written (see op2-atomic-write's naming).
-fn writing(ckpt: &Path) -> bool {
+fn temporaries(ckpt: &Path) -> Vec<std::ffi::OsString> {
     let name = ckpt.file_name().unwrap_or_default().to_string_lossy();
     let prefix = format!(".{name}.op2-tmp.");
     std::fs::read_dir(ckpt.parent().unwrap_or(Path::new(".")))
         .map(|d| {
             d.flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.file_name())
+                .filter(|n| n.to_string_lossy().starts_with(&prefix))
+                .collect()
         })
-        .unwrap_or(false)
+        .unwrap_or_default()
 }
 
 fn read_q(p: &Path) -> Result<Vec<f64>, String> {
@@ -171,6 +173,7 @@ fn crash_loop(
         if runs > 20 * crashes + 50 {
             return Err(format!("{label}: no progress after {runs} runs"));
         }
+        let before = temporaries(ckpt);
         let mut c = spawn(s.command(ranks, Some(ckpt), &q), &log)?;
         if kills < crashes {
             // Each run computes for at most 1/22 of the whole computation before it is killed
@@ -178,7 +181,9 @@ fn crash_loop(
             let delay = compute / 60 + dice.below(compute / 22 - compute / 60);
             std::thread::sleep(startup + Duration::from_micros(delay));
             if c.try_wait().map_err(|e| e.to_string())?.is_none() {
-                mid_write += usize::from(writing(ckpt));
+                // A temporary file this run started: it was writing a checkpoint.
+                let now = temporaries(ckpt);
+                mid_write += usize::from(now.iter().any(|t| !before.contains(t)));
                 kill_group(&mut c);
                 kills += 1;
                 continue;

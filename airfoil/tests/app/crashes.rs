@@ -88,6 +88,7 @@ fn airfoil_killed_twenty_times_ends_as_the_uninterrupted_run() {
     while !dir.path().join("q").exists() {
         runs += 1;
         assert!(runs < 200, "no progress after {runs} restarts");
+        let before = op2::atomic_write::leftover_temporaries(&ckpt);
         let mut c = child("crashes::crash_child", "AIRFOIL_CRASH_CHILD", dir.path())
             .spawn()
             .unwrap();
@@ -100,8 +101,9 @@ fn airfoil_killed_twenty_times_ends_as_the_uninterrupted_run() {
                 c.kill().unwrap();
                 kills += 1;
                 killed = true;
-                mid_write +=
-                    usize::from(!op2::atomic_write::leftover_temporaries(&ckpt).is_empty());
+                // A temporary file this run left: it was writing a checkpoint.
+                let after = op2::atomic_write::leftover_temporaries(&ckpt);
+                mid_write += usize::from(after.iter().any(|t| !before.contains(t)));
             }
         }
         let status = c.wait().unwrap();
@@ -131,6 +133,10 @@ fn writer_child() {
     let which = std::env::var("AIRFOIL_WRITER").unwrap();
     let states = writer_states(&which);
     for round in 0.. {
+        if round == 1 {
+            // Ready: from now on the child spends its time writing.
+            println!("ready");
+        }
         let (mesh, q) = &states[round % 2];
         write_output(&which, mesh, q, &dir.join(target(&which)));
     }
@@ -192,11 +198,9 @@ fn killed_writers_leave_the_old_or_the_new_file() {
     for which in writers {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(target(which));
-        // The two complete files, written once here, timing how long getting ready and one
-        // write take (the kills are spread over a child's first few writes).
-        let started = Instant::now();
+        // The two complete files, written once here, timing one write (the kills are spread
+        // over a child's writes).
         let states = writer_states(which);
-        let setup = started.elapsed();
         let started = Instant::now();
         let complete: Vec<Vec<u8>> = states
             .iter()
@@ -213,10 +217,15 @@ fn killed_writers_leave_the_old_or_the_new_file() {
         for _ in 0..50 {
             let mut c = child("crashes::writer_child", "AIRFOIL_WRITER_CHILD", dir.path())
                 .env("AIRFOIL_WRITER", which)
+                .stdout(Stdio::piped())
                 .spawn()
                 .unwrap();
-            let window = 4 * write.as_micros() as u64;
-            std::thread::sleep(setup + Duration::from_micros(5_000 + dice.below(window)));
+            // After the child's first write: the kills land among its writes however long it
+            // took to start on a busy machine.
+            op2_test_support::wait_for_line(&mut c, "ready");
+            std::thread::sleep(Duration::from_micros(
+                dice.below(3 * write.as_micros() as u64),
+            ));
             c.kill().unwrap();
             c.wait().unwrap();
             let now = std::fs::read(&path).unwrap();

@@ -27,6 +27,10 @@ fn hdf5_writer_child() {
         return;
     };
     for round in 0.. {
+        if round == 1 {
+            // Ready: from now on the child spends its time writing.
+            println!("ready");
+        }
         write(&path, round % 2);
     }
 }
@@ -53,11 +57,14 @@ fn killed_hdf5_writers_leave_the_old_or_the_new_file() {
                 "1",
             ])
             .env("OP2_HDF5_CHILD", &path)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_micros(10_000 + seed % (4 * one.max(1))));
+        // After the child's first write: the kills land among its writes however long it took
+        // to start on a busy machine.
+        op2_test_support::wait_for_line(&mut c, "ready");
+        std::thread::sleep(Duration::from_micros(seed % (3 * one.max(1))));
         c.kill().unwrap();
         c.wait().unwrap();
         torn += usize::from(!op2_atomic_write::leftover_temporaries(&path).is_empty());
