@@ -7,8 +7,8 @@ use std::path::Path;
 /// The layers, bottom up, by directory under `src/`.
 const LAYERS: [&str; 3] = ["model", "contract", "runtime"];
 
-/// Every module of the crate (a file under a layer's directory, or the runtime as one module)
-/// with its layer and the source of its files.
+/// Every module of the crate (a file or a directory under a layer's directory, or the runtime as
+/// one module) with its layer and the source of its files.
 fn modules() -> BTreeMap<String, (usize, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = BTreeMap::new();
@@ -16,7 +16,6 @@ fn modules() -> BTreeMap<String, (usize, String)> {
         for entry in std::fs::read_dir(src.join(dir)).expect("the layer's directory exists") {
             let path = entry.expect("a readable entry").path();
             let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(&path).expect("a readable source file");
             // The runtime's files are one module to the others; a layer's `mod.rs` only lists.
             let name = if *dir == "runtime" {
                 "runtime".to_string()
@@ -26,10 +25,23 @@ fn modules() -> BTreeMap<String, (usize, String)> {
                 stem
             };
             let e = out.entry(name).or_insert((layer, String::new()));
-            e.1.push_str(&text);
+            e.1.push_str(&source_of(&path));
         }
     }
     out
+}
+
+/// The text of a source file, or of every file under a module's directory.
+fn source_of(path: &Path) -> String {
+    if !path.is_dir() {
+        return std::fs::read_to_string(path).expect("a readable source file");
+    }
+    let mut entries: Vec<_> = std::fs::read_dir(path)
+        .expect("a readable directory")
+        .map(|e| e.expect("a readable entry").path())
+        .collect();
+    entries.sort();
+    entries.iter().map(|p| source_of(p)).collect()
 }
 
 /// The crate modules a source imports (`crate::x`, `crate::layer::x`, `crate::{x, y::z}`),
