@@ -3,7 +3,7 @@
 //! order, keeping what fails and what depends on it pending), and running each kind of step: a
 //! loop over a range of its set, halo exchanges, cross-rank reductions.
 
-use super::checkpoint::{Checkpointer, GlobalValue};
+use super::checkpoint::{Checkpointer, History};
 use super::steps::{Exchange, LoopStep, Reduction, ReductionTarget, Step};
 use super::timing::{self, DatTraffic, HaloTraffic, LoopTiming};
 use crate::access::Access;
@@ -73,7 +73,7 @@ pub struct RuntimeShared {
     /// Checkpointing, when configured.
     pub(crate) checkpoint: Option<Mutex<Checkpointer>>,
     /// When checkpointing: the values every loop left in the Globals it writes, for replaying.
-    pub(crate) history: Option<Mutex<Vec<GlobalValue>>>,
+    pub(crate) history: Option<Mutex<History>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -212,7 +212,7 @@ impl RuntimeShared {
                     .collect();
                 if !globals.is_empty() {
                     drop(locked);
-                    self.checkpoint_globals(rec.ordinal, &globals)?;
+                    self.checkpoint_globals(rec.ordinal, &globals);
                 }
             }
         }
@@ -406,7 +406,7 @@ impl RuntimeShared {
         if self.history.is_some() {
             let globals: Vec<(usize, &Arc<Carrier>)> =
                 r.globals.iter().map(|(arg, g, _)| (*arg, g)).collect();
-            self.checkpoint_globals(r.ordinal, &globals)?;
+            self.checkpoint_globals(r.ordinal, &globals);
         }
         Ok(())
     }

@@ -100,7 +100,10 @@ impl Runtime {
     /// A runtime with this configuration, one rank of the ranks `comm` connects.
     pub fn with_communicator(config: Config, comm: Arc<dyn Communicator>) -> Result<Runtime> {
         let checkpoint = match &config.checkpoint {
-            Some(c) => Some(Mutex::new(checkpoint::Checkpointer::new(c.clone())?)),
+            Some(c) => Some(Mutex::new(checkpoint::Checkpointer::new(
+                c.clone(),
+                &*comm,
+            )?)),
             None => None,
         };
         let factory = find_backend(&config.backend)?;
@@ -122,7 +125,9 @@ impl Runtime {
                 exchanges: AtomicU64::new(0),
                 timings: Mutex::new(Vec::new()),
                 dat_traffic: Mutex::new(Vec::new()),
-                history: checkpoint.as_ref().map(|_| Mutex::new(Vec::new())),
+                history: checkpoint
+                    .as_ref()
+                    .map(|_| Mutex::new(checkpoint::History::default())),
                 checkpoint,
             }),
         })
@@ -478,17 +483,6 @@ impl Runtime {
                 })
                 .unzip()
         };
-        let ordinal = match self.shared.checkpoint_before_loop(
-            kernel.name(),
-            set,
-            &args,
-            &sigs,
-            &carriers,
-            &maps,
-        )? {
-            checkpoint::LoopFate::Run(n) => n,
-            checkpoint::LoopFate::Replayed => return Ok(()),
-        };
         let ids: Vec<u64> = carriers.iter().map(|c| c.id).collect();
         let probe = LoopSignature {
             kernel: kernel.clone(),
@@ -498,6 +492,18 @@ impl Runtime {
             data: LoopSignature::data_classes(&ids),
         };
         let (sig, prepared) = self.prepare(probe)?;
+        // After compiling: a loop that fails there is not counted, and decides nothing.
+        let ordinal = match self.shared.checkpoint_before_loop(
+            kernel.name(),
+            set,
+            &args,
+            &sig.args,
+            &carriers,
+            &maps,
+        )? {
+            checkpoint::LoopFate::Run(n) => n,
+            checkpoint::LoopFate::Replayed => return Ok(()),
+        };
 
         let exec = sig.has_indirect_writes() || asks_exec;
         let end = if exec { set.exec_size() } else { set.size() };

@@ -546,3 +546,103 @@ fn checkpoint_misuse_is_a_typed_error() {
         }
     }
 }
+
+#[test]
+fn intervals_and_global_numbers_are_checked() {
+    for every in [
+        CheckpointEvery::Loops(0),
+        CheckpointEvery::Kernel {
+            kernel: "relax".into(),
+            every: 0,
+        },
+        CheckpointEvery::Kernel {
+            kernel: "not a kernel".into(),
+            every: 3,
+        },
+    ] {
+        assert_err!(
+            builder()
+                .checkpoint("x.ckpt")
+                .checkpoint_every(every)
+                .build(),
+            Op2Error::Config { .. }
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rt = checkpointed(&dir.path().join("n.ckpt"), CheckpointEvery::Loops(2));
+    let set = rt.decl_set(3, "cells").unwrap();
+    // One number per element, each below the set's rows.
+    assert_err!(
+        rt.number_globally(&set, vec![0, 1]),
+        Op2Error::DataLength { .. }
+    );
+    assert_err!(
+        rt.number_globally(&set, vec![0, 1, 3]),
+        Op2Error::DataLength { .. }
+    );
+    // Two elements with one number: found when the checkpoint is assembled, not saved as zeros.
+    rt.number_globally(&set, vec![0, 1, 1]).unwrap();
+    let d = rt.decl_dat(&set, 1, &[1.0, 2.0, 3.0], "d").unwrap();
+    let k = kernel("bump", "void bump(double *x) { *x += 1.0; }");
+    rt.par_loop(&k, &set, [d.arg(RW)]).unwrap();
+    rt.par_loop(&k, &set, [d.arg(RW)]).unwrap();
+    let e = rt
+        .par_loop(&k, &set, [d.arg(RW)])
+        .and_then(|_| rt.checkpoint_wait())
+        .unwrap_err();
+    assert!(matches!(e, Op2Error::CheckpointWrite { .. }), "{e}");
+    assert!(
+        e.to_string().contains("global row 1 is owned 2 times"),
+        "{e}"
+    );
+}
+
+#[test]
+fn ranks_that_see_different_checkpoint_files_stop_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = a_checkpoint(dir.path());
+    // Rank 0 finds the checkpoint, rank 1 (a disk of its own) does not.
+    let results =
+        op2_test_support::on_ranks(2, std::time::Duration::from_secs(60), |rank, comm| {
+            let p = if rank == 0 {
+                path.clone()
+            } else {
+                dir.path().join("elsewhere.ckpt")
+            };
+            builder()
+                .checkpoint(p)
+                .communicator(comm)
+                .build()
+                .map(|_| ())
+        });
+    for r in results {
+        match r {
+            Err(Op2Error::CheckpointMismatch { what, .. }) => {
+                assert!(what.contains("same checkpoint file"), "{what}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // A damaged file on one rank: both fail, neither hangs.
+    let damaged = dir.path().join("damaged.ckpt");
+    std::fs::write(&damaged, b"OP2CKPT\0 but nothing after").unwrap();
+    let results =
+        op2_test_support::on_ranks(2, std::time::Duration::from_secs(60), |rank, comm| {
+            let p = if rank == 0 {
+                damaged.clone()
+            } else {
+                path.clone()
+            };
+            builder()
+                .checkpoint(p)
+                .communicator(comm)
+                .build()
+                .map(|_| ())
+        });
+    assert!(
+        matches!(results[0], Err(Op2Error::CheckpointCorrupt { .. })),
+        "{:?}",
+        results[0]
+    );
+    assert!(results[1].is_err(), "rank 1 must stop too");
+}

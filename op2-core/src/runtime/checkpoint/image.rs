@@ -4,7 +4,8 @@
 //! corrupted or foreign file is a typed error, never wrong values.
 //!
 //! Layout, little-endian: `OP2CKPT\0`, format version (u32), body length (u64), the body, the
-//! body's CRC-32 (u32), `END\0`. The body is a sequence of fields written by [`Image::write`]
+//! body's CRC-32 (u32), `END\0`. The header keeps this layout in every version, so a newer
+//! file is told from a damaged one. The body is a sequence of fields written by [`Image::write`]
 //! in the order [`Image::read`] reads them: integers fixed-width, strings and byte arrays as a
 //! u64 length and their bytes.
 
@@ -193,13 +194,13 @@ impl Image {
         out.write_all(TRAILER)
     }
 
-    /// Reads and checks a checkpoint file.
-    pub(crate) fn read(path: &Path) -> Result<Image> {
+    /// Reads and checks a checkpoint file; with a hash of its bytes (ranks compare theirs).
+    pub(crate) fn read(path: &Path) -> Result<(Image, u64)> {
         let bytes = std::fs::read(path).map_err(|e| Op2Error::CheckpointCorrupt {
             path: path.to_path_buf(),
             reason: format!("cannot read it: {e}"),
         })?;
-        Image::parse(path, &bytes)
+        Ok((Image::parse(path, &bytes)?, hash_bytes(1, &bytes)))
     }
 
     /// Checks and decodes a checkpoint's bytes (`path` names it in errors).
@@ -211,6 +212,17 @@ impl Image {
         if bytes.len() < 20 || &bytes[..8] != MAGIC {
             return Err(corrupt("not an op2-rs checkpoint (no OP2CKPT header)"));
         }
+        let body_len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
+        let expected = body_len.checked_add(20 + 8);
+        if expected != Some(bytes.len() as u64) {
+            return Err(corrupt(&format!(
+                "{} bytes, its header announces {} (truncated or extended)",
+                bytes.len(),
+                expected.map_or_else(|| "more than exist".into(), |n| n.to_string())
+            )));
+        }
+        // The header (magic, version, length) keeps its layout in every version: a file whose
+        // length is right but whose version is newer was written by a newer op2-rs.
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
         if version > VERSION {
             return Err(Op2Error::CheckpointVersion {
@@ -221,15 +233,6 @@ impl Image {
         }
         if version == 0 {
             return Err(corrupt("format version 0"));
-        }
-        let body_len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
-        let expected = body_len.checked_add(20 + 8);
-        if expected != Some(bytes.len() as u64) {
-            return Err(corrupt(&format!(
-                "{} bytes, its header announces {} (truncated or extended)",
-                bytes.len(),
-                expected.map_or_else(|| "more than exist".into(), |n| n.to_string())
-            )));
         }
         let body = &bytes[20..20 + body_len as usize];
         let tail = &bytes[20 + body_len as usize..];

@@ -43,8 +43,7 @@ use crate::error::{Op2Error, Result};
 use crate::map::Map;
 use crate::set::Set;
 use crate::signature::{ArgKind, ArgSig};
-pub(crate) use image::GlobalValue;
-use image::{Decl, Image, SavedDat, hash_bytes};
+use image::{Decl, GlobalValue, Image, SavedDat, hash_bytes};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -89,12 +88,23 @@ pub(crate) enum LoopFate {
     Replayed,
 }
 
+/// The values loops left in the Globals they write, for replaying (see `RuntimeShared`).
+#[derive(Default)]
+pub(crate) struct History {
+    values: Vec<GlobalValue>,
+    /// Why a value could not be recorded: the next checkpoint fails with it rather than miss
+    /// the value.
+    error: Option<String>,
+}
+
 /// Global numbers of a set's local elements (every element, halos included), set by
 /// [`crate::Runtime::number_globally`].
 pub(crate) struct Numbering {
     gids: Vec<u64>,
     /// Elements this rank owns (the first ones): the rows it saves.
     owned: usize,
+    /// Rows of the whole set over all ranks: every number is below it.
+    global_rows: u64,
 }
 
 /// How a set's rows are numbered for checkpoints.
@@ -176,6 +186,8 @@ struct Deciding {
     image: Image,
     undecided: Vec<Undecided>,
     saved: Vec<Saved>,
+    /// A host access could not save a Dat (on this rank): reported at the next agreed step.
+    error: Option<Op2Error>,
 }
 
 /// The checkpointing state of one runtime.
@@ -203,6 +215,9 @@ pub(crate) struct Checkpointer {
     restored_at: Option<u64>,
     /// The checkpoint being written in the background (rank 0): its size once it is on disk.
     writer: Option<JoinHandle<Result<u64>>>,
+    /// Loading the checkpoint failed part way: the runtime's data is neither the first run's
+    /// nor the declared, so every later loop fails with this.
+    broken: Option<String>,
     stats: CheckpointStats,
 }
 
@@ -213,18 +228,57 @@ fn mismatch(path: &std::path::Path, what: String) -> Op2Error {
     }
 }
 
+/// Makes a result of this rank every rank's: when any rank failed, every rank returns an error
+/// (its own, or one naming the first rank that failed), so no rank goes on to a collective the
+/// others never reach. Collective across ranks.
+fn agree<T>(comm: &dyn Communicator, path: &std::path::Path, r: Result<T>) -> Result<T> {
+    if comm.size() == 1 {
+        return r;
+    }
+    match (comm.first_failed_rank(r.is_err())?, r) {
+        (None, r) | (Some(_), r @ Err(_)) => r,
+        (Some(rank), Ok(_)) => Err(Op2Error::CheckpointWrite {
+            path: path.to_path_buf(),
+            reason: format!("rank {rank} failed (its own error says why)"),
+        }),
+    }
+}
+
+/// Whether `value` is the same on every rank. Collective across ranks.
+fn same_everywhere(comm: &dyn Communicator, value: u64) -> Result<bool> {
+    if comm.size() == 1 {
+        return Ok(true);
+    }
+    let all = comm
+        .begin_all_gather(value.to_le_bytes().to_vec())?
+        .wait()?;
+    Ok(all.iter().all(|v| v[..] == value.to_le_bytes()))
+}
+
 impl Checkpointer {
     /// Checkpointing as `config` says; reads the checkpoint to restart from if its file exists.
-    pub(crate) fn new(config: CheckpointConfig) -> Result<Checkpointer> {
-        let replay = if config.path.exists() {
-            Some(Replay {
-                image: Image::read(&config.path)?,
-                stale: HashSet::new(),
-                next: 0,
-            })
+    /// Across ranks (collective) every rank must see the same file, or none: a rank that cannot
+    /// read it fails them all, and ranks that see different files are an error.
+    pub(crate) fn new(config: CheckpointConfig, comm: &dyn Communicator) -> Result<Checkpointer> {
+        let path = &config.path;
+        let read = if path.exists() {
+            Image::read(path).map(Some)
         } else {
-            None
+            Ok(None)
         };
+        let read = agree(comm, path, read)?;
+        if !same_everywhere(comm, read.as_ref().map_or(0, |(_, hash)| *hash))? {
+            return Err(mismatch(
+                path,
+                "the ranks do not see the same checkpoint file (is the path on a disk of one node?)"
+                    .into(),
+            ));
+        }
+        let replay = read.map(|(image, _)| Replay {
+            image,
+            stale: HashSet::new(),
+            next: 0,
+        });
         Ok(Checkpointer {
             stats: CheckpointStats {
                 path: config.path.clone(),
@@ -243,6 +297,7 @@ impl Checkpointer {
             replay,
             restored_at: None,
             writer: None,
+            broken: None,
         })
     }
 
@@ -446,8 +501,33 @@ impl RuntimeShared {
         }
         if let Some(mut ck) = self.checkpointer() {
             let owned = set.size();
-            ck.numbering
-                .insert(set.id(), Arc::new(Numbering { gids, owned }));
+            let mut rows = [owned as u64];
+            sum_over_ranks(&*self.comm, &mut rows)?;
+            let global_rows = rows[0];
+            let bad = gids.iter().position(|&g| g >= global_rows);
+            let checked = match bad {
+                Some(i) => Err(Op2Error::DataLength {
+                    what: "set",
+                    name: set.name().into(),
+                    expected: global_rows as usize,
+                    actual: gids[i] as usize + 1,
+                    detail: format!(
+                        "global number {} of element {i} is not below the set's {global_rows} \
+                         rows over all ranks",
+                        gids[i]
+                    ),
+                }),
+                None => Ok(()),
+            };
+            agree(&*self.comm, &ck.config.path, checked)?;
+            ck.numbering.insert(
+                set.id(),
+                Arc::new(Numbering {
+                    gids,
+                    owned,
+                    global_rows,
+                }),
+            );
         }
         Ok(())
     }
@@ -585,6 +665,9 @@ impl RuntimeShared {
         let _order = lock(&self.exec);
         let mut guard = self.checkpointer().expect("checked above");
         let ck = &mut *guard;
+        if let Some(why) = &ck.broken {
+            return Err(mismatch(&ck.config.path, why.clone()));
+        }
         let index = ck.loops;
 
         if let Some(replay) = &mut ck.replay {
@@ -633,7 +716,10 @@ impl RuntimeShared {
                 ck.stats.replayed_loops += 1;
                 return Ok(LoopFate::Replayed);
             }
-            self.load_checkpoint(ck)?;
+            if let Err(e) = self.load_checkpoint(ck) {
+                ck.broken = Some(format!("loading it failed: {e}"));
+                return Err(e);
+            }
         }
 
         let ranks = self.comm.size();
@@ -654,17 +740,12 @@ impl RuntimeShared {
                 self.complete(ck, d)?;
             }
             // A failed background write is every rank's error.
-            let failed = ck.reap_writer(false);
-            if self.comm.first_failed_rank(failed.is_err())?.is_some() {
-                failed?;
-                return Err(Op2Error::CheckpointWrite {
-                    path: ck.config.path.clone(),
-                    reason: "rank 0 could not write it".into(),
-                });
-            }
+            let written = ck.reap_writer(false);
+            agree(&*self.comm, &ck.config.path, written)?;
             // The backup point: everything recorded so far runs first.
             let work = lock(&self.state).trace.take_all();
-            self.run_pending(work)?;
+            let ran = self.run_pending(work);
+            agree(&*self.comm, &ck.config.path, ran)?;
             self.start_checkpoint(ck, index)?;
         } else if ranks == 1 {
             ck.reap_writer(false)?;
@@ -754,7 +835,7 @@ impl RuntimeShared {
             let rows = ck.rows(set);
             let row = saved.row_bytes as usize;
             loaded = overwrite(self, &dat, |host| {
-                if host.len() != set.total_size() * row {
+                if Some(host.len()) != set.total_size().checked_mul(row) {
                     return Err(mismatch(
                         &path,
                         format!("dat `{}` has rows of another size", saved.name),
@@ -762,7 +843,10 @@ impl RuntimeShared {
                 }
                 for i in 0..set.total_size() {
                     let g = rows.gid(i) as usize;
-                    let Some(src) = saved.bytes.get(g * row..(g + 1) * row) else {
+                    let src = g
+                        .checked_mul(row)
+                        .and_then(|a| saved.bytes.get(a..a.checked_add(row)?));
+                    let Some(src) = src else {
                         return Err(mismatch(
                             &path,
                             format!(
@@ -809,9 +893,9 @@ impl RuntimeShared {
         // The next checkpoint replays the loops before this one's backup point too.
         if let Some(history) = &self.history {
             let mut h = lock(history);
-            let later = std::mem::take(&mut *h);
-            h.extend(image.history.iter().cloned());
-            h.extend(later);
+            let later = std::mem::take(&mut h.values);
+            h.values.extend(image.history.iter().cloned());
+            h.values.extend(later);
         }
         ck.restored_at = Some(image.backup);
         ck.stats.restored_from = Some(image.backup);
@@ -823,65 +907,77 @@ impl RuntimeShared {
     /// Collective across ranks: which Dats are dirty is agreed (a host write on one rank makes
     /// a Dat dirty everywhere).
     fn start_checkpoint(&self, ck: &mut Checkpointer, index: u64) -> Result<()> {
-        let dats: Vec<(Arc<Carrier>, u32)> = ck
+        // Every Dat ever declared, by declaration: the same list on every rank (checked), so
+        // the flags below line up. A Dat dropped on any rank is left out everywhere.
+        let path = ck.config.path.clone();
+        if !same_everywhere(&*self.comm, ck.dats.len() as u64)? {
+            return Err(mismatch(
+                &path,
+                "the ranks declared different numbers of Dats".into(),
+            ));
+        }
+        let alive: Vec<Option<(Arc<Carrier>, u32)>> = ck
             .dats
             .iter()
-            .filter_map(|(d, k)| d.upgrade().map(|d| (d, *k)))
+            .map(|(d, k)| d.upgrade().map(|d| (d, *k)))
             .collect();
-        let dirty: Vec<bool> = dats.iter().map(|(d, _)| ck.dirty.contains(&d.id)).collect();
+        let dropped: Vec<bool> = alive.iter().map(Option::is_none).collect();
+        let dropped = any_rank(&*self.comm, &dropped)?;
+        let dirty: Vec<bool> = alive
+            .iter()
+            .map(|d| d.as_ref().is_some_and(|(d, _)| ck.dirty.contains(&d.id)))
+            .collect();
         let dirty = any_rank(&*self.comm, &dirty)?;
-        if self.comm.size() > 1 {
-            // Rows are saved by global number: across ranks every saved Dat's set needs one.
-            let unnumbered = dats
-                .iter()
-                .zip(&dirty)
-                .find_map(|((d, _), dirty)| match d.kind() {
-                    CarrierKind::Dat(set) if *dirty && !ck.numbering.contains_key(&set.id()) => {
-                        Some((d.name().to_string(), set.name().to_string()))
-                    }
-                    _ => None,
-                });
-            if let Some((dat, set)) = unnumbered {
-                return Err(Op2Error::CheckpointWrite {
-                    path: ck.config.path.clone(),
-                    reason: format!(
-                        "dat `{dat}` would be saved, but its set `{set}` has no global numbers \
-                         (Runtime::number_globally; op2-mpi's partitioned meshes have them)"
-                    ),
-                });
-            }
-        }
-        let mut all = Vec::with_capacity(dats.len());
-        for (d, _) in &dats {
-            let CarrierKind::Dat(set) = d.kind() else {
-                continue;
-            };
-            all.push((ck.rows(set).owned() * d.dim() * d.dtype().size()) as u64);
-        }
+        let mut all: Vec<u64> = alive
+            .iter()
+            .map(|d| match d.as_ref().map(|(d, _)| (d, d.kind())) {
+                Some((d, CarrierKind::Dat(set))) => {
+                    (ck.rows(set).owned() * d.dim() * d.dtype().size()) as u64
+                }
+                _ => 0,
+            })
+            .collect();
         sum_over_ranks(&*self.comm, &mut all)?;
-        let undecided = dats
+        let undecided = alive
             .into_iter()
-            .zip(dirty)
-            .filter(|(_, dirty)| *dirty)
-            .map(|((dat, occurrence), _)| Undecided {
-                dat,
-                occurrence,
-                saved: None,
+            .zip(dirty.iter().zip(&dropped))
+            .filter_map(|(d, (&dirty, &dropped))| {
+                let (dat, occurrence) = d.filter(|_| dirty && !dropped)?;
+                Some(Undecided {
+                    dat,
+                    occurrence,
+                    saved: None,
+                })
             })
             .collect();
         let consts = lock(&self.state).consts.clone();
         let consts = consts
             .iter()
             .map(|c| Ok((c.name().to_string(), host_bytes(self, c)?)))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>();
         let history = self
             .history
             .as_ref()
             .expect("history is kept when checkpointing");
-        let mut history = lock(history).clone();
+        let history = {
+            let h = lock(history);
+            match &h.error {
+                Some(why) => Err(Op2Error::CheckpointWrite {
+                    path: ck.config.path.clone(),
+                    reason: format!("a Global's value could not be recorded: {why}"),
+                }),
+                None => Ok(h.values.clone()),
+            }
+        };
+        let (consts, mut history) = agree(
+            &*self.comm,
+            &ck.config.path,
+            consts.and_then(|c| Ok((c, history?))),
+        )?;
         // Loops can run out of program order (a host read forces only what it needs).
         history.sort_by_key(|g| (g.at, g.arg));
         ck.deciding = Some(Deciding {
+            error: None,
             image: Image {
                 backup: index,
                 loops_hash: ck.loops_hash,
@@ -903,6 +999,18 @@ impl RuntimeShared {
         let CarrierKind::Dat(set) = dat.kind() else {
             unreachable!("a Dat's carrier")
         };
+        // Rows are saved by global number: across ranks a saved Dat's set needs one.
+        if self.comm.size() > 1 && !ck.numbering.contains_key(&set.id()) {
+            return Err(Op2Error::CheckpointWrite {
+                path: ck.config.path.clone(),
+                reason: format!(
+                    "dat `{}` must be saved, but its set `{}` has no global numbers \
+                     (Runtime::number_globally; op2-mpi's partitioned meshes have them)",
+                    dat.name(),
+                    set.name()
+                ),
+            });
+        }
         let mut bytes = host_bytes(self, dat)?;
         let row = dat.dim() * dat.dtype().size();
         bytes.truncate(ck.rows(set).owned() * row);
@@ -945,44 +1053,64 @@ impl RuntimeShared {
         }
         let needs = any_rank(&*self.comm, &needs)?;
         // Removed from the back, so the positions still to come stay valid.
+        let mut result = match d.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        };
         for (&k, &need) in used.iter().zip(&needs).rev() {
             let u = d.undecided.remove(k);
             if need {
                 let bytes = match u.saved {
-                    Some(b) => b,
-                    None => self.owned_bytes(ck, &u.dat)?,
+                    Some(b) => Ok(b),
+                    None => self.owned_bytes(ck, &u.dat),
                 };
-                d.saved.push(Saved {
-                    dat: u.dat,
-                    occurrence: u.occurrence,
-                    bytes,
-                });
+                match bytes {
+                    Ok(bytes) => d.saved.push(Saved {
+                        dat: u.dat,
+                        occurrence: u.occurrence,
+                        bytes,
+                    }),
+                    Err(e) => result = result.and(Err(e)),
+                }
             }
         }
-        Ok(())
+        agree(&*self.comm, &ck.config.path, result)
     }
 
     /// Finishes a checkpoint: the Dats still undecided are saved as they are (their values are
     /// the backup point's), every rank's rows go to rank 0 in global numbering, and rank 0
     /// writes the file in the background. Collective across ranks.
     fn complete(&self, ck: &mut Checkpointer, mut d: Deciding) -> Result<()> {
+        let path = ck.config.path.clone();
+        let mut result = match d.error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        };
         for u in std::mem::take(&mut d.undecided) {
             let bytes = match u.saved {
-                Some(b) => b,
-                None => self.owned_bytes(ck, &u.dat)?,
+                Some(b) => Ok(b),
+                None => self.owned_bytes(ck, &u.dat),
             };
-            d.saved.push(Saved {
-                dat: u.dat,
-                occurrence: u.occurrence,
-                bytes,
-            });
+            match bytes {
+                Ok(bytes) => d.saved.push(Saved {
+                    dat: u.dat,
+                    occurrence: u.occurrence,
+                    bytes,
+                }),
+                Err(e) => result = result.and(Err(e)),
+            }
         }
+        agree(&*self.comm, &path, result)?;
         // The same order on every rank.
         d.saved
             .sort_by(|a, b| (a.dat.name(), a.occurrence).cmp(&(b.dat.name(), b.occurrence)));
         let mut image = d.image;
         let lead = self.comm.rank() == 0;
-        image.dats = self.assemble(ck, &d.saved)?;
+        let assembled = self.assemble(ck, &d.saved);
+        image.dats = agree(&*self.comm, &path, assembled)?;
+        // One write at a time, in order: the newer must not be overtaken by the older.
+        let written = if lead { ck.reap_writer(true) } else { Ok(()) };
+        agree(&*self.comm, &path, written)?;
         ck.stats.taken += 1;
         ck.stats.last_backup = Some(image.backup);
         ck.stats.saved_dats = d.saved.iter().map(|s| s.dat.name().to_string()).collect();
@@ -993,9 +1121,6 @@ impl RuntimeShared {
         if !lead {
             return Ok(());
         }
-        // One write at a time, in order: the newer must not be overtaken by the older.
-        ck.reap_writer(true)?;
-        let path = ck.config.path.clone();
         ck.writer = Some(std::thread::spawn(move || {
             let mut written = 0u64;
             op2_atomic_write::write_with(&path, |w| {
@@ -1024,31 +1149,33 @@ impl RuntimeShared {
             (ck.rows(set), s.dat.dim() * s.dat.dtype().size())
         };
         if ranks == 1 {
-            return Ok(saved
+            return saved
                 .iter()
                 .map(|s| {
                     let (rows, row) = layout(s);
                     let bytes = match rows {
                         Rows::Identity(_) => s.bytes.clone(),
                         Rows::Numbered(n) => {
-                            let mut b = vec![0u8; s.bytes.len()];
+                            let mut b = vec![0u8; n.global_rows as usize * row];
+                            let mut filled = vec![0u32; n.global_rows as usize];
                             for i in 0..n.owned {
                                 let g = n.gids[i] as usize;
-                                if let Some(dst) = b.get_mut(g * row..(g + 1) * row) {
-                                    dst.copy_from_slice(&s.bytes[i * row..(i + 1) * row]);
-                                }
+                                filled[g] += 1;
+                                b[g * row..(g + 1) * row]
+                                    .copy_from_slice(&s.bytes[i * row..(i + 1) * row]);
                             }
+                            check_filled(&ck.config.path, s.dat.name(), &filled)?;
                             b
                         }
                     };
-                    SavedDat {
+                    Ok(SavedDat {
                         name: s.dat.name().into(),
                         occurrence: s.occurrence,
                         row_bytes: row as u64,
                         bytes,
-                    }
+                    })
                 })
-                .collect());
+                .collect();
         }
         // Per Dat: this rank's owned rows, their global numbers, then their bytes.
         let mut message = Vec::new();
@@ -1086,6 +1213,10 @@ impl RuntimeShared {
         let broken = |from: usize| Op2Error::Communication {
             reason: format!("rank {from} sent a checkpoint message that does not parse"),
         };
+        let mut filled: Vec<Vec<u32>> = out
+            .iter()
+            .map(|d| vec![0u32; d.bytes.len() / (d.row_bytes as usize).max(1)])
+            .collect();
         for (from, m) in got.iter().enumerate() {
             let mut at = 0usize;
             let mut take = |n: usize| -> Result<&[u8]> {
@@ -1093,7 +1224,7 @@ impl RuntimeShared {
                 at += n;
                 Ok(s)
             };
-            for d in &mut out {
+            for (d, filled) in out.iter_mut().zip(&mut filled) {
                 let row = d.row_bytes as usize;
                 let n = u64::from_le_bytes(take(8)?.try_into().expect("8 bytes")) as usize;
                 let gids: Vec<usize> = take(8 * n)?
@@ -1102,13 +1233,17 @@ impl RuntimeShared {
                     .collect();
                 let bytes = take(n * row)?;
                 for (i, g) in gids.into_iter().enumerate() {
-                    let dst = d
-                        .bytes
-                        .get_mut(g * row..(g + 1) * row)
+                    let dst = g
+                        .checked_mul(row)
+                        .and_then(|a| d.bytes.get_mut(a..a + row))
                         .ok_or_else(|| broken(from))?;
                     dst.copy_from_slice(&bytes[i * row..(i + 1) * row]);
+                    filled[g] += 1;
                 }
             }
+        }
+        for (d, filled) in out.iter().zip(&filled) {
+            check_filled(&ck.config.path, &d.name, filled)?;
         }
         Ok(out)
     }
@@ -1134,24 +1269,26 @@ impl RuntimeShared {
             }
         }
         if let Some(mut d) = ck.deciding.take() {
-            let mut result = Ok(());
             if let Some(u) = d
                 .undecided
                 .iter_mut()
                 .find(|u| u.dat.id == carrier.id && u.saved.is_none())
             {
+                // A failure is reported at the next step the ranks take together (a rank
+                // alone returning here would leave the others waiting in this access's loops).
                 match self.owned_bytes(ck, &u.dat) {
                     Ok(b) => u.saved = Some(b),
-                    Err(e) => result = Err(e),
+                    Err(e) => {
+                        d.error.get_or_insert(e);
+                    }
                 }
-            }
-            if let Err(e) = result {
-                ck.deciding = Some(d);
-                return Err(e);
             }
             // On one process the checkpoint is complete once every Dat is saved or decided
             // (across ranks that is agreed at the next loop).
-            if self.comm.size() == 1 && d.undecided.iter().all(|u| u.saved.is_some()) {
+            if self.comm.size() == 1
+                && d.error.is_none()
+                && d.undecided.iter().all(|u| u.saved.is_some())
+            {
                 self.complete(ck, d)?;
             } else {
                 ck.deciding = Some(d);
@@ -1163,25 +1300,27 @@ impl RuntimeShared {
         Ok(())
     }
 
-    /// After a loop ran (and its reductions finished): the values of the Globals it wrote.
-    pub(crate) fn checkpoint_globals(
-        &self,
-        at: u64,
-        globals: &[(usize, &Arc<Carrier>)],
-    ) -> Result<()> {
+    /// After a loop ran (and its reductions finished): the values of the Globals it wrote. The
+    /// loop has run, so a failure here is kept for the next checkpoint to report (returning it
+    /// would count the loop as failed and run it again).
+    pub(crate) fn checkpoint_globals(&self, at: u64, globals: &[(usize, &Arc<Carrier>)]) {
         let Some(history) = &self.history else {
-            return Ok(());
+            return;
         };
-        let mut values = Vec::with_capacity(globals.len());
+        let mut h = lock(history);
         for (arg, c) in globals {
-            values.push(GlobalValue {
-                at,
-                arg: *arg as u32,
-                bytes: host_bytes(self, c)?,
-            });
+            match host_bytes(self, c) {
+                Ok(bytes) => h.values.push(GlobalValue {
+                    at,
+                    arg: *arg as u32,
+                    bytes,
+                }),
+                Err(e) => {
+                    h.error
+                        .get_or_insert(format!("global `{}` after loop {at}: {e}", c.name()));
+                }
+            }
         }
-        lock(history).extend(values);
-        Ok(())
     }
 
     /// Completes the checkpoint being taken (saving the Dats still undecided as they are) and
@@ -1230,6 +1369,22 @@ impl RuntimeShared {
     /// What checkpointing has done so far.
     pub(crate) fn checkpoint_stats(&self) -> Option<CheckpointStats> {
         self.checkpointer().map(|ck| ck.stats.clone())
+    }
+}
+
+/// Every global row must come from exactly one rank's owned rows: numbers given twice, or not at
+/// all, would save zeros or one rank's copy over another's.
+fn check_filled(path: &std::path::Path, dat: &str, filled: &[u32]) -> Result<()> {
+    match filled.iter().position(|&n| n != 1) {
+        None => Ok(()),
+        Some(g) => Err(Op2Error::CheckpointWrite {
+            path: path.to_path_buf(),
+            reason: format!(
+                "dat `{dat}`: global row {g} is owned {} times over the ranks (the set's global \
+                 numbers must give each row to one rank)",
+                filled[g]
+            ),
+        }),
     }
 }
 
