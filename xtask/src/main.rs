@@ -517,6 +517,22 @@ fn test(args: &[String]) -> Result<(), String> {
         "metis".into(),
         "--hdf5".into(),
     ])?;
+    // Crash safety: Airfoil killed 20 times and restarted, on one process and on 2 ranks, then a
+    // 2-rank checkpoint restarted on 1 and 3 ranks (`cargo xtask chaos` at full size).
+    chaos::run_chaos(
+        &[
+            "--ij",
+            "200",
+            "100",
+            "--iterations",
+            "300",
+            "--every",
+            "5",
+            "--features",
+            "mpi,hdf5",
+        ]
+        .map(String::from),
+    )?;
     eprintln!("xtask: all tests passed");
     Ok(())
 }
