@@ -412,15 +412,16 @@ fn run() -> Result<bool, String> {
         }
     }
 
-    if let Some(path) = &o.save_q {
-        // The flow in global order on rank 0.
+    // The flow in global order on rank 0 (`None` on the others). Collective across ranks.
+    let gathered_q = || -> Result<Option<Vec<f64>>, String> {
         #[cfg(feature = "mpi")]
-        let q = match &local {
-            Some(local) => local.gather(airfoil.q_dat()).map_err(|e| e.to_string())?,
-            None => Some(airfoil.q().map_err(|e| e.to_string())?),
-        };
-        #[cfg(not(feature = "mpi"))]
-        let q = Some(airfoil.q().map_err(|e| e.to_string())?);
+        if let Some(local) = &local {
+            return local.gather(airfoil.q_dat()).map_err(|e| e.to_string());
+        }
+        airfoil.q().map(Some).map_err(|e| e.to_string())
+    };
+    if let Some(path) = &o.save_q {
+        let q = gathered_q()?;
         on_lead("the flow", &|| {
             let q = q.as_deref().expect("rank 0 holds the gathered flow");
             let bytes: Vec<u8> = q.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -440,14 +441,7 @@ fn run() -> Result<bool, String> {
     }
     #[cfg(feature = "png")]
     if let Some(path) = &o.png {
-        // The flow in global order on rank 0.
-        #[cfg(feature = "mpi")]
-        let q = match &local {
-            Some(local) => local.gather(airfoil.q_dat()).map_err(|e| e.to_string())?,
-            None => Some(airfoil.q().map_err(|e| e.to_string())?),
-        };
-        #[cfg(not(feature = "mpi"))]
-        let q = Some(airfoil.q().map_err(|e| e.to_string())?);
+        let q = gathered_q()?;
         on_lead("the picture", &|| {
             let q = q.as_deref().expect("rank 0 holds the gathered flow");
             let title = format!("Airfoil: pressure after {} iterations", o.iterations);

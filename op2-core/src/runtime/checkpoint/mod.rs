@@ -1052,29 +1052,32 @@ impl RuntimeShared {
             );
         }
         let needs = any_rank(&*self.comm, &needs)?;
-        // Removed from the back, so the positions still to come stay valid.
         let mut result = match d.error.take() {
             Some(e) => Err(e),
             None => Ok(()),
         };
+        // Removed from the back, so the positions still to come stay valid.
         for (&k, &need) in used.iter().zip(&needs).rev() {
             let u = d.undecided.remove(k);
             if need {
-                let bytes = match u.saved {
-                    Some(b) => Ok(b),
-                    None => self.owned_bytes(ck, &u.dat),
-                };
-                match bytes {
-                    Ok(bytes) => d.saved.push(Saved {
-                        dat: u.dat,
-                        occurrence: u.occurrence,
-                        bytes,
-                    }),
-                    Err(e) => result = result.and(Err(e)),
-                }
+                result = result.and(self.save(ck, &mut d.saved, u));
             }
         }
         agree(&*self.comm, &ck.config.path, result)
+    }
+
+    /// Saves a decided Dat: the rows a host access saved, or its rows now.
+    fn save(&self, ck: &Checkpointer, saved: &mut Vec<Saved>, u: Undecided) -> Result<()> {
+        let bytes = match u.saved {
+            Some(b) => b,
+            None => self.owned_bytes(ck, &u.dat)?,
+        };
+        saved.push(Saved {
+            dat: u.dat,
+            occurrence: u.occurrence,
+            bytes,
+        });
+        Ok(())
     }
 
     /// Finishes a checkpoint: the Dats still undecided are saved as they are (their values are
@@ -1087,18 +1090,7 @@ impl RuntimeShared {
             None => Ok(()),
         };
         for u in std::mem::take(&mut d.undecided) {
-            let bytes = match u.saved {
-                Some(b) => Ok(b),
-                None => self.owned_bytes(ck, &u.dat),
-            };
-            match bytes {
-                Ok(bytes) => d.saved.push(Saved {
-                    dat: u.dat,
-                    occurrence: u.occurrence,
-                    bytes,
-                }),
-                Err(e) => result = result.and(Err(e)),
-            }
+            result = result.and(self.save(ck, &mut d.saved, u));
         }
         agree(&*self.comm, &path, result)?;
         // The same order on every rank.
