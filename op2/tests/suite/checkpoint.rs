@@ -496,6 +496,12 @@ fn host_reads_of_replayed_dats_are_refused_until_the_backup_point() {
 
 #[test]
 fn checkpoint_misuse_is_a_typed_error() {
+    // A directory for the file.
+    let here = tempfile::tempdir().unwrap();
+    assert_err!(
+        builder().checkpoint(here.path()).build(),
+        Op2Error::Config { .. }
+    );
     // An interval without a file.
     assert_err!(
         builder()

@@ -261,6 +261,13 @@ impl Checkpointer {
     /// read it fails them all, and ranks that see different files are an error.
     pub(crate) fn new(config: CheckpointConfig, comm: &dyn Communicator) -> Result<Checkpointer> {
         let path = &config.path;
+        if path.is_dir() {
+            return Err(Op2Error::Config {
+                key: "OP2_CHECKPOINT".into(),
+                value: path.display().to_string(),
+                reason: "is a directory: name the checkpoint file".into(),
+            });
+        }
         let read = if path.exists() {
             Image::read(path).map(Some)
         } else {
