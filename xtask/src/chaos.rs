@@ -4,8 +4,8 @@
 //! checkpoint was being written, restarts, bytes saved per checkpoint (the minimal rule against
 //! every Dat) and whether the results are equal.
 
-use super::mpi::mpirun;
-use super::{cargo, root, run};
+use super::mpi::{build_airfoil, mpirun};
+use super::root;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -264,20 +264,11 @@ pub fn run_chaos(args: &[String]) -> Result<(), String> {
         }
     }
     let features = features.unwrap_or_else(|| if with_mpi { "mpi" } else { "openmp" }.into());
-    run(cargo().args([
-        "build",
-        "--release",
-        "-p",
-        "airfoil",
-        "--features",
-        &features,
-        "--example",
-        "airfoil",
-    ]))?;
+    let exe = build_airfoil(&features)?;
     let dir = root().join("target/chaos");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let s = Setup {
-        exe: root().join("target/release/examples/airfoil"),
+        exe,
         dir: dir.clone(),
         ij,
         iterations,

@@ -17,6 +17,21 @@ pub fn mpirun(ranks: usize, timeout_s: u64) -> Command {
     c
 }
 
+/// Builds the Airfoil example (release) with `features`; its path.
+pub fn build_airfoil(features: &str) -> Result<std::path::PathBuf, String> {
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "airfoil",
+        "--features",
+        features,
+        "--example",
+        "airfoil",
+    ]))?;
+    Ok(root().join("target/release/examples/airfoil"))
+}
+
 /// Threads per rank for OpenMP so that ranks x threads fill the machine's cores.
 pub fn threads_per_rank(ranks: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
@@ -115,17 +130,7 @@ pub fn airfoil(args: &[String]) -> Result<(), String> {
             other => return Err(format!("unknown option `{other}`")),
         }
     }
-    run(cargo().args([
-        "build",
-        "--release",
-        "-p",
-        "airfoil",
-        "--features",
-        "mpi,hdf5",
-        "--example",
-        "airfoil",
-    ]))?;
-    let exe = root().join("target/release/examples/airfoil");
+    let exe = build_airfoil("mpi,hdf5")?;
     let out_dir = root().join("target/airfoil-mpi");
     let mesh = out_dir.join("new_grid.h5");
     if hdf5 {

@@ -69,6 +69,22 @@ impl Default for CheckpointEvery {
     }
 }
 
+impl CheckpointEvery {
+    /// Why this interval cannot be used, if it cannot: an interval of 0, or a kernel name that
+    /// is not a C identifier (no loop could have it).
+    pub fn problem(&self) -> Option<&'static str> {
+        match self {
+            CheckpointEvery::Loops(0) | CheckpointEvery::Kernel { every: 0, .. } => {
+                Some("the interval must be at least 1")
+            }
+            CheckpointEvery::Kernel { kernel, .. } if !crate::names::is_c_identifier(kernel) => {
+                Some("the kernel must be a C identifier")
+            }
+            _ => None,
+        }
+    }
+}
+
 impl std::str::FromStr for CheckpointEvery {
     type Err = Op2Error;
 
@@ -87,14 +103,14 @@ impl std::str::FromStr for CheckpointEvery {
             )),
         };
         if let Some((kernel, n)) = t.split_once(':') {
-            let kernel = kernel.trim();
-            if !crate::names::is_c_identifier(kernel) {
-                return Err(bad("the kernel before `:` must be a C identifier"));
-            }
-            return Ok(CheckpointEvery::Kernel {
-                kernel: kernel.into(),
+            let every = CheckpointEvery::Kernel {
+                kernel: kernel.trim().into(),
                 every: positive(n)?,
-            });
+            };
+            return match every.problem() {
+                Some(reason) => Err(bad(reason)),
+                None => Ok(every),
+            };
         }
         let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
         let (n, unit) = t.split_at(digits);

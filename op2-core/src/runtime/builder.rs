@@ -150,24 +150,12 @@ impl RuntimeBuilder {
             });
         }
         if let Some(every) = &self.checkpoint_every {
-            if matches!(
-                every,
-                CheckpointEvery::Loops(0) | CheckpointEvery::Kernel { every: 0, .. }
-            ) {
+            if let Some(reason) = every.problem() {
                 return Err(Op2Error::Config {
                     key: "checkpoint_every".into(),
                     value: format!("{every:?}"),
-                    reason: "the interval must be at least 1".into(),
+                    reason: reason.into(),
                 });
-            }
-            if let CheckpointEvery::Kernel { kernel, .. } = every {
-                if !crate::names::is_c_identifier(kernel) {
-                    return Err(Op2Error::Config {
-                        key: "checkpoint_every".into(),
-                        value: format!("{every:?}"),
-                        reason: "the kernel must be a C identifier".into(),
-                    });
-                }
             }
             match &mut c.checkpoint {
                 Some(ck) => ck.every = every.clone(),

@@ -132,6 +132,25 @@ impl Rows {
     }
 }
 
+/// A hash of rows that depends neither on their order nor on which ranks hold them: the
+/// wrapping sum of each row's hash, the row prefixed by its global number (summed over the
+/// ranks afterwards).
+#[derive(Default)]
+struct RowHash {
+    sum: u64,
+    row: Vec<u8>,
+}
+
+impl RowHash {
+    /// Adds row `gid`, whose bytes after the number `fill` appends.
+    fn add(&mut self, gid: u64, fill: impl FnOnce(&mut Vec<u8>)) {
+        self.row.clear();
+        self.row.extend_from_slice(&gid.to_le_bytes());
+        fill(&mut self.row);
+        self.sum = self.sum.wrapping_add(hash_bytes(0, &self.row));
+    }
+}
+
 /// A declared object, as checkpoints fingerprint it.
 enum Source {
     Set(Set),
@@ -333,18 +352,16 @@ impl Checkpointer {
             Source::Map(map) => {
                 let (from, to) = (self.rows(map.from()), self.rows(map.to()));
                 let arity = map.arity();
-                let mut h = 0u64;
-                let mut row = Vec::with_capacity(8 * (arity + 1));
+                let mut h = RowHash::default();
                 for e in 0..from.owned() {
-                    row.clear();
-                    row.extend_from_slice(&from.gid(e).to_le_bytes());
-                    for &v in &map.values()[e * arity..(e + 1) * arity] {
-                        row.extend_from_slice(&to.gid(v as usize).to_le_bytes());
-                    }
-                    h = h.wrapping_add(hash_bytes(0, &row));
+                    h.add(from.gid(e), |row| {
+                        for &v in &map.values()[e * arity..(e + 1) * arity] {
+                            row.extend_from_slice(&to.gid(v as usize).to_le_bytes());
+                        }
+                    });
                 }
                 decl.sizes = vec![from.owned() as u64, arity as u64];
-                decl.hash = h;
+                decl.hash = h.sum;
                 true
             }
             Source::Dat {
@@ -566,20 +583,18 @@ impl RuntimeShared {
                 };
                 let rows = ck.rows(set);
                 let row = values.len() / set.total_size().max(1);
-                let mut h = 0u64;
-                let mut buf = Vec::with_capacity(row + 8);
+                let mut h = RowHash::default();
                 for i in 0..rows.owned() {
-                    buf.clear();
-                    buf.extend_from_slice(&rows.gid(i).to_le_bytes());
-                    buf.extend_from_slice(&values[i * row..(i + 1) * row]);
-                    h = h.wrapping_add(hash_bytes(0, &buf));
+                    h.add(rows.gid(i), |b| {
+                        b.extend_from_slice(&values[i * row..(i + 1) * row])
+                    });
                 }
                 ck.dats.push((Arc::downgrade(dat), occurrence));
                 Source::Dat {
                     set: set.clone(),
                     dim: dat.dim(),
                     dtype: dat.dtype(),
-                    hash: h,
+                    hash: h.sum,
                 }
             }
             DeclaredAs::Replicated { sizes, values } => Source::Replicated {
