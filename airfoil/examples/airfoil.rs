@@ -24,6 +24,7 @@
 use airfoil::{
     Airfoil, Constants, LOOPS, Mesh, MeshError, REFERENCE_RESIDUALS, STANDARD_IJ, format_residual,
 };
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -203,7 +204,7 @@ fn run() -> Result<bool, String> {
         Some(seed) => airfoil::mesh::shuffled(&m, seed),
         None => m,
     });
-    let mesh = match mesh {
+    let mut mesh = match mesh {
         Some(m) if o.renumber && !distributed => Some(m.renumbered().map_err(s)?),
         other => other,
     };
@@ -257,14 +258,6 @@ fn run() -> Result<bool, String> {
             None => Ok(()),
         }
     };
-    // The whole mesh on rank 0 (read now when the ranks read slices), for writing and pictures.
-    let whole = || -> Result<Mesh, String> {
-        match (&mesh, &o.mesh) {
-            (Some(m), _) => Ok(m.clone()),
-            (None, Some(path)) => Mesh::load(path).map_err(s),
-            (None, None) => unreachable!("a mesh is generated when no file is given"),
-        }
-    };
     if let Some(m) = &mesh {
         say!(
             "mesh: {} nodes, {} cells, {} edges, {} boundary edges{} ({mesh_seconds:.2} s)",
@@ -281,7 +274,11 @@ fn run() -> Result<bool, String> {
         );
     }
     if let Some(path) = &o.write_mesh {
-        on_lead("the mesh", &|| whole()?.save(path, &c).map_err(s))?;
+        on_lead("the mesh", &|| {
+            whole(mesh.as_ref(), o.mesh.as_deref())?
+                .save(path, &c)
+                .map_err(s)
+        })?;
         say!("wrote {}", path.display());
     }
     // Backends that run their loops on OpenMP's threads say how many.
@@ -354,14 +351,10 @@ fn run() -> Result<bool, String> {
         }
         (airfoil, Some(local))
     } else {
-        let m = mesh.as_ref().expect("one process holds the whole mesh");
-        (Airfoil::new(&rt, m, &c).map_err(|e| e.to_string())?, None)
+        (declare_whole(&rt, &mut mesh, &o, &c)?, None)
     };
     #[cfg(not(feature = "mpi"))]
-    let airfoil = {
-        let m = mesh.as_ref().expect("one process holds the whole mesh");
-        Airfoil::new(&rt, m, &c).map_err(|e| e.to_string())?
-    };
+    let airfoil = declare_whole(&rt, &mut mesh, &o, &c)?;
 
     let t = Instant::now();
     let mut printed = Vec::new();
@@ -445,8 +438,15 @@ fn run() -> Result<bool, String> {
         on_lead("the picture", &|| {
             let q = q.as_deref().expect("rank 0 holds the gathered flow");
             let title = format!("Airfoil: pressure after {} iterations", o.iterations);
-            airfoil::picture::render_pressure(&whole()?, q, c.gm1, &title, path, (1200, 800))
-                .map_err(|e| e.to_string())
+            airfoil::picture::render_pressure(
+                &*whole(mesh.as_ref(), o.mesh.as_deref())?,
+                q,
+                c.gm1,
+                &title,
+                path,
+                (1200, 800),
+            )
+            .map_err(|e| e.to_string())
         })?;
         say!("wrote {}", path.display());
     }
@@ -469,6 +469,36 @@ fn run() -> Result<bool, String> {
         }
     }
     Ok(matches)
+}
+
+/// The whole mesh on rank 0, for writing and pictures: the one held, else read now (when the
+/// ranks read slices).
+fn whole<'m>(
+    mesh: Option<&'m Mesh>,
+    file: Option<&std::path::Path>,
+) -> Result<Cow<'m, Mesh>, String> {
+    match (mesh, file) {
+        (Some(m), _) => Ok(Cow::Borrowed(m)),
+        (None, Some(path)) => Mesh::load(path).map(Cow::Owned).map_err(|e| e.to_string()),
+        (None, None) => Err("the mesh was not kept".into()),
+    }
+}
+
+/// Declares the whole mesh in one process. The Dats and Maps take the mesh's arrays over, so the
+/// mesh is not held twice; only a run that draws the picture afterwards keeps a copy of it.
+fn declare_whole(
+    rt: &op2::Runtime,
+    mesh: &mut Option<Mesh>,
+    o: &Options,
+    c: &Constants,
+) -> Result<Airfoil, String> {
+    let m = if o.png.is_some() {
+        mesh.clone()
+    } else {
+        mesh.take()
+    };
+    let m = m.ok_or("one process holds the whole mesh")?;
+    Airfoil::from_mesh(rt, m, c).map_err(|e| e.to_string())
 }
 
 /// The flow constants: those in an HDF5 mesh file when it has them, else OP2's.

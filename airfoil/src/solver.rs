@@ -192,21 +192,38 @@ pub struct Airfoil {
 }
 
 impl Airfoil {
-    /// Declares the mesh and the flow on `rt`: q = qinf everywhere, res = 0.
+    /// Declares the mesh and the flow on `rt`: q = qinf everywhere, res = 0. The mesh's arrays
+    /// are copied; [`Airfoil::from_mesh`] takes them over instead.
     pub fn new(rt: &Runtime, mesh: &Mesh, c: &Constants) -> Result<Self> {
+        Self::from_mesh(rt, mesh.clone(), c)
+    }
+
+    /// Declares the mesh and the flow on `rt`, the mesh's arrays becoming the Maps' and Dats'
+    /// storage (no copy: the mesh is not held twice).
+    pub fn from_mesh(rt: &Runtime, mesh: Mesh, c: &Constants) -> Result<Self> {
         let nodes = rt.decl_set(mesh.nnode(), "nodes")?;
         let edges = rt.decl_set(mesh.nedge(), "edges")?;
         let bedges = rt.decl_set(mesh.nbedge(), "bedges")?;
         let cells = rt.decl_set(mesh.ncell(), "cells")?;
+        let ncell = mesh.ncell();
+        let Mesh {
+            x,
+            cell,
+            edge,
+            ecell,
+            bedge,
+            becell,
+            bound,
+        } = mesh;
         let mesh = DeclaredMesh {
-            pcell: rt.decl_map(&cells, &nodes, 4, mesh.cell.clone(), "pcell")?,
-            pedge: rt.decl_map(&edges, &nodes, 2, mesh.edge.clone(), "pedge")?,
-            pecell: rt.decl_map(&edges, &cells, 2, mesh.ecell.clone(), "pecell")?,
-            pbedge: rt.decl_map(&bedges, &nodes, 2, mesh.bedge.clone(), "pbedge")?,
-            pbecell: rt.decl_map(&bedges, &cells, 1, mesh.becell.clone(), "pbecell")?,
-            p_x: rt.decl_dat(&nodes, 2, &mesh.x, "p_x")?,
-            p_bound: rt.decl_dat(&bedges, 1, &mesh.bound, "p_bound")?,
-            ncell: mesh.ncell(),
+            pcell: rt.decl_map(&cells, &nodes, 4, cell, "pcell")?,
+            pedge: rt.decl_map(&edges, &nodes, 2, edge, "pedge")?,
+            pecell: rt.decl_map(&edges, &cells, 2, ecell, "pecell")?,
+            pbedge: rt.decl_map(&bedges, &nodes, 2, bedge, "pbedge")?,
+            pbecell: rt.decl_map(&bedges, &cells, 1, becell, "pbecell")?,
+            p_x: rt.decl_dat(&nodes, 2, x, "p_x")?,
+            p_bound: rt.decl_dat(&bedges, 1, bound, "p_bound")?,
+            ncell,
             cells,
             edges,
             bedges,
@@ -229,7 +246,7 @@ impl Airfoil {
         rt.decl_const(4, &c.qinf, "qinf")?;
         Ok(Airfoil {
             p_x: mesh.p_x,
-            p_q: rt.decl_dat(&cells, 4, &q, "p_q")?,
+            p_q: rt.decl_dat(&cells, 4, q, "p_q")?,
             p_qold: rt.decl_dat_zeros(&cells, 4, "p_qold")?,
             p_adt: rt.decl_dat_zeros(&cells, 1, "p_adt")?,
             p_res: rt.decl_dat_zeros(&cells, 4, "p_res")?,

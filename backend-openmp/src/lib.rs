@@ -11,7 +11,9 @@ use op2_core::{
     Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, Op2Error,
     PreparedLoop, Result, Setting, SettingKind,
 };
-use op2_plan::{CachedPlanner, PlanArg, PlanRequest, Planner, Strategy, StrategyChoice};
+use op2_plan::{
+    CachedPlanner, PlanArg, PlanDetail, PlanRequest, Planner, Strategy, StrategyChoice,
+};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -233,6 +235,9 @@ impl PreparedLoop for OpenMpLoop {
                         .block_size
                         .unwrap_or_else(|| default_block_size(inv.end - inv.start, threads)),
                     args: &args,
+                    // Each block runs on one thread straight from the data: no staging, no
+                    // element colours (they would be built and kept for nothing).
+                    detail: PlanDetail::BlockColours,
                 })?,
             )
         } else {

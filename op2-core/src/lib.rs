@@ -67,7 +67,7 @@ pub use comm::{
     ThreadCommunicator, thread_communicators,
 };
 pub use config::{CheckpointConfig, CheckpointEvery, Config};
-pub use dtype::{DType, HostBuffer, Scalar};
+pub use dtype::{DType, HostBuffer, IntoValues, Scalar};
 pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};
 pub use map::Map;

@@ -13,8 +13,8 @@ use op2_core::{
     Op2Error, PreparedLoop, Result,
 };
 use op2_plan::{
-    CachedPlanner, LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, PlanRequest, Planner,
-    StrategyChoice,
+    CachedPlanner, LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, PlanDetail,
+    PlanRequest, Planner, StrategyChoice,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -708,6 +708,7 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                             end: inv.end,
                             block_size: size,
                             args: &args,
+                            detail: PlanDetail::BlockColours,
                         })?;
                         let layout = BlockLayout {
                             stagings: Vec::new(),

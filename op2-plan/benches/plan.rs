@@ -4,8 +4,8 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use op2_core::Access;
 use op2_plan::{
-    CachedPlanner, DEFAULT_BLOCK_SIZE, MapAccess, PlanArg, PlanMap, PlanRequest, StrategyChoice,
-    build_plan,
+    CachedPlanner, DEFAULT_BLOCK_SIZE, MapAccess, PlanArg, PlanDetail, PlanMap, PlanRequest,
+    StrategyChoice, build_plan,
 };
 
 const NX: usize = 600;
@@ -59,6 +59,7 @@ fn plan_edges(c: &mut Criterion) {
         end: nedges,
         block_size: DEFAULT_BLOCK_SIZE,
         args: &args,
+        detail: PlanDetail::Full,
     };
     let plan = build_plan(&req).unwrap();
     eprintln!("edge loop plan ({nedges} edges): {}", plan.stats);

@@ -1,7 +1,9 @@
 //! Building one plan: blocks, staging maps (local-to-global and global-to-local), element and block
 //! colours.
 
-use op2_core::plan::{LocalIndices, MapAccess, Plan, PlanArg, PlanRequest, PlanStats, Staging};
+use op2_core::plan::{
+    LocalIndices, MapAccess, Plan, PlanArg, PlanDetail, PlanRequest, PlanStats, Staging,
+};
 use op2_core::{Op2Error, Result};
 use std::collections::HashMap;
 use std::time::Instant;
@@ -181,10 +183,12 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
         s..(s + bs).min(end)
     };
 
-    // Element colours inside each block, then block colours.
+    // Element colours inside each block (when asked for), then block colours.
+    let full = req.detail == PlanDetail::Full;
     let conflicts = Conflicts::new(req.args, end);
-    let mut element_colours = vec![0u32; len];
-    let mut block_element_colours = vec![if len > 0 { 1u32 } else { 0 }; nblocks];
+    let mut element_colours = vec![0u32; if full { len } else { 0 }];
+    let mut block_element_colours =
+        vec![if len > 0 { 1u32 } else { 0 }; if full { nblocks } else { 0 }];
     let block_colours = if conflicts.is_empty() {
         vec![0u32; nblocks]
     } else {
@@ -221,6 +225,9 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
     let mut pairs: Vec<((u64, u64), Vec<usize>, usize)> = Vec::new(); // key, entries, representative arg
     for (i, a) in req.args.iter().enumerate() {
         let Some(m) = &a.map else { continue };
+        if !full {
+            break;
+        }
         let key = (a.data, m.id);
         let p = pairs
             .iter()
@@ -247,7 +254,7 @@ pub fn build_plan(req: &PlanRequest<'_>) -> Result<Plan> {
             &block_range,
         ));
     }
-    let shared_bytes: Vec<u32> = (0..nblocks)
+    let shared_bytes: Vec<u32> = (0..if full { nblocks } else { 0 })
         .map(|b| {
             staging
                 .iter()

@@ -18,8 +18,8 @@ mod planner;
 pub use buffers::PlanBuffers;
 pub use build::build_plan;
 pub use op2_core::plan::{
-    LocalIndices, MapAccess, Plan, PlanArg, PlanMap, PlanRequest, PlanStats, Planner, Staging,
-    Strategy,
+    LocalIndices, MapAccess, Plan, PlanArg, PlanDetail, PlanMap, PlanRequest, PlanStats, Planner,
+    Staging, Strategy,
 };
 pub use planner::{
     CachedPlanner, DEFAULT_BLOCK_SIZE, LocalMemoryFit, PlannerStats, StrategyChoice, block_size,

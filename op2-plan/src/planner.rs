@@ -2,7 +2,7 @@
 //! time-stepping loop plans once).
 
 use crate::build::build_plan;
-use op2_core::plan::{MapAccess, Plan, PlanArg, PlanRequest, Planner, Strategy};
+use op2_core::plan::{MapAccess, Plan, PlanArg, PlanDetail, PlanRequest, Planner, Strategy};
 use op2_core::{Access, LoopSignature, Op2Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +22,7 @@ struct PlanKey {
     start: usize,
     end: usize,
     block_size: usize,
+    detail: PlanDetail,
     args: Vec<(Option<u64>, MapAccess, Access, usize, usize)>,
 }
 
@@ -128,6 +129,7 @@ impl CachedPlanner {
             start: req.start,
             end: req.end,
             block_size: req.block_size,
+            detail: req.detail,
             args,
         };
         if let Some(p) = self
@@ -168,6 +170,7 @@ impl CachedPlanner {
                 end: range.end,
                 block_size,
                 args,
+                detail: PlanDetail::Full,
             })?;
             let needed = plan.stats.max_staging_bytes
                 + fit.scratch_per_thread * block_size.min(fit.max_threads);

@@ -3,7 +3,8 @@
 
 use op2_core::Access;
 use op2_plan::{
-    CachedPlanner, MapAccess, Plan, PlanArg, PlanMap, PlanRequest, StrategyChoice, build_plan,
+    CachedPlanner, MapAccess, Plan, PlanArg, PlanDetail, PlanMap, PlanRequest, StrategyChoice,
+    build_plan,
 };
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -210,12 +211,24 @@ proptest! {
             data, dim: 2, elem_bytes: 8, map: m.map(|m| maps[m]),
             entries: j.map_or(MapAccess::Row, MapAccess::Entry), access,
         }).collect();
-        let req = PlanRequest { set: 1, start: 0, end: l.elements, block_size: l.block_size, args: &args };
+        let req = PlanRequest { set: 1, start: 0, end: l.elements, block_size: l.block_size, args: &args, detail: PlanDetail::Full };
         let plan = build_plan(&req).unwrap();
         check_plan(&plan, &req);
         // A section of the set (the owned or exec-halo elements under MPI) plans alone.
         let section = PlanRequest { start: l.elements / 3, ..req.clone() };
         check_plan(&build_plan(&section).unwrap(), &section);
+        // A host backend's lean plan: the same blocks and block colours, nothing per element,
+        // no staging.
+        let lean = build_plan(&PlanRequest { detail: PlanDetail::BlockColours, ..req.clone() }).unwrap();
+        prop_assert_eq!(&lean.block_offsets, &plan.block_offsets);
+        prop_assert_eq!(&lean.block_lengths, &plan.block_lengths);
+        prop_assert_eq!(&lean.block_colours, &plan.block_colours);
+        prop_assert_eq!(&lean.block_map, &plan.block_map);
+        prop_assert_eq!(&lean.colour_offsets, &plan.colour_offsets);
+        prop_assert!(lean.element_colours.is_empty() && lean.block_element_colours.is_empty());
+        prop_assert!(lean.staging.is_empty() && lean.shared_bytes.is_empty());
+        prop_assert!(lean.arg_staging.iter().all(Option::is_none));
+        prop_assert_eq!(lean.arg_staging.len(), args.len());
     }
 }
 
@@ -253,6 +266,7 @@ impl OneArg<'_> {
             end,
             block_size,
             args: &args,
+            detail: PlanDetail::Full,
         };
         let plan = build_plan(&req).unwrap();
         check_plan(&plan, &req);
@@ -365,6 +379,7 @@ fn planner_reuses_plans_for_equivalent_loops() {
             end: 10,
             block_size: 4,
             args: &a,
+            detail: PlanDetail::Full,
         })
         .unwrap();
     let p2 = planner
@@ -374,6 +389,7 @@ fn planner_reuses_plans_for_equivalent_loops() {
             end: 10,
             block_size: 4,
             args: &b,
+            detail: PlanDetail::Full,
         })
         .unwrap();
     assert!(std::sync::Arc::ptr_eq(&p1, &p2));
@@ -384,6 +400,7 @@ fn planner_reuses_plans_for_equivalent_loops() {
             end: 10,
             block_size: 5,
             args: &a,
+            detail: PlanDetail::Full,
         })
         .unwrap();
     let stats = planner.stats();
@@ -423,6 +440,7 @@ fn plans_differ_when_direct_args_differ() {
         end: 10,
         block_size: 4,
         args,
+        detail: PlanDetail::Full,
     };
     let with = [direct.clone(), via.clone()];
     let without = [via.clone()];
@@ -469,6 +487,7 @@ fn a_direct_increment_beside_one_through_a_map_is_coloured_with_it() {
         end: n,
         block_size: 4,
         args: &args,
+        detail: PlanDetail::Full,
     };
     let plan = build_plan(&req).unwrap();
     check_plan(&plan, &req);
@@ -513,7 +532,8 @@ fn bad_requests_are_errors_not_panics() {
             start: 0,
             end: 2,
             block_size: 0,
-            args: &args
+            args: &args,
+            detail: PlanDetail::Full,
         })
         .is_err(),
         "block size 0"
@@ -524,7 +544,8 @@ fn bad_requests_are_errors_not_panics() {
             start: 0,
             end: 2,
             block_size: 4,
-            args: &args
+            args: &args,
+            detail: PlanDetail::Full,
         })
         .is_err(),
         "value 9 >= 5"
@@ -535,7 +556,8 @@ fn bad_requests_are_errors_not_panics() {
             start: 0,
             end: 3,
             block_size: 4,
-            args: &args
+            args: &args,
+            detail: PlanDetail::Full,
         })
         .is_err(),
         "too few rows"
@@ -550,7 +572,8 @@ fn bad_requests_are_errors_not_panics() {
             start: 0,
             end: 1,
             block_size: 4,
-            args: &wrong
+            args: &wrong,
+            detail: PlanDetail::Full,
         })
         .is_err(),
         "entry >= arity"

@@ -166,6 +166,21 @@ pub struct PlanRequest<'a> {
     pub block_size: usize,
     /// The loop's args, in order.
     pub args: &'a [PlanArg<'a>],
+    /// What the backend will read of the plan.
+    pub detail: PlanDetail,
+}
+
+/// How much of a plan a backend needs built (and kept: plans stay cached for the run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PlanDetail {
+    /// Everything: blocks, block colours, element colours inside blocks and the staging maps
+    /// (device backends stage indirect data per block and colour elements inside it).
+    #[default]
+    Full,
+    /// Blocks and their colours only: `element_colours`, `block_element_colours`,
+    /// `shared_bytes`, `staging` and `arg_staging` are left empty (a host backend that runs
+    /// each block on one thread, reading data where it lies, needs nothing else).
+    BlockColours,
 }
 
 /// Block-local indices, in the smallest type that holds the largest block's staging size.

@@ -138,78 +138,197 @@ scalar!(u32, U32, u32::MIN, u32::MAX);
 scalar!(i64, I64, i64::MIN, i64::MAX);
 scalar!(u64, U64, u64::MIN, u64::MAX);
 
-/// Host storage for any [`DType`]: 8-byte aligned words, so every element type can be viewed in place.
+/// Host storage for any [`DType`]: a `Vec` of the element type itself, so a program's own `Vec`
+/// becomes a Dat's storage without a copy ([`HostBuffer::from_vec`]) and can be handed back the
+/// same way ([`HostBuffer::into_vec`]).
 #[derive(Debug, Clone)]
 pub struct HostBuffer {
-    words: Vec<u64>,
-    len: usize,
-    dtype: DType,
+    storage: Storage,
+}
+
+/// One typed `Vec` per [`DType`].
+#[derive(Debug, Clone)]
+enum Storage {
+    F64(Vec<f64>),
+    F32(Vec<f32>),
+    I32(Vec<i32>),
+    U32(Vec<u32>),
+    I64(Vec<i64>),
+    U64(Vec<u64>),
+}
+
+/// Runs `$body` with `$v` bound to the storage's typed `Vec` (by reference, as `$e` gives it).
+macro_rules! with_storage {
+    ($e:expr, $v:ident => $body:expr) => {
+        match $e {
+            Storage::F64($v) => $body,
+            Storage::F32($v) => $body,
+            Storage::I32($v) => $body,
+            Storage::U32($v) => $body,
+            Storage::I64($v) => $body,
+            Storage::U64($v) => $body,
+        }
+    };
 }
 
 impl HostBuffer {
     /// A buffer holding a copy of `values`.
     pub fn from_slice<T: Scalar>(values: &[T]) -> Self {
-        let mut buf = Self::zeroed(T::DTYPE, values.len());
-        buf.as_mut_slice::<T>().copy_from_slice(values);
-        buf
+        Self::from_vec(values.to_vec())
     }
 
-    /// A zero-filled buffer of `len` elements.
+    /// A buffer that takes `values` over: no copy, no allocation of its size.
+    pub fn from_vec<T: Scalar>(values: Vec<T>) -> Self {
+        // `T` is one of the six sealed scalars: exactly one downcast matches, and it moves the
+        // `Vec`'s header only.
+        let any: Box<dyn std::any::Any> = Box::new(values);
+        let storage = match T::DTYPE {
+            DType::F64 => Storage::F64(*any.downcast().expect("T is f64")),
+            DType::F32 => Storage::F32(*any.downcast().expect("T is f32")),
+            DType::I32 => Storage::I32(*any.downcast().expect("T is i32")),
+            DType::U32 => Storage::U32(*any.downcast().expect("T is u32")),
+            DType::I64 => Storage::I64(*any.downcast().expect("T is i64")),
+            DType::U64 => Storage::U64(*any.downcast().expect("T is u64")),
+        };
+        HostBuffer { storage }
+    }
+
+    /// A zero-filled buffer of `len` elements, allocated once (zeroed pages from the system, not
+    /// written element by element).
     pub fn zeroed(dtype: DType, len: usize) -> Self {
-        let words = (len * dtype.size()).div_ceil(8);
-        HostBuffer {
-            words: vec![0; words],
-            len,
-            dtype,
-        }
+        let storage = match dtype {
+            DType::F64 => Storage::F64(vec![0.0; len]),
+            DType::F32 => Storage::F32(vec![0.0; len]),
+            DType::I32 => Storage::I32(vec![0; len]),
+            DType::U32 => Storage::U32(vec![0; len]),
+            DType::I64 => Storage::I64(vec![0; len]),
+            DType::U64 => Storage::U64(vec![0; len]),
+        };
+        HostBuffer { storage }
+    }
+
+    /// The elements as a `Vec<T>`, without a copy; `T` must match the buffer's dtype.
+    pub fn into_vec<T: Scalar>(self) -> Vec<T> {
+        assert_eq!(T::DTYPE, self.dtype(), "HostBuffer taken as the wrong type");
+        let any: Box<dyn std::any::Any> = with_storage!(self.storage, v => Box::new(v));
+        *any.downcast().expect("T matches the dtype")
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.len
+        with_storage!(&self.storage, v => v.len())
     }
 
     /// Whether the buffer holds no elements.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
+    }
+
+    /// Bytes this buffer holds (its elements; a `Vec`'s spare capacity is counted too, as it is
+    /// memory held).
+    pub fn held_bytes(&self) -> usize {
+        with_storage!(&self.storage, v => v.capacity()) * self.dtype().size()
     }
 
     /// The element type.
     pub fn dtype(&self) -> DType {
-        self.dtype
+        match self.storage {
+            Storage::F64(_) => DType::F64,
+            Storage::F32(_) => DType::F32,
+            Storage::I32(_) => DType::I32,
+            Storage::U32(_) => DType::U32,
+            Storage::I64(_) => DType::I64,
+            Storage::U64(_) => DType::U64,
+        }
     }
 
     /// The elements, viewed as `T`; `T` must match the buffer's dtype.
     pub fn as_slice<T: Scalar>(&self) -> &[T] {
-        assert_eq!(T::DTYPE, self.dtype, "HostBuffer viewed as the wrong type");
-        &bytemuck::cast_slice::<u64, T>(&self.words)[..self.len]
+        assert_eq!(
+            T::DTYPE,
+            self.dtype(),
+            "HostBuffer viewed as the wrong type"
+        );
+        bytemuck::cast_slice(self.as_bytes())
     }
 
     /// The elements, viewed mutably as `T`; `T` must match the buffer's dtype.
     pub fn as_mut_slice<T: Scalar>(&mut self) -> &mut [T] {
-        assert_eq!(T::DTYPE, self.dtype, "HostBuffer viewed as the wrong type");
-        &mut bytemuck::cast_slice_mut::<u64, T>(&mut self.words)[..self.len]
+        assert_eq!(
+            T::DTYPE,
+            self.dtype(),
+            "HostBuffer viewed as the wrong type"
+        );
+        bytemuck::cast_slice_mut(self.as_bytes_mut())
     }
 
     /// The raw bytes of the elements.
     pub fn as_bytes(&self) -> &[u8] {
-        &bytemuck::cast_slice::<u64, u8>(&self.words)[..self.len * self.dtype.size()]
+        with_storage!(&self.storage, v => bytemuck::cast_slice(v.as_slice()))
     }
 
     /// The raw bytes of the elements, mutably.
     pub fn as_bytes_mut(&mut self) -> &mut [u8] {
-        let n = self.len * self.dtype.size();
-        &mut bytemuck::cast_slice_mut::<u64, u8>(&mut self.words)[..n]
+        with_storage!(&mut self.storage, v => bytemuck::cast_slice_mut(v.as_mut_slice()))
     }
 
     /// Pointer to the first element, for generated code that only reads.
     pub fn as_ptr(&self) -> *const std::ffi::c_void {
-        self.words.as_ptr().cast()
+        self.as_bytes().as_ptr().cast()
     }
 
     /// Pointer to the first element, for generated code.
     pub fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
-        self.words.as_mut_ptr().cast()
+        self.as_bytes_mut().as_mut_ptr().cast()
+    }
+}
+
+/// Values a declaration takes: a `Vec<T>` is taken over as it is (no copy); borrowed values
+/// (`&[T]`, `&Vec<T>`, arrays) are copied once.
+pub trait IntoValues<T: Scalar> {
+    /// The values as a `Vec`, moved where they already are one.
+    fn into_values(self) -> Vec<T>;
+}
+
+impl<T: Scalar> IntoValues<T> for Vec<T> {
+    fn into_values(self) -> Vec<T> {
+        self
+    }
+}
+
+impl<T: Scalar> IntoValues<T> for Box<[T]> {
+    fn into_values(self) -> Vec<T> {
+        self.into_vec()
+    }
+}
+
+impl<T: Scalar> IntoValues<T> for std::borrow::Cow<'_, [T]> {
+    fn into_values(self) -> Vec<T> {
+        self.into_owned()
+    }
+}
+
+impl<T: Scalar, const N: usize> IntoValues<T> for [T; N] {
+    fn into_values(self) -> Vec<T> {
+        self.to_vec()
+    }
+}
+
+/// Borrowed values, copied.
+macro_rules! borrowed_values {
+    ($($t:ty),*) => {$(
+        impl<T: Scalar> IntoValues<T> for $t {
+            fn into_values(self) -> Vec<T> {
+                self.to_vec()
+            }
+        }
+    )*};
+}
+borrowed_values!(&[T], &mut [T], &Vec<T>, &mut Vec<T>);
+
+impl<T: Scalar, const N: usize> IntoValues<T> for &[T; N] {
+    fn into_values(self) -> Vec<T> {
+        self.to_vec()
     }
 }
 
@@ -235,5 +354,26 @@ mod tests {
         let b = HostBuffer::from_slice(&[1.0f32, 2.0, 3.0]);
         assert_eq!(b.as_slice::<f32>(), &[1.0, 2.0, 3.0]);
         assert_eq!(b.as_bytes().len(), 12);
+    }
+
+    #[test]
+    fn a_vec_is_taken_over_and_given_back_without_a_copy() {
+        let v = vec![1i64, -2, 3];
+        let at = v.as_ptr();
+        let b = HostBuffer::from_vec(v);
+        assert_eq!(b.as_slice::<i64>().as_ptr(), at);
+        assert_eq!(b.held_bytes(), 24);
+        let back: Vec<i64> = b.into_vec();
+        assert_eq!(back.as_ptr(), at);
+        assert_eq!(back, [1, -2, 3]);
+    }
+
+    #[test]
+    fn zeroed_buffers_of_every_dtype() {
+        for d in DType::ALL {
+            let b = HostBuffer::zeroed(d, 5);
+            assert_eq!((b.dtype(), b.len()), (d, 5));
+            assert_eq!(b.as_bytes(), vec![0u8; 5 * d.size()]);
+        }
     }
 }

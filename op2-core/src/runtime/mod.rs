@@ -21,7 +21,7 @@ use crate::backend::PreparedLoop;
 use crate::carrier::{Carrier, CarrierKind, Const, Dat, Global, check_len};
 use crate::comm::Communicator;
 use crate::config::Config;
-use crate::dtype::{HostBuffer, Scalar};
+use crate::dtype::{HostBuffer, IntoValues, Scalar};
 use crate::error::{Op2Error, Result};
 use crate::kernel::Kernel;
 use crate::map::Map;
@@ -287,7 +287,7 @@ impl Runtime {
     }
 
     /// Declares a map from `from` to `to` with `arity` entries per element; `values` is row-major and
-    /// every value is checked against `to`'s size.
+    /// every value is checked against `to`'s size. A `Vec<i32>` becomes the Map's storage as it is (no copy).
     pub fn decl_map(
         &self,
         from: &Set,
@@ -305,11 +305,25 @@ impl Runtime {
     }
 
     /// Declares a Dat with `dim` values per element of `set` (all sections, halos included).
+    ///
+    /// `data` is a `Vec<T>` (taken over: the Dat's storage is that `Vec`, with no copy) or borrowed
+    /// values (`&[T]`, `&Vec<T>`, an array: copied once).
     pub fn decl_dat<T: Scalar>(
         &self,
         set: &Set,
         dim: usize,
-        data: &[T],
+        data: impl IntoValues<T>,
+        name: &str,
+    ) -> Result<Dat<T>> {
+        self.decl_dat_buffer(set, dim, HostBuffer::from_vec(data.into_values()), name)
+    }
+
+    /// Declares a Dat whose storage is `data` (its length checked against the set and `dim`).
+    fn decl_dat_buffer<T: Scalar>(
+        &self,
+        set: &Set,
+        dim: usize,
+        data: HostBuffer,
         name: &str,
     ) -> Result<Dat<T>> {
         self.own("set", set.name(), set.runtime_id())?;
@@ -321,7 +335,7 @@ impl Runtime {
             });
         }
         let expected = set.total_size() * dim;
-        if data.len() != expected {
+        if data.len() != expected || data.dtype() != T::DTYPE {
             return Err(Op2Error::DataLength {
                 what: "dat",
                 name: name.into(),
@@ -334,26 +348,40 @@ impl Runtime {
                 ),
             });
         }
-        let c = self.carrier(
-            CarrierKind::Dat(set.clone()),
-            name,
-            dim,
-            HostBuffer::from_slice(data),
-        );
-        self.shared.checkpoint_declare(
-            "dat",
-            name,
-            DeclaredAs::Dat {
-                dat: &c,
-                values: bytemuck::cast_slice(data),
-            },
-        )?;
+        // The checkpoint sees the values before the carrier takes the buffer over.
+        let c = self.carrier(CarrierKind::Dat(set.clone()), name, dim, data);
+        {
+            // Just declared: nothing else holds this lock yet.
+            let values = c.host.read().unwrap_or_else(|e| e.into_inner());
+            self.shared.checkpoint_declare(
+                "dat",
+                name,
+                DeclaredAs::Dat {
+                    dat: &c,
+                    values: values.as_bytes(),
+                },
+            )?;
+        }
         Ok(Dat::from_carrier(c))
     }
 
-    /// Declares a zero-filled Dat.
+    /// Declares a zero-filled Dat, allocated once (zeroed pages, not a filled copy).
     pub fn decl_dat_zeros<T: Scalar>(&self, set: &Set, dim: usize, name: &str) -> Result<Dat<T>> {
-        self.decl_dat(set, dim, &vec![T::ZERO; set.total_size() * dim], name)
+        let len = set
+            .total_size()
+            .checked_mul(dim)
+            .ok_or_else(|| Op2Error::DataLength {
+                what: "dat",
+                name: name.into(),
+                expected: usize::MAX,
+                actual: 0,
+                detail: format!(
+                    "{} elements of set `{}` x dim {dim} overflows",
+                    set.total_size(),
+                    set.name()
+                ),
+            })?;
+        self.decl_dat_buffer(set, dim, HostBuffer::zeroed(T::DTYPE, len), name)
     }
 
     /// Declares a Global with `dim` values.
