@@ -90,6 +90,10 @@ impl Backend for CountingBackend {
     fn data_state(&self, carrier: u64) -> Option<op2::DataState> {
         self.inner.data_state(carrier)
     }
+
+    fn memory(&self) -> Vec<op2::BackendMemory> {
+        self.inner.memory()
+    }
 }
 
 struct CountingLoop(Arc<dyn PreparedLoop>);

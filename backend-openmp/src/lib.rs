@@ -146,6 +146,13 @@ impl Backend for OpenMpBackend {
         true
     }
 
+    /// The cached plans (block colours only) and the compiled loops.
+    fn memory(&self) -> Vec<op2_core::BackendMemory> {
+        let mut m = self.shared.planner.memory();
+        m.push(op2_codegen::loaded_libraries_memory());
+        m
+    }
+
     fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
         let unit = OpenMpCodegen.emit(sig, &())?;
         let f = self.jit.load(&unit)?;

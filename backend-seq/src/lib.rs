@@ -38,6 +38,11 @@ impl Backend for SeqBackend {
         1
     }
 
+    /// No plans, no copies: only the compiled loops.
+    fn memory(&self) -> Vec<op2_core::BackendMemory> {
+        vec![op2_codegen::loaded_libraries_memory()]
+    }
+
     fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
         let unit = CCodegen.emit(sig, &())?;
         let f = self.jit.load(&unit)?;

@@ -12,6 +12,7 @@ use std::ffi::c_void;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Default flags before `OP2_CFLAGS`. Hidden visibility keeps the user's kernel local to its library:
@@ -58,6 +59,29 @@ pub const HOST_LIBRARIES: ArtefactKind = ArtefactKind {
 /// What the JIT did in this process (the compile cache's counters of [`HOST_LIBRARIES`]).
 pub fn jit_stats() -> CacheStats {
     cache_stats(HOST_LIBRARIES.name)
+}
+
+/// Libraries loaded into this process so far, and their files' bytes (they stay mapped for the
+/// process's life).
+static LOADED: (AtomicU64, AtomicU64) = (AtomicU64::new(0), AtomicU64::new(0));
+
+/// Compiled loop libraries loaded into this process (process-wide: every runtime shares them),
+/// and the bytes of their files.
+pub fn loaded_libraries() -> (u64, u64) {
+    (
+        LOADED.0.load(Ordering::Relaxed),
+        LOADED.1.load(Ordering::Relaxed),
+    )
+}
+
+/// The memory report's row for [`loaded_libraries`].
+pub fn loaded_libraries_memory() -> op2_core::BackendMemory {
+    let (count, bytes) = loaded_libraries();
+    op2_core::BackendMemory {
+        owner: op2_core::MemoryOwner::Code(format!("compiled loops: {count} libraries (process)")),
+        host_bytes: bytes,
+        device_bytes: 0,
+    }
 }
 
 /// The address of a loaded entry point. Libraries are never unloaded, so it stays valid.
@@ -197,7 +221,12 @@ impl JitCompiler {
             &key,
             &source,
             |src| Ok((self.compile(unit, src)?, None)),
-            |path, _| open(path, &unit.entry),
+            |path, body| {
+                let f = open(path, &unit.entry)?;
+                LOADED.0.fetch_add(1, Ordering::Relaxed);
+                LOADED.1.fetch_add(body.len() as u64, Ordering::Relaxed);
+                Ok(f)
+            },
         )
     }
 

@@ -33,6 +33,8 @@ pub use dialect::{
     FINISH_ENTRY, HostRange, KernelDecl,
 };
 pub use emit::{CCodegen, WRAPPER_SIGNATURE, const_symbol, kernel_symbol};
-pub use jit::{HOST_LIBRARIES, JitCompiler, JitFunction, jit_stats};
+pub use jit::{
+    HOST_LIBRARIES, JitCompiler, JitFunction, jit_stats, loaded_libraries, loaded_libraries_memory,
+};
 pub use opencl::{OpenCl, rewrite_params};
 pub use openmp::{OPENMP_WRAPPER_SIGNATURE, OpenMpCodegen};

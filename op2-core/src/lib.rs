@@ -59,7 +59,8 @@ mod layering;
 pub use access::{Access, INC, MAX, MIN, READ, RW, WRITE};
 pub use arg::{Arg, ArgTarget, OP_ID, Via, op_arg_dat, op_arg_gbl};
 pub use backend::{
-    Backend, Codegen, DataState, DeviceStats, GeneratedUnit, LoopInvocation, PreparedLoop,
+    Backend, BackendMemory, Codegen, DataState, DeviceStats, GeneratedUnit, LoopInvocation,
+    MemoryOwner, PreparedLoop,
 };
 pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite, LoopLock};
 pub use comm::{
@@ -76,7 +77,10 @@ pub use registry::{
     registered_backends,
 };
 pub use rows::carrier_bytes;
-pub use runtime::{CheckpointStats, DatTraffic, HaloTraffic, LoopTiming, Runtime, RuntimeBuilder};
+pub use runtime::{
+    CheckpointStats, DatTraffic, HaloTraffic, LoopTiming, MemoryKind, MemoryReport, MemoryUse,
+    Runtime, RuntimeBuilder,
+};
 pub use set::{HaloNeighbour, Set, SetHalo, SetSizes};
 pub use settings::{Setting, SettingKind, SettingValues};
 pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};

@@ -9,8 +9,8 @@ use op2_codegen::{
     BlockLayout, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, HostRange, StubParam,
 };
 use op2_core::{
-    Backend, Carrier, Codegen, Config, DataState, DeviceStats, LoopInvocation, LoopSignature,
-    Op2Error, PreparedLoop, Result,
+    Backend, BackendMemory, Carrier, Codegen, Config, DataState, DeviceStats, LoopInvocation,
+    LoopSignature, MemoryOwner, Op2Error, PreparedLoop, Result,
 };
 use op2_plan::{
     CachedPlanner, LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, PlanDetail,
@@ -75,7 +75,7 @@ struct Shared<D: Device> {
     /// and which of their areas' block-local indices are widened to 32 bits.
     plans: Mutex<DevicePlans<D::Buffer>>,
     /// Maps on the device, entry-major, by map id (maps never change once declared).
-    maps: Mutex<HashMap<u64, Arc<D::Buffer>>>,
+    maps: Mutex<HashMap<u64, (Arc<D::Buffer>, usize)>>,
 }
 
 impl<D: Device> Shared<D> {
@@ -277,6 +277,50 @@ impl<D: Device> Backend for DeviceBackend<D> {
     fn data_state(&self, carrier: u64) -> Option<DataState> {
         Some(self.shared.data.state(carrier))
     }
+
+    /// Device copies of data and maps, and the cached plans (their host arrays, and the device
+    /// arrays of those uploaded). Compiled programs are the driver's and are not counted.
+    fn memory(&self) -> Vec<BackendMemory> {
+        let sh = &self.shared;
+        let mut m: Vec<BackendMemory> = sh
+            .data
+            .device_bytes()
+            .into_iter()
+            .map(|(id, bytes)| BackendMemory {
+                owner: MemoryOwner::Carrier(id),
+                host_bytes: 0,
+                device_bytes: bytes as u64,
+            })
+            .collect();
+        let mut maps: Vec<(u64, usize)> = lock(&sh.maps)
+            .iter()
+            .map(|(&id, (_, bytes))| (id, *bytes))
+            .collect();
+        maps.sort_unstable();
+        m.extend(maps.into_iter().map(|(id, bytes)| BackendMemory {
+            owner: MemoryOwner::Map(id),
+            host_bytes: 0,
+            device_bytes: bytes as u64,
+        }));
+        let on_device = lock(&sh.plans);
+        for (set, plan) in sh.planner.cached_plans() {
+            let device: usize = on_device
+                .values()
+                .filter(|(p, _)| Arc::ptr_eq(p, &plan))
+                .map(|(_, d)| d.device_bytes)
+                .sum();
+            m.push(BackendMemory {
+                owner: MemoryOwner::Plan {
+                    set,
+                    start: plan.start,
+                    end: plan.end,
+                },
+                host_bytes: plan.held_bytes() as u64,
+                device_bytes: device as u64,
+            });
+        }
+        m
+    }
 }
 
 /// A compiled program of one loop, and the Const values it last received.
@@ -467,7 +511,7 @@ impl<D: Device> DeviceLoop<D> {
             .iter()
             .map(|m| {
                 let rows = m.values().len() / m.arity();
-                if let Some(b) = cache.get(&m.id()) {
+                if let Some((b, _)) = cache.get(&m.id()) {
                     return Ok((b.clone(), rows));
                 }
                 let mut by_entry = vec![0i32; m.values().len()];
@@ -477,7 +521,7 @@ impl<D: Device> DeviceLoop<D> {
                     }
                 }
                 let b = Arc::new(self.shared.upload(bytemuck::cast_slice(&by_entry))?);
-                cache.insert(m.id(), b.clone());
+                cache.insert(m.id(), (b.clone(), by_entry.len() * size_of::<i32>()));
                 Ok((b, rows))
             })
             .collect()

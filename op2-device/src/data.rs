@@ -119,6 +119,8 @@ pub trait DeviceMemory: Send + Sync {
 struct Entry<B> {
     state: DataState,
     buffer: Option<Arc<B>>,
+    /// The buffer's size in bytes (0 without one).
+    bytes: usize,
     /// Dropped carriers free their device memory at the next loop.
     carrier: Weak<Carrier>,
 }
@@ -161,6 +163,17 @@ impl<M: DeviceMemory> DeviceData<M> {
         *lock(&self.stats)
     }
 
+    /// Device bytes held per carrier id (dropped carriers' too, until [`Self::forget_dropped`]).
+    pub fn device_bytes(&self) -> Vec<(u64, usize)> {
+        let mut held: Vec<(u64, usize)> = lock(&self.entries)
+            .iter()
+            .filter(|(_, e)| e.buffer.is_some())
+            .map(|(&id, e)| (id, e.bytes))
+            .collect();
+        held.sort_unstable();
+        held
+    }
+
     /// Frees the device memory of carriers that no longer exist.
     pub fn forget_dropped(&self) {
         lock(&self.entries).retain(|_, e| e.carrier.strong_count() > 0);
@@ -178,11 +191,13 @@ impl<M: DeviceMemory> DeviceData<M> {
         let entry = entries.entry(carrier.id()).or_insert_with(|| Entry {
             state: DataState::DeviceUnallocated,
             buffer: None,
+            bytes: 0,
             carrier: Arc::downgrade(carrier),
         });
         let (t, next) = entry.state.before_loop(u);
         if t.allocate_device || entry.buffer.is_none() {
             entry.buffer = Some(Arc::new(self.memory.allocate(host.len().max(1))?));
+            entry.bytes = host.len().max(1);
             lock(&self.stats).allocations += 1;
         }
         let buffer = entry.buffer.clone().expect("allocated just above");

@@ -18,6 +18,8 @@ pub struct PlanBuffers<B> {
     pub block_colours: B,
     /// Per staging area: its local-to-global items, offsets, sizes and block-local indices.
     pub staging: Vec<[B; 4]>,
+    /// Device bytes of all these buffers (each at least one byte, as uploads allocate).
+    pub device_bytes: usize,
 }
 
 impl<B> PlanBuffers<B> {
@@ -30,6 +32,11 @@ impl<B> PlanBuffers<B> {
         wide: &[bool],
         mut upload: impl FnMut(&[u8]) -> Result<B>,
     ) -> Result<Self> {
+        let mut device_bytes = 0;
+        let mut upload = |bytes: &[u8]| {
+            device_bytes += bytes.len().max(1);
+            upload(bytes)
+        };
         let mut staging = Vec::with_capacity(plan.staging.len());
         for (k, s) in plan.staging.iter().enumerate() {
             let items = upload(bytemuck::cast_slice(&s.local_to_global))?;
@@ -52,6 +59,7 @@ impl<B> PlanBuffers<B> {
             element_colours: upload(bytemuck::cast_slice(&plan.element_colours))?,
             block_colours: upload(bytemuck::cast_slice(&plan.block_element_colours))?,
             staging,
+            device_bytes,
         })
     }
 }

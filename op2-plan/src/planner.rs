@@ -194,6 +194,31 @@ impl CachedPlanner {
         }
     }
 
+    /// The plans cached now, with their iteration sets' ids, in a stable order.
+    pub fn cached_plans(&self) -> Vec<(u64, Arc<Plan>)> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut plans: Vec<(u64, Arc<Plan>)> =
+            cache.iter().map(|(k, p)| (k.set, p.clone())).collect();
+        plans.sort_by_key(|(set, p)| (*set, p.start, p.end, p.block_size));
+        plans
+    }
+
+    /// The plans cached now, each with the bytes it holds on the host (a memory report's rows).
+    pub fn memory(&self) -> Vec<op2_core::BackendMemory> {
+        self.cached_plans()
+            .into_iter()
+            .map(|(set, plan)| op2_core::BackendMemory {
+                owner: op2_core::MemoryOwner::Plan {
+                    set,
+                    start: plan.start,
+                    end: plan.end,
+                },
+                host_bytes: plan.held_bytes() as u64,
+                device_bytes: 0,
+            })
+            .collect()
+    }
+
     /// Plans built and reused so far.
     pub fn stats(&self) -> PlannerStats {
         PlannerStats {

@@ -4,6 +4,7 @@
 //! check against ([`tools`]), and the Poisson problem ([`poisson`]) that the linear-algebra tests,
 //! the `poisson` example and `la-bench` solve. Unpublished; test code only.
 
+pub mod memory;
 pub mod poisson;
 pub mod tools;
 

@@ -12,6 +12,11 @@
 //! mesh. `--checkpoint-overhead` instead times Airfoil with and without a checkpoint every 100
 //! iterations, alternating (at least 300 iterations per run).
 //!
+//! Then a memory table: each backend's Airfoil in a process of its own (`--memory-worker`),
+//! declared from a generated mesh that the runtime takes over, 10 iterations: the runtime's
+//! report by owner (Dats, Maps, plans, compiled code, device copies), the heap's peak (a counting
+//! allocator) and the kernel's peak resident memory, each against the declared bytes.
+//!
 //! Built with the `mpi` feature, it adds rows across MPI ranks (1 and 2 ranks of `seq`, 2 ranks
 //! of `openmp` with one thread each): it starts itself under `mpirun` as a worker
 //! (`--mpi-worker BACKEND`), whose rank 0 reports the slowest rank's times, the bytes every rank
@@ -19,7 +24,12 @@
 
 use airfoil::format_residual;
 use airfoil::{Airfoil, Baseline, Constants, LOOPS, Mesh, REFERENCE_RESIDUALS, STANDARD_IJ};
+use op2_test_support::memory::{self, CountingAllocator};
 use std::time::Instant;
+
+/// Counts what Rust code allocates, for the memory table.
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// One configuration's figures.
 struct Row {
@@ -325,7 +335,105 @@ fn gpu_copy_rate() -> Option<f64> {
     None
 }
 
-const USAGE: &str = "usage: airfoil-bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber] [--checkpoint-overhead]";
+const USAGE: &str = "usage: airfoil-bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber] [--checkpoint-overhead] [--memory-worker BACKEND THREADS]";
+
+/// Iterations a memory worker runs (every loop has run, planned and compiled by then).
+const MEMORY_ITERATIONS: usize = 10;
+
+/// One backend's memory, measured in this process from its start: the mesh generated, declared
+/// (taken over by the runtime), `MEMORY_ITERATIONS` iterations run. One line of `key=bytes`.
+fn memory_worker(backend: &str, threads: usize, ij: (usize, usize)) -> Result<String, String> {
+    let rt = op2::builder()
+        .backend(backend)
+        .num_threads(threads)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let a = Airfoil::from_mesh(&rt, Mesh::generate(ij.0, ij.1), &Constants::default())
+        .map_err(|e| e.to_string())?;
+    for _ in 0..MEMORY_ITERATIONS {
+        a.step().map_err(|e| e.to_string())?;
+    }
+    rt.flush().map_err(|e| e.to_string())?;
+    let r = rt.memory_report();
+    let kind = |k| r.of_kind(k).0;
+    use op2::MemoryKind as K;
+    Ok(format!(
+        "memory declared={} dats={} maps={} plans={} code={} other={} device={} heap_peak={} rss_peak={}",
+        r.declared_bytes(),
+        kind(K::Dat) + kind(K::Global) + kind(K::Const),
+        kind(K::Map),
+        kind(K::Plan),
+        kind(K::Code),
+        kind(K::Other) + kind(K::Halo),
+        r.device_bytes(),
+        memory::heap_peak(),
+        memory::peak_rss().unwrap_or(0),
+    ))
+}
+
+/// The memory table: each configuration's backend in a process of its own (a fresh process's
+/// peaks are its own), figures in MB and as multiples of the declared bytes.
+fn memory_table(configs: &[(String, &'static str, usize)], ij: (usize, usize)) {
+    let Ok(me) = std::env::current_exe() else {
+        return;
+    };
+    println!(
+        "\nmemory after {MEMORY_ITERATIONS} iterations (MB; each backend in a process of its own):\n{:<12} {:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11} {:>11}",
+        "backend",
+        "thr",
+        "declared",
+        "dats",
+        "maps",
+        "plans",
+        "code",
+        "device",
+        "heap peak",
+        "RSS peak"
+    );
+    for (label, backend, threads) in configs {
+        let out = std::process::Command::new(&me)
+            .args(["--ij", &ij.0.to_string(), &ij.1.to_string()])
+            .args(["--memory-worker", backend, &threads.to_string()])
+            .output();
+        let line = match &out {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+            Ok(o) => {
+                println!(
+                    "{label}: skipped: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                continue;
+            }
+            Err(e) => {
+                println!("{label}: skipped: {e}");
+                continue;
+            }
+        };
+        let field = |k: &str| -> f64 {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(f64::NAN)
+        };
+        let declared = field("declared");
+        let mb = |k: &str| field(k) / 1e6;
+        println!(
+            "{:<12} {:>3} {:>9.1} {:>8.1} {:>8.1} {:>8.2} {:>8.2} {:>9.1} {:>6.1} {:>3.2}x {:>6.1} {:>3.2}x",
+            label,
+            threads,
+            declared / 1e6,
+            mb("dats"),
+            mb("maps"),
+            mb("plans"),
+            mb("code"),
+            mb("device"),
+            mb("heap_peak"),
+            field("heap_peak") / declared,
+            mb("rss_peak"),
+            field("rss_peak") / declared,
+        );
+    }
+}
 
 /// The mesh every row runs on: generated, then shuffled and renumbered as asked.
 fn bench_mesh(ij: (usize, usize), shuffle: Option<u64>, renumber: bool) -> Mesh {
@@ -348,6 +456,7 @@ fn main() {
     let mut worker: Option<String> = None;
     let (mut shuffle, mut renumber) = (None, false);
     let mut checkpoint_overhead = false;
+    let (mut memory_only, mut memory_threads) = (None, 1);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
     let usage = || -> ! {
@@ -365,11 +474,28 @@ fn main() {
             "--ij" => ij = (num(), num()),
             "--backend" => only.push(it.next().cloned().unwrap_or_else(|| usage())),
             "--mpi-worker" => worker = Some(it.next().cloned().unwrap_or_else(|| usage())),
+            "--memory-worker" => {
+                let (backend, threads) = (it.next(), it.next());
+                memory_only = Some(backend.cloned().unwrap_or_else(|| usage()));
+                memory_threads = threads
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or_else(|| usage());
+            }
             "--shuffle" => shuffle = Some(num() as u64),
             "--renumber" => renumber = true,
             "--checkpoint-overhead" => checkpoint_overhead = true,
             _ => usage(),
         }
+    }
+    if let Some(backend) = memory_only {
+        match memory_worker(&backend, memory_threads, ij) {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                eprintln!("airfoil-bench memory worker: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
     }
     if let Some(backend) = worker {
         #[cfg(feature = "mpi")]
@@ -477,6 +603,14 @@ fn main() {
         None
     };
     let registered: Vec<&str> = op2::backends().iter().map(|b| b.name).collect();
+    // One memory row per backend that ran (openmp with 2 threads: the figure).
+    let mut memory_configs: Vec<(String, &'static str, usize)> = Vec::new();
+    for c in &configs {
+        let threads = if c.backend == "openmp" { 2 } else { c.threads };
+        if registered.contains(&c.backend) && !memory_configs.iter().any(|m| m.1 == c.backend) {
+            memory_configs.push((c.backend.to_string(), c.backend, threads));
+        }
+    }
     let mut chosen_skipped = false;
     for c in configs {
         if !registered.contains(&c.backend) {
@@ -614,6 +748,7 @@ fn main() {
             }
         );
     }
+    memory_table(&memory_configs, ij);
     if !same || chosen_skipped {
         std::process::exit(1);
     }

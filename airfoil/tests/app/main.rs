@@ -4,6 +4,12 @@
 mod conformance;
 mod crashes;
 mod files;
+mod memory;
 #[cfg(feature = "mpi")]
 mod partition;
 mod solver;
+
+/// Counts allocations per thread, for `memory`.
+#[global_allocator]
+static ALLOCATOR: op2_test_support::memory::CountingAllocator =
+    op2_test_support::memory::CountingAllocator;

@@ -88,6 +88,46 @@ pub trait Backend: Send + Sync {
     fn data_state(&self, _carrier: u64) -> Option<DataState> {
         None
     }
+
+    /// The memory this backend holds now, owner by owner: device copies of data and maps, plans,
+    /// compiled code, scratch. The host copies of Dats, Maps, Globals and Consts belong to the
+    /// runtime and are not listed here ([`crate::Runtime::memory_report`] adds them).
+    fn memory(&self) -> Vec<BackendMemory> {
+        Vec::new()
+    }
+}
+
+/// Who a backend's memory is held for (see [`Backend::memory`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryOwner {
+    /// A Dat's, Global's or Const's copy, by carrier id.
+    Carrier(u64),
+    /// A Map's copy (for example entry-major on a device), by map id.
+    Map(u64),
+    /// A plan of a loop over elements `start..end` of set `set` (by set id).
+    Plan {
+        /// The iteration set's id.
+        set: u64,
+        /// The first element planned.
+        start: usize,
+        /// One past the last.
+        end: usize,
+    },
+    /// Compiled code (loaded libraries, device programs), described.
+    Code(String),
+    /// Anything else (reduction partials, constants on a device, ...), described.
+    Other(String),
+}
+
+/// Bytes one owner holds in a backend: on the host (in this process's memory) and on the device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendMemory {
+    /// Who holds it.
+    pub owner: MemoryOwner,
+    /// Bytes in host memory.
+    pub host_bytes: u64,
+    /// Bytes in device memory (0 on host backends).
+    pub device_bytes: u64,
 }
 
 /// Compiled code for one loop signature.

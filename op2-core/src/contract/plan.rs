@@ -331,7 +331,42 @@ pub struct Plan {
     pub stats: PlanStats,
 }
 
+/// Bytes a `Vec` holds (its capacity).
+fn vec_bytes<T>(v: &Vec<T>) -> usize {
+    v.capacity() * std::mem::size_of::<T>()
+}
+
+impl Staging {
+    /// Bytes this staging's arrays hold.
+    pub fn held_bytes(&self) -> usize {
+        vec_bytes(&self.entries)
+            + vec_bytes(&self.offsets)
+            + vec_bytes(&self.sizes)
+            + vec_bytes(&self.local_to_global)
+            + match &self.global_to_local {
+                LocalIndices::U16(v) => vec_bytes(v),
+                LocalIndices::U32(v) => vec_bytes(v),
+            }
+    }
+}
+
 impl Plan {
+    /// Bytes this plan's arrays hold (what keeping it cached costs).
+    pub fn held_bytes(&self) -> usize {
+        std::mem::size_of::<Plan>()
+            + vec_bytes(&self.block_offsets)
+            + vec_bytes(&self.block_lengths)
+            + vec_bytes(&self.block_colours)
+            + vec_bytes(&self.block_map)
+            + vec_bytes(&self.colour_offsets)
+            + vec_bytes(&self.element_colours)
+            + vec_bytes(&self.block_element_colours)
+            + vec_bytes(&self.arg_staging)
+            + vec_bytes(&self.shared_bytes)
+            + vec_bytes(&self.staging)
+            + self.staging.iter().map(Staging::held_bytes).sum::<usize>()
+    }
+
     /// Elements planned.
     pub fn len(&self) -> usize {
         self.end - self.start

@@ -177,8 +177,12 @@ impl HostBuffer {
         Self::from_vec(values.to_vec())
     }
 
-    /// A buffer that takes `values` over: no copy, no allocation of its size.
-    pub fn from_vec<T: Scalar>(values: Vec<T>) -> Self {
+    /// A buffer that takes `values` over: no copy, no allocation of its size (spare capacity is
+    /// given back).
+    pub fn from_vec<T: Scalar>(mut values: Vec<T>) -> Self {
+        // Spare capacity (a Vec grown by pushing) would be held for the Dat's whole life; giving
+        // it back moves nothing for large buffers (the allocator remaps them).
+        values.shrink_to_fit();
         // `T` is one of the six sealed scalars: exactly one downcast matches, and it moves the
         // `Vec`'s header only.
         let any: Box<dyn std::any::Any> = Box::new(values);

@@ -57,6 +57,9 @@ impl Map {
                 to_size,
             });
         }
+        // A Vec grown by pushing holds up to twice its length; the Map keeps it for the whole run.
+        let mut values = values;
+        values.shrink_to_fit();
         Ok(Map(Arc::new(MapInner {
             id,
             runtime_id: from.runtime_id(),

@@ -74,6 +74,8 @@ pub struct RuntimeShared {
     pub(crate) checkpoint: Option<Mutex<Checkpointer>>,
     /// When checkpointing: the values every loop left in the Globals it writes, for replaying.
     pub(crate) history: Option<Mutex<History>>,
+    /// Everything declared, weakly, for the memory report.
+    pub(crate) declared: Mutex<super::memory::Declared>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

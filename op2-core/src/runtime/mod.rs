@@ -7,6 +7,7 @@
 mod builder;
 mod checkpoint;
 mod execute;
+mod memory;
 mod steps;
 mod timing;
 mod validate;
@@ -14,6 +15,7 @@ mod validate;
 pub use builder::RuntimeBuilder;
 pub use checkpoint::CheckpointStats;
 pub use execute::{LoopRecord, RuntimeShared};
+pub use memory::{MemoryKind, MemoryReport, MemoryUse};
 pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 
 use crate::arg::Arg;
@@ -129,6 +131,7 @@ impl Runtime {
                     .as_ref()
                     .map(|_| Mutex::new(checkpoint::History::default())),
                 checkpoint,
+                declared: Mutex::new(memory::Declared::default()),
             }),
         })
     }
@@ -271,6 +274,7 @@ impl Runtime {
 
     /// Tells checkpointing about a declared set.
     fn note_set(&self, set: &Set) -> Result<()> {
+        lock(&self.shared.declared).set(&set.0);
         self.shared
             .checkpoint_declare("set", set.name(), DeclaredAs::Set(set))
     }
@@ -299,6 +303,7 @@ impl Runtime {
         self.own("set", from.name(), from.runtime_id())?;
         self.own("set", to.name(), to.runtime_id())?;
         let map = Map::new(next_id(), from, to, arity, values.into(), name)?;
+        lock(&self.shared.declared).map(&map.0);
         self.shared
             .checkpoint_declare("map", name, DeclaredAs::Map(&map))?;
         Ok(map)
@@ -454,7 +459,9 @@ impl Runtime {
 
     fn carrier(&self, kind: CarrierKind, name: &str, dim: usize, host: HostBuffer) -> Arc<Carrier> {
         let owner: Weak<RuntimeShared> = Arc::downgrade(&self.shared);
-        Carrier::new(next_id(), self.shared.id, owner, kind, name, dim, host)
+        let c = Carrier::new(next_id(), self.shared.id, owner, kind, name, dim, host);
+        lock(&self.shared.declared).carrier(&c);
+        c
     }
 
     fn own(&self, what: &'static str, name: &str, runtime_id: u64) -> Result<()> {

@@ -12,5 +12,11 @@ mod classic;
 mod distributed;
 mod hardening;
 mod laziness;
+mod memory;
 mod random_meshes;
 mod registry;
+
+/// Counts allocations per thread, for `memory`'s checks that declarations do not copy.
+#[global_allocator]
+static ALLOCATOR: op2_test_support::memory::CountingAllocator =
+    op2_test_support::memory::CountingAllocator;

@@ -1,0 +1,299 @@
+//! Memory by owner: what a runtime holds for each Dat, Map, Global and Const (host and device
+//! copies), for plans, halo lists and compiled code, gathered into one [`MemoryReport`].
+
+use super::Runtime;
+use crate::backend::{BackendMemory, MemoryOwner};
+use crate::carrier::{Carrier, CarrierKind};
+use crate::map::MapInner;
+use crate::set::SetInner;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Weak};
+
+/// What a [`MemoryUse`] is held for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemoryKind {
+    /// A Dat's values.
+    Dat,
+    /// A Map's values.
+    Map,
+    /// A Global's values.
+    Global,
+    /// A Const's values.
+    Const,
+    /// A plan (blocks, colours, staging maps) of loops over one set section.
+    Plan,
+    /// A set's halo lists (what an exchange sends and receives).
+    Halo,
+    /// Compiled code.
+    Code,
+    /// Anything else a backend holds (reduction partials, device constants, ...).
+    Other,
+}
+
+impl MemoryKind {
+    /// Whether this is a declared object (Dat, Map, Global, Const): the program's own data.
+    pub fn is_declared(self) -> bool {
+        matches!(
+            self,
+            MemoryKind::Dat | MemoryKind::Map | MemoryKind::Global | MemoryKind::Const
+        )
+    }
+}
+
+impl fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MemoryKind::Dat => "dat",
+            MemoryKind::Map => "map",
+            MemoryKind::Global => "global",
+            MemoryKind::Const => "const",
+            MemoryKind::Plan => "plan",
+            MemoryKind::Halo => "halo",
+            MemoryKind::Code => "code",
+            MemoryKind::Other => "other",
+        })
+    }
+}
+
+/// The bytes one owner holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// What it is.
+    pub kind: MemoryKind,
+    /// Its name: the Dat's or Map's, `plan: SET a..b`, a description.
+    pub name: String,
+    /// Bytes in this process's memory.
+    pub host_bytes: u64,
+    /// Bytes in device memory.
+    pub device_bytes: u64,
+}
+
+/// A runtime's memory, owner by owner ([`Runtime::memory_report`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemoryReport {
+    /// One row per owner: declared objects in order of declaration, then what the backend holds.
+    pub uses: Vec<MemoryUse>,
+}
+
+impl MemoryReport {
+    /// Host bytes of the declared objects (Dats, Maps, Globals, Consts): the program's data.
+    pub fn declared_bytes(&self) -> u64 {
+        self.sum(|u| u.kind.is_declared(), |u| u.host_bytes)
+    }
+
+    /// All host bytes listed.
+    pub fn host_bytes(&self) -> u64 {
+        self.sum(|_| true, |u| u.host_bytes)
+    }
+
+    /// All device bytes listed.
+    pub fn device_bytes(&self) -> u64 {
+        self.sum(|_| true, |u| u.device_bytes)
+    }
+
+    /// Host and device bytes of one kind.
+    pub fn of_kind(&self, kind: MemoryKind) -> (u64, u64) {
+        (
+            self.sum(|u| u.kind == kind, |u| u.host_bytes),
+            self.sum(|u| u.kind == kind, |u| u.device_bytes),
+        )
+    }
+
+    /// The row named `name` of `kind`, if any.
+    pub fn find(&self, kind: MemoryKind, name: &str) -> Option<&MemoryUse> {
+        self.uses.iter().find(|u| u.kind == kind && u.name == name)
+    }
+
+    fn sum(&self, keep: impl Fn(&MemoryUse) -> bool, bytes: impl Fn(&MemoryUse) -> u64) -> u64 {
+        self.uses.iter().filter(|u| keep(u)).map(bytes).sum()
+    }
+}
+
+impl fmt::Display for MemoryReport {
+    /// A table: one row per owner, then totals by kind.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mb = |b: u64| b as f64 / 1e6;
+        writeln!(
+            f,
+            "  {:<8} {:<40} {:>10} {:>10}",
+            "kind", "owner", "host MB", "device MB"
+        )?;
+        for u in &self.uses {
+            writeln!(
+                f,
+                "  {:<8} {:<40} {:>10.2} {:>10.2}",
+                u.kind.to_string(),
+                u.name,
+                mb(u.host_bytes),
+                mb(u.device_bytes)
+            )?;
+        }
+        let mut kinds: Vec<MemoryKind> = self.uses.iter().map(|u| u.kind).collect();
+        kinds.sort();
+        kinds.dedup();
+        for k in kinds {
+            let (h, d) = self.of_kind(k);
+            writeln!(
+                f,
+                "  {:<8} {:<40} {:>10.2} {:>10.2}",
+                "total",
+                k.to_string(),
+                mb(h),
+                mb(d)
+            )?;
+        }
+        write!(
+            f,
+            "  {:<8} {:<40} {:>10.2} {:>10.2}",
+            "total",
+            "everything",
+            mb(self.host_bytes()),
+            mb(self.device_bytes())
+        )
+    }
+}
+
+/// Everything a runtime declared, held weakly (dropping a handle frees its memory; the report
+/// lists what is still alive).
+#[derive(Default)]
+pub(crate) struct Declared {
+    sets: Vec<Weak<SetInner>>,
+    carriers: Vec<Weak<Carrier>>,
+    maps: Vec<Weak<MapInner>>,
+    /// Entries alive at the last sweep: the lists are swept of dead entries when they double.
+    alive_at_sweep: usize,
+}
+
+impl Declared {
+    pub(crate) fn set(&mut self, set: &Arc<SetInner>) {
+        self.sets.push(Arc::downgrade(set));
+        self.sweep();
+    }
+
+    pub(crate) fn carrier(&mut self, carrier: &Arc<Carrier>) {
+        self.carriers.push(Arc::downgrade(carrier));
+        self.sweep();
+    }
+
+    pub(crate) fn map(&mut self, map: &Arc<MapInner>) {
+        self.maps.push(Arc::downgrade(map));
+        self.sweep();
+    }
+
+    /// Drops dead entries once the lists have doubled since the last sweep, so a program that
+    /// declares and drops temporaries forever keeps bounded lists.
+    fn sweep(&mut self) {
+        let len = self.sets.len() + self.carriers.len() + self.maps.len();
+        if len <= 2 * self.alive_at_sweep.max(32) {
+            return;
+        }
+        self.sets.retain(|w| w.strong_count() > 0);
+        self.carriers.retain(|w| w.strong_count() > 0);
+        self.maps.retain(|w| w.strong_count() > 0);
+        self.alive_at_sweep = self.sets.len() + self.carriers.len() + self.maps.len();
+    }
+}
+
+impl Runtime {
+    /// This runtime's memory, owner by owner: each live Dat, Map, Global and Const (its host
+    /// copy, and its device copy on a device backend), each cached plan, each set's halo lists,
+    /// compiled code and whatever else the backend holds. Forces nothing.
+    ///
+    /// Host bytes are what this runtime and its backend hold for each owner, not the process's
+    /// whole memory (the program's own arrays, the allocator's slack, libraries).
+    pub fn memory_report(&self) -> MemoryReport {
+        let declared = super::execute::lock(&self.shared.declared);
+        let mut uses = Vec::new();
+        // Rows by owner id, so the backend's copies join their owner's row.
+        let mut carrier_rows: HashMap<u64, usize> = HashMap::new();
+        let mut map_rows: HashMap<u64, usize> = HashMap::new();
+        let mut set_names: HashMap<u64, String> = HashMap::new();
+        for set in declared.sets.iter().filter_map(Weak::upgrade) {
+            set_names.insert(set.id, set.name.clone());
+            if let Some(halo) = &set.halo {
+                let lists: usize = halo
+                    .neighbours
+                    .iter()
+                    .map(|n| n.send.capacity() + n.receive.capacity())
+                    .sum();
+                uses.push(MemoryUse {
+                    kind: MemoryKind::Halo,
+                    name: set.name.clone(),
+                    host_bytes: (lists * std::mem::size_of::<u32>()) as u64,
+                    device_bytes: 0,
+                });
+            }
+        }
+        for c in declared.carriers.iter().filter_map(Weak::upgrade) {
+            let kind = match c.kind {
+                CarrierKind::Dat(_) => MemoryKind::Dat,
+                CarrierKind::Global => MemoryKind::Global,
+                CarrierKind::Const => MemoryKind::Const,
+            };
+            // A loop may hold the lock for a moment: the report waits for it, as a host read would.
+            let host = c
+                .host
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .held_bytes();
+            carrier_rows.insert(c.id, uses.len());
+            uses.push(MemoryUse {
+                kind,
+                name: c.name.clone(),
+                host_bytes: host as u64,
+                device_bytes: 0,
+            });
+        }
+        for m in declared.maps.iter().filter_map(Weak::upgrade) {
+            map_rows.insert(m.id, uses.len());
+            uses.push(MemoryUse {
+                kind: MemoryKind::Map,
+                name: m.name.clone(),
+                host_bytes: (m.values.capacity() * std::mem::size_of::<i32>()) as u64,
+                device_bytes: 0,
+            });
+        }
+        drop(declared);
+        for BackendMemory {
+            owner,
+            host_bytes,
+            device_bytes,
+        } in self.shared.backend.memory()
+        {
+            let row = match &owner {
+                MemoryOwner::Carrier(id) => carrier_rows.get(id),
+                MemoryOwner::Map(id) => map_rows.get(id),
+                _ => None,
+            };
+            if let Some(&row) = row {
+                uses[row].host_bytes += host_bytes;
+                uses[row].device_bytes += device_bytes;
+                continue;
+            }
+            let (kind, name) = match owner {
+                MemoryOwner::Carrier(id) => (MemoryKind::Other, format!("released data #{id}")),
+                MemoryOwner::Map(id) => (MemoryKind::Other, format!("released map #{id}")),
+                MemoryOwner::Plan { set, start, end } => (
+                    MemoryKind::Plan,
+                    format!(
+                        "plan: {} {start}..{end}",
+                        set_names
+                            .get(&set)
+                            .cloned()
+                            .unwrap_or_else(|| format!("set #{set}"))
+                    ),
+                ),
+                MemoryOwner::Code(what) => (MemoryKind::Code, what),
+                MemoryOwner::Other(what) => (MemoryKind::Other, what),
+            };
+            uses.push(MemoryUse {
+                kind,
+                name,
+                host_bytes,
+                device_bytes,
+            });
+        }
+        MemoryReport { uses }
+    }
+}
