@@ -63,7 +63,7 @@ fn run_cached_loop(dir: &Path, token: &str) -> (u64, u64) {
     let before = ptx_stats();
     let rt = runtime(dir);
     let s = rt.decl_set(10, "s").unwrap();
-    let x = rt.decl_dat(&s, 1, &[1.0; 10], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, [1.0; 10], "x").unwrap();
     rt.par_loop(&k, &s, [x.arg(RW)]).unwrap();
     assert_eq!(x.data_ro().unwrap()[3], 2.0 + token.parse::<f64>().unwrap());
     let after = ptx_stats();
@@ -144,7 +144,7 @@ fn nvrtc_errors_name_the_kernel_and_keep_the_source() {
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(dir.path());
     let s = rt.decl_set(4, "s").unwrap();
-    let x = rt.decl_dat(&s, 1, &[0.0; 4], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, [0.0; 4], "x").unwrap();
     let k = Kernel::new("broken", "void broken(double *x) { *x = no_such_name; }").unwrap();
     match rt.par_loop(&k, &s, [x.arg(RW)]) {
         Err(Op2Error::Compile {

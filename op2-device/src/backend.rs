@@ -59,6 +59,9 @@ type PlanOnDevice<B> = (Arc<Plan>, Arc<PlanBuffers<B>>);
 /// were widened.
 type DevicePlans<B> = HashMap<(usize, Vec<bool>), PlanOnDevice<B>>;
 
+/// Maps on the device, entry-major, by map id: the buffer and its bytes.
+type DeviceMaps<B> = HashMap<u64, (Arc<B>, usize)>;
+
 /// A Const's value and the buffer holding it.
 type ConstBuffer<B> = (Vec<u8>, Arc<B>);
 
@@ -75,7 +78,7 @@ struct Shared<D: Device> {
     /// and which of their areas' block-local indices are widened to 32 bits.
     plans: Mutex<DevicePlans<D::Buffer>>,
     /// Maps on the device, entry-major, by map id (maps never change once declared).
-    maps: Mutex<HashMap<u64, (Arc<D::Buffer>, usize)>>,
+    maps: Mutex<DeviceMaps<D::Buffer>>,
 }
 
 impl<D: Device> Shared<D> {

@@ -235,8 +235,8 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
             let (s, name) = (&sets[d.set], format!("d{i}"));
             Ok(match d.ty {
                 Ty::F64 => DatH::F64(rt.decl_dat(s, d.dim, &d.init, &name)?),
-                Ty::F32 => DatH::F32(rt.decl_dat(s, d.dim, &cast(&d.init, |x| x as f32), &name)?),
-                Ty::I32 => DatH::I32(rt.decl_dat(s, d.dim, &cast(&d.init, |x| x as i32), &name)?),
+                Ty::F32 => DatH::F32(rt.decl_dat(s, d.dim, cast(&d.init, |x| x as f32), &name)?),
+                Ty::I32 => DatH::I32(rt.decl_dat(s, d.dim, cast(&d.init, |x| x as i32), &name)?),
             })
         })
         .collect::<op2::Result<_>>()

@@ -11,7 +11,7 @@ fn overhead(c: &mut Criterion) {
         .build()
         .expect("seq runtime");
     let one = rt.decl_set(1, "one").unwrap();
-    let x = rt.decl_dat(&one, 1, &[0.0f64], "x").unwrap();
+    let x = rt.decl_dat(&one, 1, [0.0f64], "x").unwrap();
     let k = Kernel::new("bump", "void bump(double *x) { x[0] += 1.0; }").unwrap();
     rt.par_loop(&k, &one, [x.arg(RW)]).unwrap(); // compile once
     c.bench_function("par_loop_overhead/eager_one_element", |b| {
@@ -24,7 +24,7 @@ fn overhead(c: &mut Criterion) {
         .build()
         .expect("seq runtime");
     let one = lazy.decl_set(1, "one").unwrap();
-    let x = lazy.decl_dat(&one, 1, &[0.0f64], "x").unwrap();
+    let x = lazy.decl_dat(&one, 1, [0.0f64], "x").unwrap();
     lazy.par_loop(&k, &one, [x.arg(RW)]).unwrap();
     c.bench_function("par_loop_overhead/lazy_record_and_flush", |b| {
         b.iter(|| {

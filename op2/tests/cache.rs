@@ -24,7 +24,7 @@ fn runtime(cache: &Path) -> op2::Runtime {
 fn run_tagged_loop(cache: &Path, token: &str) -> Vec<f64> {
     let rt = runtime(cache);
     let s = rt.decl_set(8, "s").unwrap();
-    let x = rt.decl_dat(&s, 1, &[1.0f64; 8], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, [1.0f64; 8], "x").unwrap();
     let k = Kernel::new(
         "tagged",
         &format!("/* {token} */ void tagged(double *x) {{ *x = 3.0 * *x + 1.0; }}"),

@@ -25,7 +25,7 @@ fn the_builder_sets_it_and_the_backend_reads_it() {
     let rt = counting().setting("counting_inner", "seq").build().unwrap();
     assert_eq!(rt.config().setting("counting_inner"), Some("seq"));
     let s = rt.decl_set(10, "s").unwrap();
-    let x = rt.decl_dat(&s, 1, &[2.0f64; 10], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, [2.0f64; 10], "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
     let k = Kernel::new(
         "twice",

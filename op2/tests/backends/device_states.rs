@@ -113,9 +113,9 @@ fn values(n: usize) -> Vec<f64> {
 fn device_unallocated_rows(rt: Runtime) {
     let l = loops(rt);
     let (rt, cells) = (&l.rt, &l.cells);
-    let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
+    let x = rt.decl_dat(cells, 1, values(1000), "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(cells, 1, "y").unwrap();
-    let z = rt.decl_dat(cells, 1, &values(1000), "z").unwrap();
+    let z = rt.decl_dat(cells, 1, values(1000), "z").unwrap();
     assert_eq!(state(rt, &x), DataState::DeviceUnallocated);
 
     // Read: alloc + h2d, BOTH. Write-only (direct WRITE of the whole set): alloc, no h2d, DEVICE.
@@ -139,7 +139,7 @@ fn device_unallocated_rows(rt: Runtime) {
 fn device_and_both_rows(rt: Runtime) {
     let l = loops(rt);
     let (rt, cells) = (&l.rt, &l.cells);
-    let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
+    let x = rt.decl_dat(cells, 1, values(1000), "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(cells, 1, "y").unwrap();
     rt.par_loop(&l.copy, cells, [x.arg(READ), y.arg(WRITE)])
         .unwrap();
@@ -177,7 +177,7 @@ fn device_and_both_rows(rt: Runtime) {
 fn host_rows_and_host_access(rt: Runtime) {
     let l = loops(rt);
     let (rt, cells) = (&l.rt, &l.cells);
-    let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
+    let x = rt.decl_dat(cells, 1, values(1000), "x").unwrap();
     rt.par_loop(&l.bump, cells, [x.arg(RW)]).unwrap();
     assert_eq!(state(rt, &x), DataState::Device);
 
@@ -220,7 +220,7 @@ fn host_rows_and_host_access(rt: Runtime) {
     x.data().unwrap()[0] = -1.0;
     assert_eq!(state(rt, &x), DataState::Host);
     let before = rt.device_stats().unwrap();
-    let ones = rt.decl_dat(cells, 1, &vec![1.0; 1000], "ones").unwrap();
+    let ones = rt.decl_dat(cells, 1, vec![1.0; 1000], "ones").unwrap();
     rt.par_loop(&l.copy, cells, [ones.arg(READ), x.arg(WRITE)])
         .unwrap();
     assert_eq!(delta(rt, before), (1, 1, 0), "only `ones` travels");
@@ -235,7 +235,7 @@ fn indirect_write_uploads_first(rt: Runtime) {
     let e2n = rt
         .decl_map(&edges, &nodes, 1, vec![2, 5, 7], "e2n")
         .unwrap();
-    let n = rt.decl_dat(&nodes, 1, &values(10), "n").unwrap();
+    let n = rt.decl_dat(&nodes, 1, values(10), "n").unwrap();
     let k = Kernel::new("put", "void put(double *v) { *v = -1; }").unwrap();
     let before = rt.device_stats().unwrap();
     rt.par_loop(&k, &edges, [n.arg_via(&e2n, 0, WRITE)])
@@ -252,7 +252,7 @@ fn indirect_write_uploads_first(rt: Runtime) {
 fn reductions(rt: Runtime) {
     let l = loops(rt);
     let (rt, cells) = (&l.rt, &l.cells);
-    let x = rt.decl_dat(cells, 1, &values(1000), "x").unwrap();
+    let x = rt.decl_dat(cells, 1, values(1000), "x").unwrap();
     let g = rt.decl_global(1, &[10.0f64], "g").unwrap();
     let k = Kernel::new("sum", "void sum(const double *x, double *g) { *g += *x; }").unwrap();
     rt.par_loop(&k, cells, [x.arg(READ), g.arg(INC)]).unwrap();
@@ -281,7 +281,7 @@ fn opencl_programs_come_back_from_the_disk_cache() {
             .build()
             .unwrap();
         let s = rt.decl_set(10, "s").unwrap();
-        let x = rt.decl_dat(&s, 1, &values(10), "x").unwrap();
+        let x = rt.decl_dat(&s, 1, values(10), "x").unwrap();
         rt.par_loop(&k, &s, [x.arg(RW)]).unwrap();
         assert_eq!(x.data_ro().unwrap()[2], 2.0 + token.parse::<f64>().unwrap());
     };

@@ -66,7 +66,7 @@ fn tiny(rt: &Runtime) -> Tiny {
     let c2n = rt
         .decl_map(&cells, &nodes, 3, TRIANGLES.to_vec(), "c2n")
         .unwrap();
-    let xy = rt.decl_dat(&nodes, 2, &XY, "xy").unwrap();
+    let xy = rt.decl_dat(&nodes, 2, XY, "xy").unwrap();
     Tiny {
         rt: rt.clone(),
         nodes,
@@ -151,7 +151,7 @@ fn write_inserts_the_last_elements_block_and_leaves_other_entries() {
         m.assemble();
         // Each cell writes its own number + 1 into its whole block.
         let ids =
-            t.rt.decl_dat(&t.cells, 1, &[1.0, 2.0, 3.0, 4.0], "ids")
+            t.rt.decl_dat(&t.cells, 1, [1.0, 2.0, 3.0, 4.0], "ids")
                 .unwrap();
         let k = Kernel::new(
             "stamp",
@@ -281,7 +281,7 @@ fn solving_uses_dats_as_vectors() {
     let t = tiny(&rt);
     let m = assembled_mass(&rt, &t);
     // b = M * 1 is each node's share of the area; solving gives back the ones.
-    let ones = rt.decl_dat(&t.nodes, 1, &[1.0; 5], "ones").unwrap();
+    let ones = rt.decl_dat(&t.nodes, 1, [1.0; 5], "ones").unwrap();
     let b = rt.decl_dat_zeros::<f64>(&t.nodes, 1, "b").unwrap();
     m.mult(&ones, &b).unwrap();
     let total: f64 = b.data_ro().unwrap().iter().sum();
@@ -389,7 +389,7 @@ fn misuse_is_a_typed_error() {
     // Nothing ran: the matrix is still empty, and unassembled.
     assert!(m.values().iter().all(|&v| v == 0.0));
     let x = rt.decl_dat_zeros::<f64>(&t.nodes, 1, "x").unwrap();
-    let b = rt.decl_dat(&t.nodes, 1, &[1.0; 5], "b").unwrap();
+    let b = rt.decl_dat(&t.nodes, 1, [1.0; 5], "b").unwrap();
     let o = SolverOptions::default();
     assert!(matches!(
         la::solve(&m, &b, &x, &o),
@@ -717,7 +717,7 @@ fn rectangular_matrices_assemble_and_multiply_on_every_backend() {
         )
         .unwrap();
         g.assemble();
-        let ones = rt.decl_dat(&t.cells, 1, &[1.0; 4], "ones").unwrap();
+        let ones = rt.decl_dat(&t.cells, 1, [1.0; 4], "ones").unwrap();
         let y = rt.decl_dat_zeros::<f64>(&t.nodes, 1, "y").unwrap();
         g.mult(&ones, &y).unwrap();
         // Row sums: each node's share of its cells' areas, computed here.
@@ -780,7 +780,7 @@ fn solving_after_the_runtime_is_dropped() {
         let rt = runtimes().remove(0);
         let t = tiny(&rt);
         let m = assembled_mass(&rt, &t);
-        let b = rt.decl_dat(&t.nodes, 1, &[1.0; 5], "b").unwrap();
+        let b = rt.decl_dat(&t.nodes, 1, [1.0; 5], "b").unwrap();
         let x = rt.decl_dat_zeros::<f64>(&t.nodes, 1, "x").unwrap();
         (m, b, x)
     };

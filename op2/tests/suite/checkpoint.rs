@@ -588,7 +588,7 @@ fn intervals_and_global_numbers_are_checked() {
     );
     // Two elements with one number: found when the checkpoint is assembled, not saved as zeros.
     rt.number_globally(&set, vec![0, 1, 1]).unwrap();
-    let d = rt.decl_dat(&set, 1, &[1.0, 2.0, 3.0], "d").unwrap();
+    let d = rt.decl_dat(&set, 1, [1.0, 2.0, 3.0], "d").unwrap();
     let k = kernel("bump", "void bump(double *x) { *x += 1.0; }");
     rt.par_loop(&k, &set, [d.arg(RW)]).unwrap();
     rt.par_loop(&k, &set, [d.arg(RW)]).unwrap();

@@ -253,7 +253,7 @@ fn consts_of_dim_1_and_4() {
     let _scale = rt.decl_const(1, &[2.5f64], "scale").unwrap();
     let _coef = rt.decl_const(4, &[1i32, -2, 3, -4], "coef").unwrap();
     let x = rt
-        .decl_dat(&s, 1, &(0..N).map(|i| i as f64).collect::<Vec<_>>(), "x")
+        .decl_dat(&s, 1, (0..N).map(|i| i as f64).collect::<Vec<_>>(), "x")
         .unwrap();
     let k = kernel(
         "use_consts",
@@ -271,7 +271,7 @@ fn const_changes_apply_to_later_loops_only() {
     let rt = rt();
     let s = rt.decl_set(10, "elems").unwrap();
     let c = rt.decl_const(1, &[2.0f64], "factor").unwrap();
-    let x = rt.decl_dat(&s, 1, &[1.0f64; 10], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, [1.0f64; 10], "x").unwrap();
     let k = kernel("mul", "void mul(double *x) { *x *= factor; }");
     rt.par_loop(&k, &s, [x.arg(RW)]).unwrap();
     c.set_value(&[3.0]).unwrap();
@@ -293,7 +293,7 @@ fn midpoint_of_pyop2s_example() {
         .decl_dat(
             &vertices,
             2,
-            &[0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0],
+            [0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0],
             "coords",
         )
         .unwrap();
@@ -375,7 +375,7 @@ fn global_min_keeps_a_smaller_initial_value() {
     let rt = rt();
     let s = rt.decl_set(10, "elems").unwrap();
     let x = rt
-        .decl_dat(&s, 1, &(1..=10).collect::<Vec<i32>>(), "x")
+        .decl_dat(&s, 1, (1..=10).collect::<Vec<i32>>(), "x")
         .unwrap();
     let g = rt.decl_global(1, &[-3i32], "g").unwrap();
     let k = kernel(
@@ -391,7 +391,7 @@ fn op2_style_args_run_like_typed_ones() {
     let rt = rt();
     let (nodes, edges, m) = chain(&rt, 50);
     let v = rt
-        .decl_dat(&nodes, 1, &(0..50).map(f64::from).collect::<Vec<_>>(), "v")
+        .decl_dat(&nodes, 1, (0..50).map(f64::from).collect::<Vec<_>>(), "v")
         .unwrap();
     let e = rt.decl_dat_zeros::<f64>(&edges, 1, "e").unwrap();
     let total = rt.decl_global(1, &[0.0f64], "total").unwrap();
@@ -429,7 +429,7 @@ fn kernels_named_like_libc_functions_stay_local() {
     // glibc exports `step` and `index`; the generated library must call the user's kernels.
     let rt = rt();
     let s = rt.decl_set(3, "s").unwrap();
-    let x = rt.decl_dat(&s, 1, &[1.0f64, 2.0, 3.0], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, [1.0f64, 2.0, 3.0], "x").unwrap();
     let step = kernel("step", "void step(double *x) { *x = *x * 2.0; }");
     let index = kernel("index", "void index(double *x) { *x = *x + 1.0; }");
     rt.par_loop(&step, &s, [x.arg(RW)]).unwrap();

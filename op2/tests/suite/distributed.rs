@@ -418,7 +418,7 @@ fn edge_kernel() -> Kernel {
 fn two_node_rank(rt: &Runtime, rank: usize, own: f64) -> (Vec<f64>, Vec<f64>, u64) {
     let (nodes, edges, m) = edge_to_neighbour(rt, rank, 1);
     // The halo row starts as garbage: the first loop must fetch the owner's value.
-    let x = rt.decl_dat(&nodes, 1, &[own, f64::NAN], "x").unwrap();
+    let x = rt.decl_dat(&nodes, 1, [own, f64::NAN], "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&edges, 1, "y").unwrap();
     let edge = edge_kernel();
     let args = || [x.arg_via(&m, 0, READ), x.arg_via(&m, 1, READ), y.arg(WRITE)];

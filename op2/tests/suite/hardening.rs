@@ -100,7 +100,7 @@ fn a_dat_passed_twice_with_inc_counts_both_when_the_kernel_keeps_its_own_pointer
     // with private copies of the args, which must still add both contributions.
     let rt = rt();
     let s = rt.decl_set(N, "s").unwrap();
-    let x = rt.decl_dat(&s, 1, &vec![1.0f64; N], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, vec![1.0f64; N], "x").unwrap();
     let edges = rt.decl_set(N - 1, "edges").unwrap();
     let e2n: Vec<i32> = (0..N as i32 - 1).flat_map(|i| [i, i + 1]).collect();
     let m = rt.decl_map(&edges, &s, 2, e2n, "e2n").unwrap();

@@ -8,7 +8,7 @@ use op2_test_support::{backend, kernel as k, rt_lazy, run_child};
 fn global_is_final_only_after_forcing() {
     let rt = rt_lazy(true);
     let s = rt.decl_set(100, "s").unwrap();
-    let x = rt.decl_dat(&s, 1, &vec![2.0f64; 100], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, vec![2.0f64; 100], "x").unwrap();
     let g = rt.decl_global(1, &[0.0f64], "g").unwrap();
     let sum = k("sum", "void sum(const double *x, double *g) { *g += *x; }");
     rt.par_loop(&sum, &s, [x.arg(READ), g.arg(INC)]).unwrap();
@@ -55,7 +55,7 @@ fn host_read_forces_only_what_it_needs() {
 fn pending_copy() -> (op2::Runtime, op2::Dat<f64>, op2::Dat<f64>) {
     let rt = rt_lazy(true);
     let s = rt.decl_set(5, "s").unwrap();
-    let x = rt.decl_dat(&s, 1, &[1.0f64; 5], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, [1.0f64; 5], "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
     let copy = k(
         "copyd",
@@ -89,7 +89,7 @@ fn reading_a_dat_nobody_writes_runs_nothing() {
 fn flush_runs_everything_in_order() {
     let rt = rt_lazy(true);
     let s = rt.decl_set(3, "s").unwrap();
-    let x = rt.decl_dat(&s, 1, &[1i64; 3], "x").unwrap();
+    let x = rt.decl_dat(&s, 1, [1i64; 3], "x").unwrap();
     let double = k("dbl", "void dbl(int64_t *x) { *x *= 2; }");
     let plus = k("plus", "void plus(int64_t *x) { *x += 3; }");
     rt.par_loop(&double, &s, [x.arg(RW)]).unwrap();
@@ -120,7 +120,7 @@ fn program(rt: &op2::Runtime) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         .decl_dat(
             &nodes,
             1,
-            &(0..n).map(|i| (i as f64).sin()).collect::<Vec<_>>(),
+            (0..n).map(|i| (i as f64).sin()).collect::<Vec<_>>(),
             "u",
         )
         .unwrap();

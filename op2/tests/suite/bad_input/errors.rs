@@ -71,7 +71,7 @@ fn map_between_sets_of_another_runtime() {
 fn dat_wrong_length() {
     let m = mesh();
     assert_err!(
-        m.rt.decl_dat(&m.nodes, 2, &[0.0f64; 7], "bad"),
+        m.rt.decl_dat(&m.nodes, 2, [0.0f64; 7], "bad"),
         Op2Error::DataLength {
             what: "dat",
             expected: 8,

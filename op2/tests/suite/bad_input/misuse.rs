@@ -157,7 +157,7 @@ fn kernel_named_like_a_const_of_its_runtime() {
 fn dat_with_too_many_values() {
     let m = mesh();
     assert_err!(
-        m.rt.decl_dat(&m.nodes, 2, &[0.0f64; 9], "x"),
+        m.rt.decl_dat(&m.nodes, 2, [0.0f64; 9], "x"),
         Op2Error::DataLength {
             expected: 8,
             actual: 9,
@@ -199,7 +199,7 @@ fn dat_on_a_set_with_halos_counts_every_section() {
         )
         .unwrap();
     assert_err!(
-        rt.decl_dat(&s, 1, &[0.0f64; 3], "x"),
+        rt.decl_dat(&s, 1, [0.0f64; 3], "x"),
         Op2Error::DataLength { expected: 5, .. }
     );
 }
