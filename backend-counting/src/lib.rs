@@ -94,6 +94,10 @@ impl Backend for CountingBackend {
     fn memory(&self) -> Vec<op2::BackendMemory> {
         self.inner.memory()
     }
+
+    fn loop_done(&self, carriers: &[std::sync::Arc<op2::Carrier>]) {
+        self.inner.loop_done(carriers)
+    }
 }
 
 struct CountingLoop(Arc<dyn PreparedLoop>);

@@ -281,6 +281,10 @@ impl<D: Device> Backend for DeviceBackend<D> {
         Some(self.shared.data.state(carrier))
     }
 
+    fn loop_done(&self, carriers: &[Arc<Carrier>]) {
+        self.shared.data.release_stale_hosts(carriers);
+    }
+
     /// Device copies of data and maps, and the cached plans (their host arrays, and the device
     /// arrays of those uploaded). Compiled programs are the driver's and are not counted.
     fn memory(&self) -> Vec<BackendMemory> {

@@ -3,7 +3,9 @@
 //! counters tests observe.
 
 use op2_core::rows::{carrier_bytes, check_range, check_rows, gather_rows, row_bytes};
-use op2_core::{Access, ArgKind, Carrier, DataState, DeviceStats, LoopInvocation, Result};
+use op2_core::{
+    Access, ArgKind, Carrier, DataState, DeviceStats, LoopInvocation, Op2Error, Result,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -174,6 +176,20 @@ impl<M: DeviceMemory> DeviceData<M> {
         held
     }
 
+    /// Gives back the host storage of each Dat among `carriers` whose only valid copy is on the
+    /// device, unless the program asked for its values on the host ([`Carrier::release_host`]).
+    pub fn release_stale_hosts(&self, carriers: &[Arc<Carrier>]) {
+        let entries = lock(&self.entries);
+        for c in carriers {
+            if entries
+                .get(&c.id())
+                .is_some_and(|e| e.state == DataState::Device && e.buffer.is_some())
+            {
+                c.release_host();
+            }
+        }
+    }
+
     /// Frees the device memory of carriers that no longer exist.
     pub fn forget_dropped(&self) {
         lock(&self.entries).retain(|_, e| e.carrier.strong_count() > 0);
@@ -201,6 +217,16 @@ impl<M: DeviceMemory> DeviceData<M> {
             lock(&self.stats).allocations += 1;
         }
         let buffer = entry.buffer.clone().expect("allocated just above");
+        if t.to_device && host.len() < carrier_bytes(carrier) {
+            return Err(Op2Error::Execution {
+                backend: "device".into(),
+                kernel: carrier.name().into(),
+                reason: format!(
+                    "internal: `{}` must be uploaded but its host copy holds no data",
+                    carrier.name()
+                ),
+            });
+        }
         if t.to_device {
             if !host.is_empty() {
                 self.memory.upload(&buffer, host)?;
@@ -240,10 +266,16 @@ impl<M: DeviceMemory> DeviceData<M> {
                 .find(|(id, _)| *id == c.id())
                 .map(|(_, u)| *u)
                 .expect("every carrier was summed above");
-            // SAFETY: the runtime locked this carrier's host data for the loop; it holds
-            // `carrier_bytes` bytes.
-            let host =
-                unsafe { std::slice::from_raw_parts(inv.args[i] as *const u8, carrier_bytes(c)) };
+            // A released host copy holds no bytes (the device's copy is the valid one, and the
+            // state table uploads nothing from it).
+            let len = if c.host_released() {
+                0
+            } else {
+                carrier_bytes(c)
+            };
+            // SAFETY: the runtime locked this carrier's host data for the loop; it holds `len`
+            // bytes.
+            let host = unsafe { std::slice::from_raw_parts(inv.args[i] as *const u8, len) };
             buffers.push(self.for_loop(c, host, u)?);
         }
         Ok(buffers)
@@ -329,7 +361,10 @@ impl<M: DeviceMemory> DeviceData<M> {
         // device's is valid the host's other rows are stale anyway, so writing these is harmless.
         let mut guard = carrier.lock_for_loop("halo exchange", true)?;
         let host = guard.bytes_mut().expect("a write lock gives mutable bytes");
-        host[offset..offset + data.len()].copy_from_slice(data);
+        // A released host copy has no rows to write (the device took them above).
+        if let Some(rows) = host.get_mut(offset..offset + data.len()) {
+            rows.copy_from_slice(data);
+        }
         Ok(())
     }
 
@@ -345,7 +380,7 @@ impl<M: DeviceMemory> DeviceData<M> {
                 .buffer
                 .clone()
                 .expect("a carrier valid on the device has a device buffer");
-            let mut guard = carrier.lock_for_loop("device-to-host copy", true)?;
+            let mut guard = carrier.lock_host_restored("device-to-host copy")?;
             let host = guard.bytes_mut().expect("a write lock gives mutable bytes");
             if !host.is_empty() {
                 self.memory.download(&buffer, host)?;

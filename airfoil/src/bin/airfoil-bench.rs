@@ -358,7 +358,7 @@ fn memory_worker(backend: &str, threads: usize, ij: (usize, usize)) -> Result<St
     let kind = |k| r.of_kind(k).0;
     use op2::MemoryKind as K;
     Ok(format!(
-        "memory declared={} dats={} maps={} plans={} code={} other={} device={} heap_peak={} rss_peak={}",
+        "memory declared={} dats={} maps={} plans={} code={} other={} device={} heap_peak={} rss_peak={} rss_end={}",
         r.declared_bytes(),
         kind(K::Dat) + kind(K::Global) + kind(K::Const),
         kind(K::Map),
@@ -368,6 +368,7 @@ fn memory_worker(backend: &str, threads: usize, ij: (usize, usize)) -> Result<St
         r.device_bytes(),
         memory::heap_peak(),
         memory::peak_rss().unwrap_or(0),
+        memory::rss().unwrap_or(0),
     ))
 }
 
@@ -418,7 +419,7 @@ fn memory_table(configs: &[(String, &'static str, usize)], ij: (usize, usize)) {
         let declared = field("declared");
         let mb = |k: &str| field(k) / 1e6;
         println!(
-            "{:<12} {:>3} {:>9.1} {:>8.1} {:>8.1} {:>8.2} {:>8.2} {:>9.1} {:>6.1} {:>3.2}x {:>6.1} {:>3.2}x",
+            "{:<12} {:>3} {:>9.1} {:>8.1} {:>8.1} {:>8.2} {:>8.2} {:>9.1} {:>6.1} {:>3.2}x {:>6.1} {:>3.2}x {:>6.1} {:>3.2}x",
             label,
             threads,
             declared / 1e6,
@@ -431,6 +432,8 @@ fn memory_table(configs: &[(String, &'static str, usize)], ij: (usize, usize)) {
             field("heap_peak") / declared,
             mb("rss_peak"),
             field("rss_peak") / declared,
+            mb("rss_end"),
+            field("rss_end") / declared,
         );
     }
 }

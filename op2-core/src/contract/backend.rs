@@ -89,6 +89,10 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Called after each loop (its host data unlocked) with the loop's carriers: a device backend
+    /// gives back host copies that no longer hold valid data ([`Carrier::release_host`]).
+    fn loop_done(&self, _carriers: &[Arc<Carrier>]) {}
+
     /// The memory this backend holds now, owner by owner: device copies of data and maps, plans,
     /// compiled code, scratch. The host copies of Dats, Maps, Globals and Consts belong to the
     /// runtime and are not listed here ([`crate::Runtime::memory_report`] adds them).

@@ -9,7 +9,7 @@ use crate::trace::section;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 /// What a carrier is.
@@ -70,6 +70,11 @@ pub struct Carrier {
     /// whatever the caller put in their halo rows, the first loop that reads them through a map
     /// gets the owners' values.
     pub(crate) halo_stale: AtomicU8,
+    /// Whether the host copy's storage was given back (a device holds the only valid data and the
+    /// program never asked for the values on the host). Changed only under the host lock.
+    host_released: AtomicBool,
+    /// Whether the program asked for the values on the host (its host copy is then kept).
+    host_wanted: AtomicBool,
 }
 
 impl Carrier {
@@ -92,6 +97,8 @@ impl Carrier {
             host: RwLock::new(host),
             rt,
             halo_stale: AtomicU8::new(HALO_BOTH),
+            host_released: AtomicBool::new(false),
+            host_wanted: AtomicBool::new(false),
         })
     }
 
@@ -167,6 +174,41 @@ impl Carrier {
         }
     }
 
+    /// Whether the host copy holds no storage now: a device backend holds the only valid data
+    /// ([`Carrier::release_host`]). Its [`LoopLock`] then has no bytes.
+    pub fn host_released(&self) -> bool {
+        self.host_released.load(Ordering::Acquire)
+    }
+
+    /// Gives back a Dat's host storage, for a device backend whose copy is the only valid one:
+    /// unless the program asked for the values on the host (reading or writing them), which
+    /// keeps the host copy for next time, or the host data is locked now. Returns whether the
+    /// storage is released. [`Carrier::lock_host_restored`] allocates it again.
+    pub fn release_host(&self) -> bool {
+        if !matches!(self.kind, CarrierKind::Dat(_)) || self.host_wanted.load(Ordering::Relaxed) {
+            return self.host_released();
+        }
+        let Ok(mut g) = self.host.try_write() else {
+            return self.host_released();
+        };
+        g.release();
+        self.host_released.store(true, Ordering::Release);
+        true
+    }
+
+    /// Locks the host data for writing, its storage allocated again (zero-filled) when it was
+    /// released: for a device backend about to copy the valid data home into it.
+    pub fn lock_host_restored(&self, kernel: &str) -> Result<LoopLock<'_>> {
+        let mut lock = self.lock_for_loop(kernel, true)?;
+        if let LoopLock::Write(g) = &mut lock {
+            if g.is_released() {
+                g.restore();
+                self.host_released.store(false, Ordering::Release);
+            }
+        }
+        Ok(lock)
+    }
+
     /// The communicator of the runtime this belongs to (`None` once that runtime is dropped).
     pub fn communicator(&self) -> Option<Arc<dyn Communicator>> {
         self.rt.upgrade().map(|owner| owner.communicator())
@@ -174,6 +216,7 @@ impl Carrier {
 
     /// Runs whatever pending work the host access needs, then lets the backend bring data home.
     fn prepare_host_access(self: &Arc<Self>, write: bool) -> Result<()> {
+        self.host_wanted.store(true, Ordering::Relaxed);
         if let Some(rt) = self.rt.upgrade() {
             rt.force_for_host(self, write)?;
         }

@@ -144,6 +144,8 @@ scalar!(u64, U64, u64::MIN, u64::MAX);
 #[derive(Debug, Clone)]
 pub struct HostBuffer {
     storage: Storage,
+    /// The element count while the storage is given back ([`HostBuffer::release`]).
+    released: Option<usize>,
 }
 
 /// One typed `Vec` per [`DType`].
@@ -194,7 +196,10 @@ impl HostBuffer {
             DType::I64 => Storage::I64(*any.downcast().expect("T is i64")),
             DType::U64 => Storage::U64(*any.downcast().expect("T is u64")),
         };
-        HostBuffer { storage }
+        HostBuffer {
+            storage,
+            released: None,
+        }
     }
 
     /// A zero-filled buffer of `len` elements, allocated once (zeroed pages from the system, not
@@ -208,7 +213,36 @@ impl HostBuffer {
             DType::I64 => Storage::I64(vec![0; len]),
             DType::U64 => Storage::U64(vec![0; len]),
         };
-        HostBuffer { storage }
+        HostBuffer {
+            storage,
+            released: None,
+        }
+    }
+
+    /// Gives the storage back, keeping the dtype and the element count: the buffer then holds no
+    /// bytes until [`HostBuffer::restore`]. For a host copy nobody needs while a device holds the
+    /// only valid data.
+    pub fn release(&mut self) {
+        if self.released.is_none() {
+            self.released = Some(self.len());
+            *self = HostBuffer {
+                released: self.released,
+                ..HostBuffer::zeroed(self.dtype(), 0)
+            };
+        }
+    }
+
+    /// Whether the storage was given back.
+    pub fn is_released(&self) -> bool {
+        self.released.is_some()
+    }
+
+    /// Allocates the storage again (zero-filled, the element count it had) after a
+    /// [`HostBuffer::release`]; nothing otherwise.
+    pub fn restore(&mut self) {
+        if let Some(len) = self.released {
+            *self = HostBuffer::zeroed(self.dtype(), len);
+        }
     }
 
     /// The elements as a `Vec<T>`, without a copy; `T` must match the buffer's dtype.
@@ -218,7 +252,7 @@ impl HostBuffer {
         *any.downcast().expect("T matches the dtype")
     }
 
-    /// Number of elements.
+    /// Number of elements held (0 while released).
     pub fn len(&self) -> usize {
         with_storage!(&self.storage, v => v.len())
     }
@@ -370,6 +404,17 @@ mod tests {
         let back: Vec<i64> = b.into_vec();
         assert_eq!(back.as_ptr(), at);
         assert_eq!(back, [1, -2, 3]);
+    }
+
+    #[test]
+    fn a_released_buffer_holds_nothing_until_restored() {
+        let mut b = HostBuffer::from_vec(vec![1.0f32; 1000]);
+        b.release();
+        assert!(b.is_released());
+        assert_eq!((b.len(), b.held_bytes(), b.dtype()), (0, 0, DType::F32));
+        b.restore();
+        assert!(!b.is_released());
+        assert_eq!(b.as_slice::<f32>(), vec![0.0f32; 1000]);
     }
 
     #[test]

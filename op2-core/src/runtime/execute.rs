@@ -190,6 +190,8 @@ impl RuntimeShared {
             consts: &consts,
         })?;
         let seconds = started.elapsed().as_secs_f64();
+        drop(locked);
+        self.backend.loop_done(&carriers);
         timing::record(
             &mut lock(&self.timings),
             kernel,
@@ -213,7 +215,6 @@ impl RuntimeShared {
                     .map(|(i, (_, c))| (i, c))
                     .collect();
                 if !globals.is_empty() {
-                    drop(locked);
                     self.checkpoint_globals(rec.ordinal, &globals);
                 }
             }

@@ -67,6 +67,9 @@ pub struct MemoryUse {
     pub host_bytes: u64,
     /// Bytes in device memory.
     pub device_bytes: u64,
+    /// For a declared object, the size of its data (elements times values times value size),
+    /// whether or not a host copy holds it now; 0 for the rest.
+    pub declared_bytes: u64,
 }
 
 /// A runtime's memory, owner by owner ([`Runtime::memory_report`]).
@@ -77,9 +80,10 @@ pub struct MemoryReport {
 }
 
 impl MemoryReport {
-    /// Host bytes of the declared objects (Dats, Maps, Globals, Consts): the program's data.
+    /// The size of the declared objects' data (Dats, Maps, Globals, Consts): the program's data,
+    /// against which the rest is overhead.
     pub fn declared_bytes(&self) -> u64 {
-        self.sum(|u| u.kind.is_declared(), |u| u.host_bytes)
+        self.sum(|_| true, |u| u.declared_bytes)
     }
 
     /// All host bytes listed.
@@ -222,6 +226,7 @@ impl Runtime {
                     name: set.name.clone(),
                     host_bytes: (lists * std::mem::size_of::<u32>()) as u64,
                     device_bytes: 0,
+                    declared_bytes: 0,
                 });
             }
         }
@@ -243,6 +248,7 @@ impl Runtime {
                 name: c.name.clone(),
                 host_bytes: host as u64,
                 device_bytes: 0,
+                declared_bytes: crate::rows::carrier_bytes(&c) as u64,
             });
         }
         for m in declared.maps.iter().filter_map(Weak::upgrade) {
@@ -252,6 +258,7 @@ impl Runtime {
                 name: m.name.clone(),
                 host_bytes: (m.values.capacity() * std::mem::size_of::<i32>()) as u64,
                 device_bytes: 0,
+                declared_bytes: (m.values.len() * std::mem::size_of::<i32>()) as u64,
             });
         }
         drop(declared);
@@ -292,6 +299,7 @@ impl Runtime {
                 name,
                 host_bytes,
                 device_bytes,
+                declared_bytes: 0,
             });
         }
         MemoryReport { uses }
