@@ -289,10 +289,14 @@ impl<M: DeviceMemory> DeviceData<M> {
             .filter(|e| matches!(e.state, DataState::Device | DataState::HostUnallocated))
             .filter_map(|e| e.carrier.upgrade())
             .collect();
+        // Every one is tried: one that fails does not leave the others' data on the device.
+        let mut first_error = None;
         for c in live {
-            self.host_access(&c, false)?;
+            if let Err(e) = self.host_access(&c, false) {
+                first_error.get_or_insert(e);
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Copies rows `rows` of the carrier's current data into `out`, one after another: from the

@@ -178,7 +178,7 @@ pub enum PlanDetail {
     #[default]
     Full,
     /// Blocks and their colours only: `element_colours`, `block_element_colours`,
-    /// `shared_bytes`, `staging` and `arg_staging` are left empty (a host backend that runs
+    /// `shared_bytes` and `staging` are left empty and every `arg_staging` is `None` (a host backend that runs
     /// each block on one thread, reading data where it lies, needs nothing else).
     BlockColours,
 }

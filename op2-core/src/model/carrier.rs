@@ -244,19 +244,35 @@ impl Carrier {
     }
 
     fn read_guard(&self) -> Result<RwLockReadGuard<'_, HostBuffer>> {
-        self.host.try_read().map_err(|_| Op2Error::DataBorrowed {
+        let g = self.host.try_read().map_err(|_| Op2Error::DataBorrowed {
             what: self.what(),
             name: self.name.clone(),
             kernel: "host read".into(),
-        })
+        })?;
+        self.present(&g)?;
+        Ok(g)
     }
 
     fn write_guard(&self) -> Result<RwLockWriteGuard<'_, HostBuffer>> {
-        self.host.try_write().map_err(|_| Op2Error::DataBorrowed {
+        let g = self.host.try_write().map_err(|_| Op2Error::DataBorrowed {
             what: self.what(),
             name: self.name.clone(),
             kernel: "host write".into(),
-        })
+        })?;
+        self.present(&g)?;
+        Ok(g)
+    }
+
+    /// The host copy is there for a host access: a released one is restored by the backend's copy
+    /// home, so one still released means its runtime went away without bringing the data home.
+    fn present(&self, host: &HostBuffer) -> Result<()> {
+        if host.is_released() {
+            return Err(Op2Error::HostDataLost {
+                what: self.what(),
+                name: self.name.clone(),
+            });
+        }
+        Ok(())
     }
 }
 

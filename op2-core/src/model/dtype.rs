@@ -222,7 +222,7 @@ impl HostBuffer {
     /// Gives the storage back, keeping the dtype and the element count: the buffer then holds no
     /// bytes until [`HostBuffer::restore`]. For a host copy nobody needs while a device holds the
     /// only valid data.
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         if self.released.is_none() {
             self.released = Some(self.len());
             *self = HostBuffer {
@@ -239,7 +239,7 @@ impl HostBuffer {
 
     /// Allocates the storage again (zero-filled, the element count it had) after a
     /// [`HostBuffer::release`]; nothing otherwise.
-    pub fn restore(&mut self) {
+    pub(crate) fn restore(&mut self) {
         if let Some(len) = self.released {
             *self = HostBuffer::zeroed(self.dtype(), len);
         }

@@ -306,6 +306,18 @@ pub enum Op2Error {
         /// The loop's kernel.
         kernel: String,
     },
+    /// A Dat's only valid copy was on a device whose runtime is gone, and it was not copied home
+    /// (the copy home failed when the runtime was dropped).
+    #[error(
+        "{what} `{name}`: its values were on the device of a runtime that is gone, and copying them \
+         home failed when it was dropped; the data is lost"
+    )]
+    HostDataLost {
+        /// "dat".
+        what: &'static str,
+        /// Its name.
+        name: String,
+    },
     /// No backend has this name.
     #[error("unknown backend `{name}`; available: {}", available.join(", "))]
     UnknownBackend {

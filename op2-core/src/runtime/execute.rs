@@ -78,6 +78,18 @@ pub struct RuntimeShared {
     pub(crate) declared: Mutex<super::memory::Declared>,
 }
 
+impl Drop for RuntimeShared {
+    /// The runtime's last reference is gone (its last handle, or a Dat's access that outlived
+    /// it): data whose valid copy is on a device comes home, since handles to it outlive the
+    /// backend. `Runtime`'s own drop already did this in the usual case; doing it again moves
+    /// nothing.
+    fn drop(&mut self) {
+        if let Err(e) = self.backend.release() {
+            eprintln!("op2: copying device data home failed while the runtime was dropped: {e}");
+        }
+    }
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain bookkeeping behind; keep going with it.
     m.lock().unwrap_or_else(|e| e.into_inner())

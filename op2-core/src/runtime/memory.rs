@@ -199,6 +199,11 @@ impl Declared {
     }
 }
 
+/// The entries still alive.
+fn live<T>(v: &[Weak<T>]) -> Vec<Arc<T>> {
+    v.iter().filter_map(Weak::upgrade).collect()
+}
+
 impl Runtime {
     /// This runtime's memory, owner by owner: each live Dat, Map, Global and Const (its host
     /// copy, and its device copy on a device backend), each cached plan, each set's halo lists,
@@ -207,13 +212,17 @@ impl Runtime {
     /// Host bytes are what this runtime and its backend hold for each owner, not the process's
     /// whole memory (the program's own arrays, the allocator's slack, libraries).
     pub fn memory_report(&self) -> MemoryReport {
-        let declared = super::execute::lock(&self.shared.declared);
+        // The live objects, then the lock let go: a host lock is never waited for under it.
+        let (sets, carriers, maps) = {
+            let d = super::execute::lock(&self.shared.declared);
+            (live(&d.sets), live(&d.carriers), live(&d.maps))
+        };
         let mut uses = Vec::new();
         // Rows by owner id, so the backend's copies join their owner's row.
         let mut carrier_rows: HashMap<u64, usize> = HashMap::new();
         let mut map_rows: HashMap<u64, usize> = HashMap::new();
         let mut set_names: HashMap<u64, String> = HashMap::new();
-        for set in declared.sets.iter().filter_map(Weak::upgrade) {
+        for set in sets {
             set_names.insert(set.id, set.name.clone());
             if let Some(halo) = &set.halo {
                 let lists: usize = halo
@@ -230,18 +239,20 @@ impl Runtime {
                 });
             }
         }
-        for c in declared.carriers.iter().filter_map(Weak::upgrade) {
+        for c in carriers {
             let kind = match c.kind {
                 CarrierKind::Dat(_) => MemoryKind::Dat,
                 CarrierKind::Global => MemoryKind::Global,
                 CarrierKind::Const => MemoryKind::Const,
             };
-            // A loop may hold the lock for a moment: the report waits for it, as a host read would.
-            let host = c
-                .host
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .held_bytes();
+            // Never waits: a host guard held now (perhaps by the caller) leaves the size to what
+            // the flags say.
+            let host = match c.host.try_read() {
+                Ok(g) => g.held_bytes(),
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().held_bytes(),
+                Err(std::sync::TryLockError::WouldBlock) if c.host_released() => 0,
+                Err(std::sync::TryLockError::WouldBlock) => crate::rows::carrier_bytes(&c),
+            };
             carrier_rows.insert(c.id, uses.len());
             uses.push(MemoryUse {
                 kind,
@@ -251,7 +262,7 @@ impl Runtime {
                 declared_bytes: crate::rows::carrier_bytes(&c) as u64,
             });
         }
-        for m in declared.maps.iter().filter_map(Weak::upgrade) {
+        for m in maps {
             map_rows.insert(m.id, uses.len());
             uses.push(MemoryUse {
                 kind: MemoryKind::Map,
@@ -261,7 +272,6 @@ impl Runtime {
                 declared_bytes: (m.values.len() * std::mem::size_of::<i32>()) as u64,
             });
         }
-        drop(declared);
         for BackendMemory {
             owner,
             host_bytes,

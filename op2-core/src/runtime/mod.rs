@@ -340,7 +340,7 @@ impl Runtime {
             });
         }
         let expected = set.total_size() * dim;
-        if data.len() != expected || data.dtype() != T::DTYPE {
+        if data.len() != expected {
             return Err(Op2Error::DataLength {
                 what: "dat",
                 name: name.into(),
@@ -353,7 +353,7 @@ impl Runtime {
                 ),
             });
         }
-        // The checkpoint sees the values before the carrier takes the buffer over.
+        // The carrier takes the buffer over; the checkpoint then reads the values from it.
         let c = self.carrier(CarrierKind::Dat(set.clone()), name, dim, data);
         {
             // Just declared: nothing else holds this lock yet.

@@ -222,3 +222,16 @@ fn declaring_from_a_vec_allocates_nothing_of_its_size() {
     assert_eq!(map.values()[0], n as i32 - 1);
     assert!(thread_heap_now() - held < (3 * MB) as isize);
 }
+
+#[test]
+fn the_report_does_not_wait_for_a_host_guard() {
+    let rt = rt();
+    let s = rt.decl_set(10, "s").unwrap();
+    let d = rt.decl_dat(&s, 1, vec![1.0f64; 10], "held").unwrap();
+    // The caller holds the Dat's host data: the report must not wait for it (it would wait for
+    // ever on this thread).
+    let guard = d.data().unwrap();
+    let r = rt.memory_report();
+    assert_eq!(r.find(MemoryKind::Dat, "held").unwrap().host_bytes, 80);
+    drop(guard);
+}
