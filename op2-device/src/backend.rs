@@ -14,7 +14,7 @@ use op2_core::{
 };
 use op2_plan::{
     CachedPlanner, LocalIndices, LocalMemoryFit, Plan, PlanArg, PlanBuffers, PlanDetail,
-    PlanRequest, Planner, StrategyChoice,
+    PlanRequest, Planner, StrategyChoice, build_plan,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -492,22 +492,36 @@ impl<D: Device> DeviceLoop<D> {
     }
 
     /// The plan's arrays on the device, block-local indices widened to 32 bits where the program
-    /// reads them so.
+    /// reads them so. Once a full plan's arrays are on the device, the planner keeps only what
+    /// the host needs of it ([`Plan::without_element_arrays`]); a later upload of that plan with
+    /// other widths builds its arrays again with `rebuild`.
     fn device_plan(
         &self,
         plan: &Arc<Plan>,
         layout: &BlockLayout,
+        rebuild: impl FnOnce() -> Result<Plan>,
     ) -> Result<Arc<PlanBuffers<D::Buffer>>> {
         let wide: Vec<bool> = layout.stagings.iter().map(|s| s.wide_indices).collect();
         let mut plans = lock(&self.shared.plans);
-        let key = (Arc::as_ptr(plan) as usize, wide.clone());
-        if let Some((_, d)) = plans.get(&key) {
+        let key = |p: &Arc<Plan>| (Arc::as_ptr(p) as usize, wide.clone());
+        if let Some((_, d)) = plans.get(&key(plan)) {
             return Ok(d.clone());
         }
-        let d = Arc::new(PlanBuffers::upload_widened(plan, &wide, |b| {
-            self.shared.upload(b)
-        })?);
-        plans.insert(key, (plan.clone(), d.clone()));
+        let upload = |full: &Plan| {
+            PlanBuffers::upload_widened(full, &wide, |b| self.shared.upload(b)).map(Arc::new)
+        };
+        let (kept, d) = if plan.holds_element_arrays() && !plan.is_empty() {
+            let d = upload(plan)?;
+            let lean = Arc::new(plan.without_element_arrays());
+            self.shared.planner.replace(plan, &lean);
+            (lean, d)
+        } else if plan.is_empty() {
+            (plan.clone(), upload(plan)?)
+        } else {
+            (plan.clone(), upload(&rebuild()?)?)
+        };
+        // Keyed by the kept plan, which the entry keeps alive (its address is not reused).
+        plans.insert(key(&kept), (kept, d.clone()));
         Ok(d)
     }
 
@@ -765,7 +779,9 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                             stagings: Vec::new(),
                             arg_staging: vec![None; self.sig.args.len()],
                         };
-                        planned = (self.device_plan(&plan, &layout)?, plan);
+                        // Block colours only: nothing per element to keep off the host.
+                        let rebuild = || Ok(Plan::clone(&plan));
+                        planned = (self.device_plan(&plan, &layout, rebuild)?, plan);
                         let (device_plan, plan) = (&planned.0, &planned.1);
                         values.slots = plan.blocks();
                         partials = self.partials(values.slots)?;
@@ -800,7 +816,17 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                         }),
                     )
                 };
-                planned = (self.device_plan(&plan, &layout)?, plan);
+                let rebuild = || {
+                    build_plan(&PlanRequest {
+                        set: inv.set.id(),
+                        start: plan.start,
+                        end: plan.end,
+                        block_size: plan.block_size,
+                        args: &PlanArg::of_loop(inv),
+                        detail: PlanDetail::Full,
+                    })
+                };
+                planned = (self.device_plan(&plan, &layout, rebuild)?, plan);
                 let (device_plan, plan) = (&planned.0, &planned.1);
                 loaded = self.program(&DeviceStub::Planned(layout), &consts)?;
                 const_buffers = self.const_buffers(&loaded.unit, &consts)?;

@@ -177,6 +177,11 @@ impl CachedPlanner {
             if needed <= fit.capacity {
                 return Ok(plan);
             }
+            // Too large for the device: only its counts are read again (the next request of this
+            // size is answered from the cache), not its per-element arrays.
+            if plan.holds_element_arrays() {
+                self.replace(&plan, &Arc::new(plan.without_element_arrays()));
+            }
             if block_size == 1 {
                 return Err(Op2Error::DeviceLimit {
                     backend: fit.backend.into(),
@@ -191,6 +196,17 @@ impl CachedPlanner {
                 });
             }
             block_size /= 2;
+        }
+    }
+
+    /// Caches `new` wherever `old` is cached (the same request gets `new` from now on): a device
+    /// backend keeps a plan's arrays on the device and the host only what it needs of them.
+    pub fn replace(&self, old: &Arc<Plan>, new: &Arc<Plan>) {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        for p in cache.values_mut() {
+            if Arc::ptr_eq(p, old) {
+                *p = new.clone();
+            }
         }
     }
 

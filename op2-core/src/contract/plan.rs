@@ -367,6 +367,48 @@ impl Plan {
             + self.staging.iter().map(Staging::held_bytes).sum::<usize>()
     }
 
+    /// This plan without its per-element arrays (element colours, and each staging area's
+    /// local-to-global items and block-local indices, which keep their width): what the host
+    /// needs of a plan whose arrays a device holds (counts, blocks, colours, the staging
+    /// layout). [`Plan::holds_element_arrays`] tells the two apart.
+    pub fn without_element_arrays(&self) -> Plan {
+        let staging = self
+            .staging
+            .iter()
+            .map(|st| Staging {
+                entries: st.entries.clone(),
+                offsets: st.offsets.clone(),
+                sizes: st.sizes.clone(),
+                local_to_global: Vec::new(),
+                global_to_local: match st.global_to_local {
+                    LocalIndices::U16(_) => LocalIndices::U16(Vec::new()),
+                    LocalIndices::U32(_) => LocalIndices::U32(Vec::new()),
+                },
+                ..*st
+            })
+            .collect();
+        Plan {
+            block_offsets: self.block_offsets.clone(),
+            block_lengths: self.block_lengths.clone(),
+            block_colours: self.block_colours.clone(),
+            block_map: self.block_map.clone(),
+            colour_offsets: self.colour_offsets.clone(),
+            element_colours: Vec::new(),
+            block_element_colours: self.block_element_colours.clone(),
+            staging,
+            arg_staging: self.arg_staging.clone(),
+            shared_bytes: self.shared_bytes.clone(),
+            stats: self.stats.clone(),
+            ..*self
+        }
+    }
+
+    /// Whether the per-element arrays are here: a full plan, not one
+    /// [`Plan::without_element_arrays`] made (nor a [`PlanDetail::BlockColours`] plan).
+    pub fn holds_element_arrays(&self) -> bool {
+        self.element_colours.len() == self.len()
+    }
+
     /// Elements planned.
     pub fn len(&self) -> usize {
         self.end - self.start

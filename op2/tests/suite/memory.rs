@@ -235,3 +235,49 @@ fn the_report_does_not_wait_for_a_host_guard() {
     assert_eq!(r.find(MemoryKind::Dat, "held").unwrap().host_bytes, 80);
     drop(guard);
 }
+
+#[test]
+fn plans_kept_on_the_host_hold_nothing_per_element() {
+    // A loop through maps: device backends stage it (or colour it), openmp colours its blocks.
+    // Once a plan's arrays are on the device (or were never needed), the host keeps its counts
+    // and per-block arrays only: well under the 4 bytes per element a full plan's element
+    // colours alone take.
+    let rt = rt();
+    let n = 50_000;
+    let edges = rt.decl_set(n, "edges").unwrap();
+    let nodes = rt.decl_set(n + 1, "nodes").unwrap();
+    let ends: Vec<i32> = (0..n as i32).flat_map(|e| [e, e + 1]).collect();
+    let map = rt.decl_map(&edges, &nodes, 2, ends, "ends").unwrap();
+    let x: Vec<f64> = (0..=n).map(|i| i as f64).collect();
+    let x = rt.decl_dat(&nodes, 1, x, "x").unwrap();
+    let flux = rt.decl_dat_zeros::<f64>(&nodes, 1, "flux").unwrap();
+    let k = kernel(
+        "edge_flux",
+        "void edge_flux(const double *a, const double *b, double *fa, double *fb) \
+         { *fa += *b - *a; *fb -= *b - *a; }",
+    );
+    for _ in 0..2 {
+        rt.par_loop(
+            &k,
+            &edges,
+            [
+                x.arg_via(&map, 0, READ),
+                x.arg_via(&map, 1, READ),
+                flux.arg_via(&map, 0, INC),
+                flux.arg_via(&map, 1, INC),
+            ],
+        )
+        .unwrap();
+    }
+    let f = flux.to_vec().unwrap();
+    assert_eq!((f[0], f[n / 2], f[n]), (2.0, 0.0, -2.0));
+    let r = rt.memory_report();
+    for u in r.uses.iter().filter(|u| u.kind == MemoryKind::Plan) {
+        assert!(
+            u.host_bytes < (2 * n) as u64,
+            "{} on {}: {r}",
+            u.name,
+            backend()
+        );
+    }
+}
