@@ -398,7 +398,7 @@ impl Plan {
             staging,
             arg_staging: self.arg_staging.clone(),
             shared_bytes: self.shared_bytes.clone(),
-            stats: self.stats.clone(),
+            stats: self.stats,
             ..*self
         }
     }
