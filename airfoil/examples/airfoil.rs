@@ -205,7 +205,7 @@ fn run() -> Result<bool, String> {
         None => m,
     });
     let mut mesh = match mesh {
-        Some(m) if o.renumber && !distributed => Some(m.renumbered().map_err(s)?),
+        Some(m) if o.renumber && !distributed => Some(m.into_renumbered().map_err(s)?),
         other => other,
     };
     let c = constants(o.mesh.as_deref()).map_err(s)?;

@@ -258,7 +258,13 @@ impl Mesh {
     /// after the cells they touch. Loops then gather from nearby memory. A mesh whose maps do
     /// not fit its sets is an error.
     pub fn renumbered(&self) -> Result<Mesh, MeshError> {
-        use op2::renumber::{MapRef, locality_order, permute_rows, renumber_map};
+        self.clone().into_renumbered()
+    }
+
+    /// [`Mesh::renumbered`] in place: each array is permuted where it lies, so renumbering
+    /// needs a byte per row beside the mesh instead of a second mesh.
+    pub fn into_renumbered(mut self) -> Result<Mesh, MeshError> {
+        use op2::renumber::{MapRef, locality_order, permute_rows_in_place, renumber_map_in_place};
         // Sets: 0 nodes, 1 cells, 2 edges, 3 boundary edges.
         let sizes = [self.nnode(), self.ncell(), self.nedge(), self.nbedge()];
         let maps = [
@@ -276,15 +282,14 @@ impl Mesh {
         });
         let order = locality_order(&sizes, &maps, 1)?;
         let [nodes, cells, edges, bedges] = [0, 1, 2, 3].map(|s| order[s].as_slice());
-        Ok(Mesh {
-            x: permute_rows(&self.x, 2, nodes)?,
-            cell: renumber_map(&self.cell, 4, cells, nodes)?,
-            edge: renumber_map(&self.edge, 2, edges, nodes)?,
-            ecell: renumber_map(&self.ecell, 2, edges, cells)?,
-            bedge: renumber_map(&self.bedge, 2, bedges, nodes)?,
-            becell: renumber_map(&self.becell, 1, bedges, cells)?,
-            bound: permute_rows(&self.bound, 1, bedges)?,
-        })
+        permute_rows_in_place(&mut self.x, 2, nodes)?;
+        renumber_map_in_place(&mut self.cell, 4, cells, nodes)?;
+        renumber_map_in_place(&mut self.edge, 2, edges, nodes)?;
+        renumber_map_in_place(&mut self.ecell, 2, edges, cells)?;
+        renumber_map_in_place(&mut self.bedge, 2, bedges, nodes)?;
+        renumber_map_in_place(&mut self.becell, 1, bedges, cells)?;
+        permute_rows_in_place(&mut self.bound, 1, bedges)?;
+        Ok(self)
     }
 
     /// Reads a mesh file in either format: OP2's HDF5 layout (recognised by its first bytes; needs

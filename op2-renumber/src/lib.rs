@@ -312,12 +312,25 @@ pub fn rcm(Csr { xadj, adj }: &Csr) -> Vec<u32> {
 }
 
 /// Rows of `dim` values moved to their new positions: row `e` of `values` becomes row
-/// `position[e]` of the result.
+/// `position[e]` of the result. [`permute_rows_in_place`] does the same without a second copy.
 pub fn permute_rows<T: Copy>(
     values: &[T],
     dim: usize,
     position: &[u32],
 ) -> Result<Vec<T>, RenumberError> {
+    let mut out = values.to_vec();
+    permute_rows_in_place(&mut out, dim, position)?;
+    Ok(out)
+}
+
+/// Moves rows of `dim` values to their new positions in place: row `e` becomes row
+/// `position[e]`. Each cycle of the permutation is followed once, carrying one row, so the
+/// extra memory is a byte per row (which rows are done), not a second copy of `values`.
+pub fn permute_rows_in_place<T: Copy>(
+    values: &mut [T],
+    dim: usize,
+    position: &[u32],
+) -> Result<(), RenumberError> {
     let rows = position.len();
     if values.len() != rows.saturating_mul(dim) {
         return Err(RenumberError::Rows {
@@ -326,9 +339,10 @@ pub fn permute_rows<T: Copy>(
             dim,
         });
     }
-    let mut placed = vec![false; rows];
+    // A permutation first: every position once (checked before anything moves).
+    let mut done = vec![false; rows];
     for (row, &p) in position.iter().enumerate() {
-        match placed.get_mut(p as usize) {
+        match done.get_mut(p as usize) {
             Some(seen @ false) => *seen = true,
             _ => {
                 return Err(RenumberError::NotAPermutation {
@@ -339,34 +353,70 @@ pub fn permute_rows<T: Copy>(
             }
         }
     }
-    let mut out = values.to_vec();
-    for (e, &p) in position.iter().enumerate() {
-        let p = p as usize;
-        out[p * dim..(p + 1) * dim].copy_from_slice(&values[e * dim..(e + 1) * dim]);
+    done.fill(false);
+    if dim == 0 {
+        return Ok(());
     }
-    Ok(out)
+    let mut carried: Vec<T> = Vec::with_capacity(dim);
+    for start in 0..rows {
+        if done[start] {
+            continue;
+        }
+        // Row `start` goes to its position; the row found there goes to its own; and so on
+        // round the cycle until the row carried belongs where `start` was.
+        carried.clear();
+        carried.extend_from_slice(&values[start * dim..(start + 1) * dim]);
+        let mut e = start;
+        loop {
+            done[e] = true;
+            let p = position[e] as usize;
+            values[p * dim..(p + 1) * dim].swap_with_slice(&mut carried);
+            if p == start {
+                break;
+            }
+            e = p;
+        }
+    }
+    Ok(())
 }
 
 /// A map's values after renumbering: its rows moved by `from_position`, each entry replaced by
-/// its target's new number in `to_position`.
+/// its target's new number in `to_position`. [`renumber_map_in_place`] does the same without a
+/// second copy.
 pub fn renumber_map(
     values: &[i32],
     arity: usize,
     from_position: &[u32],
     to_position: &[u32],
 ) -> Result<Vec<i32>, RenumberError> {
-    let renamed = values
+    let mut out = values.to_vec();
+    renumber_map_in_place(&mut out, arity, from_position, to_position)?;
+    Ok(out)
+}
+
+/// [`renumber_map`] in place. On an error the values are left as they were.
+pub fn renumber_map_in_place(
+    values: &mut [i32],
+    arity: usize,
+    from_position: &[u32],
+    to_position: &[u32],
+) -> Result<(), RenumberError> {
+    // Checked first, so that an error changes nothing (the rows are checked before any moves).
+    if let Some((entry, &v)) = values
         .iter()
         .enumerate()
-        .map(|(entry, &v)| match to_position.get(v as usize) {
-            Some(&p) if v >= 0 => Ok(p as i32),
-            _ => Err(RenumberError::OutOfRange {
-                map: 0,
-                entry,
-                value: v,
-                size: to_position.len(),
-            }),
-        })
-        .collect::<Result<Vec<i32>, _>>()?;
-    permute_rows(&renamed, arity, from_position)
+        .find(|&(_, &v)| v < 0 || v as usize >= to_position.len())
+    {
+        return Err(RenumberError::OutOfRange {
+            map: 0,
+            entry,
+            value: v,
+            size: to_position.len(),
+        });
+    }
+    permute_rows_in_place(values, arity, from_position)?;
+    for v in values.iter_mut() {
+        *v = to_position[*v as usize] as i32;
+    }
+    Ok(())
 }

@@ -137,3 +137,53 @@ fn bad_input_is_a_typed_error() {
         vec![Vec::<u32>::new(), vec![]]
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn rows_permuted_in_place_land_where_the_positions_say(
+        keys in proptest::collection::vec(any::<u32>(), 0..200),
+        dim in 1usize..4,
+    ) {
+        // A random permutation: each row's position is its key's rank.
+        let mut by_key: Vec<usize> = (0..keys.len()).collect();
+        by_key.sort_by_key(|&i| (keys[i], i));
+        let mut position = vec![0u32; keys.len()];
+        for (rank, &i) in by_key.iter().enumerate() {
+            position[i] = rank as u32;
+        }
+        let values: Vec<u64> = (0..keys.len() * dim).map(|v| v as u64 * 7 + 1).collect();
+        // Expected, computed independently: new row p is old row e where position[e] == p.
+        let mut expected = vec![0u64; values.len()];
+        for (e, &p) in position.iter().enumerate() {
+            for j in 0..dim {
+                expected[p as usize * dim + j] = values[e * dim + j];
+            }
+        }
+        let mut moved = values.clone();
+        op2_renumber::permute_rows_in_place(&mut moved, dim, &position).unwrap();
+        prop_assert_eq!(&moved, &expected);
+        prop_assert_eq!(permute_rows(&values, dim, &position).unwrap(), expected);
+    }
+}
+
+#[test]
+fn a_map_renumbered_in_place_is_unchanged_by_an_error() {
+    let mut values = vec![0, 1, 1, 2];
+    let before = values.clone();
+    let e = op2_renumber::renumber_map_in_place(&mut values, 2, &[1, 0], &[2, 0]);
+    assert!(
+        matches!(e, Err(RenumberError::OutOfRange { value: 2, .. })),
+        "{e:?}"
+    );
+    assert_eq!(values, before);
+    let e = op2_renumber::renumber_map_in_place(&mut values, 2, &[0, 0], &[2, 0, 1]);
+    assert!(
+        matches!(e, Err(RenumberError::NotAPermutation { .. })),
+        "{e:?}"
+    );
+    assert_eq!(values, before);
+    op2_renumber::renumber_map_in_place(&mut values, 2, &[1, 0], &[2, 0, 1]).unwrap();
+    assert_eq!(values, [0, 1, 2, 0]);
+}

@@ -446,7 +446,7 @@ fn bench_mesh(ij: (usize, usize), shuffle: Option<u64>, renumber: bool) -> Mesh 
     }
     if renumber {
         mesh = mesh
-            .renumbered()
+            .into_renumbered()
             .expect("a generated mesh's maps fit its sets");
     }
     mesh
