@@ -525,7 +525,7 @@ impl H5File {
         name: &str,
     ) -> Result<Dat<T>> {
         let values: Vec<T> = self.values(name, set.total_size(), dim)?;
-        rt.decl_dat(set, dim, &values, name)
+        rt.decl_dat(set, dim, values, name)
             .map_err(|e| self.declare_error(name, e))
     }
 

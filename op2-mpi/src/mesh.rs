@@ -94,7 +94,7 @@ fn make_dat<T: Scalar>(
     name: &str,
 ) -> op2_core::Result<Box<dyn Any + Send + Sync>> {
     let values: Vec<T> = bytemuck::pod_collect_to_vec(bytes);
-    Ok(Box::new(rt.decl_dat::<T>(set, dim, &values, name)?))
+    Ok(Box::new(rt.decl_dat::<T>(set, dim, values, name)?))
 }
 
 /// A mesh in global numbering, declared identically on every rank, waiting to be partitioned
