@@ -58,12 +58,27 @@ fn run(
     x0: &[f64],
 ) -> Results {
     let l = loops();
+    // Each rank's memory report lists its halo lists, four bytes per element sent or received.
+    let list_bytes = |h: &SetHalo| -> u64 {
+        h.neighbours
+            .iter()
+            .map(|n| 4 * (n.send.len() + n.receive.len()) as u64)
+            .sum()
+    };
+    let halo_bytes = [list_bytes(&node_halo), list_bytes(&edge_halo)];
     let nodes = rt
         .decl_set_with_halo(node_sizes, node_halo, "nodes")
         .unwrap();
     let edges = rt
         .decl_set_with_halo(edge_sizes, edge_halo, "edges")
         .unwrap();
+    let report = rt.memory_report();
+    for (set, bytes) in ["nodes", "edges"].into_iter().zip(halo_bytes) {
+        let held = report
+            .find(op2::MemoryKind::Halo, set)
+            .map(|u| u.host_bytes);
+        assert!(held.unwrap_or(0) >= bytes, "{set}: {report}");
+    }
     let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
     let x = rt.decl_dat(&nodes, 1, x0, "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&edges, 1, "y").unwrap();
