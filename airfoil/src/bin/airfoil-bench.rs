@@ -379,17 +379,18 @@ fn memory_table(configs: &[(String, &'static str, usize)], ij: (usize, usize)) {
         return;
     };
     println!(
-        "\nmemory after {MEMORY_ITERATIONS} iterations (MB; each backend in a process of its own):\n{:<12} {:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11} {:>11}",
+        "\nmemory after {MEMORY_ITERATIONS} iterations (MB; each backend in a process of its own):\n{:<12} {:>3} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>11} {:>11} {:>11}",
         "backend",
         "thr",
         "declared",
-        "dats",
+        "host dats",
         "maps",
         "plans",
         "code",
         "device",
         "heap peak",
-        "RSS peak"
+        "RSS peak",
+        "RSS at end"
     );
     for (label, backend, threads) in configs {
         let out = std::process::Command::new(&me)
@@ -419,7 +420,7 @@ fn memory_table(configs: &[(String, &'static str, usize)], ij: (usize, usize)) {
         let declared = field("declared");
         let mb = |k: &str| field(k) / 1e6;
         println!(
-            "{:<12} {:>3} {:>9.1} {:>8.1} {:>8.1} {:>8.2} {:>8.2} {:>9.1} {:>6.1} {:>3.2}x {:>6.1} {:>3.2}x {:>6.1} {:>3.2}x",
+            "{:<12} {:>3} {:>9.1} {:>9.1} {:>8.1} {:>8.2} {:>8.2} {:>9.1} {:>6.1} {:>3.2}x {:>6.1} {:>3.2}x {:>6.1} {:>3.2}x",
             label,
             threads,
             declared / 1e6,
