@@ -148,7 +148,7 @@ impl Backend for OpenMpBackend {
 
     /// The cached plans (block colours only) and the compiled loops.
     fn memory(&self) -> Vec<op2_core::BackendMemory> {
-        let mut m = self.shared.planner.memory();
+        let mut m = self.shared.planner.memory(|_| 0);
         m.push(op2_codegen::loaded_libraries_memory());
         m
     }

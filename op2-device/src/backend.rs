@@ -310,22 +310,13 @@ impl<D: Device> Backend for DeviceBackend<D> {
             device_bytes: bytes as u64,
         }));
         let on_device = lock(&sh.plans);
-        for (set, plan) in sh.planner.cached_plans() {
-            let device: usize = on_device
+        m.extend(sh.planner.memory(|plan| {
+            on_device
                 .values()
-                .filter(|(p, _)| Arc::ptr_eq(p, &plan))
-                .map(|(_, d)| d.device_bytes)
-                .sum();
-            m.push(BackendMemory {
-                owner: MemoryOwner::Plan {
-                    set,
-                    start: plan.start,
-                    end: plan.end,
-                },
-                host_bytes: plan.held_bytes() as u64,
-                device_bytes: device as u64,
-            });
-        }
+                .filter(|(p, _)| Arc::ptr_eq(p, plan))
+                .map(|(_, d)| d.device_bytes as u64)
+                .sum()
+        }));
         m
     }
 }
@@ -492,14 +483,15 @@ impl<D: Device> DeviceLoop<D> {
     }
 
     /// The plan's arrays on the device, block-local indices widened to 32 bits where the program
-    /// reads them so. Once a full plan's arrays are on the device, the planner keeps only what
-    /// the host needs of it ([`Plan::without_element_arrays`]); a later upload of that plan with
-    /// other widths builds its arrays again with `rebuild`.
+    /// reads them so. A full plan (`rebuild` given: how to build it again) is kept on the host
+    /// without its per-element arrays once they are on the device
+    /// ([`Plan::without_element_arrays`]); a later upload of it with other index widths builds
+    /// them again. A plan of block colours only (`rebuild` `None`) has none to drop.
     fn device_plan(
         &self,
         plan: &Arc<Plan>,
         layout: &BlockLayout,
-        rebuild: impl FnOnce() -> Result<Plan>,
+        rebuild: Option<&dyn Fn() -> Result<Plan>>,
     ) -> Result<Arc<PlanBuffers<D::Buffer>>> {
         let wide: Vec<bool> = layout.stagings.iter().map(|s| s.wide_indices).collect();
         let mut plans = lock(&self.shared.plans);
@@ -510,15 +502,15 @@ impl<D: Device> DeviceLoop<D> {
         let upload = |full: &Plan| {
             PlanBuffers::upload_widened(full, &wide, |b| self.shared.upload(b)).map(Arc::new)
         };
-        let (kept, d) = if plan.holds_element_arrays() && !plan.is_empty() {
-            let d = upload(plan)?;
-            let lean = Arc::new(plan.without_element_arrays());
-            self.shared.planner.replace(plan, &lean);
-            (lean, d)
-        } else if plan.is_empty() {
-            (plan.clone(), upload(plan)?)
-        } else {
-            (plan.clone(), upload(&rebuild()?)?)
+        let (kept, d) = match rebuild {
+            Some(_) if plan.holds_element_arrays() => {
+                let d = upload(plan)?;
+                let lean = Arc::new(plan.without_element_arrays());
+                self.shared.planner.replace(plan, &lean);
+                (lean, d)
+            }
+            Some(rebuild) => (plan.clone(), upload(&rebuild()?)?),
+            None => (plan.clone(), upload(plan)?),
         };
         // Keyed by the kept plan, which the entry keeps alive (its address is not reused).
         plans.insert(key(&kept), (kept, d.clone()));
@@ -779,9 +771,7 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                             stagings: Vec::new(),
                             arg_staging: vec![None; self.sig.args.len()],
                         };
-                        // Block colours only: nothing per element to keep off the host.
-                        let rebuild = || Ok(Plan::clone(&plan));
-                        planned = (self.device_plan(&plan, &layout, rebuild)?, plan);
+                        planned = (self.device_plan(&plan, &layout, None)?, plan);
                         let (device_plan, plan) = (&planned.0, &planned.1);
                         values.slots = plan.blocks();
                         partials = self.partials(values.slots)?;
@@ -826,7 +816,7 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                         detail: PlanDetail::Full,
                     })
                 };
-                planned = (self.device_plan(&plan, &layout, rebuild)?, plan);
+                planned = (self.device_plan(&plan, &layout, Some(&rebuild))?, plan);
                 let (device_plan, plan) = (&planned.0, &planned.1);
                 loaded = self.program(&DeviceStub::Planned(layout), &consts)?;
                 const_buffers = self.const_buffers(&loaded.unit, &consts)?;

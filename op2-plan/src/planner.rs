@@ -211,7 +211,7 @@ impl CachedPlanner {
     }
 
     /// The plans cached now, with their iteration sets' ids, in a stable order.
-    pub fn cached_plans(&self) -> Vec<(u64, Arc<Plan>)> {
+    fn cached_plans(&self) -> Vec<(u64, Arc<Plan>)> {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let mut plans: Vec<(u64, Arc<Plan>)> =
             cache.iter().map(|(k, p)| (k.set, p.clone())).collect();
@@ -219,8 +219,9 @@ impl CachedPlanner {
         plans
     }
 
-    /// The plans cached now, each with the bytes it holds on the host (a memory report's rows).
-    pub fn memory(&self) -> Vec<op2_core::BackendMemory> {
+    /// The plans cached now, each with the bytes it holds on the host and the bytes
+    /// `device_bytes` says a device holds for it (a memory report's rows).
+    pub fn memory(&self, device_bytes: impl Fn(&Arc<Plan>) -> u64) -> Vec<op2_core::BackendMemory> {
         self.cached_plans()
             .into_iter()
             .map(|(set, plan)| op2_core::BackendMemory {
@@ -230,7 +231,7 @@ impl CachedPlanner {
                     end: plan.end,
                 },
                 host_bytes: plan.held_bytes() as u64,
-                device_bytes: 0,
+                device_bytes: device_bytes(&plan),
             })
             .collect()
     }

@@ -63,6 +63,30 @@ pub fn backend_required(name: &str) -> bool {
     listed || (name == "cuda" && std::env::var_os("OP2_REQUIRE_CUDA").is_some())
 }
 
+/// A repeatable pseudo-random sequence (xorshift64) for tests: the same seed gives the same values
+/// on every machine. (`xtask`, which has no dependencies, keeps a copy of its own.)
+pub struct Dice(u64);
+
+impl Dice {
+    /// A sequence from `seed` (0, which xorshift never leaves, starts as 1).
+    pub fn new(seed: u64) -> Self {
+        Dice(seed.max(1))
+    }
+
+    /// The next value.
+    pub fn roll(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// The next value below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.roll() % n.max(1)
+    }
+}
+
 /// The runtime `builder` makes, or `None` (saying why) where its backend cannot start here (no
 /// OpenCL driver, no GPU, no C++ compiler for the CUDA emulator) and [`backend_required`] does not
 /// ask for it. Any other error fails the test.

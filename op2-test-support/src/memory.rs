@@ -4,11 +4,11 @@
 //!
 //! A binary installs the allocator with
 //! `#[global_allocator] static A: CountingAllocator = CountingAllocator;`; without it the
-//! counters stay at zero ([`installed`] says which).
+//! counters stay at zero.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The system allocator, counting: bytes held now, the most held at once, and bytes each thread
 /// allocated.
@@ -16,7 +16,6 @@ pub struct CountingAllocator;
 
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
-static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// Bytes this thread allocated so far (never decreases: a test compares two readings).
@@ -43,27 +42,25 @@ fn shrank(bytes: usize) {
     let _ = THREAD_NET.try_with(|n| n.set(n.get() - bytes as isize));
 }
 
+/// Counts a fresh allocation (when it succeeded) and passes it on.
+fn allocated(p: *mut u8, layout: Layout) -> *mut u8 {
+    if !p.is_null() {
+        grew(layout.size());
+    }
+    p
+}
+
 // SAFETY: every call goes to the system allocator with the caller's own arguments; the counters
 // around them are atomics and a const-initialised thread-local, neither of which allocates.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        INSTALLED.store(true, Ordering::Relaxed);
         // SAFETY: forwarded as given.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
+        allocated(unsafe { System.alloc(layout) }, layout)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        INSTALLED.store(true, Ordering::Relaxed);
         // SAFETY: forwarded as given.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
+        allocated(unsafe { System.alloc_zeroed(layout) }, layout)
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -83,24 +80,14 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 }
 
-/// Whether a [`CountingAllocator`] is this process's allocator (it has counted something).
-pub fn installed() -> bool {
-    INSTALLED.load(Ordering::Relaxed)
-}
-
 /// Bytes allocated through the allocator and not yet freed.
 pub fn heap_now() -> usize {
     CURRENT.load(Ordering::Relaxed)
 }
 
-/// The most bytes held at once since the start or the last [`reset_heap_peak`].
+/// The most bytes held at once since the process started.
 pub fn heap_peak() -> usize {
     PEAK.load(Ordering::Relaxed)
-}
-
-/// Starts a new peak from what is held now.
-pub fn reset_heap_peak() {
-    PEAK.store(CURRENT.load(Ordering::Relaxed), Ordering::Relaxed);
 }
 
 /// Bytes the calling thread allocated so far (cumulative).

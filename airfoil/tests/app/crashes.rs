@@ -4,6 +4,7 @@
 //! or the new complete file.
 
 use airfoil::{Airfoil, Constants, Mesh};
+use op2_test_support::Dice;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -54,18 +55,6 @@ fn child(test: &str, var: &str, dir: &Path) -> Command {
     c
 }
 
-/// A repeatable pseudo-random sequence (xorshift).
-struct Dice(u64);
-
-impl Dice {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
-
 #[test]
 fn airfoil_killed_twenty_times_ends_as_the_uninterrupted_run() {
     let (want_residuals, want_q) = airfoil_run(None);
@@ -83,7 +72,7 @@ fn airfoil_killed_twenty_times_ends_as_the_uninterrupted_run() {
     .unwrap();
     assert!(status.success());
     let whole = started.elapsed().as_micros() as u64;
-    let mut dice = Dice(0x9e37_79b9_7f4a_7c15);
+    let mut dice = Dice::new(0x9e37_79b9_7f4a_7c15);
     let (mut kills, mut mid_write, mut runs) = (0, 0, 0);
     while !dir.path().join("q").exists() {
         runs += 1;
@@ -212,7 +201,7 @@ fn killed_writers_leave_the_old_or_the_new_file() {
             .collect();
         let write = started.elapsed() / 2;
         std::fs::write(&path, &complete[1]).unwrap();
-        let mut dice = Dice(0x2545_f491_4f6c_dd1d ^ which.len() as u64);
+        let mut dice = Dice::new(0x2545_f491_4f6c_dd1d ^ which.len() as u64);
         let mut torn = 0;
         for _ in 0..50 {
             let mut c = child("crashes::writer_child", "AIRFOIL_WRITER_CHILD", dir.path())

@@ -224,11 +224,9 @@ impl HostBuffer {
     /// only valid data.
     pub(crate) fn release(&mut self) {
         if self.released.is_none() {
-            self.released = Some(self.len());
-            *self = HostBuffer {
-                released: self.released,
-                ..HostBuffer::zeroed(self.dtype(), 0)
-            };
+            let len = self.len();
+            *self = HostBuffer::zeroed(self.dtype(), 0);
+            self.released = Some(len);
         }
     }
 

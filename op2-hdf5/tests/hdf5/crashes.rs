@@ -42,12 +42,10 @@ fn killed_hdf5_writers_leave_the_old_or_the_new_file() {
     let started = Instant::now();
     write(&path, 1);
     let one = started.elapsed().as_micros() as u64;
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut dice = op2_test_support::Dice::new(0x9e37_79b9_7f4a_7c15);
     let mut torn = 0;
     for _ in 0..50 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
+        let pause = dice.below(3 * one.max(1));
         let mut c = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -64,7 +62,7 @@ fn killed_hdf5_writers_leave_the_old_or_the_new_file() {
         // After the child's first write: the kills land among its writes however long it took
         // to start on a busy machine.
         op2_test_support::wait_for_line(&mut c, "ready");
-        std::thread::sleep(Duration::from_micros(seed % (3 * one.max(1))));
+        std::thread::sleep(Duration::from_micros(pause));
         c.kill().unwrap();
         c.wait().unwrap();
         torn += usize::from(!op2_atomic_write::leftover_temporaries(&path).is_empty());

@@ -20,15 +20,8 @@ fn rt_blocks(block: usize, lazy: bool) -> Runtime {
 
 /// `n` map values below `to` (xorshift from `seed`): repeated targets when `n > to`.
 fn random_values(n: usize, to: usize, seed: u64) -> Vec<i32> {
-    let mut x = seed.max(1);
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % to as u64) as i32
-        })
-        .collect()
+    let mut dice = op2_test_support::Dice::new(seed);
+    (0..n).map(|_| dice.below(to as u64) as i32).collect()
 }
 
 #[test]

@@ -355,14 +355,9 @@ proptest! {
         n in 2usize..12,
         seed in any::<u64>(),
     ) {
-        let mut s = seed | 1;
+        let mut dice = op2_test_support::Dice::new(seed | 1);
         let map: Vec<i32> = (0..2 * n + 3)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s % n as u64) as i32
-            })
+            .map(|_| dice.below(n as u64) as i32)
             .collect::<Vec<_>>()[..2 * (n + 1)]
             .to_vec();
         let want = run(&builder().build().unwrap(), n, &map, &ops, ops.len()).unwrap();
