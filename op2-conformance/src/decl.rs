@@ -242,7 +242,7 @@ impl CaseRuntime {
             .into_iter()
             .map(|a| a.0)
             .collect::<Result<Vec<Arg>>>()?;
-        self.rt.par_loop(kernel, &set, args)
+        self.rt.par_loop(kernel, &set, args).map(drop)
     }
 }
 

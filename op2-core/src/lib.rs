@@ -67,7 +67,7 @@ pub use comm::{
     Communicator, PendingExchange, PendingReduction, ReduceOp, SelfCommunicator,
     ThreadCommunicator, thread_communicators,
 };
-pub use config::{CheckpointConfig, CheckpointEvery, Config};
+pub use config::{CheckpointConfig, CheckpointEvery, Config, LazyOptions};
 pub use dtype::{DType, HostBuffer, IntoValues, Scalar};
 pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};
@@ -78,8 +78,8 @@ pub use registry::{
 };
 pub use rows::carrier_bytes;
 pub use runtime::{
-    CheckpointStats, DatTraffic, HaloTraffic, LoopTiming, MemoryKind, MemoryReport, MemoryUse,
-    Runtime, RuntimeBuilder,
+    CheckpointStats, DatTraffic, GraphNode, HaloTraffic, LazyStats, LoopHandle, LoopTiming,
+    MemoryKind, MemoryReport, MemoryUse, NodeKind, PendingGraph, Runtime, RuntimeBuilder,
 };
 pub use set::{HaloNeighbour, Set, SetHalo, SetSizes};
 pub use settings::{Setting, SettingKind, SettingValues};

@@ -79,6 +79,13 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// Whether loops fused by the lazy graph may run on this backend (as one generated loop whose
+    /// kernel calls each loop's kernel in turn). A backend whose code generation cannot call a
+    /// kernel from another says false, and such loops run one after another.
+    fn fuses_loops(&self) -> bool {
+        true
+    }
+
     /// Transfer counters of a device backend; `None` for host backends.
     fn device_stats(&self) -> Option<DeviceStats> {
         None

@@ -15,6 +15,8 @@ pub struct Config {
     /// Record loops and run them when their results are needed (`OP2_LAZY`, default on; `0` runs each
     /// loop at once).
     pub lazy: bool,
+    /// Which of the lazy graph's optimisations run (`OP2_LAZY_OPT`, see [`LazyOptions`]).
+    pub lazy_opts: LazyOptions,
     /// C compiler command (`OP2_CC`, default `cc`).
     pub cc: String,
     /// Extra compiler flags (`OP2_CFLAGS`, split on whitespace), after the defaults.
@@ -135,6 +137,7 @@ impl Default for Config {
         Config {
             backend: "seq".into(),
             lazy: true,
+            lazy_opts: LazyOptions::default(),
             cc: "cc".into(),
             cflags: Vec::new(),
             cache_dir: default_cache_dir(),
@@ -187,6 +190,9 @@ impl Config {
         if let Some(v) = nonempty("OP2_LAZY") {
             c.lazy = parse_bool("OP2_LAZY", &v)?;
         }
+        if let Some(v) = nonempty("OP2_LAZY_OPT") {
+            c.lazy_opts = v.parse()?;
+        }
         if let Some(v) = nonempty("OP2_CC") {
             c.cc = v.trim().to_string();
         }
@@ -231,6 +237,107 @@ impl Config {
     }
 }
 
+/// The lazy graph's optimisations (seed 002's future work), each on or off. `OP2_LAZY_OPT` is
+/// `all`, `none`, or a comma-separated list of names, each optionally prefixed with `-` to turn
+/// it off (applied in order after the defaults): `early_halo`, `successive_halo`,
+/// `sibling_fusion`, `chain_fusion`, `temporaries`. For example `OP2_LAZY_OPT=-chain_fusion`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LazyOptions {
+    /// An exchange of a Dat whose halo is up to date (nothing since the last exchange that ran
+    /// wrote it) is not recorded.
+    pub early_halo: bool,
+    /// An exchange of a Dat that a pending exchange already brings up to date (no write in
+    /// between) is not recorded.
+    pub successive_halo: bool,
+    /// Independent direct loops over the same set, forced together, run as one generated loop.
+    pub sibling_fusion: bool,
+    /// A direct loop that depends on the direct loop before it over the same set runs in the
+    /// same generated loop: each element goes through both kernels in order.
+    pub chain_fusion: bool,
+    /// Temporary Dats get their memory when their first loop runs and give it back to a pool
+    /// when released, so the next temporary of that size reuses it.
+    pub temporaries: bool,
+}
+
+impl LazyOptions {
+    /// Every optimisation on.
+    pub const ALL: LazyOptions = LazyOptions {
+        early_halo: true,
+        successive_halo: true,
+        sibling_fusion: true,
+        chain_fusion: true,
+        temporaries: true,
+    };
+    /// Every optimisation off: the graph as recorded.
+    pub const NONE: LazyOptions = LazyOptions {
+        early_halo: false,
+        successive_halo: false,
+        sibling_fusion: false,
+        chain_fusion: false,
+        temporaries: false,
+    };
+    /// The names `OP2_LAZY_OPT` takes, in the order of the fields.
+    pub const NAMES: [&'static str; 5] = [
+        "early_halo",
+        "successive_halo",
+        "sibling_fusion",
+        "chain_fusion",
+        "temporaries",
+    ];
+
+    fn flag(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "early_halo" => &mut self.early_halo,
+            "successive_halo" => &mut self.successive_halo,
+            "sibling_fusion" => &mut self.sibling_fusion,
+            "chain_fusion" => &mut self.chain_fusion,
+            "temporaries" => &mut self.temporaries,
+            _ => return None,
+        })
+    }
+
+    /// Whether any fusion is on.
+    pub fn fusion(&self) -> bool {
+        self.sibling_fusion || self.chain_fusion
+    }
+}
+
+impl Default for LazyOptions {
+    /// Every optimisation on (each one measured to save time or memory; docs/13-lazy-graph.md).
+    fn default() -> Self {
+        LazyOptions::ALL
+    }
+}
+
+impl std::str::FromStr for LazyOptions {
+    type Err = Op2Error;
+
+    fn from_str(v: &str) -> Result<Self> {
+        let mut o = LazyOptions::default();
+        for item in v.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item {
+                "all" => o = LazyOptions::ALL,
+                "none" => o = LazyOptions::NONE,
+                _ => {
+                    let (on, name) = match item.strip_prefix('-') {
+                        Some(n) => (false, n),
+                        None => (true, item.strip_prefix('+').unwrap_or(item)),
+                    };
+                    *o.flag(name).ok_or_else(|| Op2Error::Config {
+                        key: "OP2_LAZY_OPT".into(),
+                        value: v.into(),
+                        reason: format!(
+                            "unknown optimisation `{name}` (all, none, or {})",
+                            LazyOptions::NAMES.join(", ")
+                        ),
+                    })? = on;
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
 fn parse_bool(key: &str, v: &str) -> Result<bool> {
     parse_flag(v).ok_or_else(|| Op2Error::Config {
         key: key.into(),
@@ -253,6 +360,18 @@ fn parse_positive(key: &str, v: &str) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lazy_options_parse_from_the_defaults_in_order() {
+        assert_eq!("all".parse::<LazyOptions>().unwrap(), LazyOptions::ALL);
+        assert_eq!("none".parse::<LazyOptions>().unwrap(), LazyOptions::NONE);
+        let o: LazyOptions = "none, chain_fusion,+early_halo".parse().unwrap();
+        assert!(o.chain_fusion && o.early_halo && !o.sibling_fusion && !o.temporaries);
+        let o: LazyOptions = "-temporaries".parse().unwrap();
+        assert!(!o.temporaries && o.successive_halo);
+        let e = "fusion".parse::<LazyOptions>().unwrap_err().to_string();
+        assert!(e.contains("unknown optimisation `fusion`"), "{e}");
+    }
 
     #[test]
     fn reads_variables() {

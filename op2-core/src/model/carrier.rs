@@ -75,7 +75,16 @@ pub struct Carrier {
     host_released: AtomicBool,
     /// Whether the program asked for the values on the host (its host copy is then kept).
     host_wanted: AtomicBool,
+    /// A temporary Dat's state: [`TEMPORARY_NOT`], [`TEMPORARY_LIVE`] or [`TEMPORARY_RELEASED`].
+    pub(crate) temporary: AtomicU8,
 }
+
+/// Not a temporary Dat.
+pub(crate) const TEMPORARY_NOT: u8 = 0;
+/// A temporary Dat in use.
+pub(crate) const TEMPORARY_LIVE: u8 = 1;
+/// A temporary Dat released: using it is an error.
+pub(crate) const TEMPORARY_RELEASED: u8 = 2;
 
 impl Carrier {
     pub(crate) fn new(
@@ -99,6 +108,7 @@ impl Carrier {
             halo_stale: AtomicU8::new(HALO_BOTH),
             host_released: AtomicBool::new(false),
             host_wanted: AtomicBool::new(false),
+            temporary: AtomicU8::new(TEMPORARY_NOT),
         })
     }
 
@@ -209,6 +219,32 @@ impl Carrier {
         Ok(lock)
     }
 
+    /// Notes that the host copy holds storage again (a temporary given its memory).
+    pub(crate) fn mark_host_allocated(&self) {
+        self.host_released.store(false, Ordering::Release);
+    }
+
+    /// Notes that the host copy holds no storage (a temporary that gave its memory back).
+    pub(crate) fn mark_host_released(&self) {
+        self.host_released.store(true, Ordering::Release);
+    }
+
+    /// [`Op2Error::TemporaryReleased`] when this is a released temporary; `context` says where.
+    pub(crate) fn check_not_released(&self, context: &str) -> Result<()> {
+        if self.temporary.load(Ordering::Acquire) == TEMPORARY_RELEASED {
+            return Err(Op2Error::TemporaryReleased {
+                name: self.name.clone(),
+                context: context.into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether this is a temporary Dat ([`crate::Runtime::decl_temporary`]).
+    pub fn is_temporary(&self) -> bool {
+        self.temporary.load(Ordering::Acquire) != TEMPORARY_NOT
+    }
+
     /// The communicator of the runtime this belongs to (`None` once that runtime is dropped).
     pub fn communicator(&self) -> Option<Arc<dyn Communicator>> {
         self.rt.upgrade().map(|owner| owner.communicator())
@@ -216,6 +252,7 @@ impl Carrier {
 
     /// Runs whatever pending work the host access needs, then lets the backend bring data home.
     fn prepare_host_access(self: &Arc<Self>, write: bool) -> Result<()> {
+        self.check_not_released(if write { "host write" } else { "host read" })?;
         self.host_wanted.store(true, Ordering::Relaxed);
         if let Some(rt) = self.rt.upgrade() {
             rt.force_for_host(self, write)?;

@@ -230,6 +230,24 @@ impl HostBuffer {
         }
     }
 
+    /// A buffer of `len` elements of `dtype` whose storage is not allocated yet (a temporary
+    /// Dat before its first loop runs).
+    pub(crate) fn unallocated(dtype: DType, len: usize) -> Self {
+        let mut b = HostBuffer::zeroed(dtype, 0);
+        b.released = Some(len);
+        b
+    }
+
+    /// The element count a released buffer had (its length otherwise).
+    pub(crate) fn released_len(&self) -> usize {
+        self.released.unwrap_or_else(|| self.len())
+    }
+
+    /// Sets every element to zero.
+    pub(crate) fn fill_zero(&mut self) {
+        self.as_bytes_mut().fill(0);
+    }
+
     /// Whether the storage was given back.
     pub fn is_released(&self) -> bool {
         self.released.is_some()

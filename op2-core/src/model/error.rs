@@ -318,6 +318,20 @@ pub enum Op2Error {
         /// Its name.
         name: String,
     },
+    /// A temporary Dat was used after [`crate::Runtime::release_temporary`] gave its memory back.
+    #[error("temporary dat `{name}` was used after it was released ({context})")]
+    TemporaryReleased {
+        /// Its name.
+        name: String,
+        /// Where: a loop's kernel, or a host access.
+        context: String,
+    },
+    /// [`crate::Runtime::release_temporary`] was given a Dat that is not a temporary.
+    #[error("dat `{name}` is not a temporary (declare it with decl_temporary to release it)")]
+    NotTemporary {
+        /// Its name.
+        name: String,
+    },
     /// No backend has this name.
     #[error("unknown backend `{name}`; available: {}", available.join(", "))]
     UnknownBackend {

@@ -33,6 +33,8 @@ struct KernelInner {
     source: String,
     params: Option<Vec<KernelParam>>,
     identifiers: HashSet<String>,
+    /// For a kernel the runtime wrote to run fused loops: the loops' kernels, in call order.
+    parts: Vec<Kernel>,
 }
 
 /// A kernel: a C99 function that works on one element. Cheap to clone; kernels are not tied to a runtime.
@@ -71,7 +73,35 @@ impl Kernel {
             source: source.into(),
             params,
             identifiers,
+            parts: Vec::new(),
         })))
+    }
+
+    /// A kernel the runtime writes to run several loops' kernels as one (loop fusion): `source`
+    /// defines `name`, which calls `parts` in order. Its names may use the generated code's
+    /// prefix (it is generated code), so the user-name checks do not apply.
+    pub(crate) fn fused(name: &str, source: String, parts: Vec<Kernel>) -> Self {
+        let stripped = strip_comments(&source);
+        let tokens = tokenize(&stripped);
+        let identifiers: HashSet<String> = tokens
+            .iter()
+            .filter(|t| is_c_identifier(t))
+            .map(|t| t.to_string())
+            .collect();
+        let params = parse_params(&tokens, name);
+        Kernel(Arc::new(KernelInner {
+            id: NEXT_KERNEL_ID.fetch_add(1, Ordering::Relaxed),
+            name: name.into(),
+            source,
+            params,
+            identifiers,
+            parts,
+        }))
+    }
+
+    /// For a kernel that runs fused loops, the loops' kernels in call order; empty otherwise.
+    pub fn parts(&self) -> &[Kernel] {
+        &self.0.parts
     }
 
     /// The function name.

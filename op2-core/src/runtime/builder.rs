@@ -3,7 +3,7 @@
 
 use super::Runtime;
 use crate::comm::Communicator;
-use crate::config::{CheckpointConfig, CheckpointEvery, Config};
+use crate::config::{CheckpointConfig, CheckpointEvery, Config, LazyOptions};
 use crate::error::{Op2Error, Result};
 use crate::registry::find_setting;
 use std::path::PathBuf;
@@ -14,6 +14,7 @@ use std::sync::Arc;
 pub struct RuntimeBuilder {
     backend: Option<String>,
     lazy: Option<bool>,
+    lazy_opts: Option<LazyOptions>,
     cc: Option<String>,
     cflags: Option<Vec<String>>,
     cache_dir: Option<PathBuf>,
@@ -38,6 +39,12 @@ impl RuntimeBuilder {
     /// Lazy (true) or eager execution (overrides `OP2_LAZY`).
     pub fn lazy(mut self, lazy: bool) -> Self {
         self.lazy = Some(lazy);
+        self
+    }
+
+    /// Which lazy-graph optimisations run (overrides `OP2_LAZY_OPT`).
+    pub fn lazy_optimisations(mut self, opts: LazyOptions) -> Self {
+        self.lazy_opts = Some(opts);
         self
     }
 
@@ -114,6 +121,9 @@ impl RuntimeBuilder {
         }
         if let Some(v) = self.lazy {
             c.lazy = v;
+        }
+        if let Some(v) = self.lazy_opts {
+            c.lazy_opts = v;
         }
         if let Some(v) = &self.cc {
             c.cc = v.clone();

@@ -4,6 +4,7 @@
 //! loop over a range of its set, halo exchanges, cross-rank reductions.
 
 use super::checkpoint::{Checkpointer, History};
+use super::stats::LazyStats;
 use super::steps::{Exchange, LoopStep, Reduction, ReductionTarget, Step};
 use super::timing::{self, DatTraffic, HaloTraffic, LoopTiming};
 use crate::access::Access;
@@ -17,8 +18,8 @@ use crate::map::Map;
 use crate::rows::row_bytes;
 use crate::set::Set;
 use crate::signature::LoopSignature;
-use crate::trace::{DataUse, Footprint, Pending, Trace, section};
-use std::collections::HashMap;
+use crate::trace::{DataUse, Graph, section};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -47,7 +48,10 @@ impl LoopRecord {
 }
 
 pub(crate) struct State {
-    pub(crate) trace: Trace<Step>,
+    /// The pending graph.
+    pub(crate) trace: Graph<Step>,
+    /// Per Dat (by carrier id): the node of the exchange that last brought its halo up to date.
+    pub(crate) last_exchange: HashMap<u64, u64>,
     pub(crate) prepared: HashMap<LoopSignature, (Arc<LoopSignature>, Arc<dyn PreparedLoop>)>,
     pub(crate) consts: Vec<Arc<Carrier>>,
 }
@@ -76,6 +80,25 @@ pub struct RuntimeShared {
     pub(crate) history: Option<Mutex<History>>,
     /// Everything declared, weakly, for the memory report.
     pub(crate) declared: Mutex<super::memory::Declared>,
+    /// What the lazy graph did.
+    pub(crate) stats: Mutex<LazyStats>,
+    /// Memory of released temporaries, for the next ones to reuse.
+    pub(crate) pool: Mutex<super::temporaries::Pool>,
+    /// Fused loops' code.
+    pub(crate) fusions: Mutex<super::fusion::Fusions>,
+}
+
+/// What a forcing must run.
+pub(crate) enum Wanted<'a> {
+    /// Everything pending.
+    All,
+    /// What an access reading `reads` and writing `writes` depends on.
+    Data {
+        reads: &'a [DataUse],
+        writes: &'a [DataUse],
+    },
+    /// These nodes (those still pending) and what they depend on.
+    Nodes(&'a [u64]),
 }
 
 impl Drop for RuntimeShared {
@@ -95,6 +118,30 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The data each arg of a loop step works on: the loop's own, except that reduction args
+/// accumulate in this rank's partials across ranks, or in scratch copies thrown away over
+/// elements computed redundantly.
+pub(crate) fn step_carriers(step: &LoopStep) -> Vec<Arc<Carrier>> {
+    let rec = &step.record;
+    let reductions = rec.sig.reduction_args();
+    rec.carriers
+        .iter()
+        .enumerate()
+        .map(
+            |(i, c)| match (&step.reductions, reductions.iter().position(|&r| r == i)) {
+                (ReductionTarget::Partials(r), Some(k)) => r.partials[k].clone(),
+                (ReductionTarget::Discard, Some(_)) => Carrier::detached(
+                    c,
+                    super::next_id(),
+                    "redundant elements' part, discarded",
+                    HostBuffer::zeroed(c.dtype(), c.dim()),
+                ),
+                _ => c.clone(),
+            },
+        )
+        .collect()
+}
+
 fn reduce_op(access: Access) -> ReduceOp {
     match access {
         Access::Min => ReduceOp::Min,
@@ -104,28 +151,134 @@ fn reduce_op(access: Access) -> ReduceOp {
 }
 
 impl RuntimeShared {
-    /// Runs `work` in order. A loop that fails stays pending, with every later one that depends on
-    /// it; loops that do not depend on a failure still run. The kept loops go back to the front of
-    /// the trace (they come before anything recorded later), so nothing recorded is lost, and the
-    /// first error is returned.
-    pub(crate) fn run_pending(&self, work: Vec<Pending<Step>>) -> Result<()> {
+    /// The one place pending work runs. Takes what `wanted` needs from the graph (and, across
+    /// ranks, every earlier pending step that starts communication, so that all ranks start
+    /// their messages and collectives in the same order whatever each forces), applies the
+    /// fusions, orders it (sends first, then computation, then receives), and runs it. A node
+    /// that fails stays pending, with every node that depends on it (and, for communication,
+    /// every later one); nodes that do not depend on a failure still run. The first error is
+    /// returned. The caller holds `exec`.
+    pub(crate) fn force(&self, wanted: Wanted<'_>) -> Result<()> {
+        let order: Vec<Vec<(u64, Step)>> = {
+            let st = lock(&self.state);
+            if st.trace.is_empty() {
+                return Ok(());
+            }
+            let mut chosen: HashSet<u64> = match wanted {
+                Wanted::All => st.trace.iter().map(|(n, _)| n).collect(),
+                Wanted::Data { reads, writes } => st.trace.needed(reads, writes),
+                Wanted::Nodes(nodes) => st.trace.closure(nodes.iter().copied()),
+            };
+            if chosen.is_empty() {
+                return Ok(());
+            }
+            let last_comm = chosen
+                .iter()
+                .copied()
+                .filter(|n| st.trace.get(*n).is_some_and(|x| x.work.communicates()))
+                .max();
+            if let Some(last) = last_comm {
+                let earlier: Vec<u64> = st
+                    .trace
+                    .iter()
+                    .filter(|(n, x)| *n < last && x.work.communicates() && !chosen.contains(n))
+                    .map(|(n, _)| n)
+                    .collect();
+                if !earlier.is_empty() {
+                    let more = st.trace.closure(earlier);
+                    chosen.extend(more);
+                }
+            }
+            let fusion = self.config.lazy_opts.fusion() && self.backend.fuses_loops();
+            let st = &*st;
+            let groups =
+                st.trace
+                    .schedule_groups(&chosen, Step::rank, Step::communicates, |group, c| {
+                        fusion && self.can_fuse(st, group, c)
+                    });
+            lock(&self.stats).forces += 1;
+            groups
+                .into_iter()
+                .map(|g| {
+                    g.into_iter()
+                        .map(|n| (n, st.trace.get(n).expect("chosen").work.clone()))
+                        .collect()
+                })
+                .collect()
+        };
         let mut first_error = None;
-        let mut kept = Vec::new();
-        let mut blocked = Footprint::default();
-        for p in work {
-            if !kept.is_empty() && blocked.must_precede(&p) {
-                blocked.add(&p);
-                kept.push(p);
-                continue;
+        let mut stuck: HashSet<u64> = HashSet::new();
+        let mut comm_stuck = false;
+        // A fused group that cannot run as one (its code did not compile, or some of its data
+        // is borrowed) runs as its loops, each on its own.
+        let order: Vec<Vec<(u64, Step)>> = order
+            .into_iter()
+            .flat_map(|g| {
+                if g.len() > 1 && !self.fused_runnable(&g) {
+                    g.into_iter().map(|x| vec![x]).collect()
+                } else {
+                    vec![g]
+                }
+            })
+            .collect();
+        for group in order {
+            let communicates = group.iter().any(|(_, s)| s.communicates());
+            let blocked = (comm_stuck && communicates)
+                || (!stuck.is_empty() && {
+                    let st = lock(&self.state);
+                    group
+                        .iter()
+                        .any(|(n, _)| st.trace.preds(*n).any(|p| stuck.contains(&p)))
+                });
+            let result = if blocked {
+                None
+            } else if group.len() == 1 {
+                Some(self.run_step(&group[0].1))
+            } else {
+                let steps: Vec<LoopStep> = group
+                    .iter()
+                    .map(|(_, s)| match s {
+                        Step::Loop(l) => l.clone(),
+                        _ => unreachable!("only loop steps are fused"),
+                    })
+                    .collect();
+                Some(self.run_fused(&steps))
+            };
+            match result {
+                Some(Ok(())) => {
+                    let mut st = lock(&self.state);
+                    let (mut chains, mut siblings) = (0, 0);
+                    for k in 1..group.len() {
+                        let n = group[k].0;
+                        if st
+                            .trace
+                            .preds(n)
+                            .any(|p| group[..k].iter().any(|(m, _)| *m == p))
+                        {
+                            chains += 1;
+                        } else {
+                            siblings += 1;
+                        }
+                    }
+                    for (n, _) in &group {
+                        st.trace.remove(*n);
+                    }
+                    drop(st);
+                    let mut stats = lock(&self.stats);
+                    stats.nodes_run += 1;
+                    stats.chain_fusions += chains;
+                    stats.sibling_fusions += siblings;
+                }
+                Some(Err(e)) => {
+                    first_error.get_or_insert(e);
+                    stuck.extend(group.iter().map(|(n, _)| *n));
+                    comm_stuck |= communicates;
+                }
+                None => {
+                    stuck.extend(group.iter().map(|(n, _)| *n));
+                    comm_stuck |= communicates;
+                }
             }
-            if let Err(e) = self.run_step(&p.work) {
-                first_error.get_or_insert(e);
-                blocked.add(&p);
-                kept.push(p);
-            }
-        }
-        if !kept.is_empty() {
-            lock(&self.state).trace.requeue_front(kept);
         }
         first_error.map_or(Ok(()), Err)
     }
@@ -138,41 +291,52 @@ impl RuntimeShared {
             Step::ReduceInit(r) => self.init_reduction(r),
             Step::ReduceBegin(r) => self.begin_reduction(r),
             Step::ReduceEnd(r) => self.end_reduction(r),
+            Step::Malloc(c) => self.malloc_temporary(c),
+            Step::Free(c) => self.free_temporary(c),
         }
     }
 
-    fn run_loop(&self, step: &LoopStep) -> Result<()> {
+    pub(crate) fn run_loop(&self, step: &LoopStep) -> Result<()> {
         let rec = &step.record;
-        let kernel = rec.sig.kernel.name();
-        // Reduction args accumulate in the Globals, this rank's partials, or scratch copies.
-        let reductions = rec.sig.reduction_args();
-        let carriers: Vec<Arc<Carrier>> = rec
-            .carriers
-            .iter()
-            .enumerate()
-            .map(
-                |(i, c)| match (&step.reductions, reductions.iter().position(|&r| r == i)) {
-                    (ReductionTarget::Partials(r), Some(k)) => r.partials[k].clone(),
-                    (ReductionTarget::Discard, Some(_)) => Carrier::detached(
-                        c,
-                        super::next_id(),
-                        "redundant elements' part, discarded",
-                        HostBuffer::zeroed(c.dtype(), c.dim()),
-                    ),
-                    _ => c.clone(),
-                },
-            )
-            .collect();
-        // Each carrier once: exclusively when some arg writes it, shared otherwise.
+        let carriers = step_carriers(step);
+        let seconds = self.run_prepared(
+            rec.sig.kernel.name(),
+            &rec.sig,
+            &rec.prepared,
+            &rec.set,
+            step.range.clone(),
+            &carriers,
+            &rec.maps,
+            &rec.consts,
+        )?;
+        self.backend.loop_done(&carriers);
+        self.loop_step_done(step, seconds);
+        Ok(())
+    }
+
+    /// Runs prepared code over `range` of `set` with the data of `carriers` (one per arg) and
+    /// `consts`, each locked once (exclusively when some arg writes it); returns the seconds the
+    /// code ran.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run_prepared(
+        &self,
+        kernel: &str,
+        sig: &LoopSignature,
+        prepared: &Arc<dyn PreparedLoop>,
+        set: &Set,
+        range: std::ops::Range<usize>,
+        carriers: &[Arc<Carrier>],
+        maps: &[Map],
+        consts: &[Arc<Carrier>],
+    ) -> Result<f64> {
         let writes = |id: u64| {
-            rec.sig
-                .args
+            sig.args
                 .iter()
-                .zip(&carriers)
+                .zip(carriers)
                 .any(|(a, c)| c.id == id && a.access.writes())
         };
-        let mut locked = Vec::with_capacity(carriers.len() + rec.consts.len());
-        for c in carriers.iter().chain(&rec.consts) {
+        let mut locked = Vec::with_capacity(carriers.len() + consts.len());
+        for c in carriers.iter().chain(consts) {
             if !locked.iter().any(|(id, _)| *id == c.id) {
                 locked.push((c.id, c.lock_for_loop(kernel, writes(c.id))?));
             }
@@ -185,28 +349,28 @@ impl RuntimeShared {
             guard.pointer()
         };
         let args: Vec<_> = carriers.iter().map(|c| pointer(c.id)).collect();
-        let consts: Vec<_> = rec
-            .consts
-            .iter()
-            .map(|c| pointer(c.id).cast_const())
-            .collect();
+        let const_ptrs: Vec<_> = consts.iter().map(|c| pointer(c.id).cast_const()).collect();
         let started = Instant::now();
-        rec.prepared.run(&LoopInvocation {
-            sig: &rec.sig,
-            set: &rec.set,
-            start: step.range.start,
-            end: step.range.end,
+        prepared.run(&LoopInvocation {
+            sig,
+            set,
+            start: range.start,
+            end: range.end,
             args: &args,
-            carriers: &carriers,
-            maps: &rec.maps,
-            consts: &consts,
+            carriers,
+            maps,
+            consts: &const_ptrs,
         })?;
-        let seconds = started.elapsed().as_secs_f64();
-        drop(locked);
-        self.backend.loop_done(&carriers);
+        Ok(started.elapsed().as_secs_f64())
+    }
+
+    /// Bookkeeping after a loop step ran for `seconds`: its timing row, the loop counted once
+    /// its last step ran, and, when checkpointing, the values it left in the Globals it writes.
+    pub(crate) fn loop_step_done(&self, step: &LoopStep, seconds: f64) {
+        let rec = &step.record;
         timing::record(
             &mut lock(&self.timings),
-            kernel,
+            rec.sig.kernel.name(),
             seconds,
             u64::from(step.first),
             if step.first { rec.bytes } else { 0 },
@@ -231,7 +395,6 @@ impl RuntimeShared {
                 }
             }
         }
-        Ok(())
     }
 
     /// Packs each Dat's sent rows per neighbour, for the halo sections the exchange brings up to
@@ -240,6 +403,7 @@ impl RuntimeShared {
     /// receive for those sections gets no message (it computes the same, and posts none).
     fn begin_exchange(&self, x: &Exchange) -> Result<()> {
         let mut pending = lock(&x.pending);
+        *lock(&x.posted) = Some(Instant::now());
         for (dat, sections) in &x.dats {
             let CarrierKind::Dat(set) = dat.kind() else {
                 continue;
@@ -294,6 +458,11 @@ impl RuntimeShared {
     /// as one range, where the valid copy is (a device backend copies just those rows to the
     /// device).
     fn end_exchange(&self, x: &Exchange) -> Result<()> {
+        if let Some(posted) = lock(&x.posted).take() {
+            let mut st = lock(&self.stats);
+            st.overlap_seconds += posted.elapsed().as_secs_f64();
+            st.receives += 1;
+        }
         let pending: Vec<_> = std::mem::take(&mut *lock(&x.pending));
         for ((dat, sections), p) in x.dats.iter().zip(pending) {
             let started = Instant::now();
@@ -428,36 +597,24 @@ impl RuntimeShared {
 
     pub(crate) fn flush(&self) -> Result<()> {
         let _order = lock(&self.exec);
-        let work = lock(&self.state).trace.take_all();
-        self.run_pending(work)
+        self.force(Wanted::All)
     }
 }
 
 impl CarrierOwner for RuntimeShared {
-    /// Runs the pending loops that must precede a host access to `carrier`, then the backend's hook.
+    /// Runs the pending work a host access to `carrier` depends on (and nothing else), then the
+    /// backend's hook.
     fn force_for_host(&self, carrier: &Carrier, write: bool) -> Result<()> {
         let _order = lock(&self.exec);
         self.checkpoint_host_access(carrier, write)?;
-        let work = {
-            let mut st = lock(&self.state);
-            if st.trace.is_empty() {
-                Vec::new()
-            } else if self.comm.size() > 1 {
-                // Across ranks everything pending runs: which steps an access needs depends on
-                // this rank's section sizes, so taking only those could run halo exchanges and
-                // reductions in a different order on different ranks (a deadlock), and a rank
-                // that goes on to a collective outside the trace (gathering results) must not
-                // leave messages its neighbours wait for unsent.
-                st.trace.take_all()
-            } else {
-                let uses = [DataUse {
-                    id: carrier.id,
-                    sections: section::ALL,
-                }];
-                st.trace.take_needed(&uses, if write { &uses } else { &[] })
-            }
-        };
-        self.run_pending(work)?;
+        let uses = [DataUse {
+            id: carrier.id,
+            sections: section::ALL,
+        }];
+        self.force(Wanted::Data {
+            reads: &uses,
+            writes: if write { &uses } else { &[] },
+        })?;
         self.backend.host_access(carrier, write)
     }
 

@@ -312,6 +312,16 @@ impl Runtime {
                 declared_bytes: 0,
             });
         }
+        let pooled = super::execute::lock(&self.shared.pool).held_bytes();
+        if pooled > 0 {
+            uses.push(MemoryUse {
+                kind: MemoryKind::Other,
+                name: "released temporaries, kept for reuse".into(),
+                host_bytes: pooled,
+                device_bytes: 0,
+                declared_bytes: 0,
+            });
+        }
         MemoryReport { uses }
     }
 }

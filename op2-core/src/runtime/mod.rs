@@ -7,15 +7,21 @@
 mod builder;
 mod checkpoint;
 mod execute;
+mod fusion;
+mod graph_view;
 mod memory;
+mod stats;
 mod steps;
+mod temporaries;
 mod timing;
 mod validate;
 
 pub use builder::RuntimeBuilder;
 pub use checkpoint::CheckpointStats;
 pub use execute::{LoopRecord, RuntimeShared};
+pub use graph_view::{GraphNode, LoopHandle, NodeKind, PendingGraph};
 pub use memory::{MemoryKind, MemoryReport, MemoryUse};
+pub use stats::LazyStats;
 pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 
 use crate::arg::Arg;
@@ -30,12 +36,13 @@ use crate::map::Map;
 use crate::registry::find_backend;
 use crate::set::{Set, SetHalo, SetSizes};
 use crate::signature::{ConstSig, LoopSignature};
-use crate::trace::Trace;
+use crate::trace::{Graph, Pending};
 use checkpoint::DeclaredAs;
 use execute::{State, lock};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use steps::{Recording, Step};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -117,7 +124,8 @@ impl Runtime {
                 backend,
                 comm,
                 state: Mutex::new(State {
-                    trace: Trace::default(),
+                    trace: Graph::default(),
+                    last_exchange: HashMap::new(),
                     prepared: HashMap::new(),
                     consts: Vec::new(),
                 }),
@@ -132,6 +140,9 @@ impl Runtime {
                     .map(|_| Mutex::new(checkpoint::History::default())),
                 checkpoint,
                 declared: Mutex::new(memory::Declared::default()),
+                stats: Mutex::new(LazyStats::default()),
+                pool: Mutex::new(temporaries::Pool::default()),
+                fusions: Mutex::new(fusion::Fusions::default()),
             }),
         })
     }
@@ -152,7 +163,7 @@ impl Runtime {
         let mut loops: Vec<*const LoopRecord> = st
             .trace
             .iter()
-            .filter_map(|p| p.work.loop_record().map(Arc::as_ptr))
+            .filter_map(|(_, p)| p.work.loop_record().map(Arc::as_ptr))
             .collect();
         loops.sort_unstable();
         loops.dedup();
@@ -228,6 +239,40 @@ impl Runtime {
     /// Runs every pending loop, in order.
     pub fn flush(&self) -> Result<()> {
         self.shared.flush()
+    }
+
+    /// What the lazy graph has done so far: nodes recorded and run, forcings, and what each
+    /// optimisation saved.
+    pub fn lazy_stats(&self) -> LazyStats {
+        lock(&self.shared.stats).clone()
+    }
+
+    /// The pending graph as it is now (nothing is forced): its nodes, labelled as seed 002's
+    /// figures label them, and its edges with those implied by others left out.
+    /// [`PendingGraph::to_dot`] writes it for Graphviz.
+    pub fn pending_graph(&self) -> PendingGraph {
+        graph_view::view(&lock(&self.shared.state).trace)
+    }
+
+    /// Records steps in the graph (in order), noting the exchanges among them; returns their
+    /// node numbers.
+    pub(crate) fn push_steps(&self, steps: Vec<Pending<Step>>) -> Vec<u64> {
+        let mut st = lock(&self.shared.state);
+        let mut ids = Vec::with_capacity(steps.len());
+        for p in steps {
+            let exchanged: Vec<u64> = match &p.work {
+                Step::HaloEnd(x) => x.dats.iter().map(|(c, _)| c.id).collect(),
+                _ => Vec::new(),
+            };
+            let id = st.trace.push(p);
+            for c in exchanged {
+                st.last_exchange.insert(c, id);
+            }
+            ids.push(id);
+        }
+        drop(st);
+        lock(&self.shared.stats).nodes_recorded += ids.len() as u64;
+        ids
     }
 
     /// What checkpointing has done so far (`None` when it is off): checkpoints taken, the bytes
@@ -470,13 +515,13 @@ impl Runtime {
 
     /// Records `kernel` over `set` with `args` (one per kernel parameter). Validates everything and
     /// compiles the loop's code now (so mistakes surface here); runs it when its results are needed,
-    /// or at once when the runtime is eager.
+    /// or at once when the runtime is eager. The handle says whether the loop is still pending.
     pub fn par_loop(
         &self,
         kernel: &Kernel,
         set: &Set,
         args: impl IntoIterator<Item = Arg>,
-    ) -> Result<()> {
+    ) -> Result<LoopHandle> {
         let args: Vec<Arg> = args.into_iter().collect();
         self.own("set", set.name(), set.runtime_id())?;
         let asks_exec = args.iter().any(|a| a.exec_halo);
@@ -486,6 +531,7 @@ impl Runtime {
         for (i, arg) in args.iter().enumerate() {
             let (sig, carrier) =
                 validate::check_arg(self.shared.id, kernel, set, i, arg, &mut maps)?;
+            carrier.check_not_released(&format!("loop `{}`", kernel.name()))?;
             sigs.push(sig);
             carriers.push(carrier);
         }
@@ -537,7 +583,9 @@ impl Runtime {
             &maps,
         )? {
             checkpoint::LoopFate::Run(n) => n,
-            checkpoint::LoopFate::Replayed => return Ok(()),
+            checkpoint::LoopFate::Replayed => {
+                return Ok(LoopHandle::new(&self.shared, kernel.name(), Vec::new()));
+            }
         };
 
         let exec = sig.has_indirect_writes() || asks_exec;
@@ -555,15 +603,27 @@ impl Runtime {
             ordinal,
         });
         self.shared.recorded.fetch_add(1, Ordering::Relaxed);
-        let mut st = lock(&self.shared.state);
-        for step in steps::loop_steps(&record, &*self.shared.comm, next_id) {
-            st.trace.push(step);
-        }
-        drop(st);
+        let steps = {
+            let st = lock(&self.shared.state);
+            let exchange_pending = |c: u64| {
+                st.last_exchange
+                    .get(&c)
+                    .is_some_and(|n| st.trace.get(*n).is_some())
+            };
+            let rec = Recording {
+                comm: &*self.shared.comm,
+                opts: self.shared.config.lazy_opts,
+                exchange_pending: &exchange_pending,
+                stats: &self.shared.stats,
+            };
+            steps::loop_steps(&record, &rec, next_id)
+        };
+        let nodes = self.push_steps(steps);
+        let handle = LoopHandle::new(&self.shared, kernel.name(), nodes);
         if !self.shared.config.lazy {
             self.flush()?;
         }
-        Ok(())
+        Ok(handle)
     }
 
     fn prepare(&self, probe: LoopSignature) -> Result<(Arc<LoopSignature>, Arc<dyn PreparedLoop>)> {

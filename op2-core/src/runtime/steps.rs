@@ -2,23 +2,28 @@
 //! exchanges of the stale halo sections of the Dats the loop reads through maps (or directly in
 //! the exec halo); run the core elements; finish the exchanges; run the owned elements; start the
 //! reductions; run the exec halo (elements computed redundantly, for loops that write through
-//! maps); finish the reductions; mark the sections the loop left stale. A step with nothing to do is not recorded: one
-//! process with no halos records one loop step over the owned elements (and one over the exec
-//! halo where a set has one). Each step states the data sections it reads and writes, so the lazy
-//! trace orders and forces steps like loops.
+//! maps); finish the reductions; mark the sections the loop left stale. One process with no
+//! halos records one loop step over the owned elements (and one over the exec halo where a set
+//! has one). Across ranks the steps depend only on what every rank knows alike (the loop, the
+//! halo staleness of its Dats), never on how many elements a section has, so every rank records
+//! the same graph. Each step states the data sections it reads and writes: the graph's edges.
 
 use super::LoopRecord;
+use super::stats::LazyStats;
 use crate::access::Access;
 use crate::carrier::{Carrier, CarrierKind, HALO_BOTH};
 use crate::comm::{Communicator, PendingExchange};
+use crate::config::LazyOptions;
 use crate::set::SetSizes;
 use crate::signature::ArgKind;
 use crate::trace::{DataUse, Pending, section};
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// One step of the trace.
+#[derive(Clone)]
 pub(crate) enum Step {
     /// Run a loop over a range of its iteration set.
     Loop(LoopStep),
@@ -33,6 +38,10 @@ pub(crate) enum Step {
     ReduceBegin(Arc<Reduction>),
     /// Finish combining and fold the result into the Globals.
     ReduceEnd(Arc<Reduction>),
+    /// Give a temporary Dat its memory (from the pool of released temporaries when one fits).
+    Malloc(Arc<Carrier>),
+    /// Give a released temporary's memory back to the pool.
+    Free(Arc<Carrier>),
 }
 
 impl Step {
@@ -42,6 +51,53 @@ impl Step {
             Step::Loop(l) => Some(&l.record),
             _ => None,
         }
+    }
+
+    /// The node's label in the pending graph, as seed 002's figures write them:
+    /// `assemble1[core]`, `HaloSend(phi)`.
+    pub(crate) fn label(&self) -> String {
+        let dat = |x: &Exchange| x.dats.first().map_or("", |(c, _)| c.name()).to_string();
+        let globals = |r: &Reduction| {
+            r.globals
+                .iter()
+                .map(|(_, g, _)| g.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        match self {
+            Step::Loop(l) => {
+                let names: Vec<&str> = l.fused.iter().map(|r| r.sig.kernel.name()).collect();
+                let kernel = if names.is_empty() {
+                    l.record.sig.kernel.name().to_string()
+                } else {
+                    format!("fused({})", names.join("+"))
+                };
+                format!("{kernel}[{}]", l.part)
+            }
+            Step::HaloBegin(x) => format!("HaloSend({})", dat(x)),
+            Step::HaloEnd(x) => format!("HaloRecv({})", dat(x)),
+            Step::ReduceInit(r) => format!("ReductionInit({})", globals(r)),
+            Step::ReduceBegin(r) => format!("ReductionBegin({})", globals(r)),
+            Step::ReduceEnd(r) => format!("ReductionEnd({})", globals(r)),
+            Step::Malloc(c) => format!("malloc({})", c.name()),
+            Step::Free(c) => format!("free({})", c.name()),
+        }
+    }
+
+    /// Where the scheduler puts the step among those ready: sends and reductions started first
+    /// (0), then computation (1), then waits for messages (2), as seed 002 schedules them.
+    pub(crate) fn rank(&self) -> u8 {
+        match self {
+            Step::HaloBegin(_) | Step::ReduceBegin(_) => 0,
+            Step::HaloEnd(_) | Step::ReduceEnd(_) => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether the step starts communication: such steps run in program order on every rank,
+    /// whatever each forces, so that messages and collectives match up.
+    pub(crate) fn communicates(&self) -> bool {
+        matches!(self, Step::HaloBegin(_) | Step::ReduceBegin(_))
     }
 }
 
@@ -57,9 +113,15 @@ pub(crate) enum ReductionTarget {
 }
 
 /// A loop over a range of its iteration set.
+#[derive(Clone)]
 pub(crate) struct LoopStep {
     pub(crate) record: Arc<LoopRecord>,
     pub(crate) range: Range<usize>,
+    /// Which part of the set the range is, for labels: `core`, `owned`, `core,owned`, `exec`.
+    pub(crate) part: &'static str,
+    /// When loops were fused into this step: each of them, in order (`record` is then the
+    /// fused loop).
+    pub(crate) fused: Vec<Arc<LoopRecord>>,
     pub(crate) reductions: ReductionTarget,
     /// The loop's first step (its call is counted once, its bytes once).
     pub(crate) first: bool,
@@ -75,6 +137,8 @@ pub(crate) struct Exchange {
     pub(crate) dats: Vec<(Arc<Carrier>, u8)>,
     /// The messages in flight, one exchange per Dat, between begin and end.
     pub(crate) pending: Mutex<Vec<Box<dyn PendingExchange>>>,
+    /// When the sends were posted (the overlap lasts until the receive is needed).
+    pub(crate) posted: Mutex<Option<Instant>>,
 }
 
 /// The cross-rank reductions of one loop.
@@ -109,22 +173,37 @@ fn sections_of(sizes: SetSizes, range: &Range<usize>) -> u8 {
         .fold(0, |acc, (_, _, bit)| acc | bit)
 }
 
+/// What recording a loop needs to know beyond the loop: the ranks, which optimisations run,
+/// and about earlier exchanges.
+pub(crate) struct Recording<'a> {
+    /// The ranks the runtime runs with.
+    pub(crate) comm: &'a dyn Communicator,
+    /// The graph optimisations in force.
+    pub(crate) opts: LazyOptions,
+    /// Whether the exchange that last brought a Dat's halo (by carrier id) up to date is still
+    /// pending.
+    pub(crate) exchange_pending: &'a dyn Fn(u64) -> bool,
+    /// Where skipped exchanges are counted.
+    pub(crate) stats: &'a Mutex<LazyStats>,
+}
+
 /// Records `record` as steps: returns them in program order, with what each reads and writes.
-/// `new_id` numbers the runtime's own carriers (reduction partials).
+/// `new_id` numbers the runtime's own carriers (reduction partials) and pseudo-resources.
 pub(crate) fn loop_steps(
     record: &Arc<LoopRecord>,
-    comm: &dyn Communicator,
+    rec: &Recording<'_>,
     mut new_id: impl FnMut() -> u64,
 ) -> Vec<Pending<Step>> {
     let sig = &record.sig;
     let set = &record.set;
     let sizes = set.sizes();
     let exec = record.exec;
-    let distributed = comm.size() > 1;
+    let distributed = rec.comm.size() > 1;
 
     // Dats whose halo rows the loop reads, and which sections: through maps (not only
     // incremented or written) both, directly in the exec halo the exec section. Exchanged when
-    // their set has neighbours, for the sections out of date.
+    // their set has neighbours: every section the loop reads, less those the optimisations
+    // know are up to date.
     let mut exchanged: Vec<(Arc<Carrier>, u8)> = Vec::new();
     if distributed {
         for (a, c) in sig.args.iter().zip(&record.carriers) {
@@ -140,13 +219,44 @@ pub(crate) fn loop_steps(
                 ArgKind::Direct if exec && a.access.reads() => section::EXEC_HALO,
                 _ => 0,
             };
+            if reads == 0 || dset.halo().is_none() {
+                continue;
+            }
+            let already = exchanged
+                .iter()
+                .find(|(d, _)| d.id == c.id)
+                .map_or(0, |(_, s)| *s);
             let stale = reads & c.halo_stale.load(Ordering::Relaxed);
-            if stale == 0 || dset.halo().is_none() {
+            let fresh = reads & !stale & !already;
+            let mut wanted = stale;
+            if fresh != 0 {
+                // Up to date already: by an exchange still pending (successive exchanges), or
+                // since one that ran (early skip).
+                let successive = (rec.exchange_pending)(c.id);
+                let skip = if successive {
+                    rec.opts.successive_halo
+                } else {
+                    rec.opts.early_halo
+                };
+                if skip {
+                    let mut st = rec.stats.lock().unwrap_or_else(|e| e.into_inner());
+                    let bytes = halo_send_bytes(c, fresh);
+                    if successive {
+                        st.successive_exchanges_removed += 1;
+                    } else {
+                        st.early_exchanges_removed += 1;
+                    }
+                    st.exchange_bytes_saved += bytes;
+                } else {
+                    wanted |= fresh;
+                }
+            }
+            if wanted == 0 {
                 continue;
             }
             match exchanged.iter_mut().find(|(d, _)| d.id == c.id) {
-                Some((_, sections)) => *sections |= stale,
-                None => exchanged.push((c.clone(), stale)),
+                Some((_, sections)) => *sections |= wanted,
+                None => exchanged.push((c.clone(), wanted)),
             }
         }
     }
@@ -197,13 +307,19 @@ pub(crate) fn loop_steps(
     });
 
     let mut steps: Vec<Pending<Step>> = Vec::new();
-    let exchange = (!exchanged.is_empty()).then(|| {
-        Arc::new(Exchange {
-            kernel: sig.kernel.name().to_string(),
-            dats: exchanged,
-            pending: Mutex::new(Vec::new()),
+    // One exchange per Dat, as seed 002 draws them: each Dat's send and receive are nodes of
+    // their own.
+    let exchanges: Vec<Arc<Exchange>> = exchanged
+        .into_iter()
+        .map(|d| {
+            Arc::new(Exchange {
+                kernel: sig.kernel.name().to_string(),
+                dats: vec![d],
+                pending: Mutex::new(Vec::new()),
+                posted: Mutex::new(None),
+            })
         })
-    });
+        .collect();
     let dat_uses = |dats: &[Arc<Carrier>], sections: u8| -> Vec<DataUse> {
         dats.iter()
             .map(|c| DataUse { id: c.id, sections })
@@ -242,7 +358,7 @@ pub(crate) fn loop_steps(
             })
             .collect()
     };
-    if let Some(x) = &exchange {
+    for x in &exchanges {
         steps.push(Pending {
             work: Step::HaloBegin(x.clone()),
             reads: exchange_uses(x, false),
@@ -261,22 +377,29 @@ pub(crate) fn loop_steps(
         None => ReductionTarget::Globals,
     };
     let owned_end = set.size();
-    let mut ranges: Vec<(Range<usize>, ReductionTarget)> = Vec::new();
-    match &exchange {
+    let mut ranges: Vec<(Range<usize>, ReductionTarget, &'static str)> = Vec::new();
+    if exchanges.is_empty() {
+        ranges.push((0..owned_end, target.clone(), "core,owned"));
+    } else {
         // Core elements touch no halo: they run while the messages travel.
-        Some(_) => {
-            ranges.push((0..sizes.core, target.clone()));
-            ranges.push((sizes.core..owned_end, target.clone()));
-        }
-        None => ranges.push((0..owned_end, target.clone())),
+        ranges.push((0..sizes.core, target.clone(), "core"));
+        ranges.push((sizes.core..owned_end, target.clone(), "owned"));
     }
-    if exec && set.exec_size() > owned_end {
-        ranges.push((owned_end..set.exec_size(), ReductionTarget::Discard));
+    // Across ranks the exec step is recorded whether or not this rank's exec halo is empty:
+    // the graph must not depend on section sizes.
+    if exec && (distributed || set.exec_size() > owned_end) {
+        ranges.push((owned_end..set.exec_size(), ReductionTarget::Discard, "exec"));
     }
+    // Every step of the loop writes this: they run in order (the core part before the owned
+    // part, as the seed draws them; a loop's timing and count stay whole).
+    let chain = DataUse {
+        id: new_id(),
+        sections: section::CORE,
+    };
     let n_ranges = ranges.len();
-    for (k, (range, reductions)) in ranges.into_iter().enumerate() {
+    for (k, (range, reductions, part)) in ranges.into_iter().enumerate() {
         if k == 1 {
-            if let Some(x) = &exchange {
+            for x in &exchanges {
                 steps.push(Pending {
                     work: Step::HaloEnd(x.clone()),
                     reads: net(x),
@@ -294,11 +417,14 @@ pub(crate) fn loop_steps(
                 });
             }
         }
-        let (reads, writes) = range_uses(record, &range, sizes, &reductions);
+        let (reads, mut writes) = range_uses(record, &range, sizes, &reductions, part == "core");
+        writes.push(chain);
         steps.push(Pending {
             work: Step::Loop(LoopStep {
                 record: record.clone(),
                 range,
+                part,
+                fused: Vec::new(),
                 reductions,
                 first: k == 0,
                 last: k + 1 == n_ranges,
@@ -326,6 +452,21 @@ pub(crate) fn loop_steps(
     steps
 }
 
+/// The bytes an exchange of `sections` of Dat `c` sends from this rank (what skipping it saves).
+fn halo_send_bytes(c: &Carrier, sections: u8) -> u64 {
+    let CarrierKind::Dat(set) = c.kind() else {
+        return 0;
+    };
+    let Some(halo) = set.halo() else {
+        return 0;
+    };
+    let row = (c.dim() * c.dtype().size()) as u64;
+    halo.neighbours
+        .iter()
+        .map(|n| n.send_for(sections).len() as u64 * row)
+        .sum()
+}
+
 /// What a loop step over `range` reads and writes: direct Dats in the range's sections, data
 /// reached through maps anywhere, reductions in the Globals or the partials they accumulate in.
 fn range_uses(
@@ -333,6 +474,7 @@ fn range_uses(
     range: &Range<usize>,
     sizes: SetSizes,
     reductions: &ReductionTarget,
+    core_only: bool,
 ) -> (Vec<DataUse>, Vec<DataUse>) {
     let mut reads = Vec::with_capacity(record.carriers.len() + record.consts.len());
     let mut writes = Vec::new();
@@ -351,10 +493,13 @@ fn range_uses(
             ReductionTarget::Discard if reduction_args.contains(&i) => continue,
             _ => c.id,
         };
-        let sections = if a.kind == ArgKind::Direct {
-            iterated
-        } else {
-            section::ALL
+        let sections = match a.kind {
+            ArgKind::Direct => iterated,
+            // Core elements reach only core and owned elements through maps (what makes them
+            // core); the rest reach the halos too.
+            _ if core_only => section::CORE | section::OWNED,
+            _ if matches!(c.kind(), CarrierKind::Dat(_)) => section::DATA,
+            _ => section::ALL,
         };
         let u = DataUse { id, sections };
         if a.access.reads() {

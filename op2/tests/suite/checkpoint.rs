@@ -84,25 +84,29 @@ impl Program {
     fn run(&self, rt: &Runtime, op: usize, seen: &mut Vec<f64>) -> op2::Result<()> {
         let k = &self.k[op];
         match op {
-            0 => rt.par_loop(
-                k,
-                &self.edges,
-                [
-                    self.u.arg_via(&self.e2n, 0, READ),
-                    self.u.arg_via(&self.e2n, 1, READ),
-                    self.w.arg(READ),
-                    self.flux.arg(WRITE),
-                ],
-            ),
-            1 => rt.par_loop(
-                k,
-                &self.edges,
-                [
-                    self.flux.arg(READ),
-                    self.v.arg_via(&self.e2n, 0, INC),
-                    self.v.arg_via(&self.e2n, 1, INC),
-                ],
-            ),
+            0 => rt
+                .par_loop(
+                    k,
+                    &self.edges,
+                    [
+                        self.u.arg_via(&self.e2n, 0, READ),
+                        self.u.arg_via(&self.e2n, 1, READ),
+                        self.w.arg(READ),
+                        self.flux.arg(WRITE),
+                    ],
+                )
+                .map(drop),
+            1 => rt
+                .par_loop(
+                    k,
+                    &self.edges,
+                    [
+                        self.flux.arg(READ),
+                        self.v.arg_via(&self.e2n, 0, INC),
+                        self.v.arg_via(&self.e2n, 1, INC),
+                    ],
+                )
+                .map(drop),
             2 => {
                 self.sum.set_value(&[0.0])?;
                 rt.par_loop(
@@ -113,15 +117,17 @@ impl Program {
                 seen.push(self.sum.value()?[0]);
                 Ok(())
             }
-            3 => rt.par_loop(k, &self.nodes, [self.v.arg(WRITE)]),
-            4 => rt.par_loop(
-                k,
-                &self.edges,
-                [
-                    self.flux.arg(READ),
-                    self.scratch.arg_via(&self.e2n, 0, WRITE),
-                ],
-            ),
+            3 => rt.par_loop(k, &self.nodes, [self.v.arg(WRITE)]).map(drop),
+            4 => rt
+                .par_loop(
+                    k,
+                    &self.edges,
+                    [
+                        self.flux.arg(READ),
+                        self.scratch.arg_via(&self.e2n, 0, WRITE),
+                    ],
+                )
+                .map(drop),
             _ => {
                 rt.par_loop(
                     k,

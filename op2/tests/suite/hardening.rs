@@ -679,7 +679,7 @@ fn a_global_of_huge_dim_reduces_or_is_refused_never_a_crash() {
         "void hist(const int *b, double *h) { h[*b] += 1.0; }",
     );
     match rt.par_loop(&k, &s, [x.arg(READ), h.arg(INC)]) {
-        Ok(()) => {
+        Ok(_) => {
             let got = h.value().unwrap();
             let mut want = vec![0.0f64; bins];
             for &b in &idx {
@@ -772,7 +772,7 @@ fn indirect_reads_of_huge_rows_sum_correctly() {
                 out.arg(WRITE),
             ],
         )
-        .and_then(|()| out.to_vec());
+        .and_then(|_| out.to_vec());
     if let Err(Op2Error::DeviceLimit {
         resource, needed, ..
     }) = &got

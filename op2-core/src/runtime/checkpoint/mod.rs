@@ -765,8 +765,7 @@ impl RuntimeShared {
             let written = ck.reap_writer(false);
             agree(&*self.comm, &ck.config.path, written)?;
             // The backup point: everything recorded so far runs first.
-            let work = lock(&self.state).trace.take_all();
-            let ran = self.run_pending(work);
+            let ran = self.force(super::execute::Wanted::All);
             agree(&*self.comm, &ck.config.path, ran)?;
             self.start_checkpoint(ck, index)?;
         } else if ranks == 1 {

@@ -705,7 +705,7 @@ fn a_global_too_large_for_a_devices_private_memory() {
             .unwrap();
     let k = kernel("fill", "void fill(double *g) { g[299999] += 1.0; }");
     match m.rt.par_loop(&k, &m.edges, [big.arg(INC)]) {
-        Ok(()) => assert_eq!(big.value().unwrap()[299_999], 3.0),
+        Ok(_) => assert_eq!(big.value().unwrap()[299_999], 3.0),
         Err(e) => assert!(
             matches!(e, Op2Error::DeviceLimit { .. }),
             "wrong error: {e:?}"

@@ -1,0 +1,396 @@
+//! Loop fusion (seed 002's soft fusion): direct loops over the same part of the same set, forced
+//! together, run as one generated loop whose kernel calls theirs in order for each element.
+//! Siblings (independent loops, such as zeroings of temporaries) and chains (a loop that reads
+//! what the one before it wrote) fuse alike: every arg reaches only the element's own row, so
+//! running the kernels element by element gives what running the loops one after another does.
+//! The fused kernel is written once per combination and compiled through the backend like any
+//! kernel; a combination that does not compile (two kernels' helpers clash) runs unfused.
+
+use super::LoopRecord;
+use super::execute::{RuntimeShared, State, lock};
+use super::steps::{LoopStep, ReductionTarget, Step};
+use crate::access::Access;
+use crate::backend::PreparedLoop;
+use crate::carrier::{Carrier, CarrierKind};
+use crate::error::Result;
+use crate::kernel::Kernel;
+use crate::signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// How many loops one fused node runs at most.
+const MAX_MEMBERS: usize = 8;
+
+/// The args of loops run as one: each distinct piece of data once, with its merged access.
+pub(crate) struct Unified {
+    /// The data of each fused arg (the loops' own carriers).
+    pub(crate) carriers: Vec<Arc<Carrier>>,
+    /// Each fused arg's signature.
+    pub(crate) sigs: Vec<ArgSig>,
+    /// Per loop, per arg of its own: the fused arg it is.
+    pub(crate) per_member: Vec<Vec<usize>>,
+}
+
+/// Whether a loop can be part of a fused one: every arg reaches only the element's own row.
+pub(crate) fn fusable(rec: &LoopRecord) -> bool {
+    rec.maps.is_empty()
+        && rec
+            .sig
+            .args
+            .iter()
+            .all(|a| matches!(a.kind, ArgKind::Direct | ArgKind::Global))
+}
+
+/// The fused args of `members` (in order), or `None` when they cannot run as one: a Global one
+/// of them reduces appears in another, or two different kernels share a name.
+pub(crate) fn unify(members: &[&LoopRecord]) -> Option<Unified> {
+    let mut u = Unified {
+        carriers: Vec::new(),
+        sigs: Vec::new(),
+        per_member: Vec::new(),
+    };
+    let mut first_access: Vec<Access> = Vec::new();
+    let mut reduced_by: HashMap<u64, usize> = HashMap::new();
+    let mut kernels: HashMap<&str, &Kernel> = HashMap::new();
+    for (m, rec) in members.iter().enumerate() {
+        let k = &rec.sig.kernel;
+        match kernels.get(k.name()) {
+            Some(other) if other.id() != k.id() && other.source() != k.source() => return None,
+            _ => {
+                kernels.insert(k.name(), k);
+            }
+        }
+        let mut mine = Vec::with_capacity(rec.sig.args.len());
+        for (a, c) in rec.sig.args.iter().zip(&rec.carriers) {
+            let is_global = a.kind == ArgKind::Global;
+            if is_global {
+                if let Some(&owner) = reduced_by.get(&c.id) {
+                    if owner != m {
+                        return None;
+                    }
+                }
+                if a.access.is_reduction() {
+                    // A Global reduced here must not appear in an earlier loop either.
+                    let seen_before = u
+                        .per_member
+                        .iter()
+                        .flatten()
+                        .any(|&i| u.carriers[i].id == c.id);
+                    if seen_before {
+                        return None;
+                    }
+                    reduced_by.insert(c.id, m);
+                }
+            }
+            let found = u
+                .carriers
+                .iter()
+                .zip(&u.sigs)
+                .position(|(d, s)| d.id == c.id && (s.kind == ArgKind::Global) == is_global);
+            let i = match found {
+                Some(i) => {
+                    let s = &mut u.sigs[i];
+                    if s.dim != a.dim || s.dtype != a.dtype {
+                        return None;
+                    }
+                    s.access = merge(first_access[i], s.access, a.access, is_global)?;
+                    i
+                }
+                None => {
+                    u.carriers.push(c.clone());
+                    u.sigs.push(*a);
+                    first_access.push(a.access);
+                    u.carriers.len() - 1
+                }
+            };
+            mine.push(i);
+        }
+        u.per_member.push(mine);
+    }
+    Some(u)
+}
+
+/// The access of a fused arg used by several loops: read only if every loop only reads it; a
+/// first full write stays a write (later loops see what it wrote); anything else reads and
+/// writes. A Global is read by all or reduced by one.
+fn merge(first: Access, so_far: Access, next: Access, global: bool) -> Option<Access> {
+    if global {
+        return (so_far == next && next == Access::Read).then_some(Access::Read);
+    }
+    Some(match (so_far, next) {
+        (Access::Read, Access::Read) => Access::Read,
+        _ if first == Access::Write => Access::Write,
+        _ => Access::Rw,
+    })
+}
+
+/// Compiled code of a fused loop.
+pub(crate) struct FusedCode {
+    pub(crate) sig: Arc<LoopSignature>,
+    pub(crate) prepared: Arc<dyn PreparedLoop>,
+}
+
+/// What decides a fused loop's code: the kernels, how their args map onto the fused ones, the
+/// fused args' signatures, and the Consts.
+#[derive(PartialEq, Eq, Hash)]
+struct FusionKey {
+    kernels: Vec<u64>,
+    per_member: Vec<Vec<usize>>,
+    sigs: Vec<ArgSig>,
+    consts: Vec<u64>,
+}
+
+/// Fused code by combination (`None`: it did not compile; such loops run unfused).
+#[derive(Default)]
+pub(crate) struct Fusions {
+    codes: HashMap<FusionKey, Option<Arc<FusedCode>>>,
+    next: u64,
+}
+
+/// The C source of the fused kernel `name`: each distinct kernel once, under a name of the
+/// generated code's own (so it cannot clash with the names around it), then `name` calling them
+/// in order with the fused args.
+fn fused_source(name: &str, members: &[&LoopRecord], u: &Unified) -> String {
+    let mut s = String::new();
+    let mut defined: HashSet<&str> = HashSet::new();
+    for rec in members {
+        let k = &rec.sig.kernel;
+        if defined.insert(k.name()) {
+            let _ = writeln!(s, "#define {0} op2_fused_part_{0}", k.name());
+            if let Some(params) = k.params() {
+                let list: Vec<&str> = params.iter().map(|p| p.text.as_str()).collect();
+                let list = if list.is_empty() {
+                    "void".to_string()
+                } else {
+                    list.join(", ")
+                };
+                let _ = writeln!(s, "static inline void {}({list});", k.name());
+            }
+            s.push_str(k.source());
+            s.push('\n');
+        }
+    }
+    let params: Vec<String> = u
+        .sigs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("{} *op2_a{i}", a.dtype.c_name()))
+        .collect();
+    let _ = writeln!(s, "void {name}({}) {{", params.join(", "));
+    for (rec, mine) in members.iter().zip(&u.per_member) {
+        let args: Vec<String> = mine.iter().map(|i| format!("op2_a{i}")).collect();
+        let _ = writeln!(s, "  {}({});", rec.sig.kernel.name(), args.join(", "));
+    }
+    s.push_str("}\n");
+    for name in defined {
+        let _ = writeln!(s, "#undef {name}");
+    }
+    s
+}
+
+impl RuntimeShared {
+    /// Whether node `c` can join `group` (nodes of `st`'s graph) in one fused loop.
+    pub(crate) fn can_fuse(&self, st: &State, group: &[u64], c: u64) -> bool {
+        if group.len() >= MAX_MEMBERS {
+            return false;
+        }
+        let step = |n: u64| match st.trace.get(n).map(|x| &x.work) {
+            Some(Step::Loop(l)) if l.fused.is_empty() && fusable(&l.record) => Some(l),
+            _ => None,
+        };
+        let (Some(first), Some(cand)) = (step(group[0]), step(c)) else {
+            return false;
+        };
+        let same_target = matches!(
+            (&first.reductions, &cand.reductions),
+            (ReductionTarget::Globals, ReductionTarget::Globals)
+                | (ReductionTarget::Partials(_), ReductionTarget::Partials(_))
+                | (ReductionTarget::Discard, ReductionTarget::Discard)
+        );
+        if first.record.set.id() != cand.record.set.id()
+            || first.range != cand.range
+            || first.part != cand.part
+            || !same_target
+            || first.range.is_empty()
+        {
+            return false;
+        }
+        let opts = self.config.lazy_opts;
+        let chained = st.trace.preds(c).any(|p| group.contains(&p));
+        if !(if chained {
+            opts.chain_fusion
+        } else {
+            opts.sibling_fusion
+        }) {
+            return false;
+        }
+        let mut members: Vec<&LoopRecord> = group
+            .iter()
+            .filter_map(|n| step(*n).map(|l| &*l.record))
+            .collect();
+        members.push(&cand.record);
+        unify(&members).is_some()
+    }
+
+    /// Whether a group of fused loop steps can run as one now: its code compiles and none of its
+    /// data is borrowed on the host (then each loop runs on its own, and only those that need
+    /// the borrowed data fail).
+    pub(crate) fn fused_runnable(&self, group: &[(u64, Step)]) -> bool {
+        let steps: Vec<&LoopStep> = group
+            .iter()
+            .filter_map(|(_, s)| match s {
+                Step::Loop(l) => Some(l),
+                _ => None,
+            })
+            .collect();
+        if steps.len() != group.len() {
+            return false;
+        }
+        let members: Vec<&LoopRecord> = steps.iter().map(|s| &*s.record).collect();
+        let Some(u) = unify(&members) else {
+            return false;
+        };
+        let free = u
+            .carriers
+            .iter()
+            .chain(members.iter().flat_map(|r| &r.consts))
+            .all(|c| c.lock_for_loop("fused loops", true).is_ok());
+        free && self
+            .fused_code(&members, &u, &member_consts(&members))
+            .is_some()
+    }
+
+    /// Runs loop steps (over the same range of the same set) as one fused loop; when their fused
+    /// code does not compile, one after another.
+    pub(crate) fn run_fused(&self, steps: &[LoopStep]) -> Result<()> {
+        let members: Vec<&LoopRecord> = steps.iter().map(|s| &*s.record).collect();
+        let Some(u) = unify(&members) else {
+            return steps.iter().try_for_each(|s| self.run_loop(s));
+        };
+        let consts = member_consts(&members);
+        let Some(code) = self.fused_code(&members, &u, &consts) else {
+            return steps.iter().try_for_each(|s| self.run_loop(s));
+        };
+        // Each fused arg's data as this run sees it (a reduction's partials across ranks).
+        let mut carriers = u.carriers.clone();
+        for (step, mine) in steps.iter().zip(&u.per_member) {
+            let own = super::execute::step_carriers(step);
+            for (k, &i) in mine.iter().enumerate() {
+                if own[k].id != step.record.carriers[k].id {
+                    carriers[i] = own[k].clone();
+                }
+            }
+        }
+        let first = &steps[0];
+        let seconds = self.run_prepared(
+            "fused loops",
+            &code.sig,
+            &code.prepared,
+            &first.record.set,
+            first.range.clone(),
+            &carriers,
+            &[],
+            &consts,
+        )?;
+        self.backend.loop_done(&carriers);
+        // Time is shared among the loops by the bytes each would move on its own.
+        let total: u64 = members.iter().map(|r| r.bytes.max(1)).sum();
+        for step in steps {
+            let share = step.record.bytes.max(1) as f64 / total as f64;
+            self.loop_step_done(step, seconds * share);
+        }
+        let mut st = lock(&self.stats);
+        let own_bytes: u64 = members.iter().map(|r| r.bytes).sum();
+        st.fusion_bytes_saved += own_bytes.saturating_sub(fused_bytes(&u, first));
+        Ok(())
+    }
+
+    /// The compiled fused loop for `members`, written and compiled the first time.
+    fn fused_code(
+        &self,
+        members: &[&LoopRecord],
+        u: &Unified,
+        consts: &[Arc<Carrier>],
+    ) -> Option<Arc<FusedCode>> {
+        let key = FusionKey {
+            kernels: members.iter().map(|r| r.sig.kernel.id()).collect(),
+            per_member: u.per_member.clone(),
+            sigs: u.sigs.clone(),
+            consts: consts.iter().map(|c| c.id).collect(),
+        };
+        let mut f = lock(&self.fusions);
+        if let Some(code) = f.codes.get(&key) {
+            return code.clone();
+        }
+        f.next += 1;
+        let name = format!("op2_fused_{}", f.next);
+        drop(f);
+        let kernel = Kernel::fused(
+            &name,
+            fused_source(&name, members, u),
+            members.iter().map(|r| r.sig.kernel.clone()).collect(),
+        );
+        let ids: Vec<u64> = u.carriers.iter().map(|c| c.id).collect();
+        let sig = LoopSignature {
+            kernel,
+            args: u.sigs.clone(),
+            consts: consts
+                .iter()
+                .map(|c| ConstSig {
+                    name: c.name.clone(),
+                    dtype: c.dtype(),
+                    dim: c.dim,
+                })
+                .collect(),
+            n_maps: 0,
+            data: LoopSignature::data_classes(&ids),
+        };
+        let code = match self.backend.prepare(&sig) {
+            Ok(prepared) => Some(Arc::new(FusedCode {
+                sig: Arc::new(sig),
+                prepared,
+            })),
+            Err(e) => {
+                if std::env::var_os("OP2_DEBUG_FUSION").is_some() {
+                    eprintln!("op2: fused loops run unfused: {e}");
+                }
+                None
+            }
+        };
+        lock(&self.fusions).codes.insert(key, code.clone());
+        code
+    }
+}
+
+/// The Consts of every loop, each once, in order of first use.
+fn member_consts(members: &[&LoopRecord]) -> Vec<Arc<Carrier>> {
+    let mut consts: Vec<Arc<Carrier>> = Vec::new();
+    for rec in members {
+        for c in &rec.consts {
+            if !consts.iter().any(|d| d.id == c.id) {
+                consts.push(c.clone());
+            }
+        }
+    }
+    consts
+}
+
+/// Bytes the fused loop moves by OP2's convention: each fused Dat arg once (read, written, or
+/// both), over the step's range.
+fn fused_bytes(u: &Unified, step: &LoopStep) -> u64 {
+    let n = step.range.len() as u64;
+    u.sigs
+        .iter()
+        .zip(&u.carriers)
+        .filter(|(_, c)| matches!(c.kind(), CarrierKind::Dat(_)))
+        .map(|(a, _)| {
+            let row = (a.dim * a.dtype.size()) as u64;
+            let times = match a.access {
+                Access::Read | Access::Write => 1,
+                _ => 2,
+            };
+            row * n * times
+        })
+        .sum()
+}

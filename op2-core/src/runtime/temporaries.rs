@@ -1,0 +1,180 @@
+//! Temporary Dats as graph nodes (seed 002's malloc and free closures): a temporary gets its
+//! memory when its `malloc` node runs and gives it back to a pool when its `free` node runs, so
+//! the next temporary of that size reuses it instead of allocating.
+
+use super::Runtime;
+use super::execute::{RuntimeShared, lock};
+use super::steps::Step;
+use crate::carrier::{Carrier, CarrierKind, Dat, TEMPORARY_LIVE, TEMPORARY_RELEASED};
+use crate::dtype::{DType, HostBuffer, Scalar};
+use crate::error::{Op2Error, Result};
+use crate::set::Set;
+use crate::trace::{DataUse, Pending, section};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// The pseudo-resource every malloc and free node writes: they run in program order, so a
+/// temporary allocated after another was released finds its memory in the pool.
+const MEMORY: u64 = u64::MAX;
+
+/// How many released buffers of one size the pool keeps.
+const KEPT_PER_SIZE: usize = 4;
+
+/// Released temporaries' memory, by element type and length.
+#[derive(Default)]
+pub(crate) struct Pool {
+    buffers: HashMap<(DType, usize), Vec<HostBuffer>>,
+}
+
+impl Pool {
+    /// Bytes the pool holds.
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.buffers
+            .values()
+            .flatten()
+            .map(|b| b.held_bytes() as u64)
+            .sum()
+    }
+}
+
+fn uses(c: &Carrier) -> (Vec<DataUse>, Vec<DataUse>) {
+    (
+        vec![],
+        vec![
+            DataUse {
+                id: MEMORY,
+                sections: section::CORE,
+            },
+            DataUse {
+                id: c.id,
+                sections: section::ALL,
+            },
+        ],
+    )
+}
+
+impl Runtime {
+    /// Declares a temporary Dat: zero-filled like [`Runtime::decl_dat_zeros`], for values a few
+    /// loops pass between them (PyOP2's temporaries). With the `temporaries` optimisation on
+    /// (`OP2_LAZY_OPT`), its memory is taken when its first loop runs, from the memory of a
+    /// released temporary of the same size when there is one, and
+    /// [`Runtime::release_temporary`] gives it back once the loops recorded before the release
+    /// have run. Without it, the Dat is allocated now and freed when released.
+    pub fn decl_temporary<T: Scalar>(&self, set: &Set, dim: usize, name: &str) -> Result<Dat<T>> {
+        let dat = if self.shared.config.lazy_opts.temporaries {
+            let len = set.total_size().checked_mul(dim).unwrap_or(usize::MAX);
+            let dat =
+                self.decl_dat_buffer(set, dim, HostBuffer::unallocated(T::DTYPE, len), name)?;
+            let c = dat.carrier().clone();
+            c.temporary.store(TEMPORARY_LIVE, Ordering::Release);
+            let (reads, writes) = uses(&c);
+            self.push_steps(vec![Pending {
+                work: Step::Malloc(c),
+                reads,
+                writes,
+            }]);
+            if !self.shared.config.lazy {
+                self.flush()?;
+            }
+            dat
+        } else {
+            let dat = self.decl_dat_zeros(set, dim, name)?;
+            dat.carrier()
+                .temporary
+                .store(TEMPORARY_LIVE, Ordering::Release);
+            dat
+        };
+        Ok(dat)
+    }
+
+    /// Releases a temporary Dat ([`Runtime::decl_temporary`]): its memory goes back (to the pool
+    /// for the next temporary, with the `temporaries` optimisation) once every loop recorded so
+    /// far that uses it has run. Using it afterwards, in a loop or on the host, is
+    /// [`Op2Error::TemporaryReleased`]. Releasing a Dat that is not a temporary is
+    /// [`Op2Error::NotTemporary`]; releasing one twice does nothing more.
+    pub fn release_temporary<T: Scalar>(&self, dat: &Dat<T>) -> Result<()> {
+        let c = dat.carrier();
+        self.own("dat", c.name(), c.runtime_id)?;
+        let was = c.temporary.load(Ordering::Acquire);
+        if was == TEMPORARY_RELEASED {
+            return Ok(());
+        }
+        if was != TEMPORARY_LIVE {
+            return Err(Op2Error::NotTemporary {
+                name: c.name().into(),
+            });
+        }
+        c.temporary.store(TEMPORARY_RELEASED, Ordering::Release);
+        let (reads, writes) = uses(c);
+        self.push_steps(vec![Pending {
+            work: Step::Free(c.clone()),
+            reads,
+            writes,
+        }]);
+        if !self.shared.config.lazy {
+            self.flush()?;
+        }
+        Ok(())
+    }
+}
+
+impl RuntimeShared {
+    /// Gives a temporary its memory: a released temporary's of the same size (zeroed) when the
+    /// pool has one and the optimisation is on, else newly allocated zeroed memory.
+    pub(crate) fn malloc_temporary(&self, c: &Arc<Carrier>) -> Result<()> {
+        let mut g = c.lock_for_loop("malloc", true)?;
+        let crate::carrier::LoopLock::Write(host) = &mut g else {
+            unreachable!("a write lock")
+        };
+        if !host.is_released() {
+            return Ok(());
+        }
+        let len = host.released_len();
+        let reused = if self.config.lazy_opts.temporaries {
+            lock(&self.pool)
+                .buffers
+                .get_mut(&(host.dtype(), len))
+                .and_then(Vec::pop)
+        } else {
+            None
+        };
+        let mut st = lock(&self.stats);
+        st.temporaries_allocated += 1;
+        match reused {
+            Some(mut b) => {
+                b.fill_zero();
+                st.temporaries_reused += 1;
+                st.temporary_bytes_reused += b.held_bytes() as u64;
+                **host = b;
+            }
+            None => host.restore(),
+        }
+        c.mark_host_allocated();
+        Ok(())
+    }
+
+    /// Takes a released temporary's memory: into the pool with the optimisation on, else freed.
+    pub(crate) fn free_temporary(&self, c: &Arc<Carrier>) -> Result<()> {
+        let mut g = c.lock_for_loop("free", true)?;
+        let crate::carrier::LoopLock::Write(host) = &mut g else {
+            unreachable!("a write lock")
+        };
+        if host.is_released() {
+            return Ok(());
+        }
+        let len = host.len();
+        let dtype = host.dtype();
+        let b = std::mem::replace(&mut **host, HostBuffer::unallocated(dtype, len));
+        drop(g);
+        c.mark_host_released();
+        if self.config.lazy_opts.temporaries && matches!(c.kind(), CarrierKind::Dat(_)) {
+            let mut pool = lock(&self.pool);
+            let kept = pool.buffers.entry((b.dtype(), len)).or_default();
+            if kept.len() < KEPT_PER_SIZE {
+                kept.push(b);
+            }
+        }
+        Ok(())
+    }
+}
