@@ -238,8 +238,9 @@ impl HostBuffer {
         b
     }
 
-    /// The element count a released buffer had (its length otherwise).
-    pub(crate) fn released_len(&self) -> usize {
+    /// The element count a released buffer had (its length otherwise): the length it has when
+    /// allocated.
+    pub fn released_len(&self) -> usize {
         self.released.unwrap_or_else(|| self.len())
     }
 

@@ -385,12 +385,12 @@ impl Runtime {
             });
         }
         let expected = set.total_size() * dim;
-        if data.len() != expected {
+        if data.released_len() != expected {
             return Err(Op2Error::DataLength {
                 what: "dat",
                 name: name.into(),
                 expected,
-                actual: data.len(),
+                actual: data.released_len(),
                 detail: format!(
                     "{} elements of set `{}` x dim {dim}",
                     set.total_size(),

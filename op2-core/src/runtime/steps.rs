@@ -14,7 +14,6 @@ use crate::access::Access;
 use crate::carrier::{Carrier, CarrierKind, HALO_BOTH};
 use crate::comm::{Communicator, PendingExchange};
 use crate::config::LazyOptions;
-use crate::set::SetSizes;
 use crate::signature::ArgKind;
 use crate::trace::{DataUse, Pending, section};
 use std::ops::Range;
@@ -85,10 +84,12 @@ impl Step {
     }
 
     /// Where the scheduler puts the step among those ready: sends and reductions started first
-    /// (0), then computation (1), then waits for messages (2), as seed 002 schedules them.
+    /// (0, with temporaries' allocations and releases), then computation (1), then waits for
+    /// messages (2), as seed 002 schedules them.
     pub(crate) fn rank(&self) -> u8 {
         match self {
-            Step::HaloBegin(_) | Step::ReduceBegin(_) => 0,
+            // Memory bookkeeping costs nothing and frees the loops that wait for it.
+            Step::HaloBegin(_) | Step::ReduceBegin(_) | Step::Malloc(_) | Step::Free(_) => 0,
             Step::HaloEnd(_) | Step::ReduceEnd(_) => 2,
             _ => 1,
         }
@@ -156,21 +157,15 @@ pub(crate) struct Reduction {
     pub(crate) pending: Mutex<Option<Box<dyn PendingExchange>>>,
 }
 
-/// The sections a range of a set covers.
-fn sections_of(sizes: SetSizes, range: &Range<usize>) -> u8 {
-    let bounds = [
-        (0, sizes.core, section::CORE),
-        (sizes.core, sizes.core + sizes.owned, section::OWNED),
-        (
-            sizes.core + sizes.owned,
-            sizes.core + sizes.owned + sizes.exec_halo,
-            section::EXEC_HALO,
-        ),
-    ];
-    bounds
-        .iter()
-        .filter(|(lo, hi, _)| range.start < *hi && *lo < range.end)
-        .fold(0, |acc, (_, _, bit)| acc | bit)
+/// The sections a loop step over `part` of its set iterates: named, never measured, so that the
+/// graph does not depend on how many elements each section has on this rank.
+fn sections_of(part: &str) -> u8 {
+    match part {
+        "core" => section::CORE,
+        "owned" => section::OWNED,
+        "exec" => section::EXEC_HALO,
+        _ => section::CORE | section::OWNED,
+    }
 }
 
 /// What recording a loop needs to know beyond the loop: the ranks, which optimisations run,
@@ -417,7 +412,7 @@ pub(crate) fn loop_steps(
                 });
             }
         }
-        let (reads, mut writes) = range_uses(record, &range, sizes, &reductions, part == "core");
+        let (reads, mut writes) = range_uses(record, part, &reductions);
         writes.push(chain);
         steps.push(Pending {
             work: Step::Loop(LoopStep {
@@ -471,14 +466,13 @@ fn halo_send_bytes(c: &Carrier, sections: u8) -> u64 {
 /// reached through maps anywhere, reductions in the Globals or the partials they accumulate in.
 fn range_uses(
     record: &LoopRecord,
-    range: &Range<usize>,
-    sizes: SetSizes,
+    part: &str,
     reductions: &ReductionTarget,
-    core_only: bool,
 ) -> (Vec<DataUse>, Vec<DataUse>) {
     let mut reads = Vec::with_capacity(record.carriers.len() + record.consts.len());
     let mut writes = Vec::new();
-    let iterated = sections_of(sizes, range);
+    let iterated = sections_of(part);
+    let core_only = part == "core";
     let reduction_args = record.sig.reduction_args();
     for (i, (a, c)) in record.sig.args.iter().zip(&record.carriers).enumerate() {
         let id = match reductions {

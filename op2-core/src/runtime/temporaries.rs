@@ -90,7 +90,8 @@ impl Runtime {
 
     /// Releases a temporary Dat ([`Runtime::decl_temporary`]): its memory goes back (to the pool
     /// for the next temporary, with the `temporaries` optimisation) once every loop recorded so
-    /// far that uses it has run. Using it afterwards, in a loop or on the host, is
+    /// far that uses it has run (without the optimisation, when the last handle to it and the
+    /// last loop using it are gone). Using it afterwards, in a loop or on the host, is
     /// [`Op2Error::TemporaryReleased`]. Releasing a Dat that is not a temporary is
     /// [`Op2Error::NotTemporary`]; releasing one twice does nothing more.
     pub fn release_temporary<T: Scalar>(&self, dat: &Dat<T>) -> Result<()> {
@@ -106,6 +107,10 @@ impl Runtime {
             });
         }
         c.temporary.store(TEMPORARY_RELEASED, Ordering::Release);
+        if !self.shared.config.lazy_opts.temporaries {
+            // Its memory goes when the last handle and the last pending loop using it do.
+            return Ok(());
+        }
         let (reads, writes) = uses(c);
         self.push_steps(vec![Pending {
             work: Step::Free(c.clone()),
