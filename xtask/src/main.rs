@@ -364,6 +364,8 @@ fn test(args: &[String]) -> Result<(), String> {
         "op2/mpi".to_string(),
         "airfoil/mpi".to_string(),
         "op2-conformance/mpi".to_string(),
+        // The wave example's mpirun test.
+        "wave/mpi".to_string(),
         // OP2's HDF5 files, in the facade and in Airfoil.
         "op2/hdf5".to_string(),
         "airfoil/hdf5".to_string(),
