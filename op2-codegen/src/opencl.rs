@@ -149,9 +149,33 @@ impl Dialect for OpenCl {
                 )
             }));
         }
-        let source = rewrite_params(sig.kernel.source(), name, &list).ok_or_else(|| {
+        let mut source = rewrite_params(sig.kernel.source(), name, &list).ok_or_else(|| {
             unsupported("its definition could not be found to add address-space qualifiers".into())
         })?;
+        // A fused kernel calls the loops' kernels with its own parameters: each one's
+        // parameters get the address spaces of what it is passed (the first call decides for a
+        // kernel called twice; a clash is a compile error, and the loops then run unfused).
+        let mut rewritten = std::collections::HashSet::new();
+        for (part, args) in sig.kernel.parts() {
+            if !rewritten.insert(part.name()) {
+                continue;
+            }
+            let Some(params) = part.params() else {
+                continue;
+            };
+            let part_list: Vec<String> = params
+                .iter()
+                .zip(args)
+                .map(|(p, &i)| match address_space(sig, layout, i) {
+                    _ if options.private_copies => p.text.clone(),
+                    "" => p.text.clone(),
+                    space => format!("{space} {}", p.text),
+                })
+                .collect();
+            if let Some(s) = rewrite_params(&source, part.name(), &part_list) {
+                source = s;
+            }
+        }
         open_user_names(s, sig, params_mode);
         // Always inlined: clang (PoCL's compiler) otherwise keeps a kernel such as Airfoil's
         // adt_calc a call per element ("too costly to inline"), and a loop with a call in it

@@ -33,7 +33,13 @@ fn running_example_under_mpirun_gives_one_process_energies() {
     let exe = std::env::current_exe().unwrap();
     for ranks in [2, 3] {
         let out = Command::new("mpirun")
-            .args(["-np", &ranks.to_string(), "--oversubscribe", "--timeout", "300"])
+            .args([
+                "-np",
+                &ranks.to_string(),
+                "--oversubscribe",
+                "--timeout",
+                "300",
+            ])
             .arg(&exe)
             .args(["--exact", "wave_on_each_rank", "--ignored", "--nocapture"])
             .args(["--test-threads=1"])
@@ -61,7 +67,10 @@ fn running_example_under_mpirun_gives_one_process_energies() {
                 .collect();
             assert_eq!(got.len(), one.len());
             for (a, b) in got.iter().zip(&one) {
-                assert!((a - b).abs() <= 1e-12 * b.abs(), "{ranks} ranks, {label}: {a} against {b}");
+                assert!(
+                    (a - b).abs() <= 1e-12 * b.abs(),
+                    "{ranks} ranks, {label}: {a} against {b}"
+                );
             }
         }
     }

@@ -33,8 +33,9 @@ struct KernelInner {
     source: String,
     params: Option<Vec<KernelParam>>,
     identifiers: HashSet<String>,
-    /// For a kernel the runtime wrote to run fused loops: the loops' kernels, in call order.
-    parts: Vec<Kernel>,
+    /// For a kernel the runtime wrote to run fused loops: the loops' kernels, in call order,
+    /// each with the parameters of this kernel it is called with.
+    parts: Vec<(Kernel, Vec<usize>)>,
 }
 
 /// A kernel: a C99 function that works on one element. Cheap to clone; kernels are not tied to a runtime.
@@ -78,9 +79,10 @@ impl Kernel {
     }
 
     /// A kernel the runtime writes to run several loops' kernels as one (loop fusion): `source`
-    /// defines `name`, which calls `parts` in order. Its names may use the generated code's
-    /// prefix (it is generated code), so the user-name checks do not apply.
-    pub(crate) fn fused(name: &str, source: String, parts: Vec<Kernel>) -> Self {
+    /// defines `name`, which calls `parts` in order, each with the listed parameters of `name`.
+    /// Its names may use the generated code's prefix (it is generated code), so the user-name
+    /// checks do not apply.
+    pub(crate) fn fused(name: &str, source: String, parts: Vec<(Kernel, Vec<usize>)>) -> Self {
         let stripped = strip_comments(&source);
         let tokens = tokenize(&stripped);
         let identifiers: HashSet<String> = tokens
@@ -99,8 +101,11 @@ impl Kernel {
         }))
     }
 
-    /// For a kernel that runs fused loops, the loops' kernels in call order; empty otherwise.
-    pub fn parts(&self) -> &[Kernel] {
+    /// For a kernel that runs fused loops: the loops' kernels in call order, each with the
+    /// positions of this kernel's parameters it is called with; empty otherwise. Code
+    /// generators that rewrite a kernel's parameter list (OpenCL's address spaces) rewrite each
+    /// part's to match what it is passed.
+    pub fn parts(&self) -> &[(Kernel, Vec<usize>)] {
         &self.0.parts
     }
 

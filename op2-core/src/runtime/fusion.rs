@@ -329,7 +329,11 @@ impl RuntimeShared {
         let kernel = Kernel::fused(
             &name,
             fused_source(&name, members, u),
-            members.iter().map(|r| r.sig.kernel.clone()).collect(),
+            members
+                .iter()
+                .zip(&u.per_member)
+                .map(|(r, args)| (r.sig.kernel.clone(), args.clone()))
+                .collect(),
         );
         let ids: Vec<u64> = u.carriers.iter().map(|c| c.id).collect();
         let sig = LoopSignature {
