@@ -226,79 +226,90 @@ impl<T> Graph<T> {
         rank: impl Fn(&T) -> u8,
         in_order: impl Fn(&T) -> bool,
     ) -> Vec<u64> {
-        self.schedule_groups(chosen, rank, in_order, |_, _| false)
+        self.schedule_groups(chosen, rank, in_order, |_| false, |_, _| false)
             .into_iter()
             .flatten()
             .collect()
     }
 
     /// Like [`Graph::schedule`], in groups of nodes that run together: each group starts with the
-    /// next node in order, and takes in any node ready once the group's nodes have run (a node
-    /// independent of them, or one that depends on them) for which `join(group, node)` says
-    /// true, in the order taken. Running each group's nodes one after another in that order is
-    /// a valid order.
+    /// next node in order and, when `leads` says that node may start a group, takes in any node
+    /// ready once the group's nodes have run (a node independent of them, or one that depends
+    /// on them) for which `join(group, node)` says true, in the order taken. Running each
+    /// group's nodes one after another in that order is a valid order.
     pub fn schedule_groups(
         &self,
         chosen: &HashSet<u64>,
         rank: impl Fn(&T) -> u8,
         in_order: impl Fn(&T) -> bool,
+        leads: impl Fn(&T) -> bool,
         mut join: impl FnMut(&[u64], u64) -> bool,
     ) -> Vec<Vec<u64>> {
-        let mut missing: HashMap<u64, usize> = HashMap::with_capacity(chosen.len());
-        let mut succs: HashMap<u64, Vec<u64>> = HashMap::with_capacity(chosen.len());
-        for &n in chosen {
-            let mut count = 0;
-            for p in self.preds(n).filter(|p| chosen.contains(p)) {
-                succs.entry(p).or_default().push(n);
-                count += 1;
+        // Dense positions in program order.
+        let mut ids: Vec<u64> = chosen.iter().copied().collect();
+        ids.sort_unstable();
+        let n = ids.len();
+        let pos = |id: u64| ids.binary_search(&id).ok();
+        let works: Vec<&T> = ids.iter().map(|id| &self.nodes[id].work).collect();
+        let mut missing = vec![0usize; n];
+        let mut succs: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (i, id) in ids.iter().enumerate() {
+            for p in self.nodes[id].preds.iter().filter_map(|p| pos(*p)) {
+                succs[p].push(i as u32);
+                missing[i] += 1;
             }
-            missing.insert(n, count);
         }
         // The ordered nodes form one chain: each waits for the one before it.
-        let mut ordered: Vec<u64> = chosen
-            .iter()
-            .copied()
-            .filter(|n| in_order(&self.nodes[n].work))
-            .collect();
-        ordered.sort_unstable();
-        for w in ordered.windows(2) {
-            succs.entry(w[0]).or_default().push(w[1]);
-            *missing.get_mut(&w[1]).expect("chosen") += 1;
-        }
-        let key = |n: u64| Reverse((rank(&self.nodes[&n].work), n));
-        let mut ready: BinaryHeap<Reverse<(u8, u64)>> = missing
-            .iter()
-            .filter(|(_, m)| **m == 0)
-            .map(|(n, _)| key(*n))
-            .collect();
-        let mut done = |n: u64, ready: &mut BinaryHeap<Reverse<(u8, u64)>>| {
-            for s in succs.get(&n).into_iter().flatten() {
-                let m = missing.get_mut(s).expect("chosen");
-                *m -= 1;
-                if *m == 0 {
-                    ready.push(key(*s));
+        let mut previous: Option<usize> = None;
+        for i in 0..n {
+            if in_order(works[i]) {
+                if let Some(p) = previous {
+                    succs[p].push(i as u32);
+                    missing[i] += 1;
                 }
+                previous = Some(i);
             }
-        };
+        }
+        let ranks: Vec<u8> = works.iter().map(|w| rank(w)).collect();
+        let mut ready: BinaryHeap<Reverse<(u8, u32)>> = (0..n)
+            .filter(|&i| missing[i] == 0)
+            .map(|i| Reverse((ranks[i], i as u32)))
+            .collect();
+        let done =
+            |i: usize, ready: &mut BinaryHeap<Reverse<(u8, u32)>>, missing: &mut Vec<usize>| {
+                for &s in &succs[i] {
+                    let m = &mut missing[s as usize];
+                    *m -= 1;
+                    if *m == 0 {
+                        ready.push(Reverse((ranks[s as usize], s)));
+                    }
+                }
+            };
         let mut groups = Vec::new();
         let mut count = 0;
-        while let Some(Reverse((_, n))) = ready.pop() {
-            let mut group = vec![n];
-            done(n, &mut ready);
-            loop {
-                let mut candidates: Vec<u64> = ready.iter().map(|Reverse((_, c))| *c).collect();
-                candidates.sort_unstable();
-                let Some(c) = candidates.into_iter().find(|c| join(&group, *c)) else {
-                    break;
-                };
-                ready.retain(|Reverse((_, x))| *x != c);
-                group.push(c);
-                done(c, &mut ready);
+        while let Some(Reverse((_, i))) = ready.pop() {
+            let i = i as usize;
+            let mut group = vec![ids[i]];
+            done(i, &mut ready, &mut missing);
+            if leads(works[i]) {
+                loop {
+                    let mut candidates: Vec<u32> = ready.iter().map(|Reverse((_, c))| *c).collect();
+                    candidates.sort_unstable();
+                    let Some(c) = candidates
+                        .into_iter()
+                        .find(|c| join(&group, ids[*c as usize]))
+                    else {
+                        break;
+                    };
+                    ready.retain(|Reverse((_, x))| *x != c);
+                    group.push(ids[c as usize]);
+                    done(c as usize, &mut ready, &mut missing);
+                }
             }
             count += group.len();
             groups.push(group);
         }
-        debug_assert_eq!(count, chosen.len(), "the graph has no cycles");
+        debug_assert_eq!(count, n, "the graph has no cycles");
         groups
     }
 

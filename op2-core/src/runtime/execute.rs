@@ -159,6 +159,7 @@ impl RuntimeShared {
     /// every later one); nodes that do not depend on a failure still run. The first error is
     /// returned. The caller holds `exec`.
     pub(crate) fn force(&self, wanted: Wanted<'_>) -> Result<()> {
+        let started = Instant::now();
         let order: Vec<Vec<(u64, Step)>> = {
             let st = lock(&self.state);
             if st.trace.is_empty() {
@@ -191,12 +192,17 @@ impl RuntimeShared {
             }
             let fusion = self.config.lazy_opts.fusion() && self.backend.fuses_loops();
             let st = &*st;
-            let groups =
-                st.trace
-                    .schedule_groups(&chosen, Step::rank, Step::communicates, |group, c| {
-                        fusion && self.can_fuse(st, group, c)
-                    });
-            lock(&self.stats).forces += 1;
+            let groups = st.trace.schedule_groups(
+                &chosen,
+                Step::rank,
+                Step::communicates,
+                |w| fusion && super::fusion::leads(w),
+                |group, c| self.can_fuse(st, group, c),
+            );
+            let mut stats = lock(&self.stats);
+            stats.forces += 1;
+            stats.nodes_scheduled += chosen.len() as u64;
+            drop(stats);
             groups
                 .into_iter()
                 .map(|g| {
@@ -209,6 +215,7 @@ impl RuntimeShared {
         let mut first_error = None;
         let mut stuck: HashSet<u64> = HashSet::new();
         let mut comm_stuck = false;
+        lock(&self.stats).schedule_seconds += started.elapsed().as_secs_f64();
         // A fused group that cannot run as one (its code did not compile, or some of its data
         // is borrowed) runs as its loops, each on its own.
         let order: Vec<Vec<(u64, Step)>> = order

@@ -32,6 +32,12 @@ pub(crate) struct Unified {
     pub(crate) per_member: Vec<Vec<usize>>,
 }
 
+/// Whether a step may start a fused group: a loop step (not already fused) whose loop can be
+/// fused, over a non-empty range.
+pub(crate) fn leads(step: &Step) -> bool {
+    matches!(step, Step::Loop(l) if l.fused.is_empty() && !l.range.is_empty() && fusable(&l.record))
+}
+
 /// Whether a loop can be part of a fused one: every arg reaches only the element's own row.
 pub(crate) fn fusable(rec: &LoopRecord) -> bool {
     rec.maps.is_empty()

@@ -33,6 +33,11 @@ pub struct LazyStats {
     pub temporaries_reused: u64,
     /// Bytes of temporaries' memory reused instead of allocated.
     pub temporary_bytes_reused: u64,
+    /// Seconds spent choosing what a forcing runs, grouping fused loops and ordering the nodes
+    /// (the graph's own cost, not running the nodes).
+    pub schedule_seconds: f64,
+    /// Nodes those forcings ordered.
+    pub nodes_scheduled: u64,
     /// Halo receives waited for.
     pub receives: u64,
     /// Seconds between posting sends and needing their receives, summed over exchanges: the

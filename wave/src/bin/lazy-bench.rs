@@ -1,0 +1,424 @@
+//! `cargo xtask bench` (its lazy-graph part): what the lazy graph costs and what its
+//! optimisations save, each measured side by side in one run.
+//!
+//! 1. Overhead: recording a loop with 0 to 128 nodes pending, and scheduling 128 pending nodes
+//!    (the graph's own time per node, from [`op2::LazyStats::schedule_seconds`]).
+//! 2. Direct-chain fusion: five dependent direct loops over 10 million elements, fused against
+//!    unfused (seq, and openmp with 2 threads), alternating runs, best of each.
+//! 3. The wave example (seed 002's running example), every optimisation off against on: time
+//!    and exchanges per step, in one process and across 2 MPI ranks (with the `mpi` feature).
+//! 4. Airfoil on the standard mesh, off against on: ms and exchanges per iteration, in one
+//!    process (openmp, 2 threads) and across 2 MPI ranks.
+//!
+//! `lazy-bench [--elements N] [--reps R] [--wave-steps S] [--airfoil-iterations I]`
+
+use airfoil::{Airfoil, Constants, Mesh, STANDARD_IJ};
+use op2::{Kernel, LazyOptions, READ, RW, Runtime};
+use std::time::Instant;
+use wave::Wave;
+
+struct Args {
+    elements: usize,
+    reps: usize,
+    wave_steps: usize,
+    airfoil_iterations: usize,
+    worker: Option<(String, String)>,
+    /// Only these parts (overhead, chain, wave, airfoil); all when empty.
+    only: Vec<String>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        elements: 10_000_000,
+        reps: 5,
+        wave_steps: 1000,
+        airfoil_iterations: 200,
+        worker: None,
+        only: Vec::new(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(x) = it.next() {
+        let mut num = |name: &str| -> Result<usize, String> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .filter(|&v: &usize| v > 0)
+                .ok_or_else(|| format!("{name} needs a positive integer"))
+        };
+        match x.as_str() {
+            "--elements" => a.elements = num("--elements")?,
+            "--reps" => a.reps = num("--reps")?,
+            "--wave-steps" => a.wave_steps = num("--wave-steps")?,
+            "--airfoil-iterations" => a.airfoil_iterations = num("--airfoil-iterations")?,
+            "--only" => a.only.push(it.next().ok_or("--only needs a part")?),
+            "--worker" => {
+                let what = it.next().ok_or("--worker needs WHAT OPTS")?;
+                let opts = it.next().ok_or("--worker needs WHAT OPTS")?;
+                a.worker = Some((what, opts));
+            }
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(a)
+}
+
+fn rt(backend: &str, threads: usize, opts: LazyOptions) -> Result<Runtime, String> {
+    op2::builder()
+        .backend(backend)
+        .num_threads(threads)
+        .lazy_optimisations(opts)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+fn e2s(e: op2::Op2Error) -> String {
+    e.to_string()
+}
+
+/// Microseconds to record a loop with `pending` nodes already pending, and to schedule 128
+/// pending nodes, per node (medians over rounds).
+fn overhead() -> Result<(), String> {
+    let rt = rt("seq", 1, LazyOptions::ALL)?;
+    let s = rt.decl_set(64, "s").map_err(e2s)?;
+    let dats: Vec<_> = (0..4)
+        .map(|i| rt.decl_dat_zeros::<f64>(&s, 1, &format!("d{i}")))
+        .collect::<Result<_, _>>()
+        .map_err(e2s)?;
+    let k = Kernel::new(
+        "bump",
+        "void bump(const double *a, double *b) { *b += *a; }",
+    )
+    .map_err(e2s)?;
+    let rounds = 200;
+    let mut record = Vec::new();
+    let mut schedule = Vec::new();
+    for round in 0..rounds {
+        let t = Instant::now();
+        for i in 0..128 {
+            // A chain through four Dats: every loop depends on the one before.
+            let (a, b) = (&dats[i % 4], &dats[(i + 1) % 4]);
+            rt.par_loop(&k, &s, [a.arg(READ), b.arg(RW)]).map_err(e2s)?;
+        }
+        let recorded = t.elapsed().as_secs_f64() / 128.0;
+        let before = rt.lazy_stats();
+        rt.flush().map_err(e2s)?;
+        let after = rt.lazy_stats();
+        if round > 0 {
+            record.push(recorded * 1e6);
+            schedule.push(
+                (after.schedule_seconds - before.schedule_seconds) * 1e6
+                    / (after.nodes_scheduled - before.nodes_scheduled).max(1) as f64,
+            );
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "overhead: recording a loop {:.2} us (goal 2), scheduling {:.3} us per node at 128 pending (goal 1)",
+        median(&mut record),
+        median(&mut schedule)
+    );
+    Ok(())
+}
+
+/// Five dependent direct loops over `n` elements: unfused against fused, alternating.
+fn chain(backend: &str, threads: usize, n: usize, reps: usize) -> Result<(), String> {
+    let kernels: Vec<Kernel> = [
+        ("c1", "*u = *u * 0.999 + 0.001;"),
+        ("c2", "*u = *u * 1.0005 - 0.0003;"),
+        ("c3", "*u = *u + 0.25 * *u * *u;"),
+        ("c4", "*u = *u * 0.5 + 0.125;"),
+        ("c5", "*u = *u - 0.0625 * *u;"),
+    ]
+    .iter()
+    .map(|(name, body)| Kernel::new(name, &format!("void {name}(double *u) {{ {body} }}")))
+    .collect::<Result<_, _>>()
+    .map_err(e2s)?;
+    let fused = "none,chain_fusion".parse::<LazyOptions>().map_err(e2s)?;
+    let mut best = [f64::INFINITY; 2];
+    let mut results: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for (k, (which, opts)) in [
+        (0, LazyOptions::NONE),
+        (1, fused),
+        (1, fused),
+        (0, LazyOptions::NONE),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let rt = rt(backend, threads, opts)?;
+        let s = rt.decl_set(n, "elements").map_err(e2s)?;
+        let u = rt.decl_dat(&s, 1, vec![0.5f64; n], "u").map_err(e2s)?;
+        // Warm-up: compiles, first touch.
+        for kn in &kernels {
+            rt.par_loop(kn, &s, [u.arg(RW)]).map_err(e2s)?;
+        }
+        rt.flush().map_err(e2s)?;
+        for _ in 0..reps {
+            let t = Instant::now();
+            for kn in &kernels {
+                rt.par_loop(kn, &s, [u.arg(RW)]).map_err(e2s)?;
+            }
+            rt.flush().map_err(e2s)?;
+            best[which] = best[which].min(t.elapsed().as_secs_f64());
+        }
+        if k < 2 {
+            results[which] = u.to_vec().map_err(e2s)?;
+        }
+    }
+    let bytes = 5.0 * 16.0 * n as f64;
+    println!(
+        "chain of 5 direct loops, {n} elements, {backend} x{threads}: unfused {:.2} ms ({:.1} GB/s by loop-at-a-time bytes), fused {:.2} ms: {:.2}x faster, results {}",
+        best[0] * 1e3,
+        bytes / best[0] / 1e9,
+        best[1] * 1e3,
+        best[0] / best[1],
+        if results[0] == results[1] {
+            "bit-identical"
+        } else {
+            "DIFFERENT"
+        }
+    );
+    if results[0] != results[1] {
+        return Err("fused and unfused results differ".into());
+    }
+    Ok(())
+}
+
+/// The wave example on `rt`: ms per step after a warm-up, exchanges per step.
+fn wave_run(rt: &Runtime, steps: usize) -> Result<(f64, f64, f64), String> {
+    let w = Wave::new(rt, 100).map_err(e2s)?;
+    // Warm-up with the timed run's pattern, so that every fused combination it meets is
+    // compiled before the clock starts.
+    for s in 1..=200 {
+        w.step().map_err(e2s)?;
+        if s % 100 == 0 {
+            w.p.to_vec().map_err(e2s)?;
+        }
+    }
+    let x0 = rt.halo_exchanges();
+    let t = Instant::now();
+    for s in 1..=steps {
+        w.step().map_err(e2s)?;
+        if s % 100 == 0 {
+            w.p.to_vec().map_err(e2s)?;
+        }
+    }
+    rt.flush().map_err(e2s)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3 / steps as f64;
+    let e = w.energy().map_err(e2s)?;
+    Ok((ms, (rt.halo_exchanges() - x0) as f64 / steps as f64, e))
+}
+
+/// Airfoil on `rt`: ms and exchanges per iteration after a warm-up iteration.
+fn airfoil_run(a: &Airfoil, rt: &Runtime, iters: usize) -> Result<(f64, f64, f64), String> {
+    a.step().map_err(e2s)?;
+    a.reset(&Constants::default()).map_err(e2s)?;
+    rt.flush().map_err(e2s)?;
+    let x0 = rt.halo_exchanges();
+    let t = Instant::now();
+    let mut r = 0.0;
+    for _ in 0..iters {
+        r = a.step().map_err(e2s)?;
+    }
+    rt.flush().map_err(e2s)?;
+    Ok((
+        t.elapsed().as_secs_f64() * 1e3 / iters as f64,
+        (rt.halo_exchanges() - x0) as f64 / iters as f64,
+        r,
+    ))
+}
+
+fn opts_named(name: &str) -> LazyOptions {
+    if name == "on" {
+        LazyOptions::ALL
+    } else {
+        LazyOptions::NONE
+    }
+}
+
+/// A worker under mpirun: `what` is `wave` or `airfoil`, `opts` `on` or `off`.
+#[cfg(feature = "mpi")]
+fn worker(what: &str, opts: &str, args: &Args) -> Result<(), String> {
+    let mpi = op2::mpi::Mpi::init().map_err(|e| e.to_string())?;
+    let rt = op2::builder()
+        .backend("seq")
+        .communicator(mpi.world())
+        .lazy_optimisations(opts_named(opts))
+        .build()
+        .map_err(e2s)?;
+    let (ms, x, v) = if what == "wave" {
+        wave_run(&rt, args.wave_steps)?
+    } else {
+        let mesh = Mesh::generate(STANDARD_IJ.0, STANDARD_IJ.1);
+        let (a, _) = airfoil::distributed::partitioned(&rt, &mesh, &Constants::default(), |h| {
+            op2::mpi::Options::new(op2::mpi::Partitioner::Metis { map: h.pecell })
+        })
+        .map_err(|e| e.to_string())?;
+        airfoil_run(&a, &rt, args.airfoil_iterations)?
+    };
+    if rt.communicator().rank() == 0 {
+        println!("RESULT\t{ms}\t{x}\t{v:e}");
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn worker(_: &str, _: &str, _: &Args) -> Result<(), String> {
+    Err("workers need the `mpi` feature".into())
+}
+
+/// `what` across 2 MPI ranks with `opts`: (ms, exchanges, value) from rank 0.
+fn on_two_ranks(what: &str, opts: &str, args: &Args) -> Result<(f64, f64, String), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["-np", "2", "--oversubscribe", "--bind-to", "none"])
+        .args(["--timeout", "1200"])
+        .arg(exe)
+        .args(["--worker", what, opts])
+        .args(["--wave-steps", &args.wave_steps.to_string()])
+        .args(["--airfoil-iterations", &args.airfoil_iterations.to_string()])
+        .output()
+        .map_err(|e| format!("mpirun: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT\t"))
+        .ok_or_else(|| format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr)))?;
+    let f: Vec<&str> = line.split('\t').collect();
+    let num = |s: &str| s.parse::<f64>().map_err(|_| format!("bad line {line}"));
+    Ok((num(f[0])?, num(f[1])?, f[2].to_string()))
+}
+
+fn main() {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("lazy-bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Some((what, opts)) = &args.worker {
+        if let Err(e) = worker(what, opts, &args) {
+            eprintln!("lazy-bench worker: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    if let Err(e) = run(&args) {
+        eprintln!("lazy-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let part = |p: &str| args.only.is_empty() || args.only.iter().any(|o| o == p);
+    if part("overhead") {
+        overhead()?;
+    }
+    let have_openmp = op2::backends().iter().any(|b| b.name == "openmp");
+    if part("chain") {
+        chain("seq", 1, args.elements, args.reps)?;
+        if have_openmp {
+            chain("openmp", 2, args.elements, args.reps)?;
+        }
+    }
+    if part("wave") {
+        wave_part(args)?;
+    }
+    if part("airfoil") {
+        airfoil_part(args, have_openmp)?;
+    }
+    Ok(())
+}
+
+fn mpi_here() -> bool {
+    cfg!(feature = "mpi")
+        && std::process::Command::new("mpirun")
+            .arg("--version")
+            .output()
+            .is_ok()
+}
+
+fn wave_part(args: &Args) -> Result<(), String> {
+    // The wave example, one process: off, on, on, off.
+    let mut best = [f64::INFINITY; 2];
+    let mut energy = [0.0; 2];
+    for which in [0, 1, 1, 0] {
+        let r = rt("seq", 1, opts_named(["off", "on"][which]))?;
+        let (ms, _, e) = wave_run(&r, args.wave_steps)?;
+        best[which] = best[which].min(ms);
+        energy[which] = e;
+    }
+    println!(
+        "wave, 1 process (seq): {:.4} ms per step off, {:.4} on: on/off {:.3}; energies {}",
+        best[0],
+        best[1],
+        best[1] / best[0],
+        if energy[0] == energy[1] {
+            "equal"
+        } else {
+            "DIFFERENT"
+        }
+    );
+    if mpi_here() {
+        let off = on_two_ranks("wave", "off", args)?;
+        let on = on_two_ranks("wave", "on", args)?;
+        println!(
+            "wave, 2 MPI ranks (seq): off {:.4} ms and {:.2} exchanges per step, on {:.4} ms and {:.2}: on/off {:.3}; energies {} / {}",
+            off.0,
+            off.1,
+            on.0,
+            on.1,
+            on.0 / off.0,
+            off.2,
+            on.2
+        );
+    }
+
+    Ok(())
+}
+
+fn airfoil_part(args: &Args, have_openmp: bool) -> Result<(), String> {
+    // Airfoil on the standard mesh, one process: openmp (2 threads) where built, else seq.
+    let backend = if have_openmp { "openmp" } else { "seq" };
+    let mesh = Mesh::generate(STANDARD_IJ.0, STANDARD_IJ.1);
+    let mut best = [f64::INFINITY; 2];
+    let mut residual = [0.0; 2];
+    for which in [0, 1, 1, 0] {
+        let r = rt(backend, 2, opts_named(["off", "on"][which]))?;
+        let a = Airfoil::new(&r, &mesh, &Constants::default()).map_err(e2s)?;
+        let (ms, _, res) = airfoil_run(&a, &r, args.airfoil_iterations)?;
+        best[which] = best[which].min(ms);
+        residual[which] = res;
+    }
+    println!(
+        "airfoil, 1 process ({backend} x2): {:.2} ms per iteration off, {:.2} on: on/off {:.3}; residuals {}",
+        best[0],
+        best[1],
+        best[1] / best[0],
+        if residual[0] == residual[1] {
+            "equal"
+        } else {
+            "DIFFERENT"
+        }
+    );
+    if mpi_here() {
+        let off = on_two_ranks("airfoil", "off", args)?;
+        let on = on_two_ranks("airfoil", "on", args)?;
+        println!(
+            "airfoil, 2 MPI ranks (seq): off {:.2} ms and {:.2} exchanges per iteration, on {:.2} ms and {:.2}: on/off {:.3}; residuals {} / {}",
+            off.0,
+            off.1,
+            on.0,
+            on.1,
+            on.0 / off.0,
+            off.2,
+            on.2
+        );
+    }
+    Ok(())
+}
