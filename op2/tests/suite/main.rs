@@ -12,6 +12,7 @@ mod classic;
 mod distributed;
 mod hardening;
 mod laziness;
+mod lazy_graph;
 mod memory;
 mod random_meshes;
 mod registry;
