@@ -566,5 +566,12 @@ fn bench(args: &[String]) -> Result<(), String> {
     features.push("mpi");
     c.arg("--no-default-features");
     c.args(["--features", &features.join(",")]);
-    run(c.arg("--").args(args))
+    run(c.arg("--").args(args))?;
+    // The lazy graph: its overhead, fusion, and the wave example and Airfoil with its
+    // optimisations off and on (rows across 2 MPI ranks too).
+    let mut c = cargo();
+    c.args(["run", "--release", "-p", "wave", "--bin", "lazy-bench"]);
+    c.arg("--no-default-features");
+    c.args(["--features", &features.join(",")]);
+    run(&mut c)
 }

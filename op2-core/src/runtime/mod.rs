@@ -417,8 +417,13 @@ impl Runtime {
 
     /// Declares a zero-filled Dat, allocated once (zeroed pages, not a filled copy).
     pub fn decl_dat_zeros<T: Scalar>(&self, set: &Set, dim: usize, name: &str) -> Result<Dat<T>> {
-        let len = set
-            .total_size()
+        let len = Self::values_for(set, dim, name)?;
+        self.decl_dat_buffer(set, dim, HostBuffer::zeroed(T::DTYPE, len), name)
+    }
+
+    /// How many values a Dat of `dim` per element of `set` holds; an error when that overflows.
+    pub(crate) fn values_for(set: &Set, dim: usize, name: &str) -> Result<usize> {
+        set.total_size()
             .checked_mul(dim)
             .ok_or_else(|| Op2Error::DataLength {
                 what: "dat",
@@ -430,8 +435,7 @@ impl Runtime {
                     set.total_size(),
                     set.name()
                 ),
-            })?;
-        self.decl_dat_buffer(set, dim, HostBuffer::zeroed(T::DTYPE, len), name)
+            })
     }
 
     /// Declares a Global with `dim` values.

@@ -63,7 +63,7 @@ impl Runtime {
     /// have run. Without it, the Dat is allocated now and freed when released.
     pub fn decl_temporary<T: Scalar>(&self, set: &Set, dim: usize, name: &str) -> Result<Dat<T>> {
         let dat = if self.shared.config.lazy_opts.temporaries {
-            let len = set.total_size().checked_mul(dim).unwrap_or(usize::MAX);
+            let len = Runtime::values_for(set, dim, name)?;
             let dat =
                 self.decl_dat_buffer(set, dim, HostBuffer::unallocated(T::DTYPE, len), name)?;
             let c = dat.carrier().clone();

@@ -816,7 +816,7 @@ fn a_failure_on_one_rank_stops_every_rank() {
                 a.zero_rows(&[0], 0.0).unwrap();
             }
             let b = rt
-                .decl_dat(&m.nodes, 1, &vec![1.0; m.nodes.total_size()], "b")
+                .decl_dat(&m.nodes, 1, vec![1.0; m.nodes.total_size()], "b")
                 .unwrap();
             let x = rt.decl_dat_zeros::<f64>(&m.nodes, 1, "x").unwrap();
             la::solve(
