@@ -78,7 +78,13 @@ pub struct Graph<T> {
     /// Per carrier, per section bit: its last writer and readers since, for finding the edges of
     /// a new node without looking at every pending one.
     index: HashMap<u64, [SectionUse; SECTIONS]>,
+    /// Index entries when it was last pruned of entries naming only nodes that ran.
+    pruned_at: usize,
 }
+
+/// Beyond this many pending nodes, [`Graph::reduced_edges`] gives the direct edges as they are:
+/// the reduction's reachability table grows as the square of the nodes.
+pub const REDUCE_EDGES_UP_TO: usize = 4096;
 
 impl<T> Default for Graph<T> {
     fn default() -> Self {
@@ -86,6 +92,7 @@ impl<T> Default for Graph<T> {
             nodes: BTreeMap::new(),
             next: 0,
             index: HashMap::new(),
+            pruned_at: 0,
         }
     }
 }
@@ -129,9 +136,9 @@ impl<T> Graph<T> {
             let e = self.index.entry(u.id).or_default();
             for b in bits(u.sections) {
                 let readers = &mut e[b].readers;
-                if readers.len() >= 16 {
-                    // Readers that ran are dropped now and then, so a Dat read by every loop
-                    // (coordinates) does not collect them forever.
+                if readers.len() >= 16 && readers.len().is_power_of_two() {
+                    // Readers that ran are dropped now and then (when the list doubles), so a
+                    // Dat read by every loop (coordinates) does not collect them forever.
                     readers.retain(|n| nodes.contains_key(n));
                 }
                 if readers.last() != Some(&id) {
@@ -169,6 +176,18 @@ impl<T> Graph<T> {
         if self.nodes.is_empty() {
             // Nothing pending: every index entry names nodes that ran.
             self.index.clear();
+            self.pruned_at = 0;
+        } else if self.index.len() > 2 * self.pruned_at.max(self.nodes.len()) + 64 {
+            // A graph that never empties (forcing by need leaves some node pending) would keep
+            // the entries of every carrier it ever saw: drop those naming only nodes that ran.
+            let nodes = &self.nodes;
+            self.index.retain(|_, e| {
+                e.iter().any(|s| {
+                    s.writer.is_some_and(|w| nodes.contains_key(&w))
+                        || s.readers.iter().any(|r| nodes.contains_key(r))
+                })
+            });
+            self.pruned_at = self.index.len();
         }
         Some(n.work)
     }
@@ -218,15 +237,17 @@ impl<T> Graph<T> {
 
     /// Orders `chosen` (closed under dependencies) for running: a node runs after the nodes it
     /// depends on; among those ready, the lowest `rank` first, then the earliest recorded. Nodes
-    /// for which `in_order` says true also run in program order among themselves (communication:
-    /// every rank posts its messages and collectives in the same order whatever it forces).
+    /// to which `class` gives the same class (0 to 3) also run in program order among themselves
+    /// (communication: every rank posts its messages and collectives in the same order whatever
+    /// it forces; memory: a temporary allocated after another was released reuses its memory).
+    /// That order is not a dependency: it never makes a node needed.
     pub fn schedule(
         &self,
         chosen: &HashSet<u64>,
         rank: impl Fn(&T) -> u8,
-        in_order: impl Fn(&T) -> bool,
+        class: impl Fn(&T) -> Option<u8>,
     ) -> Vec<u64> {
-        self.schedule_groups(chosen, rank, in_order, |_| false, |_, _| false)
+        self.schedule_groups(chosen, rank, class, |_| false, |_, _| false)
             .into_iter()
             .flatten()
             .collect()
@@ -241,7 +262,7 @@ impl<T> Graph<T> {
         &self,
         chosen: &HashSet<u64>,
         rank: impl Fn(&T) -> u8,
-        in_order: impl Fn(&T) -> bool,
+        class: impl Fn(&T) -> Option<u8>,
         leads: impl Fn(&T) -> bool,
         mut join: impl FnMut(&[u64], u64) -> bool,
     ) -> Vec<Vec<u64>> {
@@ -259,15 +280,16 @@ impl<T> Graph<T> {
                 missing[i] += 1;
             }
         }
-        // The ordered nodes form one chain: each waits for the one before it.
-        let mut previous: Option<usize> = None;
+        // The nodes of each class form one chain: each waits for the one before it.
+        let mut previous: [Option<usize>; 4] = [None; 4];
         for i in 0..n {
-            if in_order(works[i]) {
-                if let Some(p) = previous {
+            if let Some(c) = class(works[i]) {
+                let c = usize::from(c.min(3));
+                if let Some(p) = previous[c] {
                     succs[p].push(i as u32);
                     missing[i] += 1;
                 }
-                previous = Some(i);
+                previous[c] = Some(i);
             }
         }
         let ranks: Vec<u8> = works.iter().map(|w| rank(w)).collect();
@@ -314,9 +336,18 @@ impl<T> Graph<T> {
     }
 
     /// The edges among pending nodes with those implied by others left out (the transitive
-    /// reduction, as the seed's figures draw them), as pairs of node numbers.
+    /// reduction, as the seed's figures draw them), as pairs of node numbers; beyond
+    /// [`REDUCE_EDGES_UP_TO`] pending nodes, every direct edge.
     pub fn reduced_edges(&self) -> Vec<(u64, u64)> {
         let ids: Vec<u64> = self.nodes.keys().copied().collect();
+        if ids.len() > REDUCE_EDGES_UP_TO {
+            let mut edges: Vec<(u64, u64)> = ids
+                .iter()
+                .flat_map(|id| self.preds(*id).map(move |p| (p, *id)))
+                .collect();
+            edges.sort_unstable();
+            return edges;
+        }
         let pos: HashMap<u64, usize> = ids.iter().enumerate().map(|(i, n)| (*n, i)).collect();
         let n = ids.len();
         let words = n.div_ceil(64);
@@ -378,7 +409,7 @@ mod tests {
     }
 
     fn names(g: &Graph<String>, ids: &HashSet<u64>) -> Vec<String> {
-        g.schedule(ids, |_| 0, |_| false)
+        g.schedule(ids, |_| 0, |_| None)
             .into_iter()
             .map(|n| g.get(n).unwrap().work.clone())
             .collect()
@@ -448,14 +479,14 @@ mod tests {
             _ => 1,
         };
         let order: Vec<&str> = g
-            .schedule(&all, rank, |_| false)
+            .schedule(&all, rank, |_| None)
             .into_iter()
             .map(|n| g.get(n).unwrap().work.as_str())
             .collect();
         assert_eq!(order, ["send_early", "compute", "send_late", "recv"]);
         // Sends in program order: send_early waits for send_late.
         let order: Vec<&str> = g
-            .schedule(&all, rank, |w| w.starts_with("send"))
+            .schedule(&all, rank, |w| w.starts_with("send").then_some(0))
             .into_iter()
             .map(|n| g.get(n).unwrap().work.as_str())
             .collect();

@@ -50,8 +50,12 @@ impl LoopRecord {
 pub(crate) struct State {
     /// The pending graph.
     pub(crate) trace: Graph<Step>,
-    /// Per Dat (by carrier id): the node of the exchange that last brought its halo up to date.
+    /// Per Dat (by carrier id): the flush epoch in which the exchange that last brought its halo
+    /// up to date was recorded.
     pub(crate) last_exchange: HashMap<u64, u64>,
+    /// Flushes so far (every rank flushes alike, so every rank agrees on this count where it
+    /// may not agree on what has run).
+    pub(crate) epoch: u64,
     pub(crate) prepared: HashMap<LoopSignature, (Arc<LoopSignature>, Arc<dyn PreparedLoop>)>,
     pub(crate) consts: Vec<Arc<Carrier>>,
 }
@@ -195,7 +199,7 @@ impl RuntimeShared {
             let groups = st.trace.schedule_groups(
                 &chosen,
                 Step::rank,
-                Step::communicates,
+                Step::order_class,
                 |w| fusion && super::fusion::leads(w),
                 |group, c| self.can_fuse(st, group, c),
             );
@@ -216,19 +220,8 @@ impl RuntimeShared {
         let mut stuck: HashSet<u64> = HashSet::new();
         let mut comm_stuck = false;
         lock(&self.stats).schedule_seconds += started.elapsed().as_secs_f64();
-        // A fused group that cannot run as one (its code did not compile, or some of its data
-        // is borrowed) runs as its loops, each on its own.
-        let order: Vec<Vec<(u64, Step)>> = order
-            .into_iter()
-            .flat_map(|g| {
-                if g.len() > 1 && !self.fused_runnable(&g) {
-                    g.into_iter().map(|x| vec![x]).collect()
-                } else {
-                    vec![g]
-                }
-            })
-            .collect();
-        for group in order {
+        let mut queue: std::collections::VecDeque<Vec<(u64, Step)>> = order.into();
+        while let Some(group) = queue.pop_front() {
             let communicates = group.iter().any(|(_, s)| s.communicates());
             let blocked = (comm_stuck && communicates)
                 || (!stuck.is_empty() && {
@@ -237,11 +230,10 @@ impl RuntimeShared {
                         .iter()
                         .any(|(n, _)| st.trace.preds(*n).any(|p| stuck.contains(&p)))
                 });
-            let result = if blocked {
-                None
-            } else if group.len() == 1 {
-                Some(self.run_step(&group[0].1))
-            } else {
+            let result = if group.len() > 1 {
+                // A fused group runs as one only when nothing it needs failed and it can (its
+                // code compiles, none of its data is borrowed); otherwise as its loops, one by
+                // one, so that only those that depend on a failure stay pending.
                 let steps: Vec<LoopStep> = group
                     .iter()
                     .map(|(_, s)| match s {
@@ -249,7 +241,19 @@ impl RuntimeShared {
                         _ => unreachable!("only loop steps are fused"),
                     })
                     .collect();
-                Some(self.run_fused(&steps))
+                match (!blocked).then(|| self.try_run_fused(&steps)).flatten() {
+                    Some(r) => Some(r),
+                    None => {
+                        for single in group.into_iter().rev() {
+                            queue.push_front(vec![single]);
+                        }
+                        continue;
+                    }
+                }
+            } else if blocked {
+                None
+            } else {
+                Some(self.run_step(&group[0].1))
             };
             match result {
                 Some(Ok(())) => {
@@ -604,12 +608,14 @@ impl RuntimeShared {
 
     pub(crate) fn flush(&self) -> Result<()> {
         let _order = lock(&self.exec);
+        lock(&self.state).epoch += 1;
         self.force(Wanted::All)
     }
 }
 
 impl CarrierOwner for RuntimeShared {
-    /// Runs the pending work a host access to `carrier` depends on (and nothing else), then the
+    /// Runs the pending work a host access to `carrier` depends on (across ranks also every
+    /// earlier pending step that starts communication, and what that needs), then the
     /// backend's hook.
     fn force_for_host(&self, carrier: &Carrier, write: bool) -> Result<()> {
         let _order = lock(&self.exec);

@@ -32,10 +32,10 @@ pub(crate) struct Unified {
     pub(crate) per_member: Vec<Vec<usize>>,
 }
 
-/// Whether a step may start a fused group: a loop step (not already fused) whose loop can be
-/// fused, over a non-empty range.
+/// Whether a step may start a fused group: a loop step whose loop can be fused, over a non-empty
+/// range.
 pub(crate) fn leads(step: &Step) -> bool {
-    matches!(step, Step::Loop(l) if l.fused.is_empty() && !l.range.is_empty() && fusable(&l.record))
+    matches!(step, Step::Loop(l) if !l.range.is_empty() && fusable(&l.record))
 }
 
 /// Whether a loop can be part of a fused one: every arg reaches only the element's own row.
@@ -56,7 +56,9 @@ pub(crate) fn unify(members: &[&LoopRecord]) -> Option<Unified> {
         sigs: Vec::new(),
         per_member: Vec::new(),
     };
-    let mut first_access: Vec<Access> = Vec::new();
+    // Per fused Dat arg: the first loop using it, that loop's access (its args on the Dat
+    // combined), and whether every use so far only reads.
+    let mut first: Vec<(usize, Access, bool)> = Vec::new();
     let mut reduced_by: HashMap<u64, usize> = HashMap::new();
     let mut kernels: HashMap<&str, &Kernel> = HashMap::new();
     for (m, rec) in members.iter().enumerate() {
@@ -100,13 +102,24 @@ pub(crate) fn unify(members: &[&LoopRecord]) -> Option<Unified> {
                     if s.dim != a.dim || s.dtype != a.dtype {
                         return None;
                     }
-                    s.access = merge(first_access[i], s.access, a.access, is_global)?;
+                    if is_global {
+                        // Read by all, or reduced by one loop through one arg.
+                        if !(s.access == Access::Read && a.access == Access::Read) {
+                            return None;
+                        }
+                    } else {
+                        let f = &mut first[i];
+                        if f.0 == m {
+                            f.1 = within_one_loop(f.1, a.access);
+                        }
+                        f.2 &= a.access == Access::Read;
+                    }
                     i
                 }
                 None => {
                     u.carriers.push(c.clone());
                     u.sigs.push(*a);
-                    first_access.push(a.access);
+                    first.push((m, a.access, a.access == Access::Read));
                     u.carriers.len() - 1
                 }
             };
@@ -114,21 +127,35 @@ pub(crate) fn unify(members: &[&LoopRecord]) -> Option<Unified> {
         }
         u.per_member.push(mine);
     }
+    for (s, (_, access, all_read)) in u.sigs.iter_mut().zip(&first) {
+        if s.kind != ArgKind::Global {
+            s.access = merged(*access, *all_read);
+        }
+    }
     Some(u)
 }
 
-/// The access of a fused arg used by several loops: read only if every loop only reads it; a
-/// first full write stays a write (later loops see what it wrote); anything else reads and
-/// writes. A Global is read by all or reduced by one.
-fn merge(first: Access, so_far: Access, next: Access, global: bool) -> Option<Access> {
-    if global {
-        return (so_far == next && next == Access::Read).then_some(Access::Read);
+/// The access one loop has to a Dat it passes through several args: the same READ or WRITE, or
+/// else both.
+fn within_one_loop(a: Access, b: Access) -> Access {
+    if a == b && matches!(a, Access::Read | Access::Write) {
+        a
+    } else {
+        Access::Rw
     }
-    Some(match (so_far, next) {
-        (Access::Read, Access::Read) => Access::Read,
-        _ if first == Access::Write => Access::Write,
-        _ => Access::Rw,
-    })
+}
+
+/// The access of a fused Dat arg: read only if every loop only reads it; written in full by the
+/// first loop that uses it, a write (later loops see what it wrote); anything else reads and
+/// writes (a first INC too: it adds to the values there).
+fn merged(first: Access, all_read: bool) -> Access {
+    if all_read {
+        Access::Read
+    } else if first == Access::Write {
+        Access::Write
+    } else {
+        Access::Rw
+    }
 }
 
 /// Compiled code of a fused loop.
@@ -202,7 +229,7 @@ impl RuntimeShared {
             return false;
         }
         let step = |n: u64| match st.trace.get(n).map(|x| &x.work) {
-            Some(Step::Loop(l)) if l.fused.is_empty() && fusable(&l.record) => Some(l),
+            Some(Step::Loop(l)) if fusable(&l.record) => Some(l),
             _ => None,
         };
         let (Some(first), Some(cand)) = (step(group[0]), step(c)) else {
@@ -239,45 +266,23 @@ impl RuntimeShared {
         unify(&members).is_some()
     }
 
-    /// Whether a group of fused loop steps can run as one now: its code compiles and none of its
-    /// data is borrowed on the host (then each loop runs on its own, and only those that need
-    /// the borrowed data fail).
-    pub(crate) fn fused_runnable(&self, group: &[(u64, Step)]) -> bool {
-        let steps: Vec<&LoopStep> = group
-            .iter()
-            .filter_map(|(_, s)| match s {
-                Step::Loop(l) => Some(l),
-                _ => None,
-            })
-            .collect();
-        if steps.len() != group.len() {
-            return false;
-        }
+    /// Runs loop steps (over the same range of the same set) as one fused loop. `None`, having
+    /// run nothing, when they cannot run as one now: their fused code does not compile, or some
+    /// of their data is borrowed on the host (the caller then runs them one by one, and only
+    /// those that need the borrowed data fail).
+    pub(crate) fn try_run_fused(&self, steps: &[LoopStep]) -> Option<Result<()>> {
         let members: Vec<&LoopRecord> = steps.iter().map(|s| &*s.record).collect();
-        let Some(u) = unify(&members) else {
-            return false;
-        };
+        let u = unify(&members)?;
+        let consts = member_consts(&members);
         let free = u
             .carriers
             .iter()
-            .chain(members.iter().flat_map(|r| &r.consts))
+            .chain(&consts)
             .all(|c| c.lock_for_loop("fused loops", true).is_ok());
-        free && self
-            .fused_code(&members, &u, &member_consts(&members))
-            .is_some()
-    }
-
-    /// Runs loop steps (over the same range of the same set) as one fused loop; when their fused
-    /// code does not compile, one after another.
-    pub(crate) fn run_fused(&self, steps: &[LoopStep]) -> Result<()> {
-        let members: Vec<&LoopRecord> = steps.iter().map(|s| &*s.record).collect();
-        let Some(u) = unify(&members) else {
-            return steps.iter().try_for_each(|s| self.run_loop(s));
-        };
-        let consts = member_consts(&members);
-        let Some(code) = self.fused_code(&members, &u, &consts) else {
-            return steps.iter().try_for_each(|s| self.run_loop(s));
-        };
+        if !free {
+            return None;
+        }
+        let code = self.fused_code(&members, &u, &consts)?;
         // Each fused arg's data as this run sees it (a reduction's partials across ranks).
         let mut carriers = u.carriers.clone();
         for (step, mine) in steps.iter().zip(&u.per_member) {
@@ -289,7 +294,7 @@ impl RuntimeShared {
             }
         }
         let first = &steps[0];
-        let seconds = self.run_prepared(
+        let seconds = match self.run_prepared(
             "fused loops",
             &code.sig,
             &code.prepared,
@@ -298,18 +303,23 @@ impl RuntimeShared {
             &carriers,
             &[],
             &consts,
-        )?;
+        ) {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
         self.backend.loop_done(&carriers);
         // Time is shared among the loops by the bytes each would move on its own.
-        let total: u64 = members.iter().map(|r| r.bytes.max(1)).sum();
-        for step in steps {
-            let share = step.record.bytes.max(1) as f64 / total as f64;
-            self.loop_step_done(step, seconds * share);
+        let own: Vec<u64> = members
+            .iter()
+            .map(|r| direct_bytes(&r.sig.args, &r.carriers, first.range.len()))
+            .collect();
+        let total: u64 = own.iter().map(|b| (*b).max(1)).sum();
+        for (step, b) in steps.iter().zip(&own) {
+            self.loop_step_done(step, seconds * (*b).max(1) as f64 / total as f64);
         }
-        let mut st = lock(&self.stats);
-        let own_bytes: u64 = members.iter().map(|r| r.bytes).sum();
-        st.fusion_bytes_saved += own_bytes.saturating_sub(fused_bytes(&u, first));
-        Ok(())
+        let fused = direct_bytes(&u.sigs, &u.carriers, first.range.len());
+        lock(&self.stats).fusion_bytes_saved += own.iter().sum::<u64>().saturating_sub(fused);
+        Some(Ok(()))
     }
 
     /// The compiled fused loop for `members`, written and compiled the first time.
@@ -386,13 +396,11 @@ fn member_consts(members: &[&LoopRecord]) -> Vec<Arc<Carrier>> {
     consts
 }
 
-/// Bytes the fused loop moves by OP2's convention: each fused Dat arg once (read, written, or
-/// both), over the step's range.
-fn fused_bytes(u: &Unified, step: &LoopStep) -> u64 {
-    let n = step.range.len() as u64;
-    u.sigs
-        .iter()
-        .zip(&u.carriers)
+/// Bytes direct args `sigs` on `carriers` move over `n` elements by OP2's convention: each Dat
+/// arg's rows once when read or written, twice when both (Globals and Consts not counted).
+fn direct_bytes(sigs: &[ArgSig], carriers: &[Arc<Carrier>], n: usize) -> u64 {
+    sigs.iter()
+        .zip(carriers)
         .filter(|(_, c)| matches!(c.kind(), CarrierKind::Dat(_)))
         .map(|(a, _)| {
             let row = (a.dim * a.dtype.size()) as u64;
@@ -400,7 +408,7 @@ fn fused_bytes(u: &Unified, step: &LoopStep) -> u64 {
                 Access::Read | Access::Write => 1,
                 _ => 2,
             };
-            row * n * times
+            row * n as u64 * times
         })
         .sum()
 }

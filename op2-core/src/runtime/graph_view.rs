@@ -13,7 +13,8 @@ use std::sync::{Arc, Weak};
 /// What a node of the pending graph does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NodeKind {
-    /// A loop over part of its set (or fused loops).
+    /// A loop over part of its set. (Loops are fused when forced, so the pending graph shows
+    /// each on its own.)
     Loop,
     /// Sends a Dat's owned rows that other ranks hold as halo, and posts the receives.
     HaloSend,
@@ -44,7 +45,8 @@ pub struct PendingGraph {
     /// The pending nodes in program order.
     pub nodes: Vec<GraphNode>,
     /// Dependency edges `(from, to)` as positions in `nodes`, with those implied by others left
-    /// out (the transitive reduction: seed 002's figures draw them so).
+    /// out (the transitive reduction: seed 002's figures draw them so; beyond
+    /// [`crate::trace::REDUCE_EDGES_UP_TO`] pending nodes, every direct edge).
     pub edges: Vec<(usize, usize)>,
 }
 
@@ -168,7 +170,7 @@ impl LoopHandle {
     }
 
     /// Whether some part of the loop has not run yet. Forces nothing. False once the runtime
-    /// is gone (it ran everything pending when it went).
+    /// is gone (it ran everything pending when it went, or reported on stderr what failed).
     pub fn is_pending(&self) -> bool {
         match self.runtime.upgrade() {
             Some(rt) => {
@@ -184,8 +186,9 @@ impl LoopHandle {
         self.is_pending()
     }
 
-    /// Runs the loop now, with exactly the pending work it depends on (PyOP2's
-    /// `ParLoop.compute`). Nothing when it already ran.
+    /// Runs the loop now, with the pending work it depends on (PyOP2's `ParLoop.compute`);
+    /// across ranks, also every earlier pending step that starts communication, so that ranks
+    /// start their messages in the same order. Nothing when it already ran.
     pub fn compute(&self) -> Result<()> {
         match self.runtime.upgrade() {
             Some(rt) => {

@@ -126,6 +126,7 @@ impl Runtime {
                 state: Mutex::new(State {
                     trace: Graph::default(),
                     last_exchange: HashMap::new(),
+                    epoch: 0,
                     prepared: HashMap::new(),
                     consts: Vec::new(),
                 }),
@@ -265,8 +266,9 @@ impl Runtime {
                 _ => Vec::new(),
             };
             let id = st.trace.push(p);
+            let epoch = st.epoch;
             for c in exchanged {
-                st.last_exchange.insert(c, id);
+                st.last_exchange.insert(c, epoch);
             }
             ids.push(id);
         }
@@ -609,11 +611,9 @@ impl Runtime {
         self.shared.recorded.fetch_add(1, Ordering::Relaxed);
         let steps = {
             let st = lock(&self.shared.state);
-            let exchange_pending = |c: u64| {
-                st.last_exchange
-                    .get(&c)
-                    .is_some_and(|n| st.trace.get(*n).is_some())
-            };
+            // "Pending" for the halo rules: recorded since the last flush. Whether it has run
+            // can differ between ranks (they may force different data); flushes cannot.
+            let exchange_pending = |c: u64| st.last_exchange.get(&c) == Some(&st.epoch);
             let rec = Recording {
                 comm: &*self.shared.comm,
                 opts: self.shared.config.lazy_opts,

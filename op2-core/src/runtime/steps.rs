@@ -64,15 +64,7 @@ impl Step {
                 .join(",")
         };
         match self {
-            Step::Loop(l) => {
-                let names: Vec<&str> = l.fused.iter().map(|r| r.sig.kernel.name()).collect();
-                let kernel = if names.is_empty() {
-                    l.record.sig.kernel.name().to_string()
-                } else {
-                    format!("fused({})", names.join("+"))
-                };
-                format!("{kernel}[{}]", l.part)
-            }
+            Step::Loop(l) => format!("{}[{}]", l.record.sig.kernel.name(), l.part),
             Step::HaloBegin(x) => format!("HaloSend({})", dat(x)),
             Step::HaloEnd(x) => format!("HaloRecv({})", dat(x)),
             Step::ReduceInit(r) => format!("ReductionInit({})", globals(r)),
@@ -100,6 +92,18 @@ impl Step {
     pub(crate) fn communicates(&self) -> bool {
         matches!(self, Step::HaloBegin(_) | Step::ReduceBegin(_))
     }
+
+    /// The steps that run in program order among themselves when forced together (see
+    /// [`crate::trace::Graph::schedule`]): communication (class 0), and temporaries' allocations
+    /// and releases (class 1: a temporary allocated after another was released then finds its
+    /// memory in the pool).
+    pub(crate) fn order_class(&self) -> Option<u8> {
+        match self {
+            _ if self.communicates() => Some(0),
+            Step::Malloc(_) | Step::Free(_) => Some(1),
+            _ => None,
+        }
+    }
 }
 
 /// Where a loop step's reduction args accumulate.
@@ -120,9 +124,6 @@ pub(crate) struct LoopStep {
     pub(crate) range: Range<usize>,
     /// Which part of the set the range is, for labels: `core`, `owned`, `core,owned`, `exec`.
     pub(crate) part: &'static str,
-    /// When loops were fused into this step: each of them, in order (`record` is then the
-    /// fused loop).
-    pub(crate) fused: Vec<Arc<LoopRecord>>,
     pub(crate) reductions: ReductionTarget,
     /// The loop's first step (its call is counted once, its bytes once).
     pub(crate) first: bool,
@@ -175,8 +176,9 @@ pub(crate) struct Recording<'a> {
     pub(crate) comm: &'a dyn Communicator,
     /// The graph optimisations in force.
     pub(crate) opts: LazyOptions,
-    /// Whether the exchange that last brought a Dat's halo (by carrier id) up to date is still
-    /// pending.
+    /// Whether the exchange that last brought a Dat's halo (by carrier id) up to date was
+    /// recorded since the last flush (the successive rule; otherwise the early one). Every rank
+    /// agrees on this, where it might not on what has run.
     pub(crate) exchange_pending: &'a dyn Fn(u64) -> bool,
     /// Where skipped exchanges are counted.
     pub(crate) stats: &'a Mutex<LazyStats>,
@@ -225,8 +227,8 @@ pub(crate) fn loop_steps(
             let fresh = reads & !stale & !already;
             let mut wanted = stale;
             if fresh != 0 {
-                // Up to date already: by an exchange still pending (successive exchanges), or
-                // since one that ran (early skip).
+                // Up to date already: by an exchange recorded since the last flush (successive
+                // exchanges), or by one before it (early skip).
                 let successive = (rec.exchange_pending)(c.id);
                 let skip = if successive {
                     rec.opts.successive_halo
@@ -419,7 +421,6 @@ pub(crate) fn loop_steps(
                 record: record.clone(),
                 range,
                 part,
-                fused: Vec::new(),
                 reductions,
                 first: k == 0,
                 last: k + 1 == n_ranges,

@@ -1,6 +1,8 @@
 //! Temporary Dats as graph nodes (seed 002's malloc and free closures): a temporary gets its
 //! memory when its `malloc` node runs and gives it back to a pool when its `free` node runs, so
-//! the next temporary of that size reuses it instead of allocating.
+//! the next temporary of that size reuses it instead of allocating. On device backends the
+//! device holds a temporary's data (its host copy is given back after each loop), so the pool
+//! sees nothing to keep: only host backends reuse memory.
 
 use super::Runtime;
 use super::execute::{RuntimeShared, lock};
@@ -13,10 +15,6 @@ use crate::trace::{DataUse, Pending, section};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-
-/// The pseudo-resource every malloc and free node writes: they run in program order, so a
-/// temporary allocated after another was released finds its memory in the pool.
-const MEMORY: u64 = u64::MAX;
 
 /// How many released buffers of one size the pool keeps.
 const KEPT_PER_SIZE: usize = 4;
@@ -38,19 +36,17 @@ impl Pool {
     }
 }
 
+/// What a malloc or free node touches: every section of the temporary (so it comes before every
+/// loop that uses the temporary, or after). Allocations and releases also run in program order
+/// among themselves when forced together ([`Step::order_class`]), which is not a dependency: an
+/// allocation never makes an earlier release needed.
 fn uses(c: &Carrier) -> (Vec<DataUse>, Vec<DataUse>) {
     (
         vec![],
-        vec![
-            DataUse {
-                id: MEMORY,
-                sections: section::CORE,
-            },
-            DataUse {
-                id: c.id,
-                sections: section::ALL,
-            },
-        ],
+        vec![DataUse {
+            id: c.id,
+            sections: section::ALL,
+        }],
     )
 }
 
@@ -60,7 +56,8 @@ impl Runtime {
     /// (`OP2_LAZY_OPT`), its memory is taken when its first loop runs, from the memory of a
     /// released temporary of the same size when there is one, and
     /// [`Runtime::release_temporary`] gives it back once the loops recorded before the release
-    /// have run. Without it, the Dat is allocated now and freed when released.
+    /// have run. Without it, the Dat is allocated now and freed when its last handle and last
+    /// loop are gone. On device backends the device holds its data and no memory is reused.
     pub fn decl_temporary<T: Scalar>(&self, set: &Set, dim: usize, name: &str) -> Result<Dat<T>> {
         let dat = if self.shared.config.lazy_opts.temporaries {
             let len = Runtime::values_for(set, dim, name)?;

@@ -516,3 +516,72 @@ fn lazy_options_come_from_the_environment_and_the_builder() {
         .unwrap();
     assert_eq!(rt.config().lazy_opts, LazyOptions::NONE);
 }
+
+#[test]
+fn reading_one_temporarys_result_runs_nothing_of_another() {
+    let rt = lazy(LazyOptions::default());
+    let s = rt.decl_set(30, "s").unwrap();
+    let x = rt.decl_dat(&s, 1, vec![1.0f64; 30], "x").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
+    let z = rt.decl_dat_zeros::<f64>(&s, 1, "z").unwrap();
+    let copy = kernel("copyt", "void copyt(const double *a, double *b) { *b = *a + 1.0; }");
+    let fill = kernel("fillt", "void fillt(double *t) { *t = 3.0; }");
+    let t1 = rt.decl_temporary::<f64>(&s, 1, "t1").unwrap();
+    let ha = rt.par_loop(&copy, &s, [x.arg(READ), t1.arg(WRITE)]).unwrap();
+    let hb = rt.par_loop(&copy, &s, [t1.arg(READ), y.arg(WRITE)]).unwrap();
+    rt.release_temporary(&t1).unwrap();
+    let t2 = rt.decl_temporary::<f64>(&s, 1, "t2").unwrap();
+    let hc = rt.par_loop(&fill, &s, [t2.arg(WRITE)]).unwrap();
+    let hd = rt.par_loop(&copy, &s, [t2.arg(READ), z.arg(WRITE)]).unwrap();
+    rt.release_temporary(&t2).unwrap();
+    // A guard on y: anything that ran the first temporary's loops would fail.
+    let guard = y.data_ro().unwrap();
+    assert!(z.to_vec().unwrap().iter().all(|&v| v == 4.0));
+    assert!(!hc.is_pending() && !hd.is_pending());
+    assert!(ha.is_pending() && hb.is_pending(), "z does not depend on t1's loops");
+    drop(guard);
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 3.0));
+}
+
+#[test]
+fn a_fused_group_with_a_failed_member_runs_its_other_loops() {
+    let rt = lazy(LazyOptions::ALL);
+    let s = rt.decl_set(40, "s").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
+    let z = rt.decl_dat_zeros::<f64>(&s, 1, "z").unwrap();
+    let w = rt.decl_dat_zeros::<f64>(&s, 1, "w").unwrap();
+    let set = kernel("set5", "void set5(double *v) { *v = 5.0; }");
+    let copy = kernel("copy1", "void copy1(const double *a, double *b) { *b = *a + 1.0; }");
+    let guard = y.data_ro().unwrap();
+    let hp = rt.par_loop(&set, &s, [y.arg(WRITE)]).unwrap(); // fails: y is borrowed
+    let hq = rt.par_loop(&copy, &s, [y.arg(READ), z.arg(WRITE)]).unwrap(); // its chain
+    let hr = rt.par_loop(&set, &s, [w.arg(WRITE)]).unwrap(); // a sibling: runs
+    assert!(matches!(rt.flush(), Err(Op2Error::DataBorrowed { .. })));
+    assert!(hp.is_pending() && hq.is_pending());
+    assert!(!hr.is_pending());
+    assert_eq!(rt.executed_loops(), 1);
+    drop(guard);
+    assert!(z.to_vec().unwrap().iter().all(|&v| v == 6.0));
+    assert_eq!(rt.executed_loops(), 3, "each loop ran once");
+}
+
+#[test]
+fn a_loop_reading_and_writing_a_dat_through_two_args_fuses_as_read_write() {
+    // x is read through one arg and written through another by the first loop: the fused loop
+    // must read it (a device must upload it).
+    for opts in [LazyOptions::NONE, LazyOptions::ALL] {
+        let rt = lazy(opts);
+        let s = rt.decl_set(64, "s").unwrap();
+        let init: Vec<f64> = (0..64).map(f64::from).collect();
+        let x = rt.decl_dat(&s, 1, init, "x").unwrap();
+        let v = rt.decl_dat_zeros::<f64>(&s, 1, "v").unwrap();
+        let bump = kernel("bump2", "void bump2(const double *a, double *b) { *b = *a + 1.0; }");
+        let other = kernel("other", "void other(double *v) { *v = 2.0; }");
+        rt.par_loop(&bump, &s, [x.arg(READ), x.arg(WRITE)]).unwrap();
+        rt.par_loop(&other, &s, [v.arg(WRITE)]).unwrap();
+        rt.par_loop(&bump, &s, [x.arg(READ), x.arg(WRITE)]).unwrap();
+        let got = x.to_vec().unwrap();
+        let want: Vec<f64> = (0..64).map(|i| f64::from(i) + 2.0).collect();
+        assert_eq!(got, want, "{opts:?}");
+    }
+}

@@ -942,7 +942,15 @@ impl RuntimeShared {
             .iter()
             .map(|(d, k)| d.upgrade().map(|d| (d, *k)))
             .collect();
-        let dropped: Vec<bool> = alive.iter().map(Option::is_none).collect();
+        // A released temporary's values mean nothing any more: as good as dropped.
+        let dropped: Vec<bool> = alive
+            .iter()
+            .map(|d| {
+                d.as_ref().is_none_or(|(d, _)| {
+                    d.temporary.load(Ordering::Acquire) == crate::carrier::TEMPORARY_RELEASED
+                })
+            })
+            .collect();
         let dropped = any_rank(&*self.comm, &dropped)?;
         let dirty: Vec<bool> = alive
             .iter()
