@@ -157,8 +157,9 @@ fn reduce_op(access: Access) -> ReduceOp {
 impl RuntimeShared {
     /// The one place pending work runs. Takes what `wanted` needs from the graph (and, across
     /// ranks, every earlier pending step that starts communication, so that all ranks start
-    /// their messages and collectives in the same order whatever each forces), applies the
-    /// fusions, orders it (sends first, then computation, then receives), and runs it. A node
+    /// their messages and collectives in the same order whatever each forces; and the releases
+    /// of temporaries whose loops all run now), applies the fusions, orders it (sends first,
+    /// then computation, then receives), and runs it. A node
     /// that fails stays pending, with every node that depends on it (and, for communication,
     /// every later one); nodes that do not depend on a failure still run. The first error is
     /// returned. The caller holds `exec`.
@@ -193,6 +194,18 @@ impl RuntimeShared {
                     let more = st.trace.closure(earlier);
                     chosen.extend(more);
                 }
+            }
+            if self.config.lazy_opts.temporaries {
+                // Releasing a temporary whose loops all run now costs nothing and needs nothing
+                // else: it goes too, so that a temporary allocated after it reuses its memory.
+                let frees: Vec<u64> = st
+                    .trace
+                    .iter()
+                    .filter(|(n, x)| matches!(x.work, Step::Free(_)) && !chosen.contains(n))
+                    .filter(|(n, _)| st.trace.preds(*n).all(|p| chosen.contains(&p)))
+                    .map(|(n, _)| n)
+                    .collect();
+                chosen.extend(frees);
             }
             let fusion = self.config.lazy_opts.fusion() && self.backend.fuses_loops();
             let st = &*st;

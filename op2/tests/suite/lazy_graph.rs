@@ -524,21 +524,34 @@ fn reading_one_temporarys_result_runs_nothing_of_another() {
     let x = rt.decl_dat(&s, 1, vec![1.0f64; 30], "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
     let z = rt.decl_dat_zeros::<f64>(&s, 1, "z").unwrap();
-    let copy = kernel("copyt", "void copyt(const double *a, double *b) { *b = *a + 1.0; }");
+    let copy = kernel(
+        "copyt",
+        "void copyt(const double *a, double *b) { *b = *a + 1.0; }",
+    );
     let fill = kernel("fillt", "void fillt(double *t) { *t = 3.0; }");
+    // A guard on y (taken before any loop, so it forces nothing): anything that ran the first
+    // temporary's loops would fail.
+    let guard = y.data_ro().unwrap();
     let t1 = rt.decl_temporary::<f64>(&s, 1, "t1").unwrap();
-    let ha = rt.par_loop(&copy, &s, [x.arg(READ), t1.arg(WRITE)]).unwrap();
-    let hb = rt.par_loop(&copy, &s, [t1.arg(READ), y.arg(WRITE)]).unwrap();
+    let ha = rt
+        .par_loop(&copy, &s, [x.arg(READ), t1.arg(WRITE)])
+        .unwrap();
+    let hb = rt
+        .par_loop(&copy, &s, [t1.arg(READ), y.arg(WRITE)])
+        .unwrap();
     rt.release_temporary(&t1).unwrap();
     let t2 = rt.decl_temporary::<f64>(&s, 1, "t2").unwrap();
     let hc = rt.par_loop(&fill, &s, [t2.arg(WRITE)]).unwrap();
-    let hd = rt.par_loop(&copy, &s, [t2.arg(READ), z.arg(WRITE)]).unwrap();
+    let hd = rt
+        .par_loop(&copy, &s, [t2.arg(READ), z.arg(WRITE)])
+        .unwrap();
     rt.release_temporary(&t2).unwrap();
-    // A guard on y: anything that ran the first temporary's loops would fail.
-    let guard = y.data_ro().unwrap();
     assert!(z.to_vec().unwrap().iter().all(|&v| v == 4.0));
     assert!(!hc.is_pending() && !hd.is_pending());
-    assert!(ha.is_pending() && hb.is_pending(), "z does not depend on t1's loops");
+    assert!(
+        ha.is_pending() && hb.is_pending(),
+        "z does not depend on t1's loops"
+    );
     drop(guard);
     assert!(y.to_vec().unwrap().iter().all(|&v| v == 3.0));
 }
@@ -551,7 +564,10 @@ fn a_fused_group_with_a_failed_member_runs_its_other_loops() {
     let z = rt.decl_dat_zeros::<f64>(&s, 1, "z").unwrap();
     let w = rt.decl_dat_zeros::<f64>(&s, 1, "w").unwrap();
     let set = kernel("set5", "void set5(double *v) { *v = 5.0; }");
-    let copy = kernel("copy1", "void copy1(const double *a, double *b) { *b = *a + 1.0; }");
+    let copy = kernel(
+        "copy1",
+        "void copy1(const double *a, double *b) { *b = *a + 1.0; }",
+    );
     let guard = y.data_ro().unwrap();
     let hp = rt.par_loop(&set, &s, [y.arg(WRITE)]).unwrap(); // fails: y is borrowed
     let hq = rt.par_loop(&copy, &s, [y.arg(READ), z.arg(WRITE)]).unwrap(); // its chain
@@ -575,7 +591,10 @@ fn a_loop_reading_and_writing_a_dat_through_two_args_fuses_as_read_write() {
         let init: Vec<f64> = (0..64).map(f64::from).collect();
         let x = rt.decl_dat(&s, 1, init, "x").unwrap();
         let v = rt.decl_dat_zeros::<f64>(&s, 1, "v").unwrap();
-        let bump = kernel("bump2", "void bump2(const double *a, double *b) { *b = *a + 1.0; }");
+        let bump = kernel(
+            "bump2",
+            "void bump2(const double *a, double *b) { *b = *a + 1.0; }",
+        );
         let other = kernel("other", "void other(double *v) { *v = 2.0; }");
         rt.par_loop(&bump, &s, [x.arg(READ), x.arg(WRITE)]).unwrap();
         rt.par_loop(&other, &s, [v.arg(WRITE)]).unwrap();
