@@ -604,3 +604,35 @@ fn a_loop_reading_and_writing_a_dat_through_two_args_fuses_as_read_write() {
         assert_eq!(got, want, "{opts:?}");
     }
 }
+
+/// op2-mpi's gather (across thread ranks) forces what the gathered Dat depends on, not more.
+#[cfg(feature = "mpi")]
+#[test]
+fn a_gather_forces_what_the_dat_depends_on() {
+    use op2::mpi::{Input, MeshBuilder, Options, Partitioner};
+    let out = op2_test_support::on_rank_runtimes(2, builder, |_, rt| {
+        let mut mesh = MeshBuilder::new(Input::Everywhere);
+        let nodes = mesh.decl_set(21, "nodes").unwrap();
+        let cells = mesh.decl_set(20, "cells").unwrap();
+        let c2n: Vec<i32> = (0..20).flat_map(|c| [c, c + 1]).collect();
+        mesh.decl_map(cells, nodes, 2, c2n, "c2n").unwrap();
+        let local = mesh
+            .partition(&rt, &Options::new(Partitioner::Blocks))
+            .unwrap();
+        let cells = local.set(cells);
+        let d = rt.decl_dat_zeros::<f64>(&cells, 1, "d").unwrap();
+        let e = rt.decl_dat_zeros::<f64>(&cells, 1, "e").unwrap();
+        let wd = kernel("gd", "void gd(double *d) { *d = 3.0; }");
+        let we = kernel("ge", "void ge(double *e) { *e = 4.0; }");
+        let hd = rt.par_loop(&wd, &cells, [d.arg(WRITE)]).unwrap();
+        let he = rt.par_loop(&we, &cells, [e.arg(WRITE)]).unwrap();
+        let got = local.gather(&d).unwrap();
+        let pending = (hd.is_pending(), he.is_pending());
+        rt.flush().unwrap();
+        (got, pending)
+    });
+    assert_eq!(out[0].0.as_deref(), Some(&[3.0; 20][..]));
+    for (_, pending) in &out {
+        assert_eq!(*pending, (false, true));
+    }
+}
