@@ -48,20 +48,13 @@ impl Kernel {
     /// A kernel named `name` (a C identifier) whose `source` defines a function of that name.
     pub fn new(name: &str, source: &str) -> Result<Self> {
         crate::names::check_user_name("kernel", name)?;
-        let stripped = strip_comments(source);
-        let tokens = tokenize(&stripped);
-        let identifiers: HashSet<String> = tokens
-            .iter()
-            .filter(|t| is_c_identifier(t))
-            .map(|t| t.to_string())
-            .collect();
+        let (identifiers, params) = read_source(source, name);
         crate::names::check_source_identifiers(name, identifiers.iter().map(String::as_str))?;
         if !identifiers.contains(name) {
             return Err(Op2Error::KernelNotFound {
                 kernel: name.into(),
             });
         }
-        let params = parse_params(&tokens, name);
         if params.is_none() && !source.contains('#') {
             // Without macros in play, a missing definition is certain; with them we cannot tell.
             return Err(Op2Error::KernelNotFound {
@@ -83,14 +76,7 @@ impl Kernel {
     /// Its names may use the generated code's prefix (it is generated code), so the user-name
     /// checks do not apply.
     pub(crate) fn fused(name: &str, source: String, parts: Vec<(Kernel, Vec<usize>)>) -> Self {
-        let stripped = strip_comments(&source);
-        let tokens = tokenize(&stripped);
-        let identifiers: HashSet<String> = tokens
-            .iter()
-            .filter(|t| is_c_identifier(t))
-            .map(|t| t.to_string())
-            .collect();
-        let params = parse_params(&tokens, name);
+        let (identifiers, params) = read_source(&source, name);
         Kernel(Arc::new(KernelInner {
             id: NEXT_KERNEL_ID.fetch_add(1, Ordering::Relaxed),
             name: name.into(),
@@ -151,6 +137,19 @@ impl fmt::Debug for Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Kernel({:?})", self.0.name)
     }
+}
+
+/// The identifiers `source` uses (comments left out) and the parameters of its definition of
+/// `name`, when it has one.
+fn read_source(source: &str, name: &str) -> (HashSet<String>, Option<Vec<KernelParam>>) {
+    let stripped = strip_comments(source);
+    let tokens = tokenize(&stripped);
+    let identifiers = tokens
+        .iter()
+        .filter(|t| is_c_identifier(t))
+        .map(|t| t.to_string())
+        .collect();
+    (identifiers, parse_params(&tokens, name))
 }
 
 fn strip_comments(src: &str) -> String {

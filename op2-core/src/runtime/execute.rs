@@ -159,10 +159,9 @@ impl RuntimeShared {
     /// ranks, every earlier pending step that starts communication, so that all ranks start
     /// their messages and collectives in the same order whatever each forces; and the releases
     /// of temporaries whose loops all run now), applies the fusions, orders it (sends first,
-    /// then computation, then receives), and runs it. A node
-    /// that fails stays pending, with every node that depends on it (and, for communication,
-    /// every later one); nodes that do not depend on a failure still run. The first error is
-    /// returned. The caller holds `exec`.
+    /// then computation, then receives), and runs it. A node that fails stays pending, with
+    /// every node that depends on it (and, for communication, every later one); nodes that do
+    /// not depend on a failure still run. The first error is returned. The caller holds `exec`.
     pub(crate) fn force(&self, wanted: Wanted<'_>) -> Result<()> {
         let started = Instant::now();
         let order: Vec<Vec<(u64, Step)>> = {

@@ -460,32 +460,48 @@ fn wave_part(args: &Args) -> Result<(), String> {
         best[which] = best[which].min(ms);
         energy[which] = e;
     }
-    println!(
-        "wave, 1 process (seq): {:.4} ms per step off, {:.4} on: on/off {:.3}; energies {}",
-        best[0],
-        best[1],
-        best[1] / best[0],
-        if energy[0] == energy[1] {
-            "equal"
-        } else {
-            "DIFFERENT"
-        }
+    report(
+        "wave, 1 process (seq)",
+        "step",
+        best,
+        energy[0] == energy[1],
+        "energies",
     );
     if mpi_here() {
-        let [off, on] = off_and_on_two_ranks("wave", args)?;
-        println!(
-            "wave, 2 MPI ranks (seq): off {:.4} ms and {:.2} exchanges per step, on {:.4} ms and {:.2}: on/off {:.3}; energies {} / {}",
-            off.0,
-            off.1,
-            on.0,
-            on.1,
-            on.0 / off.0,
-            off.2,
-            on.2
+        report_ranks(
+            "wave",
+            "step",
+            "energies",
+            &off_and_on_two_ranks("wave", args)?,
         );
     }
-
     Ok(())
+}
+
+/// Prints one process's off and on times (ms per `unit`) and whether their results agree.
+fn report(what: &str, unit: &str, ms: [f64; 2], equal: bool, results: &str) {
+    println!(
+        "{what}: {:.4} ms per {unit} off, {:.4} on: on/off {:.3}; {results} {}",
+        ms[0],
+        ms[1],
+        ms[1] / ms[0],
+        if equal { "equal" } else { "DIFFERENT" }
+    );
+}
+
+/// Prints the off and on rows across 2 MPI ranks: ms and exchanges per `unit`, rank 0's result.
+fn report_ranks(what: &str, unit: &str, results: &str, rows: &[(f64, f64, String); 2]) {
+    let [off, on] = rows;
+    println!(
+        "{what}, 2 MPI ranks (seq): off {:.4} ms and {:.2} exchanges per {unit}, on {:.4} ms and {:.2}: on/off {:.3}; {results} {} / {}",
+        off.0,
+        off.1,
+        on.0,
+        on.1,
+        on.0 / off.0,
+        off.2,
+        on.2
+    );
 }
 
 fn airfoil_part(args: &Args, have_openmp: bool) -> Result<(), String> {
@@ -501,29 +517,16 @@ fn airfoil_part(args: &Args, have_openmp: bool) -> Result<(), String> {
         best[which] = best[which].min(ms);
         residual[which] = res;
     }
-    println!(
-        "airfoil, 1 process ({backend} x2): {:.2} ms per iteration off, {:.2} on: on/off {:.3}; residuals {}",
-        best[0],
-        best[1],
-        best[1] / best[0],
-        if residual[0] == residual[1] {
-            "equal"
-        } else {
-            "DIFFERENT"
-        }
+    report(
+        &format!("airfoil, 1 process ({backend} x2)"),
+        "iteration",
+        best,
+        residual[0] == residual[1],
+        "residuals",
     );
     if mpi_here() {
-        let [off, on] = off_and_on_two_ranks("airfoil", args)?;
-        println!(
-            "airfoil, 2 MPI ranks (seq): off {:.2} ms and {:.2} exchanges per iteration, on {:.2} ms and {:.2}: on/off {:.3}; residuals {} / {}",
-            off.0,
-            off.1,
-            on.0,
-            on.1,
-            on.0 / off.0,
-            off.2,
-            on.2
-        );
+        let rows = off_and_on_two_ranks("airfoil", args)?;
+        report_ranks("airfoil", "iteration", "residuals", &rows);
     }
     Ok(())
 }
