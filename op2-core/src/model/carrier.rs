@@ -34,6 +34,9 @@ pub(crate) trait CarrierOwner: Send + Sync {
     fn force_for_host(&self, carrier: &Carrier, write: bool) -> Result<()>;
     /// The communicator of the ranks the runtime runs on.
     fn communicator(&self) -> Arc<dyn Communicator>;
+    /// The owner itself, for the runtime to find its own type again (Dat algebra records loops
+    /// on the runtime a Dat belongs to).
+    fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
 }
 
 /// The type behind the dangling owner of carriers that belong to no user-visible runtime (scratch
@@ -47,6 +50,9 @@ impl CarrierOwner for NoOwner {
     }
     fn communicator(&self) -> Arc<dyn Communicator> {
         Arc::new(crate::comm::SelfCommunicator)
+    }
+    fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
     }
 }
 
@@ -243,6 +249,11 @@ impl Carrier {
     /// Whether this is a temporary Dat ([`crate::Runtime::decl_temporary`]).
     pub fn is_temporary(&self) -> bool {
         self.temporary.load(Ordering::Acquire) != TEMPORARY_NOT
+    }
+
+    /// The runtime this belongs to, as its owner trait object (`None` once it is dropped).
+    pub(crate) fn owner(&self) -> Option<Arc<dyn CarrierOwner>> {
+        self.rt.upgrade()
     }
 
     /// The communicator of the runtime this belongs to (`None` once that runtime is dropped).

@@ -332,6 +332,24 @@ pub enum Op2Error {
         /// Its name.
         name: String,
     },
+    /// Dat algebra between Dats that do not match, or an operation their type does not have.
+    #[error("dat algebra `{op}` on `{left}`{}: {reason}", right.as_ref().map(|r| format!(" and `{r}`")).unwrap_or_default())]
+    AlgebraMismatch {
+        /// The operation (`add`, `inner`, ...).
+        op: &'static str,
+        /// The Dat it was called on.
+        left: String,
+        /// The other Dat, when there is one.
+        right: Option<String>,
+        /// What does not match.
+        reason: String,
+    },
+    /// A Dat's runtime is gone, so nothing can be recorded on it (its host data stays readable).
+    #[error("dat `{name}`: its runtime is gone, so no loop can be recorded on it")]
+    RuntimeGone {
+        /// The Dat's name.
+        name: String,
+    },
     /// No backend has this name.
     #[error("unknown backend `{name}`; available: {}", available.join(", "))]
     UnknownBackend {

@@ -87,6 +87,12 @@ impl Kernel {
         }))
     }
 
+    /// A kernel the runtime writes for its own loops (Dat algebra): named with the generated
+    /// code's prefix, so that it can clash with no user name.
+    pub(crate) fn internal(name: &str, source: String) -> Self {
+        Kernel::fused(name, source, Vec::new())
+    }
+
     /// For a kernel that runs fused loops: the loops' kernels in call order, each with the
     /// positions of this kernel's parameters it is called with; empty otherwise. Code
     /// generators that rewrite a kernel's parameter list (OpenCL's address spaces) rewrite each

@@ -90,6 +90,8 @@ pub struct RuntimeShared {
     pub(crate) pool: Mutex<super::temporaries::Pool>,
     /// Fused loops' code.
     pub(crate) fusions: Mutex<super::fusion::Fusions>,
+    /// The runtime's own kernels for Dat algebra.
+    pub(crate) algebra: Mutex<super::algebra::AlgebraKernels>,
 }
 
 /// What a forcing must run.
@@ -645,5 +647,9 @@ impl CarrierOwner for RuntimeShared {
 
     fn communicator(&self) -> Arc<dyn Communicator> {
         self.comm.clone()
+    }
+
+    fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
     }
 }

@@ -4,6 +4,7 @@
 //! steps), `execute` (running recorded work) and `timing` (per-kernel timings); this file declares
 //! data and records loops.
 
+mod algebra;
 mod builder;
 mod checkpoint;
 mod execute;
@@ -144,6 +145,7 @@ impl Runtime {
                 stats: Mutex::new(LazyStats::default()),
                 pool: Mutex::new(temporaries::Pool::default()),
                 fusions: Mutex::new(fusion::Fusions::default()),
+                algebra: Mutex::new(algebra::AlgebraKernels::new()),
             }),
         })
     }

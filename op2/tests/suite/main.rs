@@ -9,6 +9,7 @@ mod aliasing;
 mod bad_input;
 mod checkpoint;
 mod classic;
+mod dat_algebra;
 mod distributed;
 mod hardening;
 mod laziness;

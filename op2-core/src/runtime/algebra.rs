@@ -1,0 +1,377 @@
+//! Dat algebra as PyOP2 offers it: zeroing, copying, `+ - * /` with another Dat or a scalar (into
+//! a new Dat or in place), `axpy`, inner products and norms. Each operation is a loop the runtime
+//! writes and records like any other, so it is lazy, runs on every backend, fuses with the loops
+//! beside it, and works across ranks (an inner product is a Global reduction, summed over ranks
+//! once).
+
+use super::Runtime;
+use super::execute::{RuntimeShared, lock};
+use crate::access::{INC, READ, RW, WRITE};
+use crate::arg::Arg;
+use crate::carrier::Dat;
+use crate::dtype::{DType, Scalar};
+use crate::error::{Op2Error, Result};
+use crate::kernel::Kernel;
+
+/// An elementwise operation between two values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl BinOp {
+    fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::Div => "div",
+        }
+    }
+
+    fn c(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+        }
+    }
+}
+
+/// The runtime a Dat belongs to.
+fn runtime_of<T: Scalar>(d: &Dat<T>) -> Result<Runtime> {
+    let gone = || Op2Error::RuntimeGone {
+        name: d.name().into(),
+    };
+    let owner = d.carrier().owner().ok_or_else(gone)?;
+    let shared = owner
+        .as_any()
+        .downcast::<RuntimeShared>()
+        .map_err(|_| gone())?;
+    Ok(Runtime { shared })
+}
+
+impl Runtime {
+    /// The runtime's own kernel `op` for `dtype` and `dim`, written by `source(name, c_type)` the
+    /// first time (kept, so its compiled code is reused).
+    fn algebra_kernel(
+        &self,
+        op: &str,
+        dtype: DType,
+        dim: usize,
+        source: impl FnOnce(&str, &str) -> String,
+    ) -> Kernel {
+        let name = format!("op2_dat_{op}_{}_{dim}", dtype.c_name().replace(' ', "_"));
+        let mut cache = lock(&self.shared.algebra);
+        cache
+            .entry(name.clone())
+            .or_insert_with(|| Kernel::internal(&name, source(&name, dtype.c_name())))
+            .clone()
+    }
+}
+
+/// The loop over every value of a row: `for (int i = 0; i < dim; i++) body`.
+fn each(dim: usize, body: &str) -> String {
+    format!("for (int i = 0; i < {dim}; i++) {{ {body} }}")
+}
+
+impl<T: Scalar> Dat<T> {
+    /// Checks that `other` can meet this Dat in `op`: the same set and dim.
+    fn matches(&self, op: &'static str, other: &Dat<T>) -> Result<()> {
+        let mismatch = |reason: String| Op2Error::AlgebraMismatch {
+            op,
+            left: self.name().into(),
+            right: Some(other.name().into()),
+            reason,
+        };
+        if self.set().id() != other.set().id() {
+            return Err(mismatch(format!(
+                "they live on different sets (`{}` and `{}`)",
+                self.set().name(),
+                other.set().name()
+            )));
+        }
+        if self.dim() != other.dim() {
+            return Err(mismatch(format!(
+                "their dims differ ({} and {})",
+                self.dim(),
+                other.dim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Division is for floating-point Dats (an integer divided by zero has no value in C).
+    fn divisible(&self, op: BinOp) -> Result<()> {
+        if op == BinOp::Div && !matches!(T::DTYPE, DType::F64 | DType::F32) {
+            return Err(Op2Error::AlgebraMismatch {
+                op: "div",
+                left: self.name().into(),
+                right: None,
+                reason: format!(
+                    "division needs f64 or f32 values, not {}",
+                    T::DTYPE.c_name()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// A loop over this Dat's set with `args`.
+    fn record(&self, rt: &Runtime, k: &Kernel, args: Vec<Arg>) -> Result<()> {
+        rt.par_loop(k, self.set(), args).map(drop)
+    }
+
+    /// A Global holding `s`, to pass a scalar without compiling a kernel per value.
+    fn scalar(rt: &Runtime, s: T) -> Result<crate::carrier::Global<T>> {
+        rt.decl_global(1, &[s], "op2_scalar")
+    }
+
+    /// Sets every value to zero (PyOP2's `Dat.zero`): a loop, recorded like any other.
+    pub fn zero(&self) -> Result<()> {
+        let rt = runtime_of(self)?;
+        let dim = self.dim();
+        let k = rt.algebra_kernel("zero", T::DTYPE, dim, |n, c| {
+            format!(
+                "void {n}({c} *x) {{ {} }}",
+                each(dim, &format!("x[i] = ({c})0;"))
+            )
+        });
+        self.record(&rt, &k, vec![self.arg(WRITE)])
+    }
+
+    /// Copies this Dat's values into `other` (PyOP2's `Dat.copy(other)`): same set and dim.
+    pub fn copy(&self, other: &Dat<T>) -> Result<()> {
+        self.matches("copy", other)?;
+        let rt = runtime_of(self)?;
+        let dim = self.dim();
+        let k = rt.algebra_kernel("copy", T::DTYPE, dim, |n, c| {
+            format!(
+                "void {n}(const {c} *a, {c} *b) {{ {} }}",
+                each(dim, "b[i] = a[i];")
+            )
+        });
+        self.record(&rt, &k, vec![self.arg(READ), other.arg(WRITE)])
+    }
+
+    /// `self op other` into a new Dat named after both.
+    fn binary(&self, op: BinOp, other: &Dat<T>) -> Result<Dat<T>> {
+        self.matches(op.name(), other)?;
+        self.divisible(op)?;
+        let rt = runtime_of(self)?;
+        let dim = self.dim();
+        let out = rt.decl_dat_zeros::<T>(
+            self.set(),
+            dim,
+            &format!("{}{}{}", self.name(), op.c(), other.name()),
+        )?;
+        let k = rt.algebra_kernel(op.name(), T::DTYPE, dim, |n, c| {
+            format!(
+                "void {n}(const {c} *a, const {c} *b, {c} *r) {{ {} }}",
+                each(dim, &format!("r[i] = a[i] {} b[i];", op.c()))
+            )
+        });
+        self.record(
+            &rt,
+            &k,
+            vec![self.arg(READ), other.arg(READ), out.arg(WRITE)],
+        )?;
+        Ok(out)
+    }
+
+    /// `self op= other`.
+    fn binary_assign(&self, op: BinOp, other: &Dat<T>) -> Result<()> {
+        self.matches(op.name(), other)?;
+        self.divisible(op)?;
+        let rt = runtime_of(self)?;
+        let dim = self.dim();
+        let k = rt.algebra_kernel(&format!("{}_assign", op.name()), T::DTYPE, dim, |n, c| {
+            format!(
+                "void {n}({c} *a, const {c} *b) {{ {} }}",
+                each(dim, &format!("a[i] = a[i] {} b[i];", op.c()))
+            )
+        });
+        self.record(&rt, &k, vec![self.arg(RW), other.arg(READ)])
+    }
+
+    /// `self op s` (every value) into a new Dat.
+    fn scalar_op(&self, op: BinOp, s: T) -> Result<Dat<T>> {
+        self.divisible(op)?;
+        let rt = runtime_of(self)?;
+        let dim = self.dim();
+        let out = rt.decl_dat_zeros::<T>(
+            self.set(),
+            dim,
+            &format!("{}{}{:?}", self.name(), op.c(), s),
+        )?;
+        let g = Self::scalar(&rt, s)?;
+        let k = rt.algebra_kernel(&format!("{}_scalar", op.name()), T::DTYPE, dim, |n, c| {
+            format!(
+                "void {n}(const {c} *a, const {c} *s, {c} *r) {{ {} }}",
+                each(dim, &format!("r[i] = a[i] {} s[0];", op.c()))
+            )
+        });
+        self.record(&rt, &k, vec![self.arg(READ), g.arg(READ), out.arg(WRITE)])?;
+        Ok(out)
+    }
+
+    /// `self op= s` (every value).
+    fn scalar_assign(&self, op: BinOp, s: T) -> Result<()> {
+        self.divisible(op)?;
+        let rt = runtime_of(self)?;
+        let dim = self.dim();
+        let g = Self::scalar(&rt, s)?;
+        let k = rt.algebra_kernel(
+            &format!("{}_scalar_assign", op.name()),
+            T::DTYPE,
+            dim,
+            |n, c| {
+                format!(
+                    "void {n}({c} *a, const {c} *s) {{ {} }}",
+                    each(dim, &format!("a[i] = a[i] {} s[0];", op.c()))
+                )
+            },
+        );
+        self.record(&rt, &k, vec![self.arg(RW), g.arg(READ)])
+    }
+
+    /// `self + other`, value by value, into a new Dat (PyOP2's `a + b`).
+    pub fn add(&self, other: &Dat<T>) -> Result<Dat<T>> {
+        self.binary(BinOp::Add, other)
+    }
+
+    /// `self - other` into a new Dat.
+    pub fn sub(&self, other: &Dat<T>) -> Result<Dat<T>> {
+        self.binary(BinOp::Sub, other)
+    }
+
+    /// `self * other`, value by value, into a new Dat.
+    pub fn mul(&self, other: &Dat<T>) -> Result<Dat<T>> {
+        self.binary(BinOp::Mul, other)
+    }
+
+    /// `self / other`, value by value, into a new Dat (f64 and f32 Dats).
+    pub fn div(&self, other: &Dat<T>) -> Result<Dat<T>> {
+        self.binary(BinOp::Div, other)
+    }
+
+    /// `self += other` (PyOP2's `a += b`).
+    pub fn add_assign(&self, other: &Dat<T>) -> Result<()> {
+        self.binary_assign(BinOp::Add, other)
+    }
+
+    /// `self -= other`.
+    pub fn sub_assign(&self, other: &Dat<T>) -> Result<()> {
+        self.binary_assign(BinOp::Sub, other)
+    }
+
+    /// `self *= other`, value by value.
+    pub fn mul_assign(&self, other: &Dat<T>) -> Result<()> {
+        self.binary_assign(BinOp::Mul, other)
+    }
+
+    /// `self /= other`, value by value (f64 and f32 Dats).
+    pub fn div_assign(&self, other: &Dat<T>) -> Result<()> {
+        self.binary_assign(BinOp::Div, other)
+    }
+
+    /// `self + s` for every value, into a new Dat (PyOP2's `a + 2.0`).
+    pub fn add_scalar(&self, s: T) -> Result<Dat<T>> {
+        self.scalar_op(BinOp::Add, s)
+    }
+
+    /// `self - s` into a new Dat.
+    pub fn sub_scalar(&self, s: T) -> Result<Dat<T>> {
+        self.scalar_op(BinOp::Sub, s)
+    }
+
+    /// `self * s` into a new Dat.
+    pub fn mul_scalar(&self, s: T) -> Result<Dat<T>> {
+        self.scalar_op(BinOp::Mul, s)
+    }
+
+    /// `self / s` into a new Dat (f64 and f32 Dats).
+    pub fn div_scalar(&self, s: T) -> Result<Dat<T>> {
+        self.scalar_op(BinOp::Div, s)
+    }
+
+    /// `self += s` for every value.
+    pub fn add_scalar_assign(&self, s: T) -> Result<()> {
+        self.scalar_assign(BinOp::Add, s)
+    }
+
+    /// `self -= s` for every value.
+    pub fn sub_scalar_assign(&self, s: T) -> Result<()> {
+        self.scalar_assign(BinOp::Sub, s)
+    }
+
+    /// `self *= s` for every value.
+    pub fn mul_scalar_assign(&self, s: T) -> Result<()> {
+        self.scalar_assign(BinOp::Mul, s)
+    }
+
+    /// `self /= s` for every value (f64 and f32 Dats).
+    pub fn div_scalar_assign(&self, s: T) -> Result<()> {
+        self.scalar_assign(BinOp::Div, s)
+    }
+
+    /// `self += a * x` (BLAS's axpy): same set and dim.
+    pub fn axpy(&self, a: T, x: &Dat<T>) -> Result<()> {
+        self.matches("axpy", x)?;
+        let rt = runtime_of(self)?;
+        let dim = self.dim();
+        let g = Self::scalar(&rt, a)?;
+        let k = rt.algebra_kernel("axpy", T::DTYPE, dim, |n, c| {
+            format!(
+                "void {n}({c} *y, const {c} *a, const {c} *x) {{ {} }}",
+                each(dim, "y[i] += a[0] * x[i];")
+            )
+        });
+        self.record(&rt, &k, vec![self.arg(RW), g.arg(READ), x.arg(READ)])
+    }
+
+    /// The inner product: the sum over every owned element and value of `self * other` (PyOP2's
+    /// `Dat.inner`), summed over ranks once. Forces what the two Dats depend on.
+    pub fn inner(&self, other: &Dat<T>) -> Result<T> {
+        self.matches("inner", other)?;
+        let rt = runtime_of(self)?;
+        let dim = self.dim();
+        let sum = rt.decl_global(1, &[T::ZERO], "op2_inner")?;
+        let k = rt.algebra_kernel("inner", T::DTYPE, dim, |n, c| {
+            format!(
+                "void {n}(const {c} *a, const {c} *b, {c} *g) {{ {} }}",
+                each(dim, "g[0] += a[i] * b[i];")
+            )
+        });
+        self.record(&rt, &k, vec![self.arg(READ), other.arg(READ), sum.arg(INC)])?;
+        Ok(sum.value()?[0])
+    }
+
+    /// The 2-norm: the square root of [`Dat::inner`] with itself (PyOP2's `Dat.norm`).
+    pub fn norm(&self) -> Result<f64> {
+        let s = self.inner(self)?;
+        Ok(to_f64(s).sqrt())
+    }
+}
+
+/// The runtime's own kernels for Dat algebra, by name (each compiled once).
+pub(crate) type AlgebraKernels = std::collections::HashMap<String, Kernel>;
+
+/// A value of any Dat type as an `f64` (for the norm).
+fn to_f64<T: Scalar>(v: T) -> f64 {
+    let b = bytemuck::bytes_of(&v);
+    let four = || -> [u8; 4] { b[..4].try_into().expect("a 4-byte dtype") };
+    let eight = || -> [u8; 8] { b[..8].try_into().expect("an 8-byte dtype") };
+    match T::DTYPE {
+        DType::F64 => f64::from_ne_bytes(eight()),
+        DType::F32 => f64::from(f32::from_ne_bytes(four())),
+        DType::I32 => f64::from(i32::from_ne_bytes(four())),
+        DType::U32 => f64::from(u32::from_ne_bytes(four())),
+        DType::I64 => i64::from_ne_bytes(eight()) as f64,
+        DType::U64 => u64::from_ne_bytes(eight()) as f64,
+    }
+}

@@ -1,0 +1,190 @@
+//! Dat algebra (PyOP2's `zero`, `copy`, `+ - * /` with Dats and scalars, in place and into new
+//! Dats, `axpy`, `inner`, `norm`) against plain Rust on random data; every operation is a lazy
+//! loop (it fuses with its neighbours), works across ranks, and refuses Dats that do not match.
+
+use op2::{Dat, LazyOptions, Op2Error, Runtime, SetHalo, SetSizes};
+use op2_test_support::{backend, builder, on_rank_runtimes};
+use proptest::prelude::*;
+
+/// Host backends give the reference's bits; devices compile with their own compilers.
+fn exact() -> bool {
+    matches!(backend().as_str(), "seq" | "openmp")
+}
+
+fn close(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            if exact() {
+                x == y
+            } else {
+                (x - y).abs() <= 1e-12 * (1.0 + x.abs())
+            }
+        })
+}
+
+fn dats(rt: &Runtime, dim: usize, a: &[f64], b: &[f64]) -> (Dat<f64>, Dat<f64>) {
+    let s = rt.decl_set(a.len() / dim, "s").unwrap();
+    (
+        rt.decl_dat(&s, dim, a, "a").unwrap(),
+        rt.decl_dat(&s, dim, b, "b").unwrap(),
+    )
+}
+
+fn values(dim: usize) -> impl Strategy<Value = (usize, Vec<f64>, Vec<f64>, f64)> {
+    (1usize..40).prop_flat_map(move |n| {
+        (
+            Just(dim),
+            prop::collection::vec(-100.0f64..100.0, n * dim),
+            // Away from zero: b divides.
+            prop::collection::vec(prop_oneof![-50.0f64..-0.5, 0.5f64..50.0], n * dim),
+            -10.0f64..10.0,
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn elementwise_operations_match_plain_rust((dim, a, b, s) in (1usize..4).prop_flat_map(values)) {
+        let rt = builder().build().unwrap();
+        let (x, y) = dats(&rt, dim, &a, &b);
+        let zip = |f: fn(f64, f64) -> f64| -> Vec<f64> { a.iter().zip(&b).map(|(p, q)| f(*p, *q)).collect() };
+        let scal = |f: &dyn Fn(f64) -> f64| -> Vec<f64> { a.iter().map(|p| f(*p)).collect() };
+        prop_assert!(close(&x.add(&y).unwrap().to_vec().unwrap(), &zip(|p, q| p + q)));
+        prop_assert!(close(&x.sub(&y).unwrap().to_vec().unwrap(), &zip(|p, q| p - q)));
+        prop_assert!(close(&x.mul(&y).unwrap().to_vec().unwrap(), &zip(|p, q| p * q)));
+        prop_assert!(close(&x.div(&y).unwrap().to_vec().unwrap(), &zip(|p, q| p / q)));
+        prop_assert!(close(&x.add_scalar(s).unwrap().to_vec().unwrap(), &scal(&|p| p + s)));
+        prop_assert!(close(&x.sub_scalar(s).unwrap().to_vec().unwrap(), &scal(&|p| p - s)));
+        prop_assert!(close(&x.mul_scalar(s).unwrap().to_vec().unwrap(), &scal(&|p| p * s)));
+        prop_assert!(close(&y.div_scalar(s + 20.0).unwrap().to_vec().unwrap(),
+            &b.iter().map(|q| q / (s + 20.0)).collect::<Vec<_>>()));
+        // In place, one after another (they fuse), then axpy.
+        let z = rt.decl_dat(x.set(), dim, &a, "z").unwrap();
+        z.add_assign(&y).unwrap();
+        z.mul_scalar_assign(s).unwrap();
+        z.sub_assign(&x).unwrap();
+        z.div_assign(&y).unwrap();
+        z.add_scalar_assign(1.5).unwrap();
+        z.axpy(s, &x).unwrap();
+        let want: Vec<f64> = a.iter().zip(&b).map(|(p, q)| {
+            let mut v = *p + *q;
+            v *= s;
+            v -= *p;
+            v /= *q;
+            v += 1.5;
+            v + s * *p
+        }).collect();
+        prop_assert!(close(&z.to_vec().unwrap(), &want));
+        // Inner product and norm, in element order.
+        let mut inner = 0.0;
+        for (p, q) in a.iter().zip(&b) {
+            inner += p * q;
+        }
+        let got = x.inner(&y).unwrap();
+        prop_assert!((got - inner).abs() <= 1e-9 * (1.0 + inner.abs()), "{got} against {inner}");
+        let norm = a.iter().map(|p| p * p).sum::<f64>().sqrt();
+        prop_assert!((x.norm().unwrap() - norm).abs() <= 1e-9 * (1.0 + norm));
+        // Copy and zero.
+        let w = rt.decl_dat_zeros::<f64>(x.set(), dim, "w").unwrap();
+        x.copy(&w).unwrap();
+        prop_assert_eq!(w.to_vec().unwrap(), a.clone());
+        w.zero().unwrap();
+        prop_assert!(w.to_vec().unwrap().iter().all(|&v| v == 0.0));
+    }
+}
+
+#[test]
+fn operations_are_lazy_loops_and_fuse() {
+    let rt = builder()
+        .lazy_optimisations(LazyOptions::ALL)
+        .build()
+        .unwrap();
+    let (x, y) = dats(&rt, 2, &[1.0, 2.0, 3.0, 4.0], &[10.0, 20.0, 30.0, 40.0]);
+    x.add_assign(&y).unwrap();
+    x.mul_scalar_assign(2.0).unwrap();
+    x.sub_scalar_assign(1.0).unwrap();
+    assert_eq!(rt.pending_loops(), 3, "recorded, not run");
+    assert_eq!(x.to_vec().unwrap(), [21.0, 43.0, 65.0, 87.0]);
+    assert_eq!(rt.lazy_stats().chain_fusions, 2, "one pass over memory");
+}
+
+#[test]
+fn integer_dats_add_and_reduce_but_do_not_divide() {
+    let rt = builder().build().unwrap();
+    let s = rt.decl_set(5, "s").unwrap();
+    let i = rt.decl_dat(&s, 1, vec![1i32, 2, 3, 4, 5], "i").unwrap();
+    let j = rt
+        .decl_dat(&s, 1, vec![10i32, 20, 30, 40, 50], "j")
+        .unwrap();
+    assert_eq!(i.add(&j).unwrap().to_vec().unwrap(), [11, 22, 33, 44, 55]);
+    assert_eq!(i.inner(&j).unwrap(), 550);
+    assert_eq!(i.norm().unwrap(), 55f64.sqrt());
+    let e = i.div(&j).unwrap_err();
+    assert!(
+        matches!(e, Op2Error::AlgebraMismatch { op: "div", .. }),
+        "{e}"
+    );
+    let u = rt.decl_dat(&s, 1, vec![7u64; 5], "u").unwrap();
+    u.mul_scalar_assign(3).unwrap();
+    assert_eq!(u.to_vec().unwrap(), [21; 5]);
+}
+
+#[test]
+fn dats_that_do_not_match_are_refused_and_the_runtime_goes_on() {
+    let rt = builder().build().unwrap();
+    let s = rt.decl_set(4, "s").unwrap();
+    let t = rt.decl_set(4, "t").unwrap();
+    let a = rt.decl_dat(&s, 1, [1.0f64; 4], "a").unwrap();
+    let b = rt.decl_dat(&t, 1, [1.0f64; 4], "b").unwrap();
+    let c = rt.decl_dat(&s, 2, [1.0f64; 8], "c").unwrap();
+    for e in [a.add(&b).unwrap_err(), a.inner(&b).unwrap_err()] {
+        assert!(matches!(e, Op2Error::AlgebraMismatch { .. }), "{e}");
+        assert!(e.to_string().contains("different sets"), "{e}");
+    }
+    let e = a.axpy(2.0, &c).unwrap_err();
+    assert!(e.to_string().contains("dims differ (1 and 2)"), "{e}");
+    assert!(a.copy(&c).is_err());
+    // Still usable.
+    a.add_scalar_assign(1.0).unwrap();
+    assert_eq!(a.to_vec().unwrap(), [2.0; 4]);
+    // A Dat whose runtime is gone.
+    let d = {
+        let rt = builder().build().unwrap();
+        let s = rt.decl_set(2, "s").unwrap();
+        rt.decl_dat(&s, 1, [1.0f64; 2], "d").unwrap()
+    };
+    assert!(matches!(d.zero(), Err(Op2Error::RuntimeGone { .. })));
+    assert_eq!(d.to_vec().unwrap(), [1.0; 2], "its data stays readable");
+}
+
+#[test]
+fn inner_products_sum_over_ranks_once() {
+    // Three ranks, each owning a block of 0..30 (no halo: the operations are direct).
+    let n = 30usize;
+    let sums = on_rank_runtimes(3, builder, |rank, rt| {
+        let block = (rank * n / 3)..((rank + 1) * n / 3);
+        let s = rt
+            .decl_set_with_halo(
+                SetSizes {
+                    core: block.len(),
+                    ..SetSizes::default()
+                },
+                SetHalo::default(),
+                "s",
+            )
+            .unwrap();
+        let a: Vec<f64> = block.clone().map(|i| i as f64).collect();
+        let x = rt.decl_dat(&s, 1, a, "x").unwrap();
+        let y = x.mul_scalar(2.0).unwrap();
+        y.add_scalar_assign(1.0).unwrap();
+        (x.inner(&y).unwrap(), x.norm().unwrap())
+    });
+    let want: f64 = (0..n).map(|i| i as f64 * (2.0 * i as f64 + 1.0)).sum();
+    let norm = (0..n).map(|i| (i * i) as f64).sum::<f64>().sqrt();
+    for (inner, nrm) in sums {
+        assert_eq!(inner, want, "every rank gets the sum over all ranks");
+        assert!((nrm - norm).abs() < 1e-12);
+    }
+}
