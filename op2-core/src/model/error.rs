@@ -332,6 +332,17 @@ pub enum Op2Error {
         /// Its name.
         name: String,
     },
+    /// A subset declared with indices that are not sorted, repeated, or out of range, or used
+    /// where a whole set is needed.
+    #[error("subset `{subset}` of `{parent}`: {reason}")]
+    BadSubset {
+        /// The subset's name.
+        subset: String,
+        /// The set it selects from.
+        parent: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Dat algebra between Dats that do not match, or an operation their type does not have.
     #[error("dat algebra `{op}` on `{left}`{}: {reason}", right.as_ref().map(|r| format!(" and `{r}`")).unwrap_or_default())]
     AlgebraMismatch {

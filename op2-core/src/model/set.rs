@@ -84,6 +84,8 @@ pub(crate) struct SetInner {
     pub(crate) name: String,
     pub(crate) sizes: SetSizes,
     pub(crate) halo: Option<Arc<SetHalo>>,
+    /// For a subset: the set it selects from (never itself a subset) and the selected elements.
+    pub(crate) subset: Option<(Set, Arc<[i32]>)>,
 }
 
 /// A set of mesh entities. Cheap to clone (a shared handle).
@@ -106,7 +108,82 @@ impl Set {
             name: name.to_string(),
             sizes,
             halo: None,
+            subset: None,
         })))
+    }
+
+    /// A subset of `parent`: the elements `indices` of it (sorted, each once, among the
+    /// elements a loop over `parent` runs: owned and exec halo). A subset of a subset selects
+    /// from the first subset's elements and becomes a subset of its parent. Its sections are
+    /// those of its elements in the parent (core ones first, as the indices are sorted).
+    pub(crate) fn subset_of(
+        id: u64,
+        runtime_id: u64,
+        name: &str,
+        parent: &Set,
+        indices: Vec<i32>,
+    ) -> Result<Self> {
+        let bad = |reason: String| Op2Error::BadSubset {
+            subset: name.into(),
+            parent: parent.name().into(),
+            reason,
+        };
+        let limit = parent.exec_size();
+        if let Some(w) = indices.windows(2).position(|w| w[0] >= w[1]) {
+            return Err(bad(format!(
+                "the indices must be sorted and each given once: {} then {} at positions {w} and {}",
+                indices[w],
+                indices[w + 1],
+                w + 1
+            )));
+        }
+        if let Some(p) = indices.iter().position(|&i| i < 0 || i as usize >= limit) {
+            return Err(bad(format!(
+                "index {} at position {p} is not an element of `{}` a loop runs (0..{limit})",
+                indices[p],
+                parent.name()
+            )));
+        }
+        let (root, indices): (Set, Vec<i32>) = match &parent.0.subset {
+            Some((root, selected)) => (
+                root.clone(),
+                indices.iter().map(|&i| selected[i as usize]).collect(),
+            ),
+            None => (parent.clone(), indices),
+        };
+        let r = root.sizes();
+        let below = |end: usize| indices.partition_point(|&i| (i as usize) < end);
+        let core = below(r.core);
+        let owned = below(r.core + r.owned) - core;
+        let exec_halo = indices.len() - core - owned;
+        Ok(Set(Arc::new(SetInner {
+            id,
+            runtime_id,
+            name: name.to_string(),
+            sizes: SetSizes {
+                core,
+                owned,
+                exec_halo,
+                nonexec_halo: 0,
+            },
+            halo: None,
+            subset: Some((root, indices.into())),
+        })))
+    }
+
+    /// For a subset: the set it selects from (a set that is not a subset itself).
+    pub fn superset(&self) -> Option<&Set> {
+        self.0.subset.as_ref().map(|(p, _)| p)
+    }
+
+    /// For a subset: its elements, as element numbers of [`Set::superset`].
+    pub fn subset_indices(&self) -> Option<&[i32]> {
+        self.0.subset.as_ref().map(|(_, i)| &i[..])
+    }
+
+    /// Whether this set is a subset of another.
+    pub fn is_subset(&self) -> bool {
+        self.0.subset.is_some()
     }
 
     /// A set whose halo elements are exchanged with neighbour ranks as `halo` says; the lists

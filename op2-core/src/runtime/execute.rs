@@ -53,6 +53,9 @@ pub(crate) struct State {
     /// Per Dat (by carrier id): the flush epoch in which the exchange that last brought its halo
     /// up to date was recorded.
     pub(crate) last_exchange: HashMap<u64, u64>,
+    /// Maps made for subsets (by subset id, and the id of the map taken at its elements, 0 for
+    /// the subset's own map to its superset).
+    pub(crate) subset_maps: HashMap<(u64, u64), Map>,
     /// Flushes so far (every rank flushes alike, so every rank agrees on this count where it
     /// may not agree on what has run).
     pub(crate) epoch: u64,

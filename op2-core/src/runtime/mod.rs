@@ -13,6 +13,7 @@ mod graph_view;
 mod memory;
 mod stats;
 mod steps;
+mod subset;
 mod temporaries;
 mod timing;
 mod validate;
@@ -127,6 +128,7 @@ impl Runtime {
                 state: Mutex::new(State {
                     trace: Graph::default(),
                     last_exchange: HashMap::new(),
+                    subset_maps: HashMap::new(),
                     epoch: 0,
                     prepared: HashMap::new(),
                     consts: Vec::new(),
@@ -351,6 +353,8 @@ impl Runtime {
     ) -> Result<Map> {
         self.own("set", from.name(), from.runtime_id())?;
         self.own("set", to.name(), to.runtime_id())?;
+        self.whole_set(from, "maps")?;
+        self.whole_set(to, "maps")?;
         let map = Map::new(next_id(), from, to, arity, values.into(), name)?;
         lock(&self.shared.declared).map(&map.0);
         self.shared
@@ -381,6 +385,7 @@ impl Runtime {
         name: &str,
     ) -> Result<Dat<T>> {
         self.own("set", set.name(), set.runtime_id())?;
+        self.whole_set(set, "dats")?;
         if dim == 0 {
             return Err(Op2Error::ZeroDimension {
                 what: "dat",
@@ -532,6 +537,11 @@ impl Runtime {
     ) -> Result<LoopHandle> {
         let args: Vec<Arg> = args.into_iter().collect();
         self.own("set", set.name(), set.runtime_id())?;
+        let args = if set.is_subset() {
+            self.subset_args(set, args)?
+        } else {
+            args
+        };
         let asks_exec = args.iter().any(|a| a.exec_halo);
         let mut sigs = Vec::with_capacity(args.len());
         let mut carriers = Vec::with_capacity(args.len());

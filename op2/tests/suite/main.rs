@@ -17,6 +17,7 @@ mod lazy_graph;
 mod memory;
 mod random_meshes;
 mod registry;
+mod subsets;
 
 /// Counts allocations per thread, for `memory`'s checks that declarations do not copy.
 #[global_allocator]
