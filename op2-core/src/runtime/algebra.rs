@@ -74,9 +74,21 @@ impl Runtime {
     }
 }
 
-/// The loop over every value of a row: `for (int i = 0; i < dim; i++) body`.
+/// The loop over every value of a row, `body` using `op2_i`. Every name in these kernels has
+/// the generated code's prefix: a user's Const of the same name (Consts are visible by name in
+/// every kernel that mentions them) cannot reach them.
 fn each(dim: usize, body: &str) -> String {
-    format!("for (int i = 0; i < {dim}; i++) {{ {body} }}")
+    format!("for (int op2_i = 0; op2_i < {dim}; op2_i++) {{ {body} }}")
+}
+
+/// `l op r` in C for values of `dtype`: signed integers computed as unsigned and converted back,
+/// so that overflow wraps (as the reductions across ranks do) instead of being undefined.
+fn arith(dtype: DType, op: &str, l: &str, r: &str) -> String {
+    match dtype {
+        DType::I32 => format!("(int32_t)((uint32_t)({l}) {op} (uint32_t)({r}))"),
+        DType::I64 => format!("(int64_t)((uint64_t)({l}) {op} (uint64_t)({r}))"),
+        _ => format!("{l} {op} {r}"),
+    }
 }
 
 impl<T: Scalar> Dat<T> {
@@ -126,9 +138,15 @@ impl<T: Scalar> Dat<T> {
         rt.par_loop(k, self.set(), args).map(drop)
     }
 
-    /// A Global holding `s`, to pass a scalar without compiling a kernel per value.
-    fn scalar(rt: &Runtime, s: T) -> Result<crate::carrier::Global<T>> {
-        rt.decl_global(1, &[s], "op2_scalar")
+    /// A Global holding `s`, to pass a scalar without compiling a kernel per value. It is the
+    /// runtime's own (not declared to checkpointing, which would keep every one).
+    fn scalar(rt: &Runtime, s: T, name: &str) -> crate::carrier::Global<T> {
+        crate::carrier::Global::from_carrier(rt.carrier(
+            crate::carrier::CarrierKind::Global,
+            name,
+            1,
+            crate::dtype::HostBuffer::from_slice(&[s]),
+        ))
     }
 
     /// Sets every value to zero (PyOP2's `Dat.zero`): a loop, recorded like any other.
@@ -137,8 +155,8 @@ impl<T: Scalar> Dat<T> {
         let dim = self.dim();
         let k = rt.algebra_kernel("zero", T::DTYPE, dim, |n, c| {
             format!(
-                "void {n}({c} *x) {{ {} }}",
-                each(dim, &format!("x[i] = ({c})0;"))
+                "void {n}({c} *op2_x) {{ {} }}",
+                each(dim, &format!("op2_x[op2_i] = ({c})0;"))
             )
         });
         self.record(&rt, &k, vec![self.arg(WRITE)])
@@ -151,8 +169,8 @@ impl<T: Scalar> Dat<T> {
         let dim = self.dim();
         let k = rt.algebra_kernel("copy", T::DTYPE, dim, |n, c| {
             format!(
-                "void {n}(const {c} *a, {c} *b) {{ {} }}",
-                each(dim, "b[i] = a[i];")
+                "void {n}(const {c} *op2_a, {c} *op2_b) {{ {} }}",
+                each(dim, "op2_b[op2_i] = op2_a[op2_i];")
             )
         });
         self.record(&rt, &k, vec![self.arg(READ), other.arg(WRITE)])
@@ -167,12 +185,18 @@ impl<T: Scalar> Dat<T> {
         let out = rt.decl_dat_zeros::<T>(
             self.set(),
             dim,
-            &format!("{}{}{}", self.name(), op.c(), other.name()),
+            &format!("{}_{}_{}", self.name(), op.name(), other.name()),
         )?;
         let k = rt.algebra_kernel(op.name(), T::DTYPE, dim, |n, c| {
             format!(
-                "void {n}(const {c} *a, const {c} *b, {c} *r) {{ {} }}",
-                each(dim, &format!("r[i] = a[i] {} b[i];", op.c()))
+                "void {n}(const {c} *op2_a, const {c} *op2_b, {c} *op2_r) {{ {} }}",
+                each(
+                    dim,
+                    &format!(
+                        "op2_r[op2_i] = {};",
+                        arith(T::DTYPE, op.c(), "op2_a[op2_i]", "op2_b[op2_i]")
+                    )
+                )
             )
         });
         self.record(
@@ -191,8 +215,14 @@ impl<T: Scalar> Dat<T> {
         let dim = self.dim();
         let k = rt.algebra_kernel(&format!("{}_assign", op.name()), T::DTYPE, dim, |n, c| {
             format!(
-                "void {n}({c} *a, const {c} *b) {{ {} }}",
-                each(dim, &format!("a[i] = a[i] {} b[i];", op.c()))
+                "void {n}({c} *op2_a, const {c} *op2_b) {{ {} }}",
+                each(
+                    dim,
+                    &format!(
+                        "op2_a[op2_i] = {};",
+                        arith(T::DTYPE, op.c(), "op2_a[op2_i]", "op2_b[op2_i]")
+                    )
+                )
             )
         });
         self.record(&rt, &k, vec![self.arg(RW), other.arg(READ)])
@@ -206,13 +236,19 @@ impl<T: Scalar> Dat<T> {
         let out = rt.decl_dat_zeros::<T>(
             self.set(),
             dim,
-            &format!("{}{}{:?}", self.name(), op.c(), s),
+            &format!("{}_{}_scalar", self.name(), op.name()),
         )?;
-        let g = Self::scalar(&rt, s)?;
+        let g = Self::scalar(&rt, s, "op2_scalar");
         let k = rt.algebra_kernel(&format!("{}_scalar", op.name()), T::DTYPE, dim, |n, c| {
             format!(
-                "void {n}(const {c} *a, const {c} *s, {c} *r) {{ {} }}",
-                each(dim, &format!("r[i] = a[i] {} s[0];", op.c()))
+                "void {n}(const {c} *op2_a, const {c} *op2_s, {c} *op2_r) {{ {} }}",
+                each(
+                    dim,
+                    &format!(
+                        "op2_r[op2_i] = {};",
+                        arith(T::DTYPE, op.c(), "op2_a[op2_i]", "op2_s[0]")
+                    )
+                )
             )
         });
         self.record(&rt, &k, vec![self.arg(READ), g.arg(READ), out.arg(WRITE)])?;
@@ -224,15 +260,21 @@ impl<T: Scalar> Dat<T> {
         self.divisible(op)?;
         let rt = runtime_of(self)?;
         let dim = self.dim();
-        let g = Self::scalar(&rt, s)?;
+        let g = Self::scalar(&rt, s, "op2_scalar");
         let k = rt.algebra_kernel(
             &format!("{}_scalar_assign", op.name()),
             T::DTYPE,
             dim,
             |n, c| {
                 format!(
-                    "void {n}({c} *a, const {c} *s) {{ {} }}",
-                    each(dim, &format!("a[i] = a[i] {} s[0];", op.c()))
+                    "void {n}({c} *op2_a, const {c} *op2_s) {{ {} }}",
+                    each(
+                        dim,
+                        &format!(
+                            "op2_a[op2_i] = {};",
+                            arith(T::DTYPE, op.c(), "op2_a[op2_i]", "op2_s[0]")
+                        )
+                    )
                 )
             },
         );
@@ -324,11 +366,22 @@ impl<T: Scalar> Dat<T> {
         self.matches("axpy", x)?;
         let rt = runtime_of(self)?;
         let dim = self.dim();
-        let g = Self::scalar(&rt, a)?;
+        let g = Self::scalar(&rt, a, "op2_scalar");
         let k = rt.algebra_kernel("axpy", T::DTYPE, dim, |n, c| {
             format!(
-                "void {n}({c} *y, const {c} *a, const {c} *x) {{ {} }}",
-                each(dim, "y[i] += a[0] * x[i];")
+                "void {n}({c} *op2_y, const {c} *op2_s, const {c} *op2_x) {{ {} }}",
+                each(
+                    dim,
+                    &format!(
+                        "op2_y[op2_i] = {};",
+                        arith(
+                            T::DTYPE,
+                            "+",
+                            "op2_y[op2_i]",
+                            &arith(T::DTYPE, "*", "op2_s[0]", "op2_x[op2_i]")
+                        )
+                    )
+                )
             )
         });
         self.record(&rt, &k, vec![self.arg(RW), g.arg(READ), x.arg(READ)])
@@ -340,11 +393,22 @@ impl<T: Scalar> Dat<T> {
         self.matches("inner", other)?;
         let rt = runtime_of(self)?;
         let dim = self.dim();
-        let sum = rt.decl_global(1, &[T::ZERO], "op2_inner")?;
+        let sum = Self::scalar(&rt, T::ZERO, "op2_inner");
         let k = rt.algebra_kernel("inner", T::DTYPE, dim, |n, c| {
             format!(
-                "void {n}(const {c} *a, const {c} *b, {c} *g) {{ {} }}",
-                each(dim, "g[0] += a[i] * b[i];")
+                "void {n}(const {c} *op2_a, const {c} *op2_b, {c} *op2_g) {{ {} }}",
+                each(
+                    dim,
+                    &format!(
+                        "op2_g[0] = {};",
+                        arith(
+                            T::DTYPE,
+                            "+",
+                            "op2_g[0]",
+                            &arith(T::DTYPE, "*", "op2_a[op2_i]", "op2_b[op2_i]")
+                        )
+                    )
+                )
             )
         });
         self.record(&rt, &k, vec![self.arg(READ), other.arg(READ), sum.arg(INC)])?;

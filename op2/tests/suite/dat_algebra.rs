@@ -188,3 +188,30 @@ fn inner_products_sum_over_ranks_once() {
         assert!((nrm - norm).abs() < 1e-12);
     }
 }
+
+#[test]
+fn consts_named_like_the_kernels_variables_do_not_reach_them() {
+    let rt = builder().build().unwrap();
+    for name in ["a", "b", "g", "i", "r", "s", "x", "y"] {
+        rt.decl_const(1, &[1000.0f64], name).unwrap();
+    }
+    let (x, y) = dats(&rt, 2, &[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]);
+    assert_eq!(x.inner(&y).unwrap(), 70.0);
+    x.axpy(2.0, &y).unwrap();
+    assert_eq!(x.to_vec().unwrap(), [11.0, 14.0, 17.0, 20.0]);
+    assert_eq!(x.sub(&y).unwrap().to_vec().unwrap(), [6.0, 8.0, 10.0, 12.0]);
+    x.zero().unwrap();
+    assert_eq!(x.to_vec().unwrap(), [0.0; 4]);
+}
+
+#[test]
+fn signed_integer_overflow_wraps() {
+    let rt = builder().build().unwrap();
+    let s = rt.decl_set(2, "s").unwrap();
+    let i = rt.decl_dat(&s, 1, vec![i32::MAX, i32::MIN], "i").unwrap();
+    let one = rt.decl_dat(&s, 1, vec![1i32, -1], "one").unwrap();
+    assert_eq!(i.add(&one).unwrap().to_vec().unwrap(), [i32::MIN, i32::MAX]);
+    let l = rt.decl_dat(&s, 1, vec![i64::MAX, 3], "l").unwrap();
+    l.mul_scalar_assign(2).unwrap();
+    assert_eq!(l.to_vec().unwrap(), [-2, 6]);
+}
