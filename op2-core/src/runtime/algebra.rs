@@ -42,6 +42,15 @@ impl BinOp {
     }
 }
 
+/// The right operand of an elementwise operation.
+#[derive(Clone, Copy)]
+enum Operand<'a, T> {
+    /// Another Dat, value by value.
+    Dat(&'a Dat<T>),
+    /// One value for every value.
+    Scalar(T),
+}
+
 /// The runtime a Dat belongs to.
 fn runtime_of<T: Scalar>(d: &Dat<T>) -> Result<Runtime> {
     let gone = || Op2Error::RuntimeGone {
@@ -176,109 +185,84 @@ impl<T: Scalar> Dat<T> {
         self.record(&rt, &k, vec![self.arg(READ), other.arg(WRITE)])
     }
 
-    /// `self op other` into a new Dat named after both.
-    fn binary(&self, op: BinOp, other: &Dat<T>) -> Result<Dat<T>> {
-        self.matches(op.name(), other)?;
+    /// `self op rhs` for every value: into a new Dat (`into_new`, named after both operands,
+    /// returned) or into `self`. One kernel per operation, operand kind, target, dtype and dim.
+    fn elementwise(
+        &self,
+        op: BinOp,
+        rhs: Operand<'_, T>,
+        into_new: bool,
+    ) -> Result<Option<Dat<T>>> {
+        if let Operand::Dat(other) = rhs {
+            self.matches(op.name(), other)?;
+        }
         self.divisible(op)?;
         let rt = runtime_of(self)?;
         let dim = self.dim();
+        let (right, rhs_name, rhs_arg) = match rhs {
+            Operand::Dat(other) => ("op2_b[op2_i]", other.name().to_string(), other.arg(READ)),
+            Operand::Scalar(s) => (
+                "op2_b[0]",
+                "scalar".into(),
+                Self::scalar(&rt, s, "op2_scalar").arg(READ),
+            ),
+        };
+        let kind = match (rhs, into_new) {
+            (Operand::Dat(_), true) => op.name().to_string(),
+            (Operand::Dat(_), false) => format!("{}_assign", op.name()),
+            (Operand::Scalar(_), true) => format!("{}_scalar", op.name()),
+            (Operand::Scalar(_), false) => format!("{}_scalar_assign", op.name()),
+        };
+        let k = rt.algebra_kernel(&kind, T::DTYPE, dim, |n, c| {
+            let (params, target) = if into_new {
+                (
+                    format!("const {c} *op2_a, const {c} *op2_b, {c} *op2_r"),
+                    "op2_r",
+                )
+            } else {
+                (format!("{c} *op2_a, const {c} *op2_b"), "op2_a")
+            };
+            let value = arith(T::DTYPE, op.c(), "op2_a[op2_i]", right);
+            format!(
+                "void {n}({params}) {{ {} }}",
+                each(dim, &format!("{target}[op2_i] = {value};"))
+            )
+        });
+        if !into_new {
+            self.record(&rt, &k, vec![self.arg(RW), rhs_arg])?;
+            return Ok(None);
+        }
         let out = rt.decl_dat_zeros::<T>(
             self.set(),
             dim,
-            &format!("{}_{}_{}", self.name(), op.name(), other.name()),
+            &format!("{}_{}_{rhs_name}", self.name(), op.name()),
         )?;
-        let k = rt.algebra_kernel(op.name(), T::DTYPE, dim, |n, c| {
-            format!(
-                "void {n}(const {c} *op2_a, const {c} *op2_b, {c} *op2_r) {{ {} }}",
-                each(
-                    dim,
-                    &format!(
-                        "op2_r[op2_i] = {};",
-                        arith(T::DTYPE, op.c(), "op2_a[op2_i]", "op2_b[op2_i]")
-                    )
-                )
-            )
-        });
-        self.record(
-            &rt,
-            &k,
-            vec![self.arg(READ), other.arg(READ), out.arg(WRITE)],
-        )?;
-        Ok(out)
+        self.record(&rt, &k, vec![self.arg(READ), rhs_arg, out.arg(WRITE)])?;
+        Ok(Some(out))
+    }
+
+    /// `self op other` into a new Dat.
+    fn binary(&self, op: BinOp, other: &Dat<T>) -> Result<Dat<T>> {
+        Ok(self
+            .elementwise(op, Operand::Dat(other), true)?
+            .expect("a new Dat"))
     }
 
     /// `self op= other`.
     fn binary_assign(&self, op: BinOp, other: &Dat<T>) -> Result<()> {
-        self.matches(op.name(), other)?;
-        self.divisible(op)?;
-        let rt = runtime_of(self)?;
-        let dim = self.dim();
-        let k = rt.algebra_kernel(&format!("{}_assign", op.name()), T::DTYPE, dim, |n, c| {
-            format!(
-                "void {n}({c} *op2_a, const {c} *op2_b) {{ {} }}",
-                each(
-                    dim,
-                    &format!(
-                        "op2_a[op2_i] = {};",
-                        arith(T::DTYPE, op.c(), "op2_a[op2_i]", "op2_b[op2_i]")
-                    )
-                )
-            )
-        });
-        self.record(&rt, &k, vec![self.arg(RW), other.arg(READ)])
+        self.elementwise(op, Operand::Dat(other), false).map(drop)
     }
 
     /// `self op s` (every value) into a new Dat.
     fn scalar_op(&self, op: BinOp, s: T) -> Result<Dat<T>> {
-        self.divisible(op)?;
-        let rt = runtime_of(self)?;
-        let dim = self.dim();
-        let out = rt.decl_dat_zeros::<T>(
-            self.set(),
-            dim,
-            &format!("{}_{}_scalar", self.name(), op.name()),
-        )?;
-        let g = Self::scalar(&rt, s, "op2_scalar");
-        let k = rt.algebra_kernel(&format!("{}_scalar", op.name()), T::DTYPE, dim, |n, c| {
-            format!(
-                "void {n}(const {c} *op2_a, const {c} *op2_s, {c} *op2_r) {{ {} }}",
-                each(
-                    dim,
-                    &format!(
-                        "op2_r[op2_i] = {};",
-                        arith(T::DTYPE, op.c(), "op2_a[op2_i]", "op2_s[0]")
-                    )
-                )
-            )
-        });
-        self.record(&rt, &k, vec![self.arg(READ), g.arg(READ), out.arg(WRITE)])?;
-        Ok(out)
+        Ok(self
+            .elementwise(op, Operand::Scalar(s), true)?
+            .expect("a new Dat"))
     }
 
     /// `self op= s` (every value).
     fn scalar_assign(&self, op: BinOp, s: T) -> Result<()> {
-        self.divisible(op)?;
-        let rt = runtime_of(self)?;
-        let dim = self.dim();
-        let g = Self::scalar(&rt, s, "op2_scalar");
-        let k = rt.algebra_kernel(
-            &format!("{}_scalar_assign", op.name()),
-            T::DTYPE,
-            dim,
-            |n, c| {
-                format!(
-                    "void {n}({c} *op2_a, const {c} *op2_s) {{ {} }}",
-                    each(
-                        dim,
-                        &format!(
-                            "op2_a[op2_i] = {};",
-                            arith(T::DTYPE, op.c(), "op2_a[op2_i]", "op2_s[0]")
-                        )
-                    )
-                )
-            },
-        );
-        self.record(&rt, &k, vec![self.arg(RW), g.arg(READ)])
+        self.elementwise(op, Operand::Scalar(s), false).map(drop)
     }
 
     /// `self + other`, value by value, into a new Dat (PyOP2's `a + b`).

@@ -53,6 +53,9 @@ pub(crate) struct State {
     /// Per Dat (by carrier id): the flush epoch in which the exchange that last brought its halo
     /// up to date was recorded.
     pub(crate) last_exchange: HashMap<u64, u64>,
+    /// Release nodes of temporaries recorded and perhaps still pending (so that forcing need
+    /// not look through every pending node for them).
+    pub(crate) pending_frees: Vec<u64>,
     /// Maps made for subsets (by subset id, and the id of the map taken at its elements, 0 for
     /// the subset's own map to its superset).
     pub(crate) subset_maps: HashMap<(u64, u64), Map>,
@@ -170,7 +173,7 @@ impl RuntimeShared {
     pub(crate) fn force(&self, wanted: Wanted<'_>) -> Result<()> {
         let started = Instant::now();
         let order: Vec<Vec<(u64, Step)>> = {
-            let st = lock(&self.state);
+            let mut st = lock(&self.state);
             if st.trace.is_empty() {
                 return Ok(());
             }
@@ -202,12 +205,16 @@ impl RuntimeShared {
             if self.config.lazy_opts.temporaries {
                 // Releasing a temporary whose loops all run now costs nothing and needs nothing
                 // else: it goes too, so that a temporary allocated after it reuses its memory.
-                let frees: Vec<u64> = st
-                    .trace
+                let State {
+                    trace,
+                    pending_frees,
+                    ..
+                } = &mut *st;
+                pending_frees.retain(|n| trace.get(*n).is_some());
+                let frees: Vec<u64> = pending_frees
                     .iter()
-                    .filter(|(n, x)| matches!(x.work, Step::Free(_)) && !chosen.contains(n))
-                    .filter(|(n, _)| st.trace.preds(*n).all(|p| chosen.contains(&p)))
-                    .map(|(n, _)| n)
+                    .copied()
+                    .filter(|n| !chosen.contains(n) && trace.preds(*n).all(|p| chosen.contains(&p)))
                     .collect();
                 chosen.extend(frees);
             }

@@ -129,6 +129,7 @@ impl Runtime {
                     trace: Graph::default(),
                     last_exchange: HashMap::new(),
                     subset_maps: HashMap::new(),
+                    pending_frees: Vec::new(),
                     epoch: 0,
                     prepared: HashMap::new(),
                     consts: Vec::new(),
@@ -269,7 +270,11 @@ impl Runtime {
                 Step::HaloEnd(x) => x.dats.iter().map(|(c, _)| c.id).collect(),
                 _ => Vec::new(),
             };
+            let free = matches!(p.work, Step::Free(_));
             let id = st.trace.push(p);
+            if free {
+                st.pending_frees.push(id);
+            }
             let epoch = st.epoch;
             for c in exchanged {
                 st.last_exchange.insert(c, epoch);

@@ -147,56 +147,35 @@ fn chain(backend: &str, threads: usize, n: usize, dim: usize, reps: usize) -> Re
     .collect::<Result<_, _>>()
     .map_err(e2s)?;
     let fused = "none,chain_fusion".parse::<LazyOptions>().map_err(e2s)?;
-    let mut best = [f64::INFINITY; 2];
-    let mut results: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    for (k, (which, opts)) in [
-        (0, LazyOptions::NONE),
-        (1, fused),
-        (1, fused),
-        (0, LazyOptions::NONE),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let rt = rt(backend, threads, opts)?;
-        let s = rt.decl_set(n, "elements").map_err(e2s)?;
-        let u = rt
-            .decl_dat(&s, dim, vec![0.5f64; n * dim], "u")
-            .map_err(e2s)?;
-        // Warm-up: compiles, first touch.
-        for kn in &kernels {
-            rt.par_loop(kn, &s, [u.arg(RW)]).map_err(e2s)?;
-        }
-        rt.flush().map_err(e2s)?;
-        for _ in 0..reps {
-            let t = Instant::now();
+    let best = alternate(
+        backend,
+        threads,
+        fused,
+        reps,
+        |rt| {
+            let s = rt.decl_set(n, "elements").map_err(e2s)?;
+            let u = rt
+                .decl_dat(&s, dim, vec![0.5f64; n * dim], "u")
+                .map_err(e2s)?;
+            Ok((s, u))
+        },
+        |rt, (s, u)| {
             for kn in &kernels {
-                rt.par_loop(kn, &s, [u.arg(RW)]).map_err(e2s)?;
+                rt.par_loop(kn, s, [u.arg(RW)]).map_err(e2s)?;
             }
-            rt.flush().map_err(e2s)?;
-            best[which] = best[which].min(t.elapsed().as_secs_f64());
-        }
-        if k < 2 {
-            results[which] = u.to_vec().map_err(e2s)?;
-        }
-    }
+            rt.flush().map_err(e2s)
+        },
+        |(_, u)| u.to_vec().map_err(e2s),
+    )?;
     let bytes = 5.0 * 16.0 * (n * dim) as f64;
     println!(
-        "chain of 5 direct loops, {n} elements of dim {dim} ({} MB), {backend} x{threads}: unfused {:.2} ms ({:.1} GB/s by loop-at-a-time bytes), fused {:.2} ms: {:.2}x faster, results {}",
+        "chain of 5 direct loops, {n} elements of dim {dim} ({} MB), {backend} x{threads}: unfused {:.2} ms ({:.1} GB/s by loop-at-a-time bytes), fused {:.2} ms: {:.2}x faster, results bit-identical",
         n * dim * 8 / 1_000_000,
         best[0] * 1e3,
         bytes / best[0] / 1e9,
         best[1] * 1e3,
         best[0] / best[1],
-        if results[0] == results[1] {
-            "bit-identical"
-        } else {
-            "DIFFERENT"
-        }
     );
-    if results[0] != results[1] {
-        return Err("fused and unfused results differ".into());
-    }
     Ok(())
 }
 
@@ -216,58 +195,73 @@ fn siblings(backend: &str, threads: usize, n: usize, reps: usize) -> Result<(), 
         .collect::<Result<_, _>>()
         .map_err(e2s)?;
     let fused = "none,sibling_fusion".parse::<LazyOptions>().map_err(e2s)?;
-    let mut best = [f64::INFINITY; 2];
-    let mut results: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    for (k, (which, opts)) in [
-        (0, LazyOptions::NONE),
-        (1, fused),
-        (1, fused),
-        (0, LazyOptions::NONE),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let rt = rt(backend, threads, opts)?;
-        let s = rt.decl_set(n, "elements").map_err(e2s)?;
-        let init: Vec<f64> = (0..n * 8).map(|i| (i % 13) as f64).collect();
-        let u = rt.decl_dat(&s, 8, init, "u").map_err(e2s)?;
-        let vs: Vec<_> = (0..5)
-            .map(|i| rt.decl_dat_zeros::<f64>(&s, 1, &format!("v{i}")))
-            .collect::<Result<_, _>>()
-            .map_err(e2s)?;
-        let record = || -> Result<(), String> {
-            for (kn, v) in kernels.iter().zip(&vs) {
-                rt.par_loop(kn, &s, [u.arg(READ), v.arg(op2::WRITE)])
+    let best = alternate(
+        backend,
+        threads,
+        fused,
+        reps,
+        |rt| {
+            let s = rt.decl_set(n, "elements").map_err(e2s)?;
+            let init: Vec<f64> = (0..n * 8).map(|i| (i % 13) as f64).collect();
+            let u = rt.decl_dat(&s, 8, init, "u").map_err(e2s)?;
+            let vs: Vec<_> = (0..5)
+                .map(|i| rt.decl_dat_zeros::<f64>(&s, 1, &format!("v{i}")))
+                .collect::<Result<_, _>>()
+                .map_err(e2s)?;
+            Ok((s, u, vs))
+        },
+        |rt, (s, u, vs)| {
+            for (kn, v) in kernels.iter().zip(vs) {
+                rt.par_loop(kn, s, [u.arg(READ), v.arg(op2::WRITE)])
                     .map_err(e2s)?;
             }
             rt.flush().map_err(e2s)
-        };
-        record()?;
-        for _ in 0..reps {
-            let t = Instant::now();
-            record()?;
-            best[which] = best[which].min(t.elapsed().as_secs_f64());
-        }
-        if k < 2 {
-            results[which] = vs[4].to_vec().map_err(e2s)?;
-        }
-    }
+        },
+        |(_, _, vs)| vs[4].to_vec().map_err(e2s),
+    )?;
     println!(
-        "five sibling loops reading one {} MB Dat, {backend} x{threads}: unfused {:.2} ms, fused {:.2} ms: {:.2}x faster, results {}",
+        "five sibling loops reading one {} MB Dat, {backend} x{threads}: unfused {:.2} ms, fused {:.2} ms: {:.2}x faster, results bit-identical",
         n * 64 / 1_000_000,
         best[0] * 1e3,
         best[1] * 1e3,
         best[0] / best[1],
-        if results[0] == results[1] {
-            "bit-identical"
-        } else {
-            "DIFFERENT"
-        }
     );
-    if results[0] != results[1] {
-        return Err("fused and unfused results differ".into());
-    }
     Ok(())
+}
+
+/// Times a loop pattern off (every optimisation off) and on (`on`), alternating runs (off, on,
+/// on, off), each on a new runtime of `backend` with `threads`: `setup` declares the data,
+/// `round` records and forces one round (run once untimed: compiling, first touch, then `reps`
+/// times), `values` reads what is compared. The best seconds of each; an error when the values
+/// of the first off and on runs differ.
+fn alternate<S>(
+    backend: &str,
+    threads: usize,
+    on: LazyOptions,
+    reps: usize,
+    setup: impl Fn(&Runtime) -> Result<S, String>,
+    round: impl Fn(&Runtime, &S) -> Result<(), String>,
+    values: impl Fn(&S) -> Result<Vec<f64>, String>,
+) -> Result<[f64; 2], String> {
+    let mut best = [f64::INFINITY; 2];
+    let mut results: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for (k, which) in [0, 1, 1, 0].into_iter().enumerate() {
+        let rt = rt(backend, threads, [LazyOptions::NONE, on][which])?;
+        let data = setup(&rt)?;
+        round(&rt, &data)?;
+        for _ in 0..reps {
+            let t = Instant::now();
+            round(&rt, &data)?;
+            best[which] = best[which].min(t.elapsed().as_secs_f64());
+        }
+        if k < 2 {
+            results[which] = values(&data)?;
+        }
+    }
+    if results[0] != results[1] {
+        return Err("the results differ with the optimisations off and on".into());
+    }
+    Ok(best)
 }
 
 /// The wave example on `rt`: ms per step after a warm-up, exchanges per step.
