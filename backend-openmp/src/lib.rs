@@ -142,6 +142,11 @@ impl Backend for OpenMpBackend {
         self.threads()
     }
 
+    /// Threads point into the Dats themselves, so a column's kernel can step through its layers.
+    fn walks_columns(&self) -> bool {
+        true
+    }
+
     fn uses_openmp_threads(&self) -> bool {
         true
     }

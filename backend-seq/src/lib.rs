@@ -38,6 +38,11 @@ impl Backend for SeqBackend {
         1
     }
 
+    /// The generated C points into the Dats themselves.
+    fn walks_columns(&self) -> bool {
+        true
+    }
+
     /// No plans, no copies: only the compiled loops.
     fn memory(&self) -> Vec<op2_core::BackendMemory> {
         vec![op2_codegen::loaded_libraries_memory()]

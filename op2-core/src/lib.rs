@@ -79,9 +79,9 @@ pub use registry::{
 pub use rows::carrier_bytes;
 pub use runtime::{
     CheckpointStats, DatTraffic, GraphNode, HaloTraffic, LazyStats, LoopHandle, LoopTiming,
-    MemoryKind, MemoryReport, MemoryUse, NodeKind, PendingGraph, Runtime, RuntimeBuilder,
+    MemoryKind, MemoryReport, MemoryUse, NodeKind, PendingGraph, Region, Runtime, RuntimeBuilder,
 };
-pub use set::{HaloNeighbour, Set, SetHalo, SetSizes};
+pub use set::{Extrusion, HaloNeighbour, Layers, Set, SetHalo, SetSizes};
 pub use settings::{Setting, SettingKind, SettingValues};
 pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
 

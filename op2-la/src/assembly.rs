@@ -78,7 +78,8 @@ impl AssemblyPlan {
             });
         }
         // One row per executed element, values inside the target sets: checked at declaration.
-        let (rv, cv) = (arg.row_map.values(), arg.col_map.values());
+        // Maps from an extruded set: their rows at every layer.
+        let (rv, cv) = (arg.row_map.layered_values(), arg.col_map.layered_values());
         let owned_rows = sp.rows();
         // The matrix position of every block entry (u32::MAX: a row another rank owns).
         let mut slot = vec![u32::MAX; total as usize];

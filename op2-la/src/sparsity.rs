@@ -215,9 +215,15 @@ fn build(
     // Which (pair, element) touch each row node: counting sort of the row maps' entries. A map
     // holds one row per executed element (owned and exec halo), each value inside its target
     // set: op2 checks both when the map is declared.
+    // Maps from an extruded set contribute every layer's rows.
+    let layered: Vec<_> = pairs
+        .iter()
+        .map(|(r, c)| (r.layered_values(), c.layered_values()))
+        .collect();
     let maps: Vec<(&[i32], usize, &[i32], usize)> = pairs
         .iter()
-        .map(|(r, c)| (r.values(), r.arity(), c.values(), c.arity()))
+        .zip(&layered)
+        .map(|((r, c), (rv, cv))| (&rv[..], r.arity(), &cv[..], c.arity()))
         .collect();
     let mut start = vec![0usize; row_nodes + 1];
     for (rv, ..) in &maps {

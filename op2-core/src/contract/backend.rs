@@ -72,6 +72,15 @@ pub trait Backend: Send + Sync {
         config.host_threads()
     }
 
+    /// Whether the backend runs loops over extruded sets column by column: the runtime then
+    /// hands it a loop over the base set whose kernel walks each column's layers, reaching
+    /// data by pointer steps from each column's bottom row (so the pointers a kernel gets must
+    /// point into the Dats themselves, not into staged copies). Otherwise (the default) it
+    /// gets a loop over every extruded element with maps made for every layer.
+    fn walks_columns(&self) -> bool {
+        false
+    }
+
     /// Whether the backend's host threads are OpenMP's: work beside the loops then runs on
     /// OpenMP's threads too (op2-la's assembly pass has an OpenMP version), since two thread pools
     /// that spin on the same cores slow each other down.

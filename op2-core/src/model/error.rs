@@ -343,6 +343,25 @@ pub enum Op2Error {
         /// What is wrong.
         reason: String,
     },
+    /// An extruded set declared with layers that do not fit its base set.
+    #[error("extruded set `{set}` over `{base}`: {reason}")]
+    BadExtrusion {
+        /// The extruded set's name.
+        set: String,
+        /// The base set's name.
+        base: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Something only extruded sets have (map offsets, an iteration region) used with a set that
+    /// is not extruded, or an extruded map used where it cannot be.
+    #[error("{what}: {reason}")]
+    NotExtruded {
+        /// What was asked (`map `m`'s offsets`, `loop `k` over the bottom layer`).
+        what: String,
+        /// Why it cannot be.
+        reason: String,
+    },
     /// Dat algebra between Dats that do not match, or an operation their type does not have.
     #[error("dat algebra `{op}` on `{left}`{}: {reason}", right.as_ref().map(|r| format!(" and `{r}`")).unwrap_or_default())]
     AlgebraMismatch {

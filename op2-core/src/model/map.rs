@@ -13,6 +13,11 @@ pub(crate) struct MapInner {
     pub(crate) to: Set,
     pub(crate) arity: usize,
     pub(crate) values: Vec<i32>,
+    /// For a map from an extruded set: each entry's step per layer (`values` then hold the
+    /// bottom layer's row of each column).
+    pub(crate) offsets: Option<Arc<[i32]>>,
+    /// For a map from an extruded set: [`Map::columns_exact`] for each list of entries asked.
+    pub(crate) exact: std::sync::Mutex<std::collections::HashMap<Vec<usize>, bool>>,
 }
 
 /// A map from a set to another: row `e` lists the `arity` target elements of element `e`.
@@ -68,7 +73,186 @@ impl Map {
             to: to.clone(),
             arity,
             values,
+            offsets: None,
+            exact: Default::default(),
         })))
+    }
+
+    /// A map from the extruded set `from`: `values` holds the bottom element's row of each
+    /// column (one row per element of the base set a loop runs), and in layer `k` entry `j` is
+    /// `values[b * arity + j] + k * offsets[j]`. Every layer's value is checked against `to`.
+    pub(crate) fn extruded(
+        id: u64,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: Vec<i32>,
+        offsets: Vec<i32>,
+        name: &str,
+    ) -> Result<Self> {
+        let Some(ex) = from.extrusion() else {
+            return Err(Op2Error::NotExtruded {
+                what: format!("map `{name}`'s offsets"),
+                reason: format!(
+                    "only a map from an extruded set has offsets, and `{}` is not extruded",
+                    from.name()
+                ),
+            });
+        };
+        if offsets.len() != arity {
+            return Err(Op2Error::DataLength {
+                what: "map offsets",
+                name: name.into(),
+                expected: arity,
+                actual: offsets.len(),
+                detail: format!("one offset per entry (arity {arity})"),
+            });
+        }
+        let base = ex.base().clone();
+        let rows = base.exec_size();
+        if arity == 0 {
+            return Err(Op2Error::ZeroDimension {
+                what: "map",
+                name: name.into(),
+                field: "arity",
+            });
+        }
+        if values.len() != rows * arity {
+            return Err(Op2Error::DataLength {
+                what: "map",
+                name: name.into(),
+                expected: rows * arity,
+                actual: values.len(),
+                detail: format!(
+                    "one bottom row per column: {rows} elements of `{}` x arity {arity}",
+                    base.name()
+                ),
+            });
+        }
+        let to_size = to.total_size() as i64;
+        for (pos, &v) in values.iter().enumerate() {
+            let (b, j) = (pos / arity, pos % arity);
+            let n = ex.column_len(b) as i64;
+            if n == 0 {
+                continue;
+            }
+            let top = v as i64 + (n - 1) * offsets[j] as i64;
+            for (layer, value) in [(0, v as i64), (n - 1, top)] {
+                if value < 0 || value >= to_size {
+                    return Err(Op2Error::MapValueOutOfRange {
+                        map: name.into(),
+                        row: ex.column_start(b) + layer as usize,
+                        entry: j,
+                        value,
+                        to: to.name().into(),
+                        to_size: to_size as usize,
+                    });
+                }
+            }
+        }
+        let mut values = values;
+        values.shrink_to_fit();
+        Ok(Map(Arc::new(MapInner {
+            id,
+            runtime_id: from.runtime_id(),
+            name: name.into(),
+            from: from.clone(),
+            to: to.clone(),
+            arity,
+            values,
+            offsets: Some(offsets.into()),
+            exact: Default::default(),
+        })))
+    }
+
+    /// For a map from an extruded set: each entry's step per layer.
+    pub fn offsets(&self) -> Option<&[i32]> {
+        self.0.offsets.as_deref()
+    }
+
+    /// For a map from an extruded set to an extruded set, whether a plan coloured by the
+    /// bottom rows' `entries` keeps apart every two columns that reach a common element through
+    /// those entries at some layers. It holds when each entry's layers stay in the target
+    /// column of its bottom value, and every column whose entries reach a target column has,
+    /// among them, the smallest bottom value any column reaches it with: two columns that meet
+    /// in a target column then share that value. Found once per list of entries.
+    pub fn columns_exact(&self, entries: &[usize]) -> bool {
+        let key = entries.to_vec();
+        if let Some(&known) = self
+            .0
+            .exact
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return known;
+        }
+        let exact = self.find_columns_exact(entries);
+        self.0
+            .exact
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, exact);
+        exact
+    }
+
+    fn find_columns_exact(&self, entries: &[usize]) -> bool {
+        let (Some(offsets), Some(ex), Some(target)) = (
+            self.offsets(),
+            self.0.from.extrusion(),
+            self.0.to.extrusion(),
+        ) else {
+            return false;
+        };
+        let a = self.0.arity;
+        let rows = ex.base().exec_size();
+        // The target column of each written entry's bottom value (None: an empty column).
+        let mut keys = vec![None; rows * entries.len()];
+        let mut least: std::collections::HashMap<usize, i32> = std::collections::HashMap::new();
+        for b in 0..rows {
+            let n = ex.column_len(b) as i64;
+            if n == 0 {
+                continue;
+            }
+            for (q, &j) in entries.iter().enumerate() {
+                let v = self.0.values[b * a + j];
+                let top = (v as i64 + (n - 1) * offsets[j] as i64) as usize;
+                let c = target.column_of(v as usize);
+                if target.column_of(top) != c {
+                    return false;
+                }
+                keys[b * entries.len() + q] = Some(c);
+                least
+                    .entry(c)
+                    .and_modify(|m| *m = (*m).min(v))
+                    .or_insert(v);
+            }
+        }
+        (0..rows).all(|b| {
+            let row: Vec<i32> = entries.iter().map(|&j| self.0.values[b * a + j]).collect();
+            keys[b * entries.len()..(b + 1) * entries.len()]
+                .iter()
+                .flatten()
+                .all(|c| row.contains(&least[c]))
+        })
+    }
+
+    /// For a map from an extruded set, its rows at every layer (one row per element of the
+    /// extruded set a loop runs); for any other map, its values.
+    pub fn layered_values(&self) -> std::borrow::Cow<'_, [i32]> {
+        let (Some(offsets), Some(ex)) = (self.offsets(), self.0.from.extrusion()) else {
+            return std::borrow::Cow::Borrowed(&self.0.values);
+        };
+        let a = self.0.arity;
+        let rows = ex.base().exec_size();
+        let mut out = Vec::with_capacity(self.0.from.exec_size() * a);
+        for b in 0..rows {
+            let row = &self.0.values[b * a..(b + 1) * a];
+            for k in 0..ex.column_len(b) as i32 {
+                out.extend(row.iter().zip(offsets.iter()).map(|(&v, &o)| v + k * o));
+            }
+        }
+        std::borrow::Cow::Owned(out)
     }
 
     /// The map's name.

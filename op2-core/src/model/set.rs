@@ -86,6 +86,84 @@ pub(crate) struct SetInner {
     pub(crate) halo: Option<Arc<SetHalo>>,
     /// For a subset: the set it selects from (never itself a subset) and the selected elements.
     pub(crate) subset: Option<(Set, Arc<[i32]>)>,
+    /// For an extruded set: its columns.
+    pub(crate) extrusion: Option<Arc<Extrusion>>,
+}
+
+/// How a set is built from columns over a base set: element `k` of column `b` (base element `b`)
+/// is element `column_start(b) + k` of the extruded set, so each column's elements are
+/// contiguous and the columns follow the base set's order (and so its sections).
+#[derive(Debug)]
+pub struct Extrusion {
+    base: Set,
+    /// Node layers per column, as declared (one value for every column when uniform).
+    layers: Layers,
+    /// Elements per column: `layers - 1` for cells, `layers` for the nodes of the columns.
+    per_layer_offset: usize,
+    /// First element of each column, and the total after the last (`base.total_size() + 1`).
+    starts: Vec<usize>,
+}
+
+/// The node layers of an extruded set's columns (PyOP2's `layers`: a column of `layers` node
+/// layers holds `layers - 1` cells).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layers {
+    /// The same number of node layers in every column.
+    Uniform(usize),
+    /// Node layers of each column, one entry per element of the base set (halos included).
+    PerColumn(Vec<usize>),
+}
+
+impl From<usize> for Layers {
+    fn from(layers: usize) -> Self {
+        Layers::Uniform(layers)
+    }
+}
+
+impl From<Vec<usize>> for Layers {
+    fn from(layers: Vec<usize>) -> Self {
+        Layers::PerColumn(layers)
+    }
+}
+
+impl Extrusion {
+    /// The set extruded.
+    pub fn base(&self) -> &Set {
+        &self.base
+    }
+
+    /// The node layers as declared.
+    pub fn layers(&self) -> &Layers {
+        &self.layers
+    }
+
+    /// Elements in column `b`.
+    pub fn column_len(&self, b: usize) -> usize {
+        self.starts[b + 1] - self.starts[b]
+    }
+
+    /// First element of column `b`.
+    pub fn column_start(&self, b: usize) -> usize {
+        self.starts[b]
+    }
+
+    /// Elements in every column, when all columns hold the same number.
+    pub fn uniform_len(&self) -> Option<usize> {
+        match self.layers {
+            Layers::Uniform(l) => Some(l - self.per_layer_offset),
+            Layers::PerColumn(_) => None,
+        }
+    }
+
+    /// Whether the elements are cells (`layers - 1` per column) rather than nodes (`layers`).
+    pub fn is_cells(&self) -> bool {
+        self.per_layer_offset == 1
+    }
+
+    /// The column of element `e` of the extruded set.
+    pub fn column_of(&self, e: usize) -> usize {
+        self.starts.partition_point(|&s| s <= e) - 1
+    }
 }
 
 /// A set of mesh entities. Cheap to clone (a shared handle).
@@ -109,6 +187,7 @@ impl Set {
             sizes,
             halo: None,
             subset: None,
+            extrusion: None,
         })))
     }
 
@@ -168,7 +247,121 @@ impl Set {
             },
             halo: None,
             subset: Some((root, indices.into())),
+            extrusion: None,
         })))
+    }
+
+    /// The set made of columns over `base`: `layers` node layers per column, holding `layers - 1`
+    /// cells (`cells`) or `layers` nodes each. Its sections and halo are the base set's, column
+    /// by column, so across ranks a column is never split.
+    pub(crate) fn extruded(
+        id: u64,
+        runtime_id: u64,
+        name: &str,
+        base: &Set,
+        layers: Layers,
+        cells: bool,
+    ) -> Result<Self> {
+        let bad = |reason: String| Op2Error::BadExtrusion {
+            set: name.into(),
+            base: base.name().into(),
+            reason,
+        };
+        if base.is_subset() || base.extrusion().is_some() {
+            return Err(bad(
+                "the base of an extruded set is a whole set that is not itself extruded".into(),
+            ));
+        }
+        let least = if cells { 2 } else { 1 };
+        let total = base.total_size();
+        let per_column: Box<dyn Fn(usize) -> usize> = match &layers {
+            Layers::Uniform(l) => {
+                if *l < least {
+                    return Err(bad(format!(
+                        "{l} layers: an extruded set needs at least {least}"
+                    )));
+                }
+                let l = *l;
+                Box::new(move |_| l)
+            }
+            Layers::PerColumn(v) => {
+                if v.len() != total {
+                    return Err(bad(format!(
+                        "{} layer counts given for the {total} elements of `{}` (halos included)",
+                        v.len(),
+                        base.name()
+                    )));
+                }
+                // A column may hold no cells (one node layer), but not no nodes.
+                if let Some(b) = v.iter().position(|&l| l == 0) {
+                    return Err(bad(format!("column {b} has 0 layers (at least 1)")));
+                }
+                Box::new(move |b| v[b])
+            }
+        };
+        let offset = usize::from(cells);
+        let mut starts = Vec::with_capacity(total + 1);
+        let mut at = 0usize;
+        starts.push(0);
+        for b in 0..total {
+            at = at
+                .checked_add(per_column(b).saturating_sub(offset))
+                .ok_or_else(|| Op2Error::SetSizeOverflow { set: name.into() })?;
+            starts.push(at);
+        }
+        drop(per_column);
+        if at > i32::MAX as usize {
+            return Err(bad(format!(
+                "{at} elements: more than a map value (i32) can reach"
+            )));
+        }
+        let b = base.sizes();
+        let s = |e: usize| starts[e];
+        let sizes = SetSizes {
+            core: s(b.core),
+            owned: s(b.core + b.owned) - s(b.core),
+            exec_halo: s(b.core + b.owned + b.exec_halo) - s(b.core + b.owned),
+            nonexec_halo: s(total) - s(b.core + b.owned + b.exec_halo),
+        };
+        // Each element of a base list becomes its column, in order: both ranks of a pair agree
+        // on the columns' lengths, so their lists stay matched.
+        let halo = base.halo().map(|h| SetHalo {
+            neighbours: h
+                .neighbours
+                .iter()
+                .map(|n| {
+                    let expand = |list: &[u32]| -> Vec<u32> {
+                        list.iter()
+                            .flat_map(|&e| (s(e as usize) as u32)..(s(e as usize + 1) as u32))
+                            .collect()
+                    };
+                    HaloNeighbour {
+                        rank: n.rank,
+                        send: expand(&n.send),
+                        send_to_exec: expand(&n.send[..n.send_to_exec.min(n.send.len())]).len(),
+                        receive: expand(&n.receive),
+                    }
+                })
+                .collect(),
+        });
+        let mut set = match halo {
+            Some(h) => Set::with_halo(id, runtime_id, name, sizes, h)?,
+            None => Set::new(id, runtime_id, name, sizes)?,
+        };
+        Arc::get_mut(&mut set.0)
+            .expect("just made")
+            .extrusion = Some(Arc::new(Extrusion {
+            base: base.clone(),
+            layers,
+            per_layer_offset: offset,
+            starts,
+        }));
+        Ok(set)
+    }
+
+    /// For an extruded set: its columns over the base set.
+    pub fn extrusion(&self) -> Option<&Extrusion> {
+        self.0.extrusion.as_deref()
     }
 
     /// For a subset: the set it selects from (a set that is not a subset itself).

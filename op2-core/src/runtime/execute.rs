@@ -59,6 +59,8 @@ pub(crate) struct State {
     /// Maps made for subsets (by subset id, and the id of the map taken at its elements, 0 for
     /// the subset's own map to its superset).
     pub(crate) subset_maps: HashMap<(u64, u64), Map>,
+    /// Sets, maps and kernels made for extruded loops.
+    pub(crate) extruded: super::extrusion::ExtrusionCache,
     /// Flushes so far (every rank flushes alike, so every rank agrees on this count where it
     /// may not agree on what has run).
     pub(crate) epoch: u64,

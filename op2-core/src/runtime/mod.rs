@@ -8,6 +8,7 @@ mod algebra;
 mod builder;
 mod checkpoint;
 mod execute;
+mod extrusion;
 mod fusion;
 mod graph_view;
 mod memory;
@@ -21,6 +22,7 @@ mod validate;
 pub use builder::RuntimeBuilder;
 pub use checkpoint::CheckpointStats;
 pub use execute::{LoopRecord, RuntimeShared};
+pub use extrusion::Region;
 pub use graph_view::{GraphNode, LoopHandle, NodeKind, PendingGraph};
 pub use memory::{MemoryKind, MemoryReport, MemoryUse};
 pub use stats::LazyStats;
@@ -129,6 +131,7 @@ impl Runtime {
                     trace: Graph::default(),
                     last_exchange: HashMap::new(),
                     subset_maps: HashMap::new(),
+                    extruded: Default::default(),
                     pending_frees: Vec::new(),
                     epoch: 0,
                     prepared: HashMap::new(),
@@ -534,13 +537,21 @@ impl Runtime {
     /// Records `kernel` over `set` with `args` (one per kernel parameter). Validates everything and
     /// compiles the loop's code now (so mistakes surface here); runs it when its results are needed,
     /// or at once when the runtime is eager. The handle says whether the loop is still pending.
+    ///
+    /// Over an extruded set it runs every layer of every column; [`Runtime::par_loop_region`]
+    /// runs other regions.
     pub fn par_loop(
         &self,
         kernel: &Kernel,
         set: &Set,
         args: impl IntoIterator<Item = Arg>,
     ) -> Result<LoopHandle> {
-        let args: Vec<Arg> = args.into_iter().collect();
+        self.par_loop_region(kernel, set, Region::All, args)
+    }
+
+    /// Records a loop over a set that is not extruded (perhaps a subset): what `par_loop` does
+    /// once extruded loops are lowered.
+    fn record_loop(&self, kernel: &Kernel, set: &Set, args: Vec<Arg>) -> Result<LoopHandle> {
         self.own("set", set.name(), set.runtime_id())?;
         let args = if set.is_subset() {
             self.subset_args(set, args)?

@@ -56,7 +56,8 @@ impl Runtime {
             )?,
             Some(m) => {
                 let a = m.arity();
-                let rows = m.values();
+                // A map from an extruded set: its rows at every layer, one per element.
+                let rows = m.layered_values();
                 let values: Vec<i32> = indices
                     .iter()
                     .flat_map(|&e| rows[e as usize * a..(e as usize + 1) * a].iter().copied())

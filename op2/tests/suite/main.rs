@@ -11,6 +11,7 @@ mod checkpoint;
 mod classic;
 mod dat_algebra;
 mod distributed;
+mod extruded;
 mod hardening;
 mod laziness;
 mod lazy_graph;

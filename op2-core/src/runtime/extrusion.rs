@@ -1,0 +1,677 @@
+//! Extruded sets (PyOP2's `ExtrudedSet`): columns of layers over a base set, maps that step by an
+//! offset per layer, iteration regions, and how a loop over one runs. On backends that walk
+//! columns (the host ones) a loop becomes a loop over the base set whose kernel, written here,
+//! reads each column's map row once and calls the user's kernel layer by layer, bottom to top;
+//! elsewhere, and where that order could race, it runs over the extruded set with each map's
+//! rows at every layer (made once). Either way plans, halos, ranks and every backend see an
+//! ordinary loop.
+
+use super::execute::lock;
+use super::{Runtime, next_id};
+use crate::access::Access;
+use crate::arg::{Arg, ArgTarget, Via};
+use crate::carrier::{Carrier, CarrierKind, Dat};
+use crate::dtype::HostBuffer;
+use crate::error::{Op2Error, Result};
+use crate::kernel::Kernel;
+use crate::map::Map;
+use crate::set::{Layers, Set};
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Arc;
+
+/// Which layers of an extruded set a loop runs (PyOP2's iteration regions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Region {
+    /// Every element of every column.
+    #[default]
+    All,
+    /// The bottom element of each column.
+    Bottom,
+    /// The top element of each column.
+    Top,
+    /// Each pair of vertically adjacent cells, once: maps give the lower cell's row followed by
+    /// the upper cell's (twice the arity), so a kernel sees both sides of the facet between them.
+    InteriorFacets,
+}
+
+/// What the runtime made for extruded loops, made once each.
+#[derive(Default)]
+pub(crate) struct ExtrusionCache {
+    /// Derived maps, by (kind, map or set id).
+    maps: HashMap<(u8, u64), Map>,
+    /// The interior-facet set of each extruded set (by the set's id).
+    facets: HashMap<u64, Set>,
+    /// Bottom and top subsets (by set id and region).
+    ends: HashMap<(u64, Region), Set>,
+    /// Elements per column of sets whose columns differ (by set id), as a Dat on the base set.
+    lengths: HashMap<u64, Arc<Carrier>>,
+    /// Column-walking kernels, by their source.
+    kernels: HashMap<String, Kernel>,
+}
+
+const ROWS_AT_EVERY_LAYER: u8 = 0;
+const BOTTOM_ROWS: u8 = 1;
+const COLUMN_STARTS: u8 = 2;
+const BASE_AT_LAYERS: u8 = 3;
+const FACET_ROWS: u8 = 4;
+
+impl Runtime {
+    /// Declares the extruded set over `base` with `layers` node layers per column, named
+    /// `name` (PyOP2's `ExtrudedSet(base, layers)`): its elements are the `layers - 1` cells of
+    /// each column, numbered column by column (cell `k` of column `b` is element
+    /// `column_start(b) + k`). `layers` is one count for every column or one per element of
+    /// the base set (halos included), as later PyOP2 allows. Its sections and halo follow the
+    /// base set's column by column, so across ranks columns are never split.
+    pub fn decl_extruded_set(
+        &self,
+        base: &Set,
+        layers: impl Into<Layers>,
+        name: &str,
+    ) -> Result<Set> {
+        self.decl_columns(base, layers.into(), true, name)
+    }
+
+    /// Declares the nodes of the columns over `base`: `layers` elements per column (the node
+    /// layers of [`Runtime::decl_extruded_set`]'s cells), for Dats on vertices, vertical edges or
+    /// anything else with one entry per node layer.
+    pub fn decl_extruded_nodes(
+        &self,
+        base: &Set,
+        layers: impl Into<Layers>,
+        name: &str,
+    ) -> Result<Set> {
+        self.decl_columns(base, layers.into(), false, name)
+    }
+
+    fn decl_columns(&self, base: &Set, layers: Layers, cells: bool, name: &str) -> Result<Set> {
+        crate::names::check_user_name("set", name)?;
+        self.own("set", base.name(), base.runtime_id())?;
+        let set = Set::extruded(next_id(), self.shared.id, name, base, layers, cells)?;
+        self.note_set(&set)?;
+        Ok(set)
+    }
+
+    /// Declares a map from the extruded set `from` to `to`: `values` holds the bottom cell's row
+    /// of each column (one row of `arity` per element of the base set a loop runs: owned and
+    /// exec halo), and in layer `k` entry `j` reaches `values[b * arity + j] + k * offsets[j]`
+    /// (PyOP2's `Map(..., offset=)`). Every layer's value is checked against `to`.
+    pub fn decl_extruded_map(
+        &self,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: impl Into<Vec<i32>>,
+        offsets: impl Into<Vec<i32>>,
+        name: &str,
+    ) -> Result<Map> {
+        self.own("set", from.name(), from.runtime_id())?;
+        self.own("set", to.name(), to.runtime_id())?;
+        self.whole_set(to, "maps")?;
+        let map = Map::extruded(
+            next_id(),
+            from,
+            to,
+            arity,
+            values.into(),
+            offsets.into(),
+            name,
+        )?;
+        lock(&self.shared.declared).map(&map.0);
+        self.shared
+            .checkpoint_declare("map", name, super::DeclaredAs::Map(&map))?;
+        Ok(map)
+    }
+
+    /// Records `kernel` over `region` of the extruded set `set` with `args`: like
+    /// [`Runtime::par_loop`] (which runs [`Region::All`]), and a [`Op2Error::NotExtruded`] for
+    /// any other region of a set that is not extruded.
+    pub fn par_loop_region(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        region: Region,
+        args: impl IntoIterator<Item = Arg>,
+    ) -> Result<super::LoopHandle> {
+        let args: Vec<Arg> = args.into_iter().collect();
+        self.own("set", set.name(), set.runtime_id())?;
+        if set.extrusion().is_none() {
+            if region != Region::All {
+                return Err(Op2Error::NotExtruded {
+                    what: format!("loop `{}` over {region:?}", kernel.name()),
+                    reason: format!(
+                        "only extruded sets have layers, and `{}` is not extruded",
+                        set.name()
+                    ),
+                });
+            }
+            return self.record_loop(kernel, set, args);
+        }
+        let (walker, set, args) = self.lower_extruded(kernel, set, region, args)?;
+        self.record_loop(walker.as_ref().unwrap_or(kernel), &set, args)
+    }
+
+    /// A loop over `region` of the extruded set `set`, as an ordinary loop: over the base set
+    /// with a column-walking kernel, or over the extruded set (or its bottom or top subset)
+    /// with every map at every layer.
+    pub(crate) fn lower_extruded(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        region: Region,
+        args: Vec<Arg>,
+    ) -> Result<(Option<Kernel>, Set, Vec<Arg>)> {
+        let (set, args, region) = if region == Region::InteriorFacets {
+            let facets = self.facet_set(set)?;
+            let args = args
+                .into_iter()
+                .map(|a| self.facet_arg(kernel, set, &facets, a))
+                .collect::<Result<Vec<_>>>()?;
+            (facets, args, Region::All)
+        } else {
+            (set.clone(), args, region)
+        };
+        let ex = set.extrusion().expect("extruded");
+        let base = ex.base().clone();
+        self.check_user_view(kernel, &set, &base, &args)?;
+        if self.walks_columns(&set, &base, &args) {
+            let (k, set, args) = self.column_loop(kernel, &set, region, args)?;
+            Ok((Some(k), set, args))
+        } else {
+            let (set, args) = self.layered_loop(&set, region, args)?;
+            Ok((None, set, args))
+        }
+    }
+
+    /// Checks the args as the user's kernel sees them: maps from the extruded set (or its
+    /// base, whose rows stay the same in every layer), Dats direct on either.
+    fn check_user_view(&self, kernel: &Kernel, set: &Set, base: &Set, args: &[Arg]) -> Result<()> {
+        let mut sigs = Vec::with_capacity(args.len());
+        let mut carriers = Vec::with_capacity(args.len());
+        let (mut maps, mut base_maps) = (Vec::new(), Vec::new());
+        for (i, a) in args.iter().enumerate() {
+            let on_base = match &a.target {
+                ArgTarget::Dat {
+                    via: Via::Entry(m, _) | Via::Row(m),
+                    ..
+                } => m.from() == base,
+                ArgTarget::Dat {
+                    carrier,
+                    via: Via::Direct,
+                } => matches!(carrier.kind(), CarrierKind::Dat(s) if s == base),
+                _ => false,
+            };
+            let (sig, carrier) = if on_base {
+                super::validate::check_arg(self.shared.id, kernel, base, i, a, &mut base_maps)?
+            } else {
+                super::validate::check_arg(self.shared.id, kernel, set, i, a, &mut maps)?
+            };
+            carrier.check_not_released(&format!("loop `{}`", kernel.name()))?;
+            sigs.push(sig);
+            carriers.push(carrier);
+        }
+        super::validate::check_kernel_params(kernel, &sigs, &carriers)
+    }
+
+    /// Whether a loop over `set` with `args` can walk columns: the backend can, every map is
+    /// an extruded map from `set` or a map from its base, and each Dat written through a map is
+    /// written through one extruded map only (not also directly or read through another), one
+    /// whose bottom rows colour the columns safely ([`Map::columns_exact`]).
+    fn walks_columns(&self, set: &Set, base: &Set, args: &[Arg]) -> bool {
+        if !self.shared.backend.walks_columns() || set.total_size() == 0 {
+            return false;
+        }
+        // Bottom rows into an empty set cannot be declared (only empty columns point there).
+        if args.iter().any(|a| {
+            matches!(&a.target, ArgTarget::Dat { via: Via::Entry(m, _) | Via::Row(m), .. }
+                if m.to().total_size() == 0)
+        }) {
+            return false;
+        }
+        // Per Dat written: through which map (0: directly) and which entries.
+        let mut written: HashMap<u64, (u64, Option<Map>, Vec<usize>)> = HashMap::new();
+        for a in args {
+            let ArgTarget::Dat { carrier, via } = &a.target else {
+                continue;
+            };
+            let (map, entries): (Option<&Map>, Vec<usize>) = match via {
+                Via::Entry(m, j) => (Some(m), vec![*j as usize]),
+                Via::Row(m) => (Some(m), (0..m.arity()).collect()),
+                Via::Direct => (None, Vec::new()),
+            };
+            if let Some(m) = map
+                && m.from() != base
+                && !(m.from() == set && m.offsets().is_some())
+            {
+                return false;
+            }
+            if a.access.writes() {
+                let through = map.map_or(0, Map::id);
+                let entry = written
+                    .entry(carrier.id)
+                    .or_insert_with(|| (through, map.cloned(), Vec::new()));
+                if entry.0 != through {
+                    return false;
+                }
+                entry.2.extend(entries);
+            }
+        }
+        for (_, map, entries) in written.values_mut() {
+            entries.sort_unstable();
+            entries.dedup();
+            // A map from the base reaches the same rows in every layer: its own rows colour.
+            if let Some(m) = map
+                && m.from() == set
+                && !m.columns_exact(entries)
+            {
+                return false;
+            }
+        }
+        // A Dat also read through another map while written through one: leave the order of
+        // layers and columns exactly as a loop over every cell would have it.
+        args.iter().all(|a| match &a.target {
+            ArgTarget::Dat {
+                carrier,
+                via: Via::Entry(m, _) | Via::Row(m),
+            } => written
+                .get(&carrier.id)
+                .is_none_or(|(through, ..)| *through == m.id()),
+            _ => true,
+        })
+    }
+
+    /// The loop over the base set whose kernel walks each column.
+    fn column_loop(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        region: Region,
+        args: Vec<Arg>,
+    ) -> Result<(Kernel, Set, Vec<Arg>)> {
+        let ex = set.extrusion().expect("extruded");
+        let base = ex.base().clone();
+        let mut params = Vec::new();
+        let mut call = Vec::new();
+        let mut setup = String::new();
+        let mut lowered = Vec::with_capacity(args.len() + 1);
+        for (i, mut a) in args.into_iter().enumerate() {
+            let p = format!("op2_a{i}");
+            match &mut a.target {
+                ArgTarget::Dat { carrier, via } => {
+                    let (ctype, dim) = (carrier.dtype().c_name(), carrier.dim);
+                    let on_set = matches!(carrier.kind(), CarrierKind::Dat(s) if s == set);
+                    match via.clone() {
+                        Via::Direct if on_set => {
+                            *via = Via::Entry(self.column_starts(set)?, 0);
+                            params.push(format!("{ctype} *{p}"));
+                            call.push(format!("(void *)({p} + (long long)op2_k * {dim})"));
+                        }
+                        Via::Direct => {
+                            params.push(format!("{ctype} *{p}"));
+                            call.push(format!("(void *){p}"));
+                        }
+                        Via::Entry(m, j) if m.from() == set => {
+                            let step = m.offsets().expect("extruded")[j as usize] as i64 * dim as i64;
+                            *via = Via::Entry(self.bottom_rows(&m)?, j);
+                            params.push(format!("{ctype} *{p}"));
+                            call.push(format!("(void *)({p} + (long long)op2_k * {step})"));
+                        }
+                        Via::Row(m) if m.from() == set => {
+                            let offsets = m.offsets().expect("extruded");
+                            *via = Via::Row(self.bottom_rows(&m)?);
+                            params.push(format!("{ctype} **{p}"));
+                            let _ = writeln!(setup, "    {ctype} *{p}_k[{}];", m.arity());
+                            for (j, o) in offsets.iter().enumerate() {
+                                let _ = writeln!(
+                                    setup,
+                                    "    {p}_k[{j}] = {p}[{j}] + (long long)op2_k * {};",
+                                    *o as i64 * dim as i64
+                                );
+                            }
+                            call.push(format!("(void *){p}_k"));
+                        }
+                        Via::Row(_) => {
+                            params.push(format!("{ctype} **{p}"));
+                            call.push(format!("(void *){p}"));
+                        }
+                        Via::Entry(..) => {
+                            params.push(format!("{ctype} *{p}"));
+                            call.push(format!("(void *){p}"));
+                        }
+                    }
+                }
+                ArgTarget::Global(c) | ArgTarget::Const(c) => {
+                    params.push(format!("{} *{p}", c.dtype().c_name()));
+                    call.push(format!("(void *){p}"));
+                }
+            }
+            lowered.push(a);
+        }
+        let count = match ex.uniform_len() {
+            Some(n) => n.to_string(),
+            None => {
+                let lengths = self.column_lengths(set)?;
+                lowered.push(Dat::<i32>::from_carrier(lengths).arg(Access::Read));
+                params.push("const int *op2_len".into());
+                "op2_len[0]".into()
+            }
+        };
+        let (from, to) = match region {
+            Region::Bottom => ("0", "(op2_n > 0 ? 1 : 0)"),
+            Region::Top => ("(op2_n > 0 ? op2_n - 1 : 0)", "op2_n"),
+            Region::All | Region::InteriorFacets => ("0", "op2_n"),
+        };
+        let name = format!("op2_col_{}", kernel.name());
+        let mut src = String::new();
+        src.push_str(kernel.source());
+        let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
+        let _ = writeln!(src, "  const int op2_n = {count};");
+        let _ = writeln!(src, "  for (int op2_k = {from}; op2_k < {to}; ++op2_k) {{");
+        src.push_str(&setup);
+        let _ = writeln!(src, "    {}({});", kernel.name(), call.join(", "));
+        src.push_str("  }\n}\n");
+        let k = {
+            let mut st = lock(&self.shared.state);
+            st.extruded
+                .kernels
+                .entry(src.clone())
+                .or_insert_with(|| Kernel::internal(&name, src))
+                .clone()
+        };
+        Ok((k, base, lowered))
+    }
+
+    /// The loop over the extruded set (or its bottom or top subset) with every map at every
+    /// layer.
+    fn layered_loop(
+        &self,
+        set: &Set,
+        region: Region,
+        args: Vec<Arg>,
+    ) -> Result<(Set, Vec<Arg>)> {
+        let base = set.extrusion().expect("extruded").base().clone();
+        let mut lowered = Vec::with_capacity(args.len());
+        for mut a in args {
+            if let ArgTarget::Dat { carrier, via } = &mut a.target {
+                let on_base = matches!(carrier.kind(), CarrierKind::Dat(s) if s == &base);
+                *via = match via.clone() {
+                    Via::Direct if on_base => Via::Entry(self.columns_of(set)?, 0),
+                    Via::Entry(m, j) if m.from() == set => Via::Entry(self.every_layer(&m)?, j),
+                    Via::Row(m) if m.from() == set => Via::Row(self.every_layer(&m)?),
+                    Via::Entry(m, j) if m.from() == &base => {
+                        Via::Entry(self.base_at_layers(set, &m)?, j)
+                    }
+                    Via::Row(m) if m.from() == &base => Via::Row(self.base_at_layers(set, &m)?),
+                    other => other,
+                };
+            }
+            lowered.push(a);
+        }
+        let kernel_set = match region {
+            Region::Bottom | Region::Top => self.end_subset(set, region)?,
+            Region::All | Region::InteriorFacets => set.clone(),
+        };
+        Ok((kernel_set, lowered))
+    }
+
+    /// A derived map, made once.
+    fn derived(&self, key: (u8, u64), make: impl FnOnce() -> Result<Map>) -> Result<Map> {
+        if let Some(m) = lock(&self.shared.state).extruded.maps.get(&key) {
+            return Ok(m.clone());
+        }
+        let m = make()?;
+        lock(&self.shared.state)
+            .extruded
+            .maps
+            .insert(key, m.clone());
+        Ok(m)
+    }
+
+    /// `map`'s bottom rows as a map from the base set.
+    fn bottom_rows(&self, map: &Map) -> Result<Map> {
+        self.derived((BOTTOM_ROWS, map.id()), || {
+            let ex = map.from().extrusion().expect("extruded");
+            let a = map.arity();
+            // A column with no elements is never walked, and its row was never checked.
+            let values = map
+                .values()
+                .chunks(a)
+                .enumerate()
+                .flat_map(|(b, row)| {
+                    let walked = ex.column_len(b) > 0;
+                    row.iter().map(move |&v| if walked { v } else { 0 })
+                })
+                .collect();
+            Map::new(
+                next_id(),
+                ex.base(),
+                map.to(),
+                a,
+                values,
+                &format!("{}@bottom", map.name()),
+            )
+        })
+    }
+
+    /// `map`'s rows at every layer, as a map from its extruded set.
+    fn every_layer(&self, map: &Map) -> Result<Map> {
+        self.derived((ROWS_AT_EVERY_LAYER, map.id()), || {
+            Map::new(
+                next_id(),
+                map.from(),
+                map.to(),
+                map.arity(),
+                map.layered_values().into_owned(),
+                &format!("{}@layers", map.name()),
+            )
+        })
+    }
+
+    /// The map from the base set to each column's first element of `set`.
+    fn column_starts(&self, set: &Set) -> Result<Map> {
+        self.derived((COLUMN_STARTS, set.id()), || {
+            let ex = set.extrusion().expect("extruded");
+            let last = set.total_size().saturating_sub(1);
+            let values = (0..ex.base().exec_size())
+                .map(|b| ex.column_start(b).min(last) as i32)
+                .collect();
+            Map::new(
+                next_id(),
+                ex.base(),
+                set,
+                1,
+                values,
+                &format!("{}@columns", set.name()),
+            )
+        })
+    }
+
+    /// The map from each element of `set` to its column (its base element).
+    fn columns_of(&self, set: &Set) -> Result<Map> {
+        self.derived((BASE_AT_LAYERS, set.id()), || {
+            let ex = set.extrusion().expect("extruded");
+            let values = (0..ex.base().exec_size())
+                .flat_map(|b| std::iter::repeat_n(b as i32, ex.column_len(b)))
+                .collect();
+            Map::new(
+                next_id(),
+                set,
+                ex.base(),
+                1,
+                values,
+                &format!("{}@base", set.name()),
+            )
+        })
+    }
+
+    /// `map` (from the base of `set`) at every element of `set`: each column's row repeated.
+    fn base_at_layers(&self, set: &Set, map: &Map) -> Result<Map> {
+        let key = (BASE_AT_LAYERS, map.id() ^ set.id().rotate_left(32));
+        self.derived(key, || {
+            let ex = set.extrusion().expect("extruded");
+            let a = map.arity();
+            let rows = map.values();
+            let values = (0..ex.base().exec_size())
+                .flat_map(|b| {
+                    std::iter::repeat_n(&rows[b * a..(b + 1) * a], ex.column_len(b))
+                        .flatten()
+                        .copied()
+                })
+                .collect();
+            Map::new(
+                next_id(),
+                set,
+                map.to(),
+                a,
+                values,
+                &format!("{}@{}", map.name(), set.name()),
+            )
+        })
+    }
+
+    /// The subset of `set` made of each column's bottom or top element.
+    fn end_subset(&self, set: &Set, region: Region) -> Result<Set> {
+        if let Some(s) = lock(&self.shared.state)
+            .extruded
+            .ends
+            .get(&(set.id(), region))
+        {
+            return Ok(s.clone());
+        }
+        let ex = set.extrusion().expect("extruded");
+        let indices: Vec<i32> = (0..ex.base().exec_size())
+            .filter(|&b| ex.column_len(b) > 0)
+            .map(|b| match region {
+                Region::Top => (ex.column_start(b) + ex.column_len(b) - 1) as i32,
+                _ => ex.column_start(b) as i32,
+            })
+            .collect();
+        let name = format!("{}@{region:?}", set.name());
+        let s = Set::subset_of(next_id(), self.shared.id, &name, set, indices)?;
+        lock(&self.shared.state)
+            .extruded
+            .ends
+            .insert((set.id(), region), s.clone());
+        Ok(s)
+    }
+
+    /// The elements per column of `set`, as a Dat of the runtime's own on the base set.
+    fn column_lengths(&self, set: &Set) -> Result<Arc<Carrier>> {
+        if let Some(c) = lock(&self.shared.state).extruded.lengths.get(&set.id()) {
+            return Ok(c.clone());
+        }
+        let ex = set.extrusion().expect("extruded");
+        let lengths: Vec<i32> = (0..ex.base().total_size())
+            .map(|b| ex.column_len(b) as i32)
+            .collect();
+        let c = self.carrier(
+            CarrierKind::Dat(ex.base().clone()),
+            &format!("{}@lengths", set.name()),
+            1,
+            HostBuffer::from_slice(&lengths),
+        );
+        lock(&self.shared.state)
+            .extruded
+            .lengths
+            .insert(set.id(), c.clone());
+        Ok(c)
+    }
+
+    /// The set of interior horizontal facets of the extruded cells `set`: one fewer per column.
+    fn facet_set(&self, set: &Set) -> Result<Set> {
+        if let Some(s) = lock(&self.shared.state).extruded.facets.get(&set.id()) {
+            return Ok(s.clone());
+        }
+        let ex = set.extrusion().expect("extruded");
+        if !ex.is_cells() {
+            return Err(Op2Error::NotExtruded {
+                what: format!("a loop over the interior facets of `{}`", set.name()),
+                reason: "interior facets lie between cells; this set holds the columns' nodes"
+                    .into(),
+            });
+        }
+        let layers = match ex.layers() {
+            Layers::Uniform(l) => Layers::Uniform((*l - 1).max(1)),
+            Layers::PerColumn(v) => Layers::PerColumn(v.iter().map(|&l| (l - 1).max(1)).collect()),
+        };
+        let name = format!("{}@facets", set.name());
+        let s = Set::extruded(
+            next_id(),
+            self.shared.id,
+            &name,
+            ex.base(),
+            layers,
+            true,
+        )?;
+        lock(&self.shared.state)
+            .extruded
+            .facets
+            .insert(set.id(), s.clone());
+        Ok(s)
+    }
+
+    /// An arg of a loop over the interior facets of `cells`, over `facets`: a map from the
+    /// cells becomes the facet's map (the lower cell's row, then the upper cell's).
+    fn facet_arg(&self, kernel: &Kernel, cells: &Set, facets: &Set, mut a: Arg) -> Result<Arg> {
+        if let ArgTarget::Dat { carrier, via } = &mut a.target {
+            let on_cells = matches!(carrier.kind(), CarrierKind::Dat(s) if s == cells);
+            match via.clone() {
+                Via::Direct if on_cells => {
+                    return Err(Op2Error::NotExtruded {
+                        what: format!(
+                            "loop `{}` over the interior facets of `{}`",
+                            kernel.name(),
+                            cells.name()
+                        ),
+                        reason: format!(
+                            "Dat `{}` lives on the cells: reach it through a map from the cells \
+                             (each facet sees the cells below and above it)",
+                            carrier.name
+                        ),
+                    });
+                }
+                Via::Entry(m, j) if m.from() == cells && m.offsets().is_some() => {
+                    *via = Via::Entry(self.facet_map(facets, &m)?, j);
+                }
+                Via::Row(m) if m.from() == cells && m.offsets().is_some() => {
+                    *via = Via::Row(self.facet_map(facets, &m)?);
+                }
+                _ => {}
+            }
+        }
+        Ok(a)
+    }
+
+    /// `map` (from extruded cells) as a map from their interior facets: twice the arity, the
+    /// lower cell's row then the upper cell's.
+    fn facet_map(&self, facets: &Set, map: &Map) -> Result<Map> {
+        let key = (FACET_ROWS, map.id() ^ facets.id().rotate_left(32));
+        if let Some(m) = lock(&self.shared.state).extruded.maps.get(&key) {
+            return Ok(m.clone());
+        }
+        let a = map.arity();
+        let offsets = map.offsets().expect("extruded");
+        let values: Vec<i32> = map
+            .values()
+            .chunks(a)
+            .flat_map(|row| {
+                let upper: Vec<i32> = row.iter().zip(offsets).map(|(v, o)| v + o).collect();
+                row.iter().copied().chain(upper).collect::<Vec<_>>()
+            })
+            .collect();
+        let m = Map::extruded(
+            next_id(),
+            facets,
+            map.to(),
+            2 * a,
+            values,
+            offsets.iter().chain(offsets).copied().collect(),
+            &format!("{}@facets", map.name()),
+        )?;
+        lock(&self.shared.state)
+            .extruded
+            .maps
+            .insert(key, m.clone());
+        Ok(m)
+    }
+}
