@@ -6,7 +6,8 @@
 //!   suite again on each other backend, the conformance run and the examples.
 //! - `cargo xtask bench [--iterations N] [--ij I J] [--shuffle SEED] [--renumber]`: Airfoil on the
 //!   standard mesh (or it shuffled and/or renumbered) on every usable backend and thread count
-//!   beside a hand-written Rust baseline and STREAM triad, one process.
+//!   beside a hand-written Rust baseline and STREAM triad, one process; then the lazy graph's
+//!   bench and loops over an extruded mesh against the same mesh declared unstructured.
 //! - `cargo xtask bench-la [--repeats N] [--assembly-n N]`: op2-la's figures in one process: the
 //!   sparsity of Airfoil's cell-to-node pattern, Poisson stiffness assembly on seq and openmp (1 and
 //!   2 threads, interleaved rounds), and native CG + Jacobi beside PETSc's on a 200 x 200 problem.
@@ -470,6 +471,8 @@ fn test(args: &[String]) -> Result<(), String> {
     gpu::bundle(&bundle, false)?;
     gpu::check(&bundle, true)?;
     run(cargo().args(["run", "--release", "-p", "op2", "--example", "midpoint"]))?;
+    // The extruded column model: exits non-zero unless its error falls as h².
+    run(cargo().args(["run", "--release", "-p", "op2", "--example", "extruded"]))?;
     // The Poisson problem (op2-la): exits non-zero unless its observed order is within 2 +- 0.1;
     // in one process, then at 2 ranks under mpirun (mesh partitioned, assembled and solved
     // across the ranks).
@@ -573,5 +576,18 @@ fn bench(args: &[String]) -> Result<(), String> {
     c.args(["run", "--release", "-p", "wave", "--bin", "lazy-bench"]);
     c.arg("--no-default-features");
     c.args(["--features", &features.join(",")]);
+    run(&mut c)?;
+    // Extruded meshes: the same loops walked column by column and over explicit 3-D maps.
+    let mut c = cargo();
+    c.args([
+        "run",
+        "--release",
+        "-p",
+        "op2",
+        "--features",
+        "openmp",
+        "--example",
+        "extruded-bench",
+    ]);
     run(&mut c)
 }

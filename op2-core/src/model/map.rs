@@ -222,10 +222,7 @@ impl Map {
                     return false;
                 }
                 keys[b * entries.len() + q] = Some(c);
-                least
-                    .entry(c)
-                    .and_modify(|m| *m = (*m).min(v))
-                    .or_insert(v);
+                least.entry(c).and_modify(|m| *m = (*m).min(v)).or_insert(v);
             }
         }
         (0..rows).all(|b| {

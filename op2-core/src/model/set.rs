@@ -348,9 +348,7 @@ impl Set {
             Some(h) => Set::with_halo(id, runtime_id, name, sizes, h)?,
             None => Set::new(id, runtime_id, name, sizes)?,
         };
-        Arc::get_mut(&mut set.0)
-            .expect("just made")
-            .extrusion = Some(Arc::new(Extrusion {
+        Arc::get_mut(&mut set.0).expect("just made").extrusion = Some(Arc::new(Extrusion {
             base: base.clone(),
             layers,
             per_layer_offset: offset,

@@ -294,6 +294,12 @@ impl Runtime {
         let mut call = Vec::new();
         let mut setup = String::new();
         let mut lowered = Vec::with_capacity(args.len() + 1);
+        // Whether some arg increments through an extruded map (so layers touch shared values).
+        let increments = args.iter().any(|a| {
+            a.access == Access::Inc
+                && matches!(&a.target, ArgTarget::Dat { via: Via::Entry(m, _) | Via::Row(m), .. }
+                    if m.from() == set)
+        });
         for (i, mut a) in args.into_iter().enumerate() {
             let p = format!("op2_a{i}");
             match &mut a.target {
@@ -311,7 +317,8 @@ impl Runtime {
                             call.push(format!("(void *){p}"));
                         }
                         Via::Entry(m, j) if m.from() == set => {
-                            let step = m.offsets().expect("extruded")[j as usize] as i64 * dim as i64;
+                            let step =
+                                m.offsets().expect("extruded")[j as usize] as i64 * dim as i64;
                             *via = Via::Entry(self.bottom_rows(&m)?, j);
                             params.push(format!("{ctype} *{p}"));
                             call.push(format!("(void *)({p} + (long long)op2_k * {step})"));
@@ -366,7 +373,18 @@ impl Runtime {
         src.push_str(kernel.source());
         let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
         let _ = writeln!(src, "  const int op2_n = {count};");
-        let _ = writeln!(src, "  for (int op2_k = {from}; op2_k < {to}; ++op2_k) {{");
+        if increments && region == Region::All {
+            // Adjacent layers share nodes, so increments from one layer wait on the last
+            // layer's stores to the same values. Even layers first, then odd ones: each call's
+            // stores are then independent of the one before, and the layers still run in
+            // order within each pass (sums may round differently from strict layer order).
+            let _ = writeln!(
+                src,
+                "  for (int op2_p = 0; op2_p < 2; ++op2_p)\n  for (int op2_k = {from} + op2_p; op2_k < {to}; op2_k += 2) {{"
+            );
+        } else {
+            let _ = writeln!(src, "  for (int op2_k = {from}; op2_k < {to}; ++op2_k) {{");
+        }
         src.push_str(&setup);
         let _ = writeln!(src, "    {}({});", kernel.name(), call.join(", "));
         src.push_str("  }\n}\n");
@@ -383,12 +401,7 @@ impl Runtime {
 
     /// The loop over the extruded set (or its bottom or top subset) with every map at every
     /// layer.
-    fn layered_loop(
-        &self,
-        set: &Set,
-        region: Region,
-        args: Vec<Arg>,
-    ) -> Result<(Set, Vec<Arg>)> {
+    fn layered_loop(&self, set: &Set, region: Region, args: Vec<Arg>) -> Result<(Set, Vec<Arg>)> {
         let base = set.extrusion().expect("extruded").base().clone();
         let mut lowered = Vec::with_capacity(args.len());
         for mut a in args {
@@ -595,14 +608,7 @@ impl Runtime {
             Layers::PerColumn(v) => Layers::PerColumn(v.iter().map(|&l| (l - 1).max(1)).collect()),
         };
         let name = format!("{}@facets", set.name());
-        let s = Set::extruded(
-            next_id(),
-            self.shared.id,
-            &name,
-            ex.base(),
-            layers,
-            true,
-        )?;
+        let s = Set::extruded(next_id(), self.shared.id, &name, ex.base(), layers, true)?;
         lock(&self.shared.state)
             .extruded
             .facets

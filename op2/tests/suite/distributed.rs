@@ -119,13 +119,95 @@ fn run(
     }
 }
 
+/// One rank's part of a chain of `n` edges and `n + 1` nodes: rank 0 owns edges and nodes
+/// `0..m`, rank 1 the rest. (node sections, node halo, edge sections, edge halo, edge-to-node
+/// map, node values).
+pub(super) type ChainPart = (SetSizes, SetHalo, SetSizes, SetHalo, Vec<i32>, Vec<f64>);
+
+pub(super) fn chain_part(rank: usize, n: usize, m: usize) -> ChainPart {
+    // Rank 0. Edges: 0..m-1 core, m-1 owned (it reaches node m, rank 1's), no exec halo.
+    // Nodes: 0..m owned, node m (local m) a non-exec halo element read by edge m-1.
+    // Rank 1. Edges: m..n core (local 0..n-m), edge m-1 exec halo (local n-m: it increments
+    // node m). Nodes: m..=n owned (local 0..=n-m), node m-1 non-exec halo (local n-m+1).
+    if rank == 0 {
+        let nodes = SetSizes {
+            core: m,
+            nonexec_halo: 1,
+            ..SetSizes::default()
+        };
+        let node_halo = SetHalo {
+            neighbours: vec![HaloNeighbour {
+                rank: 1,
+                send: vec![(m - 1) as u32],
+                send_to_exec: 0,
+                receive: vec![m as u32],
+            }],
+        };
+        let edges = SetSizes {
+            core: m - 1,
+            owned: 1,
+            ..SetSizes::default()
+        };
+        let edge_halo = SetHalo {
+            neighbours: vec![HaloNeighbour {
+                rank: 1,
+                send: vec![(m - 1) as u32],
+                send_to_exec: 1,
+                receive: vec![],
+            }],
+        };
+        let e2n: Vec<i32> = (0..m as i32).flat_map(|e| [e, e + 1]).collect();
+        (
+            nodes,
+            node_halo,
+            edges,
+            edge_halo,
+            e2n,
+            initial(n + 1)[..=m].to_vec(),
+        )
+    } else {
+        let owned = n - m + 1;
+        let nodes = SetSizes {
+            core: owned,
+            nonexec_halo: 1,
+            ..SetSizes::default()
+        };
+        let node_halo = SetHalo {
+            neighbours: vec![HaloNeighbour {
+                rank: 0,
+                send: vec![0],
+                send_to_exec: 0,
+                receive: vec![owned as u32],
+            }],
+        };
+        let edges = SetSizes {
+            core: n - m,
+            exec_halo: 1,
+            ..SetSizes::default()
+        };
+        let edge_halo = SetHalo {
+            neighbours: vec![HaloNeighbour {
+                rank: 0,
+                send: vec![],
+                send_to_exec: 0,
+                receive: vec![(n - m) as u32],
+            }],
+        };
+        let mut e2n: Vec<i32> = (0..(n - m) as i32).flat_map(|e| [e, e + 1]).collect();
+        e2n.extend([owned as i32, 0]);
+        let mut x0: Vec<f64> = initial(n + 1)[m..].to_vec();
+        x0.push(initial(n + 1)[m - 1]);
+        (nodes, node_halo, edges, edge_halo, e2n, x0)
+    }
+}
+
 /// Runs `work` on two thread ranks, each with a runtime on the suite's backend; both results.
 fn two_ranks<R: Send>(work: impl Fn(Runtime, usize) -> R + Sync) -> (R, R) {
     let mut both = on_rank_runtimes(2, builder, |rank, rt| work(rt, rank)).into_iter();
     (both.next().unwrap(), both.next().unwrap())
 }
 
-fn core(n: usize) -> SetSizes {
+pub(super) fn core(n: usize) -> SetSizes {
     SetSizes {
         core: n,
         ..SetSizes::default()
@@ -133,7 +215,7 @@ fn core(n: usize) -> SetSizes {
 }
 
 /// Node values of the whole chain.
-fn initial(n: usize) -> Vec<f64> {
+pub(super) fn initial(n: usize) -> Vec<f64> {
     (0..n).map(|i| ((i * 7) % 11) as f64 - 3.5).collect()
 }
 
@@ -154,83 +236,10 @@ fn two_ranks_compute_what_one_process_computes() {
         &whole,
     );
 
-    // Rank 0. Edges: 0..M-1 core, M-1 owned (it reaches node M, rank 1's), no exec halo.
-    // Nodes: 0..M owned, node M (local M) a non-exec halo element read by edge M-1.
-    // Rank 1. Edges: M..N core (local 0..N-M), edge M-1 exec halo (local N-M: it increments
-    // node M). Nodes: M..=N owned (local 0..=N-M), node M-1 non-exec halo (local N-M+1).
-    let rank0 = move |rt: Runtime| {
-        let nodes = SetSizes {
-            core: M,
-            nonexec_halo: 1,
-            ..SetSizes::default()
-        };
-        let node_halo = SetHalo {
-            neighbours: vec![HaloNeighbour {
-                rank: 1,
-                send: vec![(M - 1) as u32],
-                send_to_exec: 0,
-                receive: vec![M as u32],
-            }],
-        };
-        let edges = SetSizes {
-            core: M - 1,
-            owned: 1,
-            ..SetSizes::default()
-        };
-        let edge_halo = SetHalo {
-            neighbours: vec![HaloNeighbour {
-                rank: 1,
-                send: vec![(M - 1) as u32],
-                send_to_exec: 1,
-                receive: vec![],
-            }],
-        };
-        let e2n: Vec<i32> = (0..M as i32).flat_map(|e| [e, e + 1]).collect();
-        run(
-            &rt,
-            nodes,
-            node_halo,
-            edges,
-            edge_halo,
-            e2n,
-            &initial(N + 1)[..=M],
-        )
-    };
-    let rank1 = move |rt: Runtime| {
-        let owned = N - M + 1;
-        let nodes = SetSizes {
-            core: owned,
-            nonexec_halo: 1,
-            ..SetSizes::default()
-        };
-        let node_halo = SetHalo {
-            neighbours: vec![HaloNeighbour {
-                rank: 0,
-                send: vec![0],
-                send_to_exec: 0,
-                receive: vec![owned as u32],
-            }],
-        };
-        let edges = SetSizes {
-            core: N - M,
-            exec_halo: 1,
-            ..SetSizes::default()
-        };
-        let edge_halo = SetHalo {
-            neighbours: vec![HaloNeighbour {
-                rank: 0,
-                send: vec![],
-                send_to_exec: 0,
-                receive: vec![(N - M) as u32],
-            }],
-        };
-        let mut e2n: Vec<i32> = (0..(N - M) as i32).flat_map(|e| [e, e + 1]).collect();
-        e2n.extend([owned as i32, 0]);
-        let mut x0: Vec<f64> = initial(N + 1)[M..].to_vec();
-        x0.push(initial(N + 1)[M - 1]);
-        run(&rt, nodes, node_halo, edges, edge_halo, e2n, &x0)
-    };
-    let (r0, r1) = two_ranks(|rt, rank| if rank == 0 { rank0(rt) } else { rank1(rt) });
+    let (r0, r1) = two_ranks(|rt, rank| {
+        let (ns, nh, es, eh, e2n, x0) = chain_part(rank, N, M);
+        run(&rt, ns, nh, es, eh, e2n, &x0)
+    });
 
     // Owned values are the one process's, exactly (the same additions in the same order).
     assert_eq!(r0.x[..M], one.x[..M], "rank 0 nodes");

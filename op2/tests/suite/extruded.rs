@@ -179,7 +179,11 @@ fn prism_volumes_match_the_unstructured_mesh_and_the_exact_volume() {
             let p = |i: usize| (xy[2 * t[i] as usize], xy[2 * t[i] as usize + 1]);
             let (a, b, c) = (p(0), p(1), p(2));
             let area = 0.5 * ((b.0 - a.0) * (c.1 - a.1) - (b.1 - a.1) * (c.0 - a.0));
-            let h = t.iter().map(|&n| height(n as usize, layers - 1)).sum::<f64>() / 3.0;
+            let h = t
+                .iter()
+                .map(|&n| height(n as usize, layers - 1))
+                .sum::<f64>()
+                / 3.0;
             area * h
         })
         .sum();
@@ -212,7 +216,10 @@ fn increments_through_extruded_maps_match_the_unstructured_mesh() {
         )
         .unwrap();
     }
-    let (y, fy) = (y.data_ro().unwrap().to_vec(), fy.data_ro().unwrap().to_vec());
+    let (y, fy) = (
+        y.data_ro().unwrap().to_vec(),
+        fy.data_ro().unwrap().to_vec(),
+    );
     assert!(close(&y, &fy, 1e-13), "extruded and unstructured differ");
     assert!(y.iter().all(|&v| v > 0.0), "every node is in some prism");
 }
@@ -437,7 +444,11 @@ fn bad_extrusions_maps_and_regions_are_typed_errors() {
     let base = rt.decl_set(3, "base").unwrap();
     let plain = rt.decl_set(5, "plain").unwrap();
     // Too few layers, wrong number of columns, a column of no nodes.
-    for layers in [Layers::Uniform(1), Layers::PerColumn(vec![2, 3]), Layers::PerColumn(vec![2, 0, 3])] {
+    for layers in [
+        Layers::Uniform(1),
+        Layers::PerColumn(vec![2, 3]),
+        Layers::PerColumn(vec![2, 0, 3]),
+    ] {
         let e = rt.decl_extruded_set(&base, layers, "cells").unwrap_err();
         assert!(matches!(e, Op2Error::BadExtrusion { .. }), "{e}");
     }
@@ -484,7 +495,10 @@ fn bad_extrusions_maps_and_regions_are_typed_errors() {
     let e = rt.par_loop(&k2, &cells, [dn.arg_row(&m, INC)]).unwrap_err();
     assert!(!matches!(e, Op2Error::NotExtruded { .. }), "{e}");
     // The runtime is still usable.
-    let k3 = kernel("one", "void one(double *x[2]) { x[0][0] += 1.0; x[1][0] += 2.0; }");
+    let k3 = kernel(
+        "one",
+        "void one(double *x[2]) { x[0][0] += 1.0; x[1][0] += 2.0; }",
+    );
     rt.par_loop(&k3, &cells, [dn.arg_row(&m, INC)]).unwrap();
     let v = dn.data_ro().unwrap().to_vec();
     assert_eq!(v.iter().sum::<f64>(), 3.0 * 3.0 * 3.0);
@@ -502,7 +516,10 @@ fn host_backends_walk_columns_and_device_backends_run_every_layer() {
     )
     .unwrap();
     let graph = rt.pending_graph();
-    let walked = graph.nodes.iter().any(|n| n.label.starts_with("op2_col_lumped"));
+    let walked = graph
+        .nodes
+        .iter()
+        .any(|n| n.label.starts_with("op2_col_lumped"));
     let layered = graph.nodes.iter().any(|n| n.label.starts_with("lumped"));
     let host = matches!(op2_test_support::backend().as_str(), "seq" | "openmp");
     assert_eq!((walked, layered), (host, !host), "{:?}", graph.nodes);
@@ -511,8 +528,124 @@ fn host_backends_walk_columns_and_device_backends_run_every_layer() {
     rt.par_loop(
         &kernel("lumped", LUMPED),
         &m.flat_cells,
-        [m.flat_coords.arg_row(&m.flat_c2n, READ), fy.arg_row(&m.flat_c2n, INC)],
+        [
+            m.flat_coords.arg_row(&m.flat_c2n, READ),
+            fy.arg_row(&m.flat_c2n, INC),
+        ],
     )
     .unwrap();
     assert!(close(&y.data_ro().unwrap(), &fy.data_ro().unwrap(), 1e-14));
+}
+
+/// What one rank computed on the extruded chain: node values, cell values, increments, a sum.
+struct ChainColumns {
+    x: Vec<f64>,
+    y: Vec<f64>,
+    acc: Vec<f64>,
+    sum: f64,
+}
+
+/// The chain of the distributed tests extruded: each edge a column of `layers - 1` quads, each
+/// node a column of `layers` nodes; a node loop, a cell loop reading nodes through the extruded
+/// map (its halo exchanged) and one incrementing them (the exec halo's columns run again).
+fn extruded_chain(
+    rt: &Runtime,
+    part: crate::distributed::ChainPart,
+    layers: usize,
+) -> ChainColumns {
+    let (ns, nh, es, eh, e2n, x0) = part;
+    let bnodes = rt.decl_set_with_halo(ns, nh, "bnodes").unwrap();
+    let bedges = rt.decl_set_with_halo(es, eh, "bedges").unwrap();
+    let cells = rt.decl_extruded_set(&bedges, layers, "cells").unwrap();
+    let nodes = rt.decl_extruded_nodes(&bnodes, layers, "nodes").unwrap();
+    let l = layers as i32;
+    let bottom: Vec<i32> = e2n
+        .chunks(2)
+        .flat_map(|e| [e[0] * l, e[1] * l, e[0] * l + 1, e[1] * l + 1])
+        .collect();
+    let c2n = rt
+        .decl_extruded_map(&cells, &nodes, 4, bottom, [1; 4], "c2n")
+        .unwrap();
+    let xv: Vec<f64> = x0
+        .iter()
+        .flat_map(|&v| (0..layers).map(move |k| v * (1 + k) as f64 + k as f64))
+        .collect();
+    let x = rt.decl_dat(&nodes, 1, xv, "x").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&cells, 1, "y").unwrap();
+    let acc = rt.decl_dat_zeros::<f64>(&nodes, 1, "acc").unwrap();
+    let sum = rt.decl_global(1, &[0.0f64], "sum").unwrap();
+    rt.par_loop(
+        &kernel("scale", "void scale(double *x) { *x = 3.0 * *x + 1.0; }"),
+        &nodes,
+        [x.arg(RW)],
+    )
+    .unwrap();
+    rt.par_loop(
+        &kernel(
+            "quad",
+            "void quad(const double *x[4], double *y) { *y = x[0][0] + 2.0 * x[1][0] + 3.0 * x[2][0] + 4.0 * x[3][0]; }",
+        ),
+        &cells,
+        [x.arg_row(&c2n, READ), y.arg(WRITE)],
+    )
+    .unwrap();
+    rt.par_loop(
+        &kernel(
+            "spread",
+            "void spread(const double *y, double *a[4], double *s) {
+               a[0][0] += *y; a[1][0] += 0.5 * *y; a[2][0] += 0.25 * *y; a[3][0] += 0.125 * *y; *s += *y; }",
+        ),
+        &cells,
+        [y.arg(READ), acc.arg_row(&c2n, INC), sum.arg(INC)],
+    )
+    .unwrap();
+    ChainColumns {
+        x: x.to_vec().unwrap(),
+        y: y.to_vec().unwrap(),
+        acc: acc.to_vec().unwrap(),
+        sum: sum.value().unwrap()[0],
+    }
+}
+
+#[test]
+fn extruded_columns_on_two_ranks_compute_what_one_process_computes() {
+    use crate::distributed::{chain_part, core, initial};
+    let (n, m, layers) = (30, 13, 5);
+    let one = extruded_chain(
+        &builder().build().unwrap(),
+        (
+            core(n + 1),
+            op2::SetHalo::default(),
+            core(n),
+            op2::SetHalo::default(),
+            (0..n as i32).flat_map(|e| [e, e + 1]).collect(),
+            initial(n + 1),
+        ),
+        layers,
+    );
+    let mut both = op2_test_support::on_rank_runtimes(2, builder, |rank, rt| {
+        extruded_chain(&rt, chain_part(rank, n, m), layers)
+    })
+    .into_iter();
+    let (r0, r1) = (both.next().unwrap(), both.next().unwrap());
+    let (nl, cl) = (layers, layers - 1);
+    assert!(close(&r0.x[..m * nl], &one.x[..m * nl], 0.0));
+    assert!(close(&r1.x[..(n - m + 1) * nl], &one.x[m * nl..], 0.0));
+    assert!(close(&r0.y[..m * cl], &one.y[..m * cl], 1e-15));
+    assert!(close(&r1.y[..(n - m) * cl], &one.y[m * cl..], 1e-15));
+    assert!(close(&r0.acc[..m * nl], &one.acc[..m * nl], 1e-14));
+    assert!(close(
+        &r1.acc[..(n - m + 1) * nl],
+        &one.acc[m * nl..],
+        1e-14
+    ));
+    // Rank 1's exec-halo column (edge m-1) ran again: its cells hold the owner's values.
+    assert!(close(
+        &r1.y[(n - m) * cl..],
+        &one.y[(m - 1) * cl..m * cl],
+        1e-15
+    ));
+    for r in [&r0, &r1] {
+        assert!((r.sum - one.sum).abs() <= 1e-12 * one.sum.abs());
+    }
 }
