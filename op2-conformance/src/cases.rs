@@ -971,6 +971,170 @@ fn row_rw_gather_scatter(rt: &CaseRuntime) -> Result<Outputs> {
     Ok(o)
 }
 
+/// A subset of a quad mesh's cells (every third, and a subset of that): direct RW, INC through
+/// the cell-to-node map and a Global, over the subset's elements only (PyOP2's `Subset`).
+fn subset_loops(rt: &CaseRuntime) -> Result<Outputs> {
+    let (nodes, cells, _, c2n, _, _) = quads(rt, 23, 17)?;
+    let n = cells.size();
+    let u = rt.decl_dat(
+        &cells,
+        1,
+        &(0..n).map(|c| c as f64 * 0.5).collect::<Vec<_>>(),
+        "u",
+    )?;
+    let acc = rt.decl_dat_zeros::<f64>(&nodes, 1, "acc")?;
+    let g = rt.decl_global(1, &[0.0f64], "g")?;
+    let thirds: Vec<usize> = (0..n).step_by(3).collect();
+    let sixths: Vec<usize> = thirds.iter().copied().step_by(2).collect();
+    let kern = k(
+        "sub_touch",
+        "void sub_touch(double *u, double *a[4], double *g) {
+           *u = 2.0 * *u + 1.0; for (int i = 0; i < 4; i++) a[i][0] += *u * (i + 1); *g += *u; }",
+    )?;
+    for (name, indices) in [("thirds", &thirds), ("sixths", &sixths)] {
+        let sub = rt.decl_subset(&cells, indices, name)?;
+        rt.par_loop(&kern, &sub, [u.arg(RW), acc.arg_row(&c2n, INC), g.arg(INC)])?;
+    }
+    let mut o = Outputs::new();
+    o.dat(&u)?;
+    o.dat(&acc)?;
+    o.global(&g)?;
+    Ok(o)
+}
+
+/// A chain of `n` nodes extruded into node columns of heights `layers`, and its edges into
+/// columns of quads as tall as their shorter node column: (node columns, quad columns, the
+/// quads' extruded map to their four nodes, the chain's edge set).
+fn extruded_chain(rt: &CaseRuntime, layers: &[usize]) -> Result<(Set, Set, Map, Set)> {
+    let (bnodes, bedges, _) = chain(rt, layers.len())?;
+    let n = layers.len();
+    let cell_layers: Vec<usize> = (0..n - 1).map(|e| layers[e].min(layers[e + 1])).collect();
+    let cells = rt.decl_extruded_set(&bedges, cell_layers, "cells")?;
+    let nodes = rt.decl_extruded_nodes(&bnodes, layers.to_vec(), "nodes")?;
+    let start: Vec<i32> = layers
+        .iter()
+        .scan(0, |s, &l| {
+            let a = *s;
+            *s += l as i32;
+            Some(a)
+        })
+        .collect();
+    let bottom: Vec<i32> = (0..n - 1)
+        .flat_map(|e| [start[e], start[e + 1], start[e] + 1, start[e + 1] + 1])
+        .collect();
+    let c2n = rt.decl_extruded_map(&cells, &nodes, 4, bottom, [1; 4], "c2n")?;
+    Ok((nodes, cells, c2n, bedges))
+}
+
+/// Columns of different heights over a chain: a node loop, a cell loop reading through the
+/// extruded map and writing the cells and reading a Dat of the base set, then increments into
+/// the nodes over every layer, the bottom and the top.
+fn extruded_columns(rt: &CaseRuntime) -> Result<Outputs> {
+    let layers: Vec<usize> = (0..40).map(|b| 2 + (b * 7) % 9).collect();
+    let (nodes, cells, c2n, bedges) = extruded_chain(rt, &layers)?;
+    let total = nodes.size();
+    let xv: Vec<f64> = (0..total).map(|i| (i % 13) as f64 - 4.0).collect();
+    let x = rt.decl_dat(&nodes, 1, &xv, "x")?;
+    let y = rt.decl_dat_zeros::<f64>(&cells, 2, "y")?;
+    let acc = rt.decl_dat_zeros::<f64>(&nodes, 1, "acc")?;
+    let wv: Vec<f64> = (0..bedges.size()).map(|e| e as f64).collect();
+    let w = rt.decl_dat(&bedges, 1, &wv, "w")?;
+    let g = rt.decl_global(1, &[0.0f64], "g")?;
+    rt.par_loop(
+        &k(
+            "col_scale",
+            "void col_scale(double *x) { *x = 3.0 * *x + 1.0; }",
+        )?,
+        &nodes,
+        [x.arg(RW)],
+    )?;
+    rt.par_loop(
+        &k(
+            "col_quad",
+            "void col_quad(const double *x[4], double *y, const double *w) {
+               y[0] = x[0][0] + 2.0 * x[1][0] + 3.0 * x[2][0] + 4.0 * x[3][0]; y[1] = *w; }",
+        )?,
+        &cells,
+        [x.arg_row(&c2n, READ), y.arg(WRITE), w.arg(READ)],
+    )?;
+    let spread = k(
+        "col_spread",
+        "void col_spread(const double *y, double *a[4], double *g) {
+           for (int i = 0; i < 4; i++) a[i][0] += y[0] * (i + 1); *g += y[0] + y[1]; }",
+    )?;
+    for region in [op2::Region::All, op2::Region::Bottom, op2::Region::Top] {
+        rt.par_loop_region(
+            &spread,
+            &cells,
+            region,
+            [y.arg(READ), acc.arg_row(&c2n, INC), g.arg(INC)],
+        )?;
+    }
+    let mut o = Outputs::new();
+    o.dat(&x)?;
+    o.dat(&y)?;
+    o.dat(&acc)?;
+    o.global(&g)?;
+    Ok(o)
+}
+
+/// Interior horizontal facets of extruded quads: each facet sees the quads below and above
+/// through a map of twice the arity (here the quads' nodes), and increments both.
+fn extruded_facets(rt: &CaseRuntime) -> Result<Outputs> {
+    let layers: Vec<usize> = (0..30).map(|b| 3 + (b * 5) % 7).collect();
+    let (nodes, cells, c2n, _) = extruded_chain(rt, &layers)?;
+    let xv: Vec<f64> = (0..nodes.size()).map(|i| ((i * 37) % 101) as f64).collect();
+    let x = rt.decl_dat(&nodes, 1, &xv, "x")?;
+    let jump = rt.decl_dat_zeros::<f64>(&nodes, 1, "jump")?;
+    rt.par_loop_region(
+        &k(
+            "facet_jump",
+            "void facet_jump(const double *x[8], double *j[8]) {
+               double d = x[4][0] + x[5][0] - x[0][0] - x[1][0];
+               for (int i = 0; i < 4; i++) { j[i][0] += d; j[4 + i][0] -= 2.0 * d; } }",
+        )?,
+        &cells,
+        op2::Region::InteriorFacets,
+        [x.arg_row(&c2n, READ), jump.arg_row(&c2n, INC)],
+    )?;
+    let mut o = Outputs::new();
+    o.dat(&jump)?;
+    Ok(o)
+}
+
+/// PyOP2's Dat algebra in place on a case's Dats (Dats, scalars, axpy), then an inner product
+/// and a norm (reduced over ranks).
+fn dat_algebra(rt: &CaseRuntime) -> Result<Outputs> {
+    let (nodes, ..) = quads(rt, 20, 13)?;
+    let n = nodes.size();
+    let x = rt.decl_dat(
+        &nodes,
+        2,
+        &(0..2 * n)
+            .map(|i| (i % 17) as f64 - 8.0)
+            .collect::<Vec<_>>(),
+        "x",
+    )?;
+    let y = rt.decl_dat(
+        &nodes,
+        2,
+        &(0..2 * n).map(|i| 1.0 + (i % 5) as f64).collect::<Vec<_>>(),
+        "y",
+    )?;
+    let z = rt.decl_dat_zeros::<f64>(&nodes, 2, "z")?;
+    let (xl, yl, zl) = (x.op2()?, y.op2()?, z.op2()?);
+    zl.copy(&xl)?;
+    zl.add_assign(&yl)?;
+    zl.mul_scalar_assign(0.5)?;
+    zl.axpy(-2.0, &yl)?;
+    zl.div_assign(&yl)?;
+    let mut o = Outputs::new();
+    o.dat(&z)?;
+    o.push("inner", &[zl.inner(&xl)?]);
+    o.push("norm", &[zl.norm()?]);
+    Ok(o)
+}
+
 /// Every named case.
 pub fn cases() -> Vec<Case> {
     macro_rules! case {
@@ -1126,6 +1290,26 @@ pub fn cases() -> Vec<Case> {
             diffusion_time_steps,
             1e-10,
             "20 time steps: flux INC + update with reduction"
+        ),
+        case!(
+            subset_loops,
+            REORDERED_SUMS,
+            "loops over a subset and a subset of it (PyOP2's Subset)"
+        ),
+        case!(
+            extruded_columns,
+            REORDERED_SUMS,
+            "extruded columns of different heights: all, bottom and top layers"
+        ),
+        case!(
+            extruded_facets,
+            0.0,
+            "interior horizontal facets of extruded cells"
+        ),
+        case!(
+            dat_algebra,
+            REORDERED_SUMS,
+            "Dat algebra: + * / with Dats and scalars, axpy, inner, norm"
         ),
     ]
 }

@@ -16,6 +16,7 @@ use std::rc::Rc;
 // one-process path is all there is.
 #[cfg(feature = "mpi")]
 mod across;
+mod columns;
 #[cfg(not(feature = "mpi"))]
 mod across {
     use op2::{Result, Runtime, Scalar};
@@ -175,7 +176,10 @@ impl CaseRuntime {
     ) -> Result<Dat<T>> {
         let inner = match &set.0.inner {
             SetKind::Plain(s) => DatKind::Plain(self.rt.decl_dat(s, dim, data, name)?),
-            SetKind::Global(..) => {
+            SetKind::Columns(_) if !set.distributed() => {
+                DatKind::Plain(self.rt.decl_dat(&set.local()?, dim, data, name)?)
+            }
+            SetKind::Global(..) | SetKind::Columns(_) => {
                 // The runtime's checks, on the global size (each rank declares its part later).
                 if dim == 0 {
                     return Err(Op2Error::ZeroDimension {
@@ -249,6 +253,8 @@ impl CaseRuntime {
 enum SetKind {
     Plain(op2::Set),
     Global(GSet, Rc<Distributed>, Op2Runtime),
+    /// Extruded over a base set of either kind.
+    Columns(Rc<columns::Columns>),
 }
 
 struct SetInner {
@@ -271,12 +277,31 @@ impl Set {
         match &self.0.inner {
             SetKind::Plain(s) => Ok(s.clone()),
             SetKind::Global(g, d, rt) => d.set(rt, *g),
+            SetKind::Columns(c) => Ok(c.local()?.0.clone()),
+        }
+    }
+
+    /// The global number of each local element (halos included): `None` in one process.
+    fn ids(&self) -> Result<Option<Vec<u64>>> {
+        match &self.0.inner {
+            SetKind::Plain(_) => Ok(None),
+            SetKind::Global(g, d, rt) => Ok(Some(d.global_ids(rt, *g)?.to_vec())),
+            SetKind::Columns(c) => Ok(c.local()?.1.clone()),
+        }
+    }
+
+    /// Whether the set is split across ranks.
+    fn distributed(&self) -> bool {
+        match &self.0.inner {
+            SetKind::Plain(_) => false,
+            SetKind::Global(..) => true,
+            SetKind::Columns(c) => c.distributed(),
         }
     }
 
     fn global(&self) -> Option<(GSet, &Rc<Distributed>, &Op2Runtime)> {
         match &self.0.inner {
-            SetKind::Plain(_) => None,
+            SetKind::Plain(_) | SetKind::Columns(_) => None,
             SetKind::Global(g, d, rt) => Some((*g, d, rt)),
         }
     }
@@ -285,6 +310,8 @@ impl Set {
 enum MapKind {
     Plain(op2::Map),
     Global(GMap, Rc<Distributed>, Op2Runtime),
+    /// From an extruded set.
+    Columns(Rc<columns::ColumnMap>),
 }
 
 /// A map of a case's mesh.
@@ -295,6 +322,7 @@ impl Map {
         match &self.0 {
             MapKind::Plain(m) => Ok(m.clone()),
             MapKind::Global(g, d, rt) => d.map(rt, *g),
+            MapKind::Columns(m) => m.local(),
         }
     }
 }
@@ -337,14 +365,17 @@ impl<T: OutputValue> Dat<T> {
                 if let Some(d) = local.get() {
                     return Ok(d.clone());
                 }
-                let (g, dist, rt) = self.0.set.global().expect("a global Dat has a global set");
-                let set = dist.set(rt, g)?;
+                let set = self.0.set.local()?;
+                let ids = self
+                    .0
+                    .set
+                    .ids()?
+                    .expect("a global Dat has a distributed set");
                 let dim = self.0.dim;
                 // Owned rows from the global values; halo rows poisoned, so that a loop reading
                 // them before an exchange filled them computes something visibly wrong.
                 let owned = set.size();
-                let rows: Vec<T> = dist
-                    .global_ids(rt, g)?
+                let rows: Vec<T> = ids
                     .iter()
                     .enumerate()
                     .flat_map(|(local, &id)| {
@@ -358,6 +389,12 @@ impl<T: OutputValue> Dat<T> {
                 Ok(local.get_or_init(|| d).clone())
             }
         }
+    }
+
+    /// This rank's Dat itself (the whole Dat in one process), for what the case runtime does
+    /// not wrap (Dat algebra).
+    pub fn op2(&self) -> Result<op2::Dat<T>> {
+        self.local()
     }
 
     /// A direct argument.
@@ -407,9 +444,13 @@ impl<T: OutputValue> Dat<T> {
     /// the other ranks). Collective across ranks.
     pub fn values(&self) -> Result<Option<Vec<T>>> {
         let d = self.local()?;
-        match self.0.set.global() {
-            None => Ok(Some(d.to_vec()?)),
-            Some((_, dist, rt)) => dist.gather(rt, &d),
+        match (&self.0.set.0.inner, self.0.set.global()) {
+            (SetKind::Columns(_), _) => match self.0.set.ids()? {
+                None => Ok(Some(d.to_vec()?)),
+                Some(ids) => columns::gather(&self.0.rt, &d, &ids, self.0.set.size()),
+            },
+            (_, None) => Ok(Some(d.to_vec()?)),
+            (_, Some((_, dist, rt))) => dist.gather(rt, &d),
         }
     }
 
@@ -431,13 +472,11 @@ impl<T: OutputValue> Dat<T> {
                 ),
             });
         }
-        let row = match self.0.set.global() {
+        let row = match self.0.set.ids()? {
             None => Some(element),
-            Some((g, dist, rt)) => {
+            Some(ids) => {
                 let owned = d.set().size();
-                dist.global_ids(rt, g)?[..owned]
-                    .iter()
-                    .position(|&id| id == element as u64)
+                ids[..owned].iter().position(|&id| id == element as u64)
             }
         };
         let mut data = d.data()?;
