@@ -168,6 +168,8 @@ impl Dialect for OpenCl {
                 .zip(args)
                 .map(|(p, &i)| match address_space(sig, layout, i) {
                     _ if options.private_copies => p.text.clone(),
+                    // Not one of the loop's args: the calling kernel's own (private) data.
+                    _ if i >= sig.args.len() => p.text.clone(),
                     "" => p.text.clone(),
                     space => format!("{space} {}", p.text),
                 })
@@ -195,7 +197,9 @@ impl Dialect for OpenCl {
 
 /// The address space of kernel parameter `i`'s data.
 fn address_space(sig: &LoopSignature, blocks: Option<&BlockLayout>, i: usize) -> &'static str {
-    let a = &sig.args[i];
+    let Some(a) = sig.args.get(i) else {
+        return "";
+    };
     match a.kind {
         ArgKind::Direct => "__global",
         ArgKind::Global if a.access.is_reduction() => "",

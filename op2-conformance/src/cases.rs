@@ -1135,6 +1135,40 @@ fn dat_algebra(rt: &CaseRuntime) -> Result<Outputs> {
     Ok(o)
 }
 
+/// Local iteration spaces (PyOP2's `op2.i`): a kernel called per map entry incrementing nodes,
+/// and one called per (i, j) block filling each cell's 4 x 4 blocks of 2 x 1 values.
+fn local_iteration_space(rt: &CaseRuntime) -> Result<Outputs> {
+    let (nodes, cells, _, c2n, _, _) = quads(rt, 9, 7)?;
+    let xv: Vec<f64> = (0..nodes.size()).map(|i| (i % 7) as f64 + 0.25).collect();
+    let x = rt.decl_dat(&nodes, 1, &xv, "x")?;
+    let b = rt.decl_dat_zeros::<f64>(&nodes, 1, "b")?;
+    let blocks = rt.decl_dat_zeros::<f64>(&cells, 32, "blocks")?;
+    rt.par_loop(
+        &k(
+            "lis_rhs",
+            "void lis_rhs(double *b, const double *x[4], int i) { *b += (i + 1) * (x[0][0] + x[i][0]); }",
+        )?,
+        &cells,
+        [b.arg_entries(&c2n, INC), x.arg_row(&c2n, READ)],
+    )?;
+    rt.par_loop(
+        &k(
+            "lis_block",
+            "void lis_block(double A[2][1], const double *x[4], int i, int j) {
+               A[0][0] += x[i][0] * x[j][0]; A[1][0] += x[i][0] - 2.0 * x[j][0]; }",
+        )?,
+        &cells,
+        [
+            blocks.arg(RW).per_entry_block(4, 4, (2, 1)),
+            x.arg_row(&c2n, READ),
+        ],
+    )?;
+    let mut o = Outputs::new();
+    o.dat(&b)?;
+    o.dat(&blocks)?;
+    Ok(o)
+}
+
 /// Every named case.
 pub fn cases() -> Vec<Case> {
     macro_rules! case {
@@ -1305,6 +1339,11 @@ pub fn cases() -> Vec<Case> {
             extruded_facets,
             0.0,
             "interior horizontal facets of extruded cells"
+        ),
+        case!(
+            local_iteration_space,
+            REORDERED_SUMS,
+            "kernels called per map entry and per element-matrix block (op2.i)"
         ),
         case!(
             dat_algebra,

@@ -351,6 +351,14 @@ pub struct Dat<T>(Rc<DatInner<T>>);
 /// be made local).
 pub struct CaseArg(Result<Arg>);
 
+impl CaseArg {
+    /// The arg as an element block of a two-dimensional local iteration space
+    /// ([`Arg::per_entry_block`]).
+    pub fn per_entry_block(self, rows: usize, cols: usize, block: (usize, usize)) -> CaseArg {
+        CaseArg(self.0.map(|a| a.per_entry_block(rows, cols, block)))
+    }
+}
+
 impl<T: OutputValue> Dat<T> {
     /// The Dat's name.
     pub fn name(&self) -> &str {
@@ -407,6 +415,14 @@ impl<T: OutputValue> Dat<T> {
         CaseArg(
             self.local()
                 .and_then(|d| Ok(d.arg_via(&map.local()?, index, access))),
+        )
+    }
+
+    /// A local-iteration-space argument through `map` (one entry per call).
+    pub fn arg_entries(&self, map: &Map, access: Access) -> CaseArg {
+        CaseArg(
+            self.local()
+                .and_then(|d| Ok(d.arg_entries(&map.local()?, access))),
         )
     }
 

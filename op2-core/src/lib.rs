@@ -57,7 +57,7 @@ pub mod device {
 mod layering;
 
 pub use access::{Access, INC, MAX, MIN, READ, RW, WRITE};
-pub use arg::{Arg, ArgTarget, OP_ID, Via, op_arg_dat, op_arg_gbl};
+pub use arg::{Arg, ArgTarget, OP_ID, PerEntry, Via, op_arg_dat, op_arg_gbl};
 pub use backend::{
     Backend, BackendMemory, Codegen, DataState, DeviceStats, GeneratedUnit, LoopInvocation,
     MemoryOwner, PreparedLoop,

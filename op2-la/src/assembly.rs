@@ -368,7 +368,13 @@ pub fn par_loop(
                 }
                 // Exec-halo elements run too: their blocks reach owned rows (seed 001's
                 // redundant assembly, so nothing is ever sent to another rank's rows).
-                lowered.push(block.arg(Access::Rw).with_exec_halo());
+                let arg = block.arg(Access::Rw).with_exec_halo();
+                lowered.push(if m.per_entry {
+                    let dims = m.mat.sparsity().dims();
+                    arg.per_entry_block(m.row_map.arity(), m.col_map.arity(), dims)
+                } else {
+                    arg
+                });
                 staged.push((i, m, block));
             }
         }

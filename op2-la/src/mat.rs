@@ -142,6 +142,8 @@ pub struct MatArg {
     pub(crate) access: Access,
     pub(crate) row_map: Map,
     pub(crate) col_map: Map,
+    /// Whether the kernel computes one block per call (a local iteration space).
+    pub(crate) per_entry: bool,
 }
 
 impl MatArg {
@@ -216,6 +218,19 @@ impl Mat {
             access,
             row_map: row_map.clone(),
             col_map: col_map.clone(),
+            per_entry: false,
+        }
+    }
+
+    /// The argument of a kernel over a local iteration space (PyOP2's `mat(access,
+    /// (row_map[op2.i[0]], col_map[op2.i[1]]))`): the kernel is called for each pair `(i, j)`
+    /// of row and column map entries, with a zeroed block (`double A[1][1]` for a scalar
+    /// matrix, `dims` values for a block matrix) and `int i, int j` as its last parameters;
+    /// each call's block is placed as [`Mat::arg`]'s element block would be.
+    pub fn arg_entries(&self, access: Access, row_map: &Map, col_map: &Map) -> MatArg {
+        MatArg {
+            per_entry: true,
+            ..self.arg(access, row_map, col_map)
         }
     }
 

@@ -45,6 +45,28 @@ pub struct Arg {
     pub(crate) invalid: Option<String>,
     /// Asks the loop to run over the exec halo too (see [`Arg::with_exec_halo`]).
     pub(crate) exec_halo: bool,
+    /// For an arg of a local iteration space: what one call of the kernel sees of it.
+    pub(crate) per_entry: Option<PerEntry>,
+}
+
+/// How an arg takes part in a local iteration space (PyOP2's `op2.i`): the kernel is called
+/// once per entry of the element's map row, or per block of its element matrix, with the
+/// entry's indices as trailing `int` parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerEntry {
+    /// A Dat through a whole map row: call `i` sees row `map[e][i]` (one dimension, the arity).
+    Row,
+    /// An element block of `rows` x `cols` blocks of `block.0` x `block.1` values (row-major over
+    /// the whole element matrix, as op2-la stages it): call `(i, j)` fills block `(i, j)`, which
+    /// starts at zero, and the calls' blocks are added in (two dimensions).
+    Block {
+        /// Blocks down.
+        rows: usize,
+        /// Blocks across.
+        cols: usize,
+        /// Values of one block (rows, columns).
+        block: (usize, usize),
+    },
 }
 
 impl Arg {
@@ -55,6 +77,7 @@ impl Arg {
             declared: None,
             invalid: None,
             exec_halo: false,
+            per_entry: None,
         }
     }
 
@@ -76,6 +99,21 @@ impl Arg {
     pub fn with_exec_halo(mut self) -> Self {
         self.exec_halo = true;
         self
+    }
+
+    /// Makes this arg, a Dat's element block (direct, `rows * block.0` x `cols * block.1` values
+    /// per element), part of a two-dimensional local iteration space: the kernel is called for
+    /// each block `(i, j)` with a zeroed `block.0` x `block.1` buffer and `int i, int j` as its
+    /// last parameters, and each call's buffer is added into its block. op2-la's per-entry
+    /// matrix args are built this way.
+    pub fn per_entry_block(mut self, rows: usize, cols: usize, block: (usize, usize)) -> Self {
+        self.per_entry = Some(PerEntry::Block { rows, cols, block });
+        self
+    }
+
+    /// The arg's part in a local iteration space, if any.
+    pub fn per_entry(&self) -> Option<PerEntry> {
+        self.per_entry
     }
 
     /// Whether [`Arg::with_exec_halo`] was asked.
@@ -126,6 +164,7 @@ pub fn op_arg_dat<T: Scalar>(
         declared: Some((dim, c_type.into())),
         invalid,
         exec_halo: false,
+        per_entry: None,
     }
 }
 
@@ -159,6 +198,15 @@ impl<T: Scalar> Dat<T> {
             },
             access,
         )
+    }
+
+    /// Local-iteration-space arg (PyOP2's `dat(access, map[op2.i[0]])`): the kernel is called
+    /// once per entry `i` of the element's map row, seeing row `map[e][i]` of this Dat and `i`
+    /// as its last parameter (`int i`).
+    pub fn arg_entries(&self, map: &Map, access: Access) -> Arg {
+        let mut a = self.arg_row(map, access);
+        a.per_entry = Some(PerEntry::Row);
+        a
     }
 
     /// Whole-row arg: element `e` sees an array of `arity` pointers, to rows `map[e][0..arity]`.

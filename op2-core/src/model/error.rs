@@ -343,6 +343,15 @@ pub enum Op2Error {
         /// What is wrong.
         reason: String,
     },
+    /// A local iteration space whose args disagree on its extent, or whose kernel's signature
+    /// does not match it.
+    #[error("kernel `{kernel}`'s local iteration space: {reason}")]
+    IterationSpace {
+        /// The kernel.
+        kernel: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// An extruded set declared with layers that do not fit its base set.
     #[error("extruded set `{set}` over `{base}`: {reason}")]
     BadExtrusion {

@@ -94,7 +94,9 @@ impl Kernel {
     }
 
     /// For a kernel that runs fused loops: the loops' kernels in call order, each with the
-    /// positions of this kernel's parameters it is called with; empty otherwise. Code
+    /// positions of this kernel's parameters it is called with (a position past the last
+    /// parameter: data of the calling kernel's own, such as a local buffer or an index);
+    /// empty otherwise. Code
     /// generators that rewrite a kernel's parameter list (OpenCL's address spaces) rewrite each
     /// part's to match what it is passed.
     pub fn parts(&self) -> &[(Kernel, Vec<usize>)] {

@@ -46,8 +46,15 @@ pub(crate) struct ExtrusionCache {
     ends: HashMap<(u64, Region), Set>,
     /// Elements per column of sets whose columns differ (by set id), as a Dat on the base set.
     lengths: HashMap<u64, Arc<Carrier>>,
-    /// Column-walking kernels, by their source.
+    /// Kernels the runtime wrote (column walks, entry walks), by their source.
     kernels: HashMap<String, Kernel>,
+}
+
+impl ExtrusionCache {
+    /// The kernel the runtime wrote as `source`, made once.
+    pub(crate) fn kernel(&mut self, source: String, make: impl FnOnce() -> Kernel) -> Kernel {
+        self.kernels.entry(source).or_insert_with(make).clone()
+    }
 }
 
 const ROWS_AT_EVERY_LAYER: u8 = 0;
@@ -135,6 +142,15 @@ impl Runtime {
     ) -> Result<super::LoopHandle> {
         let args: Vec<Arg> = args.into_iter().collect();
         self.own("set", set.name(), set.runtime_id())?;
+        // A local iteration space first: its kernel walks the entries, and is then run like
+        // any other (over columns too).
+        let (entries, args) = if args.iter().any(|a| a.per_entry.is_some()) {
+            let (k, args) = self.lower_entries(kernel, set, args)?;
+            (Some(k), args)
+        } else {
+            (None, args)
+        };
+        let kernel = entries.as_ref().unwrap_or(kernel);
         if set.extrusion().is_none() {
             if region != Region::All {
                 return Err(Op2Error::NotExtruded {
@@ -388,14 +404,9 @@ impl Runtime {
         src.push_str(&setup);
         let _ = writeln!(src, "    {}({});", kernel.name(), call.join(", "));
         src.push_str("  }\n}\n");
-        let k = {
-            let mut st = lock(&self.shared.state);
-            st.extruded
-                .kernels
-                .entry(src.clone())
-                .or_insert_with(|| Kernel::internal(&name, src))
-                .clone()
-        };
+        let k = lock(&self.shared.state)
+            .extruded
+            .kernel(src.clone(), || Kernel::internal(&name, src));
         Ok((k, base, lowered))
     }
 

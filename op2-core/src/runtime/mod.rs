@@ -12,6 +12,7 @@ mod extrusion;
 mod fusion;
 mod graph_view;
 mod memory;
+mod per_entry;
 mod stats;
 mod steps;
 mod subset;

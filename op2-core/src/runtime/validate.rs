@@ -202,6 +202,21 @@ pub(crate) fn check_kernel_params(
         });
     }
     for (i, ((p, s), c)) in params.iter().zip(sigs).zip(carriers).enumerate() {
+        check_param(kernel, i, p, s, c)?;
+    }
+    Ok(())
+}
+
+/// Checks kernel parameter `p` (of `kernel`'s parameter `i`) against arg `i`'s signature `s` on
+/// carrier `c`: its element type and shape (a pointer, or an array of pointers for a whole row).
+pub(crate) fn check_param(
+    kernel: &Kernel,
+    i: usize,
+    p: &crate::kernel::KernelParam,
+    s: &ArgSig,
+    c: &Carrier,
+) -> Result<()> {
+    {
         if let Some(d) = p.dtype {
             if d != s.dtype {
                 return Err(Op2Error::TypeMismatch {

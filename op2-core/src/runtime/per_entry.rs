@@ -1,0 +1,216 @@
+//! Local iteration spaces (PyOP2's `op2.i`): kernels that compute one entry of an element vector
+//! or one block of an element matrix, called for every entry. The runtime writes a kernel that
+//! runs over the entries and calls the user's kernel for each, with the entry's indices as its
+//! last parameters; the loop then runs that kernel like any other, on every backend.
+
+use super::Runtime;
+use super::execute::lock;
+use crate::arg::{Arg, ArgTarget, PerEntry, Via};
+use crate::dtype::DType;
+use crate::error::{Op2Error, Result};
+use crate::kernel::Kernel;
+use crate::set::Set;
+use std::fmt::Write;
+
+impl Runtime {
+    /// `kernel` over `set` with `args`, some of them per entry, as a kernel that walks the
+    /// entries and args that hand it whole rows and whole blocks.
+    pub(crate) fn lower_entries(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        args: Vec<Arg>,
+    ) -> Result<(Kernel, Vec<Arg>)> {
+        let bad = |reason: String| Op2Error::IterationSpace {
+            kernel: kernel.name().into(),
+            reason,
+        };
+        // The extent: one dimension (a map's arity) or two (blocks down and across).
+        let mut extent: Option<(usize, Option<usize>, usize)> = None;
+        for (i, a) in args.iter().enumerate() {
+            let this = match (a.per_entry, &a.target) {
+                (None, _) => continue,
+                (
+                    Some(PerEntry::Row),
+                    ArgTarget::Dat {
+                        via: Via::Row(m), ..
+                    },
+                ) => (m.arity(), None),
+                (
+                    Some(PerEntry::Block { rows, cols, .. }),
+                    ArgTarget::Dat {
+                        via: Via::Direct, ..
+                    },
+                ) => (rows, Some(cols)),
+                _ => {
+                    return Err(bad(format!(
+                        "arg {i}: per entry only through a whole map row, or as a direct element block"
+                    )));
+                }
+            };
+            match extent {
+                None => extent = Some((this.0, this.1, i)),
+                Some((r, c, first)) if (r, c) != this => {
+                    let show = |(r, c): (usize, Option<usize>)| match c {
+                        None => format!("{r} entries"),
+                        Some(c) => format!("{r} x {c} blocks"),
+                    };
+                    return Err(bad(format!(
+                        "arg {first} runs over {} but arg {i} over {}",
+                        show((r, c)),
+                        show(this)
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        let (rows, cols, _) = extent.expect("called with a per-entry arg");
+        let dims = 1 + usize::from(cols.is_some());
+        // The kernel: one parameter per arg, then `dims` ints.
+        if let Some(params) = kernel.params() {
+            if params.len() != args.len() + dims {
+                return Err(bad(format!(
+                    "the kernel has {} parameters; its {} args and {dims} trailing int index{} need {}",
+                    params.len(),
+                    args.len(),
+                    if dims == 1 { "" } else { "es" },
+                    args.len() + dims
+                )));
+            }
+            for (k, p) in params[args.len()..].iter().enumerate() {
+                if p.dtype != Some(DType::I32) || p.indirection != 0 {
+                    return Err(bad(format!(
+                        "parameter {} (`{}`) should be an `int` index of the iteration space",
+                        args.len() + k,
+                        p.text
+                    )));
+                }
+            }
+            // Each arg as one call sees it: a row through a map entry, a block of values.
+            let mut maps = Vec::new();
+            for (i, a) in args.iter().enumerate() {
+                let view = match (a.per_entry, &a.target) {
+                    (
+                        Some(PerEntry::Row),
+                        ArgTarget::Dat {
+                            carrier,
+                            via: Via::Row(m),
+                        },
+                    ) => Arg {
+                        target: ArgTarget::Dat {
+                            carrier: carrier.clone(),
+                            via: Via::Entry(m.clone(), 0),
+                        },
+                        ..a.clone()
+                    },
+                    (Some(PerEntry::Block { .. }), _) => continue,
+                    _ => a.clone(),
+                };
+                let view_set = match &view.target {
+                    ArgTarget::Dat {
+                        via: Via::Entry(m, _) | Via::Row(m),
+                        ..
+                    } => m.from().clone(),
+                    _ => set.clone(),
+                };
+                let (sig, carrier) = super::validate::check_arg(
+                    self.shared.id,
+                    kernel,
+                    &view_set,
+                    i,
+                    &view,
+                    &mut maps,
+                )?;
+                super::validate::check_param(kernel, i, &params[i], &sig, &carrier)?;
+            }
+        }
+        let mut params = Vec::new();
+        let mut call = Vec::new();
+        let mut before = String::new();
+        let mut after = String::new();
+        let mut lowered = Vec::with_capacity(args.len());
+        let per_entry: Vec<Option<PerEntry>> = args.iter().map(|a| a.per_entry).collect();
+        for (i, a) in args.into_iter().enumerate() {
+            let p = format!("op2_a{i}");
+            let ctype = match &a.target {
+                ArgTarget::Dat { carrier, .. }
+                | ArgTarget::Global(carrier)
+                | ArgTarget::Const(carrier) => carrier.dtype().c_name(),
+            };
+            let row = matches!(
+                &a.target,
+                ArgTarget::Dat {
+                    via: Via::Row(_),
+                    ..
+                }
+            );
+            match a.per_entry {
+                Some(PerEntry::Row) => {
+                    params.push(format!("{ctype} **{p}"));
+                    call.push(format!("OP2_PASS({p}[op2_i])"));
+                }
+                Some(PerEntry::Block {
+                    cols,
+                    block: (br, bc),
+                    ..
+                }) => {
+                    params.push(format!("{ctype} *{p}"));
+                    let n = br * bc;
+                    let _ = writeln!(before, "      {ctype} {p}_t[{n}] = {{0}};");
+                    call.push(format!("OP2_PASS({p}_t)"));
+                    let _ = writeln!(
+                        after,
+                        "      for (int op2_a = 0; op2_a < {br}; ++op2_a)\n        for (int op2_b = 0; op2_b < {bc}; ++op2_b)\n          {p}[(op2_i * {br} + op2_a) * {} + op2_j * {bc} + op2_b] += {p}_t[op2_a * {bc} + op2_b];",
+                        cols * bc
+                    );
+                }
+                None => {
+                    params.push(format!("{ctype} *{}{p}", if row { "*" } else { "" }));
+                    call.push(format!("OP2_PASS({p})"));
+                }
+            }
+            let mut a = a;
+            a.per_entry = None;
+            lowered.push(a);
+        }
+        call.push("op2_i".into());
+        let name = format!("op2_entries_{}", kernel.name());
+        // How a pointer reaches the user's parameter, whatever its spelling (`const`, arrays):
+        // through `void *` in C, CUDA's `op2_any` in C++, as it is in OpenCL (whose address
+        // spaces a `void *` would lose).
+        let mut src = String::from(
+            "#ifndef OP2_PASS\n#if defined(__cplusplus)\n#define OP2_PASS(x) op2_any{(void *)(x)}\n\
+             #elif defined(__OPENCL_VERSION__)\n#define OP2_PASS(x) (x)\n\
+             #else\n#define OP2_PASS(x) ((void *)(x))\n#endif\n#endif\n",
+        );
+        src.push_str(kernel.source());
+        let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
+        let _ = writeln!(src, "  for (int op2_i = 0; op2_i < {rows}; ++op2_i) {{");
+        match cols {
+            Some(c) => {
+                call.push("op2_j".into());
+                let _ = writeln!(src, "    for (int op2_j = 0; op2_j < {c}; ++op2_j) {{");
+            }
+            None => src.push_str("    {\n      const int op2_j = 0; (void)op2_j;\n"),
+        }
+        src.push_str(&before);
+        let _ = writeln!(src, "      {}({});", kernel.name(), call.join(", "));
+        src.push_str(&after);
+        src.push_str("    }\n  }\n}\n");
+        // The user's kernel is a part of it, called with each arg's own data (a row of a
+        // whole-row parameter is still that parameter's data), or with the walk's buffers and
+        // indices (its own).
+        let positions: Vec<usize> = (0..lowered.len())
+            .map(|i| match per_entry[i] {
+                Some(PerEntry::Block { .. }) => usize::MAX,
+                _ => i,
+            })
+            .chain(std::iter::repeat_n(usize::MAX, dims))
+            .collect();
+        let part = kernel.clone();
+        let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
+            Kernel::fused(&name, src, vec![(part, positions)])
+        });
+        Ok((k, lowered))
+    }
+}

@@ -1,0 +1,246 @@
+//! Local iteration spaces (PyOP2's `op2.i`): kernels computing one entry of an element vector or
+//! one block of an element matrix, against the same loops written with whole-element kernels;
+//! over an extruded mesh too; mismatched extents and signatures are typed errors.
+
+use op2::la::{self, LoopArg, Mat, Sparsity};
+use op2::{INC, Op2Error, READ, Runtime, WRITE};
+use op2_test_support::{builder, kernel};
+
+/// A strip of `n` triangles over `n + 2` nodes (triangle t: nodes t, t+1, t+2), with 2-D
+/// coordinates: (triangles, nodes, map, coordinates).
+fn strip(rt: &Runtime, n: usize) -> (op2::Set, op2::Set, op2::Map, op2::Dat<f64>) {
+    let tris = rt.decl_set(n, "tris").unwrap();
+    let nodes = rt.decl_set(n + 2, "nodes").unwrap();
+    let t2n: Vec<i32> = (0..n as i32)
+        .flat_map(|t| {
+            if t % 2 == 0 {
+                [t, t + 1, t + 2]
+            } else {
+                [t + 1, t, t + 2]
+            }
+        })
+        .collect();
+    let map = rt.decl_map(&tris, &nodes, 3, t2n, "t2n").unwrap();
+    let xy: Vec<f64> = (0..n + 2)
+        .flat_map(|i| [(i / 2) as f64 + 0.1 * (i as f64).sin(), (i % 2) as f64])
+        .collect();
+    let x = rt.decl_dat(&nodes, 2, xy, "x").unwrap();
+    (tris, nodes, map, x)
+}
+
+const AREA: &str = "static double area(const double *x[3]) {
+  double d = (x[1][0] - x[0][0]) * (x[2][1] - x[0][1]) - (x[2][0] - x[0][0]) * (x[1][1] - x[0][1]);
+  return 0.5 * (d < 0.0 ? -d : d);
+}
+";
+
+fn close(a: &[f64], b: &[f64], tol: f64) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x - y).abs() <= tol * (1.0 + x.abs().max(y.abs())))
+}
+
+#[test]
+fn a_vector_entry_per_call_equals_the_whole_element_kernel() {
+    let rt = builder().build().unwrap();
+    let (tris, nodes, map, x) = strip(&rt, 37);
+    let per = kernel(
+        "rhs_i",
+        &format!(
+            "{AREA}void rhs_i(double *b, const double *x[3], int i) {{ *b += area(x) * (i + 1) / 3.0; }}"
+        ),
+    );
+    let whole = kernel(
+        "rhs_all",
+        &format!(
+            "{AREA}void rhs_all(double *b[3], const double *x[3]) {{ for (int i = 0; i < 3; i++) b[i][0] += area(x) * (i + 1) / 3.0; }}"
+        ),
+    );
+    let b1 = rt.decl_dat_zeros::<f64>(&nodes, 1, "b1").unwrap();
+    let b2 = rt.decl_dat_zeros::<f64>(&nodes, 1, "b2").unwrap();
+    rt.par_loop(
+        &per,
+        &tris,
+        [b1.arg_entries(&map, INC), x.arg_row(&map, READ)],
+    )
+    .unwrap();
+    rt.par_loop(
+        &whole,
+        &tris,
+        [b2.arg_row(&map, INC), x.arg_row(&map, READ)],
+    )
+    .unwrap();
+    let (v1, v2) = (b1.to_vec().unwrap(), b2.to_vec().unwrap());
+    assert!(close(&v1, &v2, 1e-14));
+    assert!(v1.iter().all(|&v| v > 0.0));
+}
+
+#[test]
+fn a_matrix_entry_per_call_equals_the_element_matrix() {
+    let rt = builder().build().unwrap();
+    let (tris, _, map, x) = strip(&rt, 25);
+    for dims in [(1usize, 1usize), (2, 2), (1, 3)] {
+        let (br, bc) = dims;
+        // Entry (i, j)'s block: [a][b] = area * (1 + i + 2j) * (1 + a + 3b).
+        let per = kernel(
+            "mass_ij",
+            &format!(
+                "{AREA}void mass_ij(double A[{br}][{bc}], const double *x[3], int i, int j) {{
+                   for (int a = 0; a < {br}; a++) for (int b = 0; b < {bc}; b++)
+                     A[a][b] += area(x) * (1 + i + 2 * j) * (1 + a + 3 * b); }}"
+            ),
+        );
+        let (r, c) = (3 * br, 3 * bc);
+        let whole = kernel(
+            "mass_all",
+            &format!(
+                "{AREA}void mass_all(double A[{}], const double *x[3]) {{
+                   for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++)
+                   for (int a = 0; a < {br}; a++) for (int b = 0; b < {bc}; b++)
+                     A[(i * {br} + a) * {c} + j * {bc} + b] = area(x) * (1 + i + 2 * j) * (1 + a + 3 * b); }}",
+                r * c
+            ),
+        );
+        let sp = Sparsity::new(&[(&map, &map)], dims, "sp").unwrap();
+        let assemble = |k: &op2::Kernel, per_entry: bool| {
+            let m = Mat::new(&sp, "M");
+            let arg = if per_entry {
+                m.arg_entries(INC, &map, &map)
+            } else {
+                m.arg(INC, &map, &map)
+            };
+            la::par_loop(
+                &rt,
+                k,
+                &tris,
+                [LoopArg::Mat(arg), LoopArg::Op2(x.arg_row(&map, READ))],
+            )
+            .unwrap();
+            m.assemble();
+            m.values()
+        };
+        let (a, b) = (assemble(&per, true), assemble(&whole, false));
+        assert!(close(&a, &b, 1e-14), "{dims:?}");
+        assert!(a.iter().any(|&v| v != 0.0));
+    }
+}
+
+#[test]
+fn entries_over_extruded_columns_equal_whole_rows() {
+    let rt = builder().build().unwrap();
+    let base = rt.decl_set(5, "base").unwrap();
+    let layers = 4;
+    let cells = rt.decl_extruded_set(&base, layers, "cells").unwrap();
+    let nodes = rt.decl_extruded_nodes(&base, layers, "nodes").unwrap();
+    // Column b's cells reach their own two nodes and the next column's bottom one.
+    let bottom: Vec<i32> = (0..5)
+        .flat_map(|b| [b * 4, b * 4 + 1, ((b + 1) % 5) * 4])
+        .collect();
+    let m = rt
+        .decl_extruded_map(&cells, &nodes, 3, bottom, [1, 1, 1], "m")
+        .unwrap();
+    let w = rt
+        .decl_dat(
+            &cells,
+            1,
+            (0..15).map(|c| c as f64 + 1.0).collect::<Vec<_>>(),
+            "w",
+        )
+        .unwrap();
+    let per = kernel(
+        "spread_i",
+        "void spread_i(double *n, const double *w, int i) { *n += *w * (i + 1); }",
+    );
+    let whole = kernel(
+        "spread_all",
+        "void spread_all(double *n[3], const double *w) { for (int i = 0; i < 3; i++) n[i][0] += *w * (i + 1); }",
+    );
+    let a = rt.decl_dat_zeros::<f64>(&nodes, 1, "a").unwrap();
+    let b = rt.decl_dat_zeros::<f64>(&nodes, 1, "b").unwrap();
+    rt.par_loop(&per, &cells, [a.arg_entries(&m, INC), w.arg(READ)])
+        .unwrap();
+    rt.par_loop(&whole, &cells, [b.arg_row(&m, INC), w.arg(READ)])
+        .unwrap();
+    assert!(close(&a.to_vec().unwrap(), &b.to_vec().unwrap(), 1e-14));
+}
+
+#[test]
+fn iteration_spaces_that_disagree_are_typed_errors() {
+    let rt = builder().build().unwrap();
+    let (tris, nodes, map, x) = strip(&rt, 6);
+    let pairs = rt.decl_set(6, "pairs").unwrap();
+    let two = rt
+        .decl_map(
+            &tris,
+            &nodes,
+            2,
+            (0..12).map(|v| v % 8).collect::<Vec<_>>(),
+            "two",
+        )
+        .unwrap();
+    let _ = pairs;
+    let b = rt.decl_dat_zeros::<f64>(&nodes, 1, "b").unwrap();
+    let is_space = |e: Op2Error| assert!(matches!(e, Op2Error::IterationSpace { .. }), "{e}");
+    // Two per-entry args over 3 and 2 entries.
+    let k2 = kernel(
+        "k2",
+        "void k2(double *a, double *b, int i) { *a += i; *b += i; }",
+    );
+    is_space(
+        rt.par_loop(
+            &k2,
+            &tris,
+            [b.arg_entries(&map, INC), b.arg_entries(&two, INC)],
+        )
+        .unwrap_err(),
+    );
+    // No trailing index, or one of the wrong type, or two for one dimension.
+    for src in [
+        "void k1(double *a) { *a += 1.0; }",
+        "void k1(double *a, double i) { *a += i; }",
+        "void k1(double *a, int i, int j) { *a += i + j; }",
+    ] {
+        is_space(
+            rt.par_loop(&kernel("k1", src), &tris, [b.arg_entries(&map, INC)])
+                .unwrap_err(),
+        );
+    }
+    // A per-entry Dat beside a per-entry matrix: one and two dimensions.
+    let sp = Sparsity::new(&[(&map, &map)], (1, 1), "sp").unwrap();
+    let mat = Mat::new(&sp, "M");
+    let k3 = kernel(
+        "k3",
+        "void k3(double A[1][1], double *b, int i, int j) { A[0][0] += i; *b += j; }",
+    );
+    let e = la::par_loop(
+        &rt,
+        &k3,
+        &tris,
+        [
+            LoopArg::Mat(mat.arg_entries(INC, &map, &map)),
+            LoopArg::Op2(b.arg_entries(&map, INC)),
+        ],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("local iteration space"), "{e}");
+    // A per-entry arg whose kernel parameter is not one row's pointer.
+    let k4 = kernel("k4", "void k4(double *a[3], int i) { a[i][0] += 1.0; }");
+    let e = rt
+        .par_loop(&k4, &tris, [b.arg_entries(&map, INC)])
+        .unwrap_err();
+    assert!(matches!(e, Op2Error::KernelParamShape { .. }), "{e}");
+    // The runtime still works.
+    let k5 = kernel(
+        "k5",
+        "void k5(double *a, const double *x, int i) { *a += x[0] * 0.0 + 1.0 + 0 * i; }",
+    );
+    rt.par_loop(
+        &k5,
+        &tris,
+        [b.arg_entries(&map, INC), x.arg_via(&map, 0, READ)],
+    )
+    .unwrap();
+    assert_eq!(b.to_vec().unwrap().iter().sum::<f64>(), 18.0);
+    let _ = WRITE;
+}
