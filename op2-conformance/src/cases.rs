@@ -1169,6 +1169,40 @@ fn local_iteration_space(rt: &CaseRuntime) -> Result<Outputs> {
     Ok(o)
 }
 
+/// Mixed spaces: a mixed Dat (nodes with two values, cells with one) through a mixed map (a
+/// cell's four nodes, itself), the kernel getting one array of five pointers; and the mixed
+/// Dat's norm.
+fn mixed_spaces(rt: &CaseRuntime) -> Result<Outputs> {
+    let (nodes, cells, _, c2n, _, _) = quads(rt, 8, 6)?;
+    let ids: Vec<i32> = (0..cells.size() as i32).collect();
+    let c2c = rt.decl_map(&cells, &cells, 1, ids, "c2c")?;
+    let nv: Vec<f64> = (0..2 * nodes.size()).map(|i| (i % 9) as f64).collect();
+    let cv: Vec<f64> = (0..cells.size()).map(|c| c as f64 * 0.5).collect();
+    let un = rt.decl_dat(&nodes, 2, &nv, "un")?;
+    let uc = rt.decl_dat(&cells, 1, &cv, "uc")?;
+    let w = rt.decl_dat(&nodes, 2, &nv, "w")?;
+    let op2rt = rt.runtime();
+    let ms = op2rt.decl_mixed_set(&[&nodes.op2()?, &cells.op2()?], "ms")?;
+    let mm = op2rt.decl_mixed_map(&ms, &[&c2n.op2()?, &c2c.op2()?], "mm")?;
+    let u = op2::MixedDat::from_dats(&ms, vec![un.op2()?, uc.op2()?])?;
+    op2rt.par_loop(
+        &k(
+            "mixed_cell",
+            "void mixed_cell(double *x[5], const double *w[4]) {
+               double s = w[0][0] + w[1][1] + w[2][0] + w[3][1];
+               for (int i = 0; i < 4; i++) { x[i][0] += s * (i + 1); x[i][1] += 1.0; }
+               x[4][0] += 0.25 * s; }",
+        )?,
+        &cells.op2()?,
+        [u.arg_row(&mm, INC), w.op2()?.arg_row(&c2n.op2()?, READ)],
+    )?;
+    let mut o = Outputs::new();
+    o.dat(&un)?;
+    o.dat(&uc)?;
+    o.push("norm", &[u.norm()?]);
+    Ok(o)
+}
+
 /// Every named case.
 pub fn cases() -> Vec<Case> {
     macro_rules! case {
@@ -1344,6 +1378,11 @@ pub fn cases() -> Vec<Case> {
             local_iteration_space,
             REORDERED_SUMS,
             "kernels called per map entry and per element-matrix block (op2.i)"
+        ),
+        case!(
+            mixed_spaces,
+            REORDERED_SUMS,
+            "a mixed Dat through a mixed map: one array of pointers over two sets"
         ),
         case!(
             dat_algebra,

@@ -273,6 +273,12 @@ impl Set {
         self.0.size
     }
 
+    /// This rank's set itself (the whole set in one process; partitioning first across
+    /// ranks), for what the case runtime does not wrap (mixed sets).
+    pub fn op2(&self) -> Result<op2::Set> {
+        self.local()
+    }
+
     fn local(&self) -> Result<op2::Set> {
         match &self.0.inner {
             SetKind::Plain(s) => Ok(s.clone()),
@@ -318,6 +324,11 @@ enum MapKind {
 pub struct Map(MapKind);
 
 impl Map {
+    /// This rank's map itself, for what the case runtime does not wrap (mixed maps).
+    pub fn op2(&self) -> Result<op2::Map> {
+        self.local()
+    }
+
     fn local(&self) -> Result<op2::Map> {
         match &self.0 {
             MapKind::Plain(m) => Ok(m.clone()),

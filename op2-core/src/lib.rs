@@ -79,7 +79,8 @@ pub use registry::{
 pub use rows::carrier_bytes;
 pub use runtime::{
     CheckpointStats, DatTraffic, GraphNode, HaloTraffic, LazyStats, LoopHandle, LoopTiming,
-    MemoryKind, MemoryReport, MemoryUse, NodeKind, PendingGraph, Region, Runtime, RuntimeBuilder,
+    MemoryKind, MemoryReport, MemoryUse, MixedDat, MixedMap, MixedSet, NodeKind, PendingGraph,
+    Region, Runtime, RuntimeBuilder,
 };
 pub use set::{Extrusion, HaloNeighbour, Layers, Set, SetHalo, SetSizes};
 pub use settings::{Setting, SettingKind, SettingValues};

@@ -44,9 +44,9 @@ pub use assembly::{LoopArg, host_threads, par_loop};
 pub use error::{LaError, Result};
 pub use mat::{CsrRef, Mat, MatArg};
 pub use operator::{Neighbour, RankSystem, neighbours_of};
-pub use precond::Preconditioner;
+pub use precond::{Preconditioner, Split};
 pub use solve::{
     ConvergedReason, LinearSolver, Method, NativeSolver, SolveReport, SolverOptions, solve,
-    solve_with,
+    solve_mixed, solve_with,
 };
 pub use sparsity::Sparsity;

@@ -222,6 +222,18 @@ impl Mat {
         }
     }
 
+    /// The argument through mixed maps (a matrix of [`Sparsity::mixed`]): the kernel gets the
+    /// whole element matrix, its rows the row maps' entries in turn (component by component)
+    /// and its columns likewise, each block `(i, j)` going to block `(i, j)` of the matrix.
+    pub fn arg_mixed(
+        &self,
+        access: Access,
+        rows: &op2_core::MixedMap,
+        cols: &op2_core::MixedMap,
+    ) -> MatArg {
+        self.arg(access, rows.flat(), cols.flat())
+    }
+
     /// The argument of a kernel over a local iteration space (PyOP2's `mat(access,
     /// (row_map[op2.i[0]], col_map[op2.i[1]]))`): the kernel is called for each pair `(i, j)`
     /// of row and column map entries, with a zeroed block (`double A[1][1]` for a scalar

@@ -106,6 +106,13 @@ impl LinearSolver for Petsc {
         matrix_name: &str,
     ) -> Result<SolveReport> {
         check_system(a, b, x, options, matrix_name)?;
+        if let Preconditioner::FieldSplit(_) = options.preconditioner {
+            return Err(LaError::Option {
+                option: "preconditioner",
+                value: "fieldsplit".into(),
+                why: "op2-la hands PETSc no field index sets: use the native solver's fieldsplit",
+            });
+        }
         let restart = match options.method {
             Method::Gmres { restart } => restart,
             _ => 30,

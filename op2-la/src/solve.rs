@@ -52,6 +52,9 @@ pub struct SolverOptions {
     pub max_iterations: usize,
     /// Start from the values already in `x` instead of zero (default false).
     pub nonzero_initial_guess: bool,
+    /// The field of each owned row, for [`Preconditioner::FieldSplit`] ([`solve_mixed`] sets
+    /// it from the mixed system).
+    pub(crate) fields: Option<std::sync::Arc<[u32]>>,
 }
 
 impl Default for SolverOptions {
@@ -64,6 +67,7 @@ impl Default for SolverOptions {
             dtol: 1e5,
             max_iterations: 10_000,
             nonzero_initial_guess: false,
+            fields: None,
         }
     }
 }
@@ -285,6 +289,39 @@ pub(crate) fn ranks_of(d: &Dat<f64>) -> Result<Option<std::sync::Arc<dyn op2_cor
     }
 }
 
+/// Solves the mixed system `A x = b` with the native solver: `a` a block matrix assembled
+/// through mixed maps (its rows and columns the flat sets of `b`'s and `x`'s mixed sets), `b`
+/// and `x` mixed Dats of one value per element. Monolithic with any preconditioner; with
+/// [`Preconditioner::FieldSplit`] each component of `b`'s mixed set is a field.
+pub fn solve_mixed(
+    a: &Mat,
+    b: &op2_core::MixedDat<f64>,
+    x: &op2_core::MixedDat<f64>,
+    options: &SolverOptions,
+) -> Result<SolveReport> {
+    let rows = b.set();
+    if a.sparsity().row_set() != rows.flat() || a.sparsity().col_set() != x.set().flat() {
+        return Err(LaError::Option {
+            option: "a",
+            value: a.name().into(),
+            why: "a mixed solve needs the matrix of the mixed Dats' flat sets (assembled through their mixed maps)",
+        });
+    }
+    let flat_b = b.to_flat()?;
+    let flat_x = x.to_flat()?;
+    let mut fields = vec![0u32; rows.flat().size()];
+    for (c, s) in rows.split().iter().enumerate() {
+        for e in 0..s.size() {
+            fields[rows.flat_index(c, e)] = c as u32;
+        }
+    }
+    let mut options = options.clone();
+    options.fields = Some(fields.into());
+    let report = solve_with(&NativeSolver, a, &flat_b, &flat_x, &options)?;
+    x.set_from_flat(&flat_x)?;
+    Ok(report)
+}
+
 /// Solves `A x = b` with the native solver.
 pub fn solve(a: &Mat, b: &Dat<f64>, x: &Dat<f64>, options: &SolverOptions) -> Result<SolveReport> {
     solve_with(&NativeSolver, a, b, x, options)
@@ -349,7 +386,12 @@ impl NativeSolver {
                 values: &block.2,
             }
         };
-        let pc = Applied::new(options.preconditioner, local, matrix_name);
+        let pc = Applied::new(
+            options.preconditioner,
+            local,
+            matrix_name,
+            options.fields.as_deref(),
+        );
         // Across ranks, a preconditioner only some ranks could build (a zero pivot in one
         // block) stops every rank, instead of leaving the others in the first inner product.
         if let Some(failed) = op.first_failed_rank(pc.is_err())? {

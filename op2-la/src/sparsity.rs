@@ -90,6 +90,17 @@ impl Sparsity {
         Ok(Sparsity(data))
     }
 
+    /// The block pattern of mixed maps (PyOP2's sparsity on mixed data sets): block `(i, j)`
+    /// is the pattern of row map `i` and column map `j`, the whole one pattern over the flat
+    /// sets of their mixed sets, one value per element.
+    pub fn mixed(
+        rows: &op2_core::MixedMap,
+        cols: &op2_core::MixedMap,
+        name: &str,
+    ) -> Result<Sparsity> {
+        Sparsity::new(&[(rows.flat(), cols.flat())], (1, 1), name)
+    }
+
     /// Its name.
     pub fn name(&self) -> &str {
         &self.0.name

@@ -47,6 +47,9 @@ pub struct Arg {
     pub(crate) exec_halo: bool,
     /// For an arg of a local iteration space: what one call of the kernel sees of it.
     pub(crate) per_entry: Option<PerEntry>,
+    /// For a mixed arg: the whole-row args of the other components, whose rows follow this
+    /// arg's in the one array the kernel gets.
+    pub(crate) joined: Vec<Arg>,
 }
 
 /// How an arg takes part in a local iteration space (PyOP2's `op2.i`): the kernel is called
@@ -78,6 +81,7 @@ impl Arg {
             invalid: None,
             exec_halo: false,
             per_entry: None,
+            joined: Vec::new(),
         }
     }
 
@@ -98,6 +102,9 @@ impl Arg {
     /// nothing.
     pub fn with_exec_halo(mut self) -> Self {
         self.exec_halo = true;
+        for j in &mut self.joined {
+            j.exec_halo = true;
+        }
         self
     }
 
@@ -165,6 +172,7 @@ pub fn op_arg_dat<T: Scalar>(
         invalid,
         exec_halo: false,
         per_entry: None,
+        joined: Vec::new(),
     }
 }
 

@@ -352,6 +352,14 @@ pub enum Op2Error {
         /// What is wrong.
         reason: String,
     },
+    /// Mixed sets, maps or Dats whose components do not fit together.
+    #[error("mixed `{what}`: {reason}")]
+    MixedMismatch {
+        /// The mixed object or arg.
+        what: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// An extruded set declared with layers that do not fit its base set.
     #[error("extruded set `{set}` over `{base}`: {reason}")]
     BadExtrusion {

@@ -52,7 +52,7 @@ enum Operand<'a, T> {
 }
 
 /// The runtime a Dat belongs to.
-fn runtime_of<T: Scalar>(d: &Dat<T>) -> Result<Runtime> {
+pub(crate) fn runtime_of<T: Scalar>(d: &Dat<T>) -> Result<Runtime> {
     let gone = || Op2Error::RuntimeGone {
         name: d.name().into(),
     };
@@ -410,7 +410,7 @@ impl<T: Scalar> Dat<T> {
 pub(crate) type AlgebraKernels = std::collections::HashMap<String, Kernel>;
 
 /// A value of any Dat type as an `f64` (for the norm).
-fn to_f64<T: Scalar>(v: T) -> f64 {
+pub(crate) fn to_f64<T: Scalar>(v: T) -> f64 {
     let b = bytemuck::bytes_of(&v);
     let four = || -> [u8; 4] { b[..4].try_into().expect("a 4-byte dtype") };
     let eight = || -> [u8; 8] { b[..8].try_into().expect("an 8-byte dtype") };

@@ -142,8 +142,15 @@ impl Runtime {
     ) -> Result<super::LoopHandle> {
         let args: Vec<Arg> = args.into_iter().collect();
         self.own("set", set.name(), set.runtime_id())?;
-        // A local iteration space first: its kernel walks the entries, and is then run like
-        // any other (over columns too).
+        // Mixed args first (their kernel joins the components' rows), then a local iteration
+        // space (its kernel walks the entries); the result runs like any loop (over columns too).
+        let (joined, args) = if args.iter().any(|a| !a.joined.is_empty()) {
+            let (k, args) = self.lower_joined(kernel, args)?;
+            (Some(k), args)
+        } else {
+            (None, args)
+        };
+        let kernel = joined.as_ref().unwrap_or(kernel);
         let (entries, args) = if args.iter().any(|a| a.per_entry.is_some()) {
             let (k, args) = self.lower_entries(kernel, set, args)?;
             (Some(k), args)

@@ -12,6 +12,7 @@ mod extrusion;
 mod fusion;
 mod graph_view;
 mod memory;
+mod mixed;
 mod per_entry;
 mod stats;
 mod steps;
@@ -26,6 +27,7 @@ pub use execute::{LoopRecord, RuntimeShared};
 pub use extrusion::Region;
 pub use graph_view::{GraphNode, LoopHandle, NodeKind, PendingGraph};
 pub use memory::{MemoryKind, MemoryReport, MemoryUse};
+pub use mixed::{MixedDat, MixedMap, MixedSet};
 pub use stats::LazyStats;
 pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 

@@ -12,6 +12,13 @@ use crate::kernel::Kernel;
 use crate::set::Set;
 use std::fmt::Write;
 
+/// How the runtime's kernels hand a pointer to the user's parameter, whatever its spelling
+/// (`const`, arrays): through `void *` in C, CUDA's `op2_any` in C++, as it is in OpenCL (whose
+/// address spaces a `void *` would lose).
+pub(crate) const PASS_MACRO: &str = "#ifndef OP2_PASS\n#if defined(__cplusplus)\n\
+    #define OP2_PASS(x) op2_any{(void *)(x)}\n#elif defined(__OPENCL_VERSION__)\n\
+    #define OP2_PASS(x) (x)\n#else\n#define OP2_PASS(x) ((void *)(x))\n#endif\n#endif\n";
+
 impl Runtime {
     /// `kernel` over `set` with `args`, some of them per entry, as a kernel that walks the
     /// entries and args that hand it whole rows and whole blocks.
@@ -175,14 +182,7 @@ impl Runtime {
         }
         call.push("op2_i".into());
         let name = format!("op2_entries_{}", kernel.name());
-        // How a pointer reaches the user's parameter, whatever its spelling (`const`, arrays):
-        // through `void *` in C, CUDA's `op2_any` in C++, as it is in OpenCL (whose address
-        // spaces a `void *` would lose).
-        let mut src = String::from(
-            "#ifndef OP2_PASS\n#if defined(__cplusplus)\n#define OP2_PASS(x) op2_any{(void *)(x)}\n\
-             #elif defined(__OPENCL_VERSION__)\n#define OP2_PASS(x) (x)\n\
-             #else\n#define OP2_PASS(x) ((void *)(x))\n#endif\n#endif\n",
-        );
+        let mut src = String::from(PASS_MACRO);
         src.push_str(kernel.source());
         let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
         let _ = writeln!(src, "  for (int op2_i = 0; op2_i < {rows}; ++op2_i) {{");

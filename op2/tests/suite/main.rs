@@ -16,6 +16,7 @@ mod hardening;
 mod laziness;
 mod lazy_graph;
 mod memory;
+mod mixed;
 mod per_entry;
 mod random_meshes;
 mod registry;

@@ -1,0 +1,315 @@
+//! Mixed spaces (PyOP2's `MixedSet`, `MixedDat`, `MixedMap`): a mixed arg's one array of
+//! pointers against loops over each component, a block matrix against its dense assembly,
+//! monolithic and fieldsplit solves, across ranks, and mismatched components.
+
+use op2::la::{self, LoopArg, Mat, Method, Preconditioner, SolverOptions, Sparsity, Split};
+use op2::{INC, Op2Error, READ, Runtime};
+use op2_test_support::{builder, kernel};
+
+/// A chain of `n` elements: nodes `0..=n`, elements `0..n` (element e joins nodes e, e+1); a
+/// mixed set (nodes, elements) and the mixed map from elements (its two nodes, itself).
+fn chain(rt: &Runtime, n: usize) -> (op2::Set, op2::MixedSet, op2::MixedMap) {
+    let nodes = rt.decl_set(n + 1, "nodes").unwrap();
+    let elems = rt.decl_set(n, "elems").unwrap();
+    let e2n = rt
+        .decl_map(
+            &elems,
+            &nodes,
+            2,
+            (0..n as i32).flat_map(|e| [e, e + 1]).collect::<Vec<_>>(),
+            "e2n",
+        )
+        .unwrap();
+    let e2e = rt
+        .decl_map(&elems, &elems, 1, (0..n as i32).collect::<Vec<_>>(), "e2e")
+        .unwrap();
+    let ms = rt.decl_mixed_set(&[&nodes, &elems], "ms").unwrap();
+    let mm = rt.decl_mixed_map(&ms, &[&e2n, &e2e], "mm").unwrap();
+    (elems, ms, mm)
+}
+
+#[test]
+fn a_mixed_arg_hands_the_kernel_every_components_rows() {
+    let rt = builder().build().unwrap();
+    let n = 23;
+    let (elems, ms, mm) = chain(&rt, n);
+    assert_eq!((ms.len(), mm.arity(), mm.arities()), (2, 3, vec![2, 1]));
+    assert_eq!(ms.flat().size(), 2 * n + 1);
+    // Nodes carry two values, elements one: each component keeps its own dim.
+    let nodes = ms.split()[0].clone();
+    let u0 = rt
+        .decl_dat(
+            &nodes,
+            2,
+            (0..2 * (n + 1)).map(|i| i as f64).collect::<Vec<_>>(),
+            "u0",
+        )
+        .unwrap();
+    let u1 = rt
+        .decl_dat(
+            &elems,
+            1,
+            (0..n).map(|e| 100.0 + e as f64).collect::<Vec<_>>(),
+            "u1",
+        )
+        .unwrap();
+    let u = op2::MixedDat::from_dats(&ms, vec![u0.clone(), u1.clone()]).unwrap();
+    let w = rt
+        .decl_dat(
+            &elems,
+            1,
+            (0..n).map(|e| (e % 4) as f64).collect::<Vec<_>>(),
+            "w",
+        )
+        .unwrap();
+    let k = kernel(
+        "mixed_k",
+        "void mixed_k(double *x[3], const double *w) {
+           x[0][0] += *w; x[1][1] += 2.0 * *w; x[2][0] += *w; }",
+    );
+    rt.par_loop(&k, &elems, [u.arg_row(&mm, INC), w.arg(READ)])
+        .unwrap();
+    let mut e0: Vec<f64> = (0..2 * (n + 1)).map(|i| i as f64).collect();
+    let mut e1: Vec<f64> = (0..n).map(|e| 100.0 + e as f64).collect();
+    for e in 0..n {
+        let w = (e % 4) as f64;
+        e0[2 * e] += w;
+        e0[2 * (e + 1) + 1] += 2.0 * w;
+        e1[e] += w;
+    }
+    assert_eq!(u0.to_vec().unwrap(), e0);
+    assert_eq!(u1.to_vec().unwrap(), e1);
+    let mut all = e0.clone();
+    all.extend(&e1);
+    assert_eq!(u.to_vec().unwrap(), all);
+}
+
+/// The element matrix of the coupled system on element `e` (rows and columns: its two nodes,
+/// then the element): symmetric and diagonally dominant.
+const ELEMENT: &str = "void coupled(double A[9], const double *h) {
+  double k = 1.0 / *h, m = *h;
+  double B[3][3] = {{k + 2.0 * m, -k, 0.5 * m}, {-k, k + 2.0 * m, 0.5 * m}, {0.5 * m, 0.5 * m, 3.0 * m}};
+  for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++) A[3 * i + j] = B[i][j];
+}";
+
+fn element(h: f64) -> [[f64; 3]; 3] {
+    let (k, m) = (1.0 / h, h);
+    [
+        [k + 2.0 * m, -k, 0.5 * m],
+        [-k, k + 2.0 * m, 0.5 * m],
+        [0.5 * m, 0.5 * m, 3.0 * m],
+    ]
+}
+
+#[test]
+fn a_block_matrix_equals_its_dense_assembly_and_every_solve_agrees() {
+    let rt = builder().build().unwrap();
+    let n = 17;
+    let (elems, ms, mm) = chain(&rt, n);
+    let hs: Vec<f64> = (0..n).map(|e| 0.5 + 0.1 * (e % 3) as f64).collect();
+    let h = rt.decl_dat(&elems, 1, hs.clone(), "h").unwrap();
+    let sp = Sparsity::mixed(&mm, &mm, "coupled").unwrap();
+    let a = Mat::new(&sp, "A");
+    la::par_loop(
+        &rt,
+        &kernel("coupled", ELEMENT),
+        &elems,
+        [
+            LoopArg::Mat(a.arg_mixed(INC, &mm, &mm)),
+            LoopArg::Op2(h.arg(READ)),
+        ],
+    )
+    .unwrap();
+    a.assemble();
+    // The dense assembly, by hand, in the flat numbering.
+    let size = ms.flat().size();
+    let mut dense = vec![vec![0.0; size]; size];
+    for e in 0..n {
+        let rows = [
+            ms.flat_index(0, e),
+            ms.flat_index(0, e + 1),
+            ms.flat_index(1, e),
+        ];
+        let b = element(hs[e]);
+        for i in 0..3 {
+            for j in 0..3 {
+                dense[rows[i]][rows[j]] += b[i][j];
+            }
+        }
+    }
+    let values = a.values();
+    let mut got = vec![vec![0.0; size]; size];
+    for r in 0..size {
+        for (p, &c) in sp.row(r).iter().enumerate() {
+            got[r][c as usize] = values[sp.row_offsets()[r] + p];
+        }
+    }
+    for r in 0..size {
+        for c in 0..size {
+            assert!((got[r][c] - dense[r][c]).abs() < 1e-14, "({r}, {c})");
+        }
+    }
+    // The same solution monolithically and with both fieldsplits.
+    let b = rt.decl_mixed_dat::<f64>(&ms, &[1, 1], "b").unwrap();
+    b.split()[0]
+        .data()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v = (i as f64).sin());
+    b.split()[1]
+        .data()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, v)| *v = 1.0 + i as f64);
+    let mut solutions = Vec::new();
+    for (method, pc) in [
+        (Method::Gmres { restart: 30 }, Preconditioner::Ilu0),
+        (Method::Cg, Preconditioner::FieldSplit(Split::Additive)),
+        (
+            Method::Gmres { restart: 30 },
+            Preconditioner::FieldSplit(Split::Multiplicative),
+        ),
+    ] {
+        let x = rt.decl_mixed_dat::<f64>(&ms, &[1, 1], "x").unwrap();
+        let report = la::solve_mixed(&a, &b, &x, &SolverOptions::new(method, pc).rtol(1e-12))
+            .unwrap()
+            .check()
+            .unwrap();
+        assert!(report.iterations > 0);
+        // The residual against the dense matrix.
+        let xv = x.to_flat().unwrap().to_vec().unwrap();
+        let bv = b.to_flat().unwrap().to_vec().unwrap();
+        for r in 0..size {
+            let ax: f64 = (0..size).map(|c| dense[r][c] * xv[c]).sum();
+            assert!(
+                (ax - bv[r]).abs() < 1e-9,
+                "{pc:?}: row {r}: {ax} vs {}",
+                bv[r]
+            );
+        }
+        solutions.push(xv);
+    }
+    for s in &solutions[1..] {
+        assert!(
+            s.iter()
+                .zip(&solutions[0])
+                .all(|(a, b)| (a - b).abs() < 1e-9)
+        );
+    }
+    // Fieldsplit needs the fields: a plain solve refuses it.
+    let flat_x = b.to_flat().unwrap();
+    let e = la::solve(
+        &a,
+        &b.to_flat().unwrap(),
+        &flat_x,
+        &SolverOptions::new(Method::Cg, Preconditioner::FieldSplit(Split::Additive)),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("fieldsplit"), "{e}");
+    // Mixed algebra: a norm over both components.
+    let norm = b.norm().unwrap();
+    let direct: f64 = b
+        .to_vec()
+        .unwrap()
+        .iter()
+        .map(|v| v * v)
+        .sum::<f64>()
+        .sqrt();
+    assert!((norm - direct).abs() < 1e-12);
+}
+
+#[test]
+fn mixed_objects_that_do_not_fit_are_typed_errors() {
+    let rt = builder().build().unwrap();
+    let (elems, ms, mm) = chain(&rt, 5);
+    let nodes = ms.split()[0].clone();
+    let other = rt.decl_set(5, "other").unwrap();
+    let o2n = rt
+        .decl_map(&other, &nodes, 1, vec![0, 1, 2, 3, 4], "o2n")
+        .unwrap();
+    let e2e = mm.split()[1].clone();
+    let mismatch = |e: Op2Error| assert!(matches!(e, Op2Error::MixedMismatch { .. }), "{e}");
+    // Components from different iteration sets, the wrong count, the wrong target.
+    mismatch(rt.decl_mixed_map(&ms, &[&o2n, &e2e], "bad").unwrap_err());
+    mismatch(rt.decl_mixed_map(&ms, &[&e2e], "bad").unwrap_err());
+    mismatch(rt.decl_mixed_map(&ms, &[&e2e, &e2e], "bad").unwrap_err());
+    mismatch(rt.decl_mixed_set(&[], "none").unwrap_err());
+    // Dats on the wrong sets.
+    let d = rt.decl_dat_zeros::<f64>(&elems, 1, "d").unwrap();
+    mismatch(op2::MixedDat::from_dats(&ms, vec![d.clone(), d.clone()]).unwrap_err());
+    // A kernel whose array has the wrong bound.
+    let u = rt.decl_mixed_dat::<f64>(&ms, &[1, 1], "u").unwrap();
+    let k = kernel("k2", "void k2(double *x[2]) { x[0][0] += 1.0; }");
+    let e = rt.par_loop(&k, &elems, [u.arg_row(&mm, INC)]).unwrap_err();
+    assert!(matches!(e, Op2Error::KernelParamBound { .. }), "{e}");
+    // A mixed Dat through a mixed map into another mixed set.
+    let ms2 = rt.decl_mixed_set(&[&nodes, &elems], "ms2").unwrap();
+    let v = rt.decl_mixed_dat::<f64>(&ms2, &[1, 1], "v").unwrap();
+    let k3 = kernel("k3", "void k3(double *x[3]) { x[0][0] += 1.0; }");
+    let e = rt.par_loop(&k3, &elems, [v.arg_row(&mm, INC)]).unwrap_err();
+    assert!(matches!(e, Op2Error::InvalidArg { .. }), "{e}");
+    // Still usable.
+    rt.par_loop(&k3, &elems, [u.arg_row(&mm, INC)]).unwrap();
+    assert_eq!(u.split()[0].to_vec().unwrap()[..5], [1.0; 5]);
+}
+
+#[test]
+fn mixed_loops_on_two_ranks_compute_what_one_process_computes() {
+    use crate::distributed::{ChainPart, chain_part, core, initial};
+    let (n, m) = (30, 13);
+    let run = |rt: &Runtime, part: ChainPart| -> (Vec<f64>, Vec<f64>) {
+        let (ns, nh, es, eh, e2n, x0) = part;
+        let nodes = rt.decl_set_with_halo(ns, nh, "nodes").unwrap();
+        let edges = rt.decl_set_with_halo(es, eh, "edges").unwrap();
+        let e2n = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
+        let rows = edges.exec_size() as i32;
+        let e2e = rt
+            .decl_map(&edges, &edges, 1, (0..rows).collect::<Vec<_>>(), "e2e")
+            .unwrap();
+        let ms = rt.decl_mixed_set(&[&nodes, &edges], "ms").unwrap();
+        let mm = rt.decl_mixed_map(&ms, &[&e2n, &e2e], "mm").unwrap();
+        let x = rt.decl_dat(&nodes, 1, x0, "x").unwrap();
+        let u = rt.decl_mixed_dat::<f64>(&ms, &[1, 1], "u").unwrap();
+        rt.par_loop(
+            &kernel("scale", "void scale(double *x) { *x = 3.0 * *x + 1.0; }"),
+            &nodes,
+            [x.arg(op2::RW)],
+        )
+        .unwrap();
+        rt.par_loop(
+            &kernel(
+                "mixed_spread",
+                "void mixed_spread(double *u[3], const double *x[2]) {
+                   double d = x[1][0] - x[0][0]; u[0][0] += d; u[1][0] -= 0.5 * d; u[2][0] += x[0][0] * x[1][0]; }",
+            ),
+            &edges,
+            [u.arg_row(&mm, INC), x.arg_row(&e2n, READ)],
+        )
+        .unwrap();
+        (
+            u.split()[0].to_vec().unwrap(),
+            u.split()[1].to_vec().unwrap(),
+        )
+    };
+    let one = run(
+        &builder().build().unwrap(),
+        (
+            core(n + 1),
+            op2::SetHalo::default(),
+            core(n),
+            op2::SetHalo::default(),
+            (0..n as i32).flat_map(|e| [e, e + 1]).collect(),
+            initial(n + 1),
+        ),
+    );
+    let mut both =
+        op2_test_support::on_rank_runtimes(2, builder, |rank, rt| run(&rt, chain_part(rank, n, m)))
+            .into_iter();
+    let (r0, r1) = (both.next().unwrap(), both.next().unwrap());
+    assert_eq!(r0.0[..m], one.0[..m]);
+    assert_eq!(r1.0[..=n - m], one.0[m..]);
+    assert_eq!(r0.1[..m], one.1[..m]);
+    assert_eq!(r1.1[..n - m], one.1[m..]);
+}
