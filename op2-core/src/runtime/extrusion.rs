@@ -393,7 +393,11 @@ impl Runtime {
         };
         let name = format!("op2_col_{}", kernel.name());
         let mut src = String::new();
-        src.push_str(kernel.source());
+        // Host backends only: GNU C's attribute makes sure.
+        src.push_str(&super::per_entry::inlined_source(
+            kernel,
+            "__attribute__((always_inline)) ",
+        ));
         let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
         let _ = writeln!(src, "  const int op2_n = {count};");
         if increments && region == Region::All {

@@ -662,7 +662,7 @@ impl Runtime {
         }
         let name = format!("op2_mixed_{}", kernel.name());
         let mut src = String::from(super::per_entry::PASS_MACRO);
-        src.push_str(kernel.source());
+        src.push_str(&super::per_entry::inlined_source(kernel, ""));
         let _ = writeln!(src, "\nvoid {name}({}) {{", wrapper_params.join(", "));
         src.push_str(&setup);
         let _ = writeln!(src, "  {}({});\n}}", kernel.name(), call.join(", "));

@@ -19,6 +19,26 @@ pub(crate) const PASS_MACRO: &str = "#ifndef OP2_PASS\n#if defined(__cplusplus)\
     #define OP2_PASS(x) op2_any{(void *)(x)}\n#elif defined(__OPENCL_VERSION__)\n\
     #define OP2_PASS(x) (x)\n#else\n#define OP2_PASS(x) ((void *)(x))\n#endif\n#endif\n";
 
+/// `kernel`'s source, after a declaration that makes it `static` and inline (`extra`, say an
+/// always-inline attribute, before `void`): the runtime's kernels call it in their loops, and a
+/// C compiler does not inline a large externally visible function called there by itself (a
+/// column walk calling an extruded kernel ran at half speed).
+pub(crate) fn inlined_source(kernel: &Kernel, extra: &str) -> String {
+    let mut s = String::new();
+    if let Some(params) = kernel.params() {
+        let list: Vec<&str> = params.iter().map(|p| p.text.as_str()).collect();
+        let list = if list.is_empty() {
+            "void".to_string()
+        } else {
+            list.join(", ")
+        };
+        let _ = writeln!(s, "static inline {extra}void {}({list});", kernel.name());
+    }
+    s.push_str(kernel.source());
+    s.push('\n');
+    s
+}
+
 impl Runtime {
     /// `kernel` over `set` with `args`, some of them per entry, as a kernel that walks the
     /// entries and args that hand it whole rows and whole blocks.
@@ -183,7 +203,7 @@ impl Runtime {
         call.push("op2_i".into());
         let name = format!("op2_entries_{}", kernel.name());
         let mut src = String::from(PASS_MACRO);
-        src.push_str(kernel.source());
+        src.push_str(&inlined_source(kernel, ""));
         let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
         let _ = writeln!(src, "  for (int op2_i = 0; op2_i < {rows}; ++op2_i) {{");
         match cols {
