@@ -113,7 +113,7 @@ impl ColumnMap {
             }
         }
         let m = self.rt.decl_extruded_map(
-            &from_local,
+            from_local,
             &to_local,
             a,
             rows,

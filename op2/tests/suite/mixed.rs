@@ -124,13 +124,13 @@ fn a_block_matrix_equals_its_dense_assembly_and_every_solve_agrees() {
     // The dense assembly, by hand, in the flat numbering.
     let size = ms.flat().size();
     let mut dense = vec![vec![0.0; size]; size];
-    for e in 0..n {
+    for (e, &he) in hs.iter().enumerate() {
         let rows = [
             ms.flat_index(0, e),
             ms.flat_index(0, e + 1),
             ms.flat_index(1, e),
         ];
-        let b = element(hs[e]);
+        let b = element(he);
         for i in 0..3 {
             for j in 0..3 {
                 dense[rows[i]][rows[j]] += b[i][j];
