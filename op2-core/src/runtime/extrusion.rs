@@ -38,8 +38,8 @@ pub enum Region {
 /// What the runtime made for extruded loops, made once each.
 #[derive(Default)]
 pub(crate) struct ExtrusionCache {
-    /// Derived maps, by (kind, map or set id).
-    maps: HashMap<(u8, u64), Map>,
+    /// Derived maps, by (kind, map or set id, the other id or 0).
+    maps: HashMap<(u8, u64, u64), Map>,
     /// The interior-facet set of each extruded set (by the set's id).
     facets: HashMap<u64, Set>,
     /// Bottom and top subsets (by set id and region).
@@ -62,6 +62,7 @@ const BOTTOM_ROWS: u8 = 1;
 const COLUMN_STARTS: u8 = 2;
 const BASE_AT_LAYERS: u8 = 3;
 const FACET_ROWS: u8 = 4;
+const COLUMNS_OF: u8 = 5;
 
 impl Runtime {
     /// Declares the extruded set over `base` with `layers` node layers per column, named
@@ -96,6 +97,18 @@ impl Runtime {
         self.own("set", base.name(), base.runtime_id())?;
         let set = Set::extruded(next_id(), self.shared.id, name, base, layers, cells)?;
         self.note_set(&set)?;
+        // Checkpoints across ranks save rows by global number: columns of one height take
+        // theirs from the base's (element k of global column g is g * n + k). Columns of
+        // different heights need the program's own (`number_globally`).
+        let uniform = set.extrusion().and_then(|e| e.uniform_len());
+        if let (Some(n), Some(gids)) = (uniform, self.shared.checkpoint_gids(base)) {
+            let n = n as u64;
+            let ids = gids
+                .iter()
+                .flat_map(|&g| (0..n).map(move |k| g * n + k))
+                .collect();
+            self.shared.checkpoint_number(&set, ids)?;
+        }
         Ok(set)
     }
 
@@ -450,7 +463,7 @@ impl Runtime {
     }
 
     /// A derived map, made once.
-    fn derived(&self, key: (u8, u64), make: impl FnOnce() -> Result<Map>) -> Result<Map> {
+    fn derived(&self, key: (u8, u64, u64), make: impl FnOnce() -> Result<Map>) -> Result<Map> {
         if let Some(m) = lock(&self.shared.state).extruded.maps.get(&key) {
             return Ok(m.clone());
         }
@@ -464,7 +477,7 @@ impl Runtime {
 
     /// `map`'s bottom rows as a map from the base set.
     fn bottom_rows(&self, map: &Map) -> Result<Map> {
-        self.derived((BOTTOM_ROWS, map.id()), || {
+        self.derived((BOTTOM_ROWS, map.id(), 0), || {
             let ex = map.from().extrusion().expect("extruded");
             let a = map.arity();
             // A column with no elements is never walked, and its row was never checked.
@@ -490,7 +503,7 @@ impl Runtime {
 
     /// `map`'s rows at every layer, as a map from its extruded set.
     fn every_layer(&self, map: &Map) -> Result<Map> {
-        self.derived((ROWS_AT_EVERY_LAYER, map.id()), || {
+        self.derived((ROWS_AT_EVERY_LAYER, map.id(), 0), || {
             Map::new(
                 next_id(),
                 map.from(),
@@ -504,7 +517,7 @@ impl Runtime {
 
     /// The map from the base set to each column's first element of `set`.
     fn column_starts(&self, set: &Set) -> Result<Map> {
-        self.derived((COLUMN_STARTS, set.id()), || {
+        self.derived((COLUMN_STARTS, set.id(), 0), || {
             let ex = set.extrusion().expect("extruded");
             let last = set.total_size().saturating_sub(1);
             let values = (0..ex.base().exec_size())
@@ -523,7 +536,7 @@ impl Runtime {
 
     /// The map from each element of `set` to its column (its base element).
     fn columns_of(&self, set: &Set) -> Result<Map> {
-        self.derived((BASE_AT_LAYERS, set.id()), || {
+        self.derived((COLUMNS_OF, set.id(), 0), || {
             let ex = set.extrusion().expect("extruded");
             let values = (0..ex.base().exec_size())
                 .flat_map(|b| std::iter::repeat_n(b as i32, ex.column_len(b)))
@@ -541,7 +554,7 @@ impl Runtime {
 
     /// `map` (from the base of `set`) at every element of `set`: each column's row repeated.
     fn base_at_layers(&self, set: &Set, map: &Map) -> Result<Map> {
-        let key = (BASE_AT_LAYERS, map.id() ^ set.id().rotate_left(32));
+        let key = (BASE_AT_LAYERS, map.id(), set.id());
         self.derived(key, || {
             let ex = set.extrusion().expect("extruded");
             let a = map.arity();
@@ -673,7 +686,7 @@ impl Runtime {
     /// `map` (from extruded cells) as a map from their interior facets: twice the arity, the
     /// lower cell's row then the upper cell's.
     fn facet_map(&self, facets: &Set, map: &Map) -> Result<Map> {
-        let key = (FACET_ROWS, map.id() ^ facets.id().rotate_left(32));
+        let key = (FACET_ROWS, map.id(), facets.id());
         if let Some(m) = lock(&self.shared.state).extruded.maps.get(&key) {
             return Ok(m.clone());
         }

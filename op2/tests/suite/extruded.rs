@@ -649,3 +649,100 @@ fn extruded_columns_on_two_ranks_compute_what_one_process_computes() {
         assert!((r.sum - one.sum).abs() <= 1e-12 * one.sum.abs());
     }
 }
+
+#[test]
+fn empty_columns_subsets_of_extruded_sets_and_reductions() {
+    let rt = builder().build().unwrap();
+    // No columns at all.
+    let none = rt.decl_set(0, "none").unwrap();
+    let cells0 = rt.decl_extruded_set(&none, 5, "cells0").unwrap();
+    let nodes0 = rt.decl_extruded_nodes(&none, 5, "nodes0").unwrap();
+    let m0 = rt
+        .decl_extruded_map(&cells0, &nodes0, 2, Vec::<i32>::new(), [1, 1], "m0")
+        .unwrap();
+    let d0 = rt.decl_dat_zeros::<f64>(&nodes0, 1, "d0").unwrap();
+    let k = kernel("two", "void two(double *x[2]) { x[0][0] += 1.0; x[1][0] += 2.0; }");
+    rt.par_loop(&k, &cells0, [d0.arg_row(&m0, INC)]).unwrap();
+    for region in [Region::Bottom, Region::Top] {
+        rt.par_loop_region(&k, &cells0, region, [d0.arg_row(&m0, INC)])
+            .unwrap();
+    }
+    // A facet sees both cells' rows: twice the arity.
+    let kf = kernel("four", "void four(double *x[4]) { x[0][0] += 1.0; x[3][0] += 2.0; }");
+    rt.par_loop_region(&kf, &cells0, Region::InteriorFacets, [d0.arg_row(&m0, INC)])
+        .unwrap();
+    assert!(d0.to_vec().unwrap().is_empty());
+    // A subset of an extruded set: its maps at the chosen cells' layers.
+    let base = rt.decl_set(3, "base").unwrap();
+    let cells = rt.decl_extruded_set(&base, 4, "cells").unwrap();
+    let nodes = rt.decl_extruded_nodes(&base, 4, "nodes").unwrap();
+    let m = rt
+        .decl_extruded_map(&cells, &nodes, 2, vec![0, 1, 4, 5, 8, 9], [1, 1], "m")
+        .unwrap();
+    let d = rt.decl_dat_zeros::<f64>(&nodes, 1, "d").unwrap();
+    let sub = rt.decl_subset(&cells, vec![1, 5, 6], "sub").unwrap();
+    rt.par_loop(&k, &sub, [d.arg_row(&m, INC)]).unwrap();
+    // Cell 1 is column 0 layer 1 (nodes 1, 2), cell 5 column 1 layer 2 (6, 7), cell 6 column 2
+    // layer 0 (8, 9).
+    let mut expected = vec![0.0; 12];
+    for (a, b) in [(1, 2), (6, 7), (8, 9)] {
+        expected[a] += 1.0;
+        expected[b] += 2.0;
+    }
+    assert_eq!(d.to_vec().unwrap(), expected);
+    // MIN and MAX reductions over every layer, walked or not.
+    let x = rt
+        .decl_dat(&cells, 1, (0..9).map(|c| ((c * 5) % 9) as f64).collect::<Vec<_>>(), "x")
+        .unwrap();
+    let (lo, hi) = (
+        rt.decl_global(1, &[f64::MAX], "lo").unwrap(),
+        rt.decl_global(1, &[f64::MIN], "hi").unwrap(),
+    );
+    rt.par_loop(
+        &kernel(
+            "range",
+            "void range(const double *x, double *lo, double *hi) { if (*x < *lo) *lo = *x; if (*x > *hi) *hi = *x; }",
+        ),
+        &cells,
+        [x.arg(READ), lo.arg(op2::MIN), hi.arg(op2::MAX)],
+    )
+    .unwrap();
+    assert_eq!((lo.value().unwrap()[0], hi.value().unwrap()[0]), (0.0, 8.0));
+}
+
+/// An extruded program checkpointed, then started again: it goes on from the checkpoint and
+/// ends where the uninterrupted run ends (extruded maps are fingerprinted layer by layer).
+#[test]
+fn extruded_programs_checkpoint_and_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ext.ckpt");
+    let program = |rt: &Runtime, steps: usize| -> Vec<f64> {
+        let base = rt.decl_set(4, "base").unwrap();
+        let cells = rt.decl_extruded_set(&base, 5, "cells").unwrap();
+        let nodes = rt.decl_extruded_nodes(&base, 5, "nodes").unwrap();
+        let bottom: Vec<i32> = (0..4).flat_map(|b| [b * 5, b * 5 + 1]).collect();
+        let m = rt
+            .decl_extruded_map(&cells, &nodes, 2, bottom, [1, 1], "m")
+            .unwrap();
+        let u = rt.decl_dat(&nodes, 1, vec![1.0; 20], "u").unwrap();
+        let k = kernel(
+            "grow",
+            "void grow(double *u[2]) { u[0][0] += 1.0; u[1][0] = 1.5 * u[1][0] - u[0][0]; }",
+        );
+        for _ in 0..steps {
+            rt.par_loop(&k, &cells, [u.arg_row(&m, RW)]).unwrap();
+        }
+        u.to_vec().unwrap()
+    };
+    let whole = program(&builder().build().unwrap(), 6);
+    {
+        let rt = builder()
+            .checkpoint(&path)
+            .checkpoint_every(op2::CheckpointEvery::Loops(3))
+            .build()
+            .unwrap();
+        program(&rt, 4);
+    }
+    let rt = builder().checkpoint(&path).build().unwrap();
+    assert_eq!(program(&rt, 6), whole);
+}

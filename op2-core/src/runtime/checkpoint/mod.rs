@@ -352,10 +352,12 @@ impl Checkpointer {
             Source::Map(map) => {
                 let (from, to) = (self.rows(map.from()), self.rows(map.to()));
                 let arity = map.arity();
+                // A map from an extruded set holds bottom rows: its rows at every layer.
+                let values = map.layered_values();
                 let mut h = RowHash::default();
                 for e in 0..from.owned() {
                     h.add(from.gid(e), |row| {
-                        for &v in &map.values()[e * arity..(e + 1) * arity] {
+                        for &v in &values[e * arity..(e + 1) * arity] {
                             row.extend_from_slice(&to.gid(v as usize).to_le_bytes());
                         }
                     });
@@ -510,6 +512,12 @@ fn covers_owned_rows(
 impl RuntimeShared {
     fn checkpointer(&self) -> Option<std::sync::MutexGuard<'_, Checkpointer>> {
         self.checkpoint.as_ref().map(lock)
+    }
+
+    /// The global numbers of `set`'s local elements, when checkpointing and it has them.
+    pub(crate) fn checkpoint_gids(&self, set: &Set) -> Option<Vec<u64>> {
+        self.checkpointer()
+            .and_then(|ck| ck.numbering.get(&set.id()).map(|n| n.gids.clone()))
     }
 
     /// Gives `set`'s local elements global numbers (see `Runtime::number_globally`).
