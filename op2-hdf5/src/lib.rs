@@ -731,10 +731,11 @@ impl H5File {
     /// Writes a map of a one-process mesh declared on `rt` (as `op_write_hdf5` writes maps).
     pub fn write_map(&self, rt: &Runtime, map: &Map) -> Result<()> {
         self.whole(rt, map.name(), map.from())?;
+        // A map from an extruded set is written with every layer's rows, as OP2 would hold it.
         self.write_map_values(
             map.name(),
             map.arity(),
-            &map.values()[..map.from().size() * map.arity()],
+            &map.layered_values()[..map.from().size() * map.arity()],
         )
     }
 

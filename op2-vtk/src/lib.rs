@@ -214,8 +214,10 @@ impl UnstructuredGrid {
             )));
         }
         let owned = cells.from().size() * cells.arity();
+        // A map from an extruded set: every layer's rows (its own values are bottom rows).
+        let values = cells.layered_values();
         UnstructuredGrid::new(&coords.to_vec()?, coords.dim())?
-            .with_cells(&cells.values()[..owned], cells.arity())
+            .with_cells(&values[..owned], cells.arity())
     }
 
     /// Points in the grid.

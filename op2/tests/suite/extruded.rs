@@ -661,14 +661,20 @@ fn empty_columns_subsets_of_extruded_sets_and_reductions() {
         .decl_extruded_map(&cells0, &nodes0, 2, Vec::<i32>::new(), [1, 1], "m0")
         .unwrap();
     let d0 = rt.decl_dat_zeros::<f64>(&nodes0, 1, "d0").unwrap();
-    let k = kernel("two", "void two(double *x[2]) { x[0][0] += 1.0; x[1][0] += 2.0; }");
+    let k = kernel(
+        "two",
+        "void two(double *x[2]) { x[0][0] += 1.0; x[1][0] += 2.0; }",
+    );
     rt.par_loop(&k, &cells0, [d0.arg_row(&m0, INC)]).unwrap();
     for region in [Region::Bottom, Region::Top] {
         rt.par_loop_region(&k, &cells0, region, [d0.arg_row(&m0, INC)])
             .unwrap();
     }
     // A facet sees both cells' rows: twice the arity.
-    let kf = kernel("four", "void four(double *x[4]) { x[0][0] += 1.0; x[3][0] += 2.0; }");
+    let kf = kernel(
+        "four",
+        "void four(double *x[4]) { x[0][0] += 1.0; x[3][0] += 2.0; }",
+    );
     rt.par_loop_region(&kf, &cells0, Region::InteriorFacets, [d0.arg_row(&m0, INC)])
         .unwrap();
     assert!(d0.to_vec().unwrap().is_empty());
@@ -692,7 +698,12 @@ fn empty_columns_subsets_of_extruded_sets_and_reductions() {
     assert_eq!(d.to_vec().unwrap(), expected);
     // MIN and MAX reductions over every layer, walked or not.
     let x = rt
-        .decl_dat(&cells, 1, (0..9).map(|c| ((c * 5) % 9) as f64).collect::<Vec<_>>(), "x")
+        .decl_dat(
+            &cells,
+            1,
+            (0..9).map(|c| ((c * 5) % 9) as f64).collect::<Vec<_>>(),
+            "x",
+        )
         .unwrap();
     let (lo, hi) = (
         rt.decl_global(1, &[f64::MAX], "lo").unwrap(),
@@ -745,4 +756,24 @@ fn extruded_programs_checkpoint_and_restart() {
     }
     let rt = builder().checkpoint(&path).build().unwrap();
     assert_eq!(program(&rt, 6), whole);
+}
+
+#[test]
+fn an_extruded_mesh_writes_as_vtk_prisms() {
+    use op2::vtk::{CellType, UnstructuredGrid};
+    let rt = builder().build().unwrap();
+    let m = prisms(&rt, 3, 2, 4);
+    // Six points in 3-D could be more than one cell type: both maps say so alike (no panic on
+    // the extruded one's bottom rows).
+    let e = UnstructuredGrid::from_dats(&m.coords, &m.c2n).unwrap_err();
+    let f = UnstructuredGrid::from_dats(&m.flat_coords, &m.flat_c2n).unwrap_err();
+    assert_eq!(e.to_string(), f.to_string());
+    // Named wedges, from every layer's rows.
+    let grid = UnstructuredGrid::new(&m.coords.to_vec().unwrap(), 3)
+        .unwrap()
+        .with_cells_of(&m.c2n.layered_values(), 6, CellType::Wedge)
+        .unwrap();
+    assert_eq!(grid.num_cells(), m.cells.size());
+    assert_eq!(grid.num_points(), m.nodes.size());
+    assert_eq!(&m.c2n.layered_values()[..], m.flat_c2n.values());
 }
