@@ -1009,8 +1009,18 @@ fn extruded_chain(rt: &CaseRuntime, layers: &[usize]) -> Result<(Set, Set, Map, 
     let (bnodes, bedges, _) = chain(rt, layers.len())?;
     let n = layers.len();
     let cell_layers: Vec<usize> = (0..n - 1).map(|e| layers[e].min(layers[e + 1])).collect();
-    let cells = rt.decl_extruded_set(&bedges, cell_layers, "cells")?;
-    let nodes = rt.decl_extruded_nodes(&bnodes, layers.to_vec(), "nodes")?;
+    // Columns of one height are declared with one count.
+    let (cells, nodes) = if layers.iter().all(|&l| l == layers[0]) {
+        (
+            rt.decl_extruded_set(&bedges, layers[0], "cells")?,
+            rt.decl_extruded_nodes(&bnodes, layers[0], "nodes")?,
+        )
+    } else {
+        (
+            rt.decl_extruded_set(&bedges, cell_layers, "cells")?,
+            rt.decl_extruded_nodes(&bnodes, layers.to_vec(), "nodes")?,
+        )
+    };
     let start: Vec<i32> = layers
         .iter()
         .scan(0, |s, &l| {
@@ -1081,7 +1091,8 @@ fn extruded_columns(rt: &CaseRuntime) -> Result<Outputs> {
 /// Interior horizontal facets of extruded quads: each facet sees the quads below and above
 /// through a map of twice the arity (here the quads' nodes), and increments both.
 fn extruded_facets(rt: &CaseRuntime) -> Result<Outputs> {
-    let layers: Vec<usize> = (0..30).map(|b| 3 + (b * 5) % 7).collect();
+    // One height everywhere: the column walk's literal count (the other case has many).
+    let layers = vec![7usize; 30];
     let (nodes, cells, c2n, _) = extruded_chain(rt, &layers)?;
     let xv: Vec<f64> = (0..nodes.size()).map(|i| ((i * 37) % 101) as f64).collect();
     let x = rt.decl_dat(&nodes, 1, &xv, "x")?;

@@ -312,7 +312,9 @@ pub fn solve_mixed(
     let mut fields = vec![0u32; rows.flat().size()];
     for (c, s) in rows.split().iter().enumerate() {
         for e in 0..s.size() {
-            fields[rows.flat_index(c, e)] = c as u32;
+            if let Some(f) = rows.flat_index(c, e) {
+                fields[f] = c as u32;
+            }
         }
     }
     let mut options = options.clone();

@@ -13,6 +13,9 @@ use std::rc::Rc;
 pub(super) struct Columns {
     base: Set,
     layers: Vec<usize>,
+    /// Whether every column was given the same count (the runtime then gets one count, and
+    /// its column walks a literal height).
+    uniform: bool,
     cells: bool,
     name: String,
     rt: Op2Runtime,
@@ -33,9 +36,14 @@ impl Columns {
         let base = self.base.local()?;
         let ids = self.base.ids()?;
         let column = |lb: usize| ids.as_ref().map_or(lb, |ids| ids[lb] as usize);
-        let layers: Vec<usize> = (0..base.total_size())
-            .map(|lb| self.layers[column(lb)])
-            .collect();
+        let layers: Layers = match (self.uniform, self.layers.first()) {
+            (true, Some(&l)) => Layers::Uniform(l),
+            _ => Layers::PerColumn(
+                (0..base.total_size())
+                    .map(|lb| self.layers[column(lb)])
+                    .collect(),
+            ),
+        };
         let set = if self.cells {
             self.rt.decl_extruded_set(&base, layers, &self.name)?
         } else {
@@ -91,6 +99,16 @@ impl ColumnMap {
         let base_ids = from.base.ids()?;
         let to_local = self.to.local()?;
         let to_ids = self.to.ids()?;
+        // Bottom values translate to local numbers; steps stay as given, which holds within
+        // a column of an extruded target (its layers stay together on every rank).
+        if to_ids.is_some()
+            && !matches!(self.to.0.inner, SetKind::Columns(_))
+            && self.offsets.iter().any(|&o| o != 0)
+        {
+            return Err(not_distributed(
+                "across ranks, a map with offsets must map into an extruded set",
+            ));
+        }
         let lookup: Option<HashMap<u64, i32>> = to_ids.as_ref().map(|ids| {
             ids.iter()
                 .enumerate()
@@ -187,13 +205,14 @@ impl CaseRuntime {
     }
 
     fn columns(&self, base: &Set, layers: Layers, cells: bool, name: &str) -> Result<Set> {
-        let layers = match layers {
-            Layers::Uniform(l) => vec![l; base.size()],
-            Layers::PerColumn(v) => v,
+        let (layers, uniform) = match layers {
+            Layers::Uniform(l) => (vec![l; base.size()], true),
+            Layers::PerColumn(v) => (v, false),
         };
         let c = Columns {
             base: base.clone(),
             layers,
+            uniform,
             cells,
             name: name.into(),
             rt: self.rt.clone(),

@@ -95,7 +95,11 @@ impl Runtime {
     fn decl_columns(&self, base: &Set, layers: Layers, cells: bool, name: &str) -> Result<Set> {
         crate::names::check_user_name("set", name)?;
         self.own("set", base.name(), base.runtime_id())?;
+        let per_column = matches!(layers, Layers::PerColumn(_));
         let set = Set::extruded(next_id(), self.shared.id, name, base, layers, cells)?;
+        if per_column {
+            self.check_column_heights(&set)?;
+        }
         self.note_set(&set)?;
         // Checkpoints across ranks save rows by global number: columns of one height take
         // theirs from the base's (element k of global column g is g * n + k). Columns of
@@ -110,6 +114,55 @@ impl Runtime {
             self.shared.checkpoint_number(&set, ids)?;
         }
         Ok(set)
+    }
+
+    /// Across ranks, checks that every halo column is as tall as its owner says: the halo
+    /// lists grow column by column, so heights that differ would pair the wrong rows. Each rank
+    /// sends the heights of the columns it sends and compares those it receives (a rank whose
+    /// halo disagrees reports it). Earlier pending work runs first, so that this exchange
+    /// keeps its place in every pair of ranks' message order.
+    fn check_column_heights(&self, set: &Set) -> Result<()> {
+        let ex = set.extrusion().expect("extruded");
+        let Some(halo) = ex.base().halo() else {
+            return Ok(());
+        };
+        self.flush()?;
+        let sends = halo
+            .neighbours
+            .iter()
+            .map(|n| {
+                let bytes = n
+                    .send
+                    .iter()
+                    .flat_map(|&b| (ex.column_len(b as usize) as u32).to_le_bytes())
+                    .collect();
+                (n.rank, bytes)
+            })
+            .collect();
+        let receives = halo
+            .neighbours
+            .iter()
+            .map(|n| (n.rank, 4 * n.receive.len()))
+            .collect();
+        let got = self.shared.comm.begin_exchange(sends, receives)?.wait()?;
+        for (n, bytes) in halo.neighbours.iter().zip(got) {
+            for (&b, h) in n.receive.iter().zip(bytes.chunks_exact(4)) {
+                let theirs = u32::from_le_bytes(h.try_into().expect("4 bytes")) as usize;
+                let mine = ex.column_len(b as usize);
+                if theirs != mine {
+                    return Err(Op2Error::BadExtrusion {
+                        set: set.name().into(),
+                        base: ex.base().name().into(),
+                        reason: format!(
+                            "halo column {b} holds {mine} elements here but {theirs} on rank {}, \
+                             which owns it: every rank must give a column the same layers",
+                            n.rank
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Declares a map from the extruded set `from` to `to`: `values` holds the bottom cell's row
@@ -155,6 +208,19 @@ impl Runtime {
     ) -> Result<super::LoopHandle> {
         let args: Vec<Arg> = args.into_iter().collect();
         self.own("set", set.name(), set.runtime_id())?;
+        // Interior facets first: a loop over every layer of the facets' own set, each map from
+        // the cells doubled (so per-entry args below see the facet's whole rows).
+        let (set, args, region) = if region == Region::InteriorFacets && set.extrusion().is_some() {
+            let facets = self.facet_set(set)?;
+            let args = args
+                .into_iter()
+                .map(|a| self.facet_arg(kernel, set, &facets, a))
+                .collect::<Result<Vec<_>>>()?;
+            (facets, args, Region::All)
+        } else {
+            (set.clone(), args, region)
+        };
+        let set = &set;
         // Mixed args first (their kernel joins the components' rows), then a local iteration
         // space (its kernel walks the entries); the result runs like any loop (over columns too).
         let (joined, args) = if args.iter().any(|a| !a.joined.is_empty()) {
@@ -197,16 +263,7 @@ impl Runtime {
         region: Region,
         args: Vec<Arg>,
     ) -> Result<(Option<Kernel>, Set, Vec<Arg>)> {
-        let (set, args, region) = if region == Region::InteriorFacets {
-            let facets = self.facet_set(set)?;
-            let args = args
-                .into_iter()
-                .map(|a| self.facet_arg(kernel, set, &facets, a))
-                .collect::<Result<Vec<_>>>()?;
-            (facets, args, Region::All)
-        } else {
-            (set.clone(), args, region)
-        };
+        let set = set.clone();
         let ex = set.extrusion().expect("extruded");
         let base = ex.base().clone();
         self.check_user_view(kernel, &set, &base, &args)?;
@@ -428,6 +485,7 @@ impl Runtime {
         src.push_str(&setup);
         let _ = writeln!(src, "    {}({});", kernel.name(), call.join(", "));
         src.push_str("  }\n}\n");
+        src.push_str(&super::per_entry::end_part(kernel));
         let k = lock(&self.shared.state)
             .extruded
             .kernel(src.clone(), || Kernel::internal(&name, src));
@@ -638,8 +696,11 @@ impl Runtime {
                     .into(),
             });
         }
+        // One fewer node layer than the cells: a column of one cell has no interior facet
+        // (per column, since a uniform count must leave at least one cell).
         let layers = match ex.layers() {
-            Layers::Uniform(l) => Layers::Uniform((*l - 1).max(1)),
+            Layers::Uniform(l) if *l >= 3 => Layers::Uniform(*l - 1),
+            Layers::Uniform(l) => Layers::PerColumn(vec![(*l - 1).max(1); ex.base().total_size()]),
             Layers::PerColumn(v) => Layers::PerColumn(v.iter().map(|&l| (l - 1).max(1)).collect()),
         };
         let name = format!("{}@facets", set.name());
@@ -696,7 +757,12 @@ impl Runtime {
             .values()
             .chunks(a)
             .flat_map(|row| {
-                let upper: Vec<i32> = row.iter().zip(offsets).map(|(v, o)| v + o).collect();
+                // Unchecked values (columns with no facet) may be anything: no overflow panic.
+                let upper: Vec<i32> = row
+                    .iter()
+                    .zip(offsets)
+                    .map(|(v, o)| v.wrapping_add(*o))
+                    .collect();
                 row.iter().copied().chain(upper).collect::<Vec<_>>()
             })
             .collect();

@@ -63,17 +63,24 @@ impl MixedSet {
         &self.0.flat
     }
 
-    /// The flat element of element `e` of component `c`.
-    pub fn flat_index(&self, c: usize, e: usize) -> usize {
-        let sizes = sections(&self.0.sets[c].sizes());
+    /// The flat element of element `e` of component `c` (`None` when there is no such
+    /// component or element).
+    pub fn flat_index(&self, c: usize, e: usize) -> Option<usize> {
+        let sizes = sections(&self.0.sets.get(c)?.sizes());
         let mut begin = 0;
         for (s, &n) in sizes.iter().enumerate() {
             if e < begin + n {
-                return self.0.starts[c][s] + (e - begin);
+                return Some(self.0.starts[c][s] + (e - begin));
             }
             begin += n;
         }
-        panic!("element {e} is not in component {c}")
+        None
+    }
+
+    /// [`MixedSet::flat_index`] of an element known to be there.
+    fn known_index(&self, c: usize, e: usize) -> usize {
+        self.flat_index(c, e)
+            .expect("an element of the component (checked by the caller)")
     }
 }
 
@@ -281,7 +288,7 @@ impl<T: Scalar> MixedDat<T> {
         for (c, d) in self.dats.iter().enumerate() {
             let v = d.data_ro()?;
             for e in 0..d.set().total_size() {
-                let f = self.set.flat_index(c, e);
+                let f = self.set.known_index(c, e);
                 values[f * dim..(f + 1) * dim].copy_from_slice(&v[e * dim..(e + 1) * dim]);
             }
         }
@@ -311,7 +318,7 @@ impl<T: Scalar> MixedDat<T> {
         for (c, d) in self.dats.iter().enumerate() {
             let mut w = d.data()?;
             for e in 0..d.set().total_size() {
-                let f = self.set.flat_index(c, e);
+                let f = self.set.known_index(c, e);
                 w[e * dim..(e + 1) * dim].copy_from_slice(&v[f * dim..(f + 1) * dim]);
             }
         }
@@ -507,7 +514,7 @@ impl Runtime {
                 values.extend(
                     m.values()[e * a..(e + 1) * a]
                         .iter()
-                        .map(|&v| to.flat_index(c, v as usize) as i32),
+                        .map(|&v| to.known_index(c, v as usize) as i32),
                 );
             }
         }
@@ -563,6 +570,14 @@ impl Runtime {
             what: format!("arg {i} of loop `{}`", kernel.name()),
             reason,
         };
+        if args.iter().any(|a| a.per_entry.is_some()) {
+            return Err(Op2Error::MixedMismatch {
+                what: format!("loop `{}`", kernel.name()),
+                reason: "mixed args and a local iteration space (op2.i) in one loop are not \
+                         supported: pass the mixed arg whole"
+                    .into(),
+            });
+        }
         let params = kernel.params();
         if let Some(p) = params
             && p.len() != args.len()
@@ -666,6 +681,7 @@ impl Runtime {
         let _ = writeln!(src, "\nvoid {name}({}) {{", wrapper_params.join(", "));
         src.push_str(&setup);
         let _ = writeln!(src, "  {}({});\n}}", kernel.name(), call.join(", "));
+        src.push_str(&super::per_entry::end_part(kernel));
         let part = kernel.clone();
         let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
             Kernel::fused(&name, src, vec![(part, positions)])

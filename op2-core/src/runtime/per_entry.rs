@@ -5,6 +5,7 @@
 
 use super::Runtime;
 use super::execute::lock;
+use crate::access::Access;
 use crate::arg::{Arg, ArgTarget, PerEntry, Via};
 use crate::dtype::DType;
 use crate::error::{Op2Error, Result};
@@ -23,8 +24,12 @@ pub(crate) const PASS_MACRO: &str = "#ifndef OP2_PASS\n#if defined(__cplusplus)\
 /// always-inline attribute, before `void`): the runtime's kernels call it in their loops, and a
 /// C compiler does not inline a large externally visible function called there by itself (a
 /// column walk calling an extruded kernel ran at half speed).
+///
+/// The user's kernel name becomes a macro for an `op2_` name until [`end_part`] (its name may be
+/// a library's: `y0`, `free`, OpenCL's `barrier`), as the code generators do for a loop's own
+/// kernel.
 pub(crate) fn inlined_source(kernel: &Kernel, extra: &str) -> String {
-    let mut s = String::new();
+    let mut s = format!("#undef {0}\n#define {0} op2_part_{0}\n", kernel.name());
     if let Some(params) = kernel.params() {
         let list: Vec<&str> = params.iter().map(|p| p.text.as_str()).collect();
         let list = if list.is_empty() {
@@ -37,6 +42,11 @@ pub(crate) fn inlined_source(kernel: &Kernel, extra: &str) -> String {
     s.push_str(kernel.source());
     s.push('\n');
     s
+}
+
+/// Ends the macro [`inlined_source`] opened for `kernel`'s name.
+pub(crate) fn end_part(kernel: &Kernel) -> String {
+    format!("#undef {}\n", kernel.name())
 }
 
 impl Runtime {
@@ -64,11 +74,29 @@ impl Runtime {
                     },
                 ) => (m.arity(), None),
                 (
-                    Some(PerEntry::Block { rows, cols, .. }),
+                    Some(PerEntry::Block { rows, cols, block }),
                     ArgTarget::Dat {
-                        via: Via::Direct, ..
+                        carrier,
+                        via: Via::Direct,
                     },
-                ) => (rows, Some(cols)),
+                ) => {
+                    // The generated code adds every call's block into the element's blocks:
+                    // they must be exactly the Dat's row, and be both read and written.
+                    let values = rows * cols * block.0 * block.1;
+                    if values == 0 || carrier.dim != values {
+                        return Err(bad(format!(
+                            "arg {i}: {rows} x {cols} blocks of {} x {} values need a Dat of dim                              {values} (non-zero), and `{}` has dim {}",
+                            block.0, block.1, carrier.name, carrier.dim
+                        )));
+                    }
+                    if !matches!(a.access, Access::Inc | Access::Rw) {
+                        return Err(bad(format!(
+                            "arg {i}: each call's block is added into the element's blocks, so its                              access is INC or RW, not {:?}",
+                            a.access
+                        )));
+                    }
+                    (rows, Some(cols))
+                }
                 _ => {
                     return Err(bad(format!(
                         "arg {i}: per entry only through a whole map row, or as a direct element block"
@@ -130,14 +158,36 @@ impl Runtime {
                         },
                         ..a.clone()
                     },
-                    (Some(PerEntry::Block { .. }), _) => continue,
+                    (Some(PerEntry::Block { .. }), ArgTarget::Dat { carrier, .. }) => {
+                        // One block's values, any shape (`double A[1][1]`, `double *A`): the
+                        // element type is what can be checked.
+                        if let Some(d) = params[i].dtype
+                            && d != carrier.dtype()
+                        {
+                            return Err(Op2Error::TypeMismatch {
+                                kernel: kernel.name().into(),
+                                arg: i,
+                                object: carrier.name.clone(),
+                                declared: params[i].text.clone(),
+                                declared_by: "the kernel parameter",
+                                actual: carrier.dtype(),
+                            });
+                        }
+                        continue;
+                    }
                     _ => a.clone(),
                 };
+                // Sets are checked when the loop is recorded (a direct Dat may live on an
+                // extruded set's base or a subset's superset): here only what the kernel sees.
                 let view_set = match &view.target {
                     ArgTarget::Dat {
                         via: Via::Entry(m, _) | Via::Row(m),
                         ..
                     } => m.from().clone(),
+                    ArgTarget::Dat { carrier, .. } => match carrier.kind() {
+                        crate::carrier::CarrierKind::Dat(s) => s.clone(),
+                        _ => set.clone(),
+                    },
                     _ => set.clone(),
                 };
                 let (sig, carrier) = super::validate::check_arg(
@@ -217,6 +267,7 @@ impl Runtime {
         let _ = writeln!(src, "      {}({});", kernel.name(), call.join(", "));
         src.push_str(&after);
         src.push_str("    }\n  }\n}\n");
+        src.push_str(&end_part(kernel));
         // The user's kernel is a part of it, called with each arg's own data (a row of a
         // whole-row parameter is still that parameter's data), or with the walk's buffers and
         // indices (its own).

@@ -777,3 +777,42 @@ fn an_extruded_mesh_writes_as_vtk_prisms() {
     assert_eq!(grid.num_points(), m.nodes.size());
     assert_eq!(&m.c2n.layered_values()[..], m.flat_c2n.values());
 }
+
+#[test]
+fn one_cell_columns_have_no_interior_facets() {
+    let rt = builder().build().unwrap();
+    let base = rt.decl_set(3, "base").unwrap();
+    let cells = rt.decl_extruded_set(&base, 2, "cells").unwrap();
+    let own = rt
+        .decl_extruded_map(&cells, &cells, 1, vec![0, 1, 2], [1], "own")
+        .unwrap();
+    let u = rt.decl_dat_zeros::<f64>(&cells, 1, "u").unwrap();
+    let k = kernel(
+        "f",
+        "void f(double *u[2]) { u[0][0] += 1.0; u[1][0] += 1.0; }",
+    );
+    rt.par_loop_region(&k, &cells, Region::InteriorFacets, [u.arg_row(&own, INC)])
+        .unwrap();
+    assert_eq!(u.to_vec().unwrap(), vec![0.0; 3]);
+}
+
+#[test]
+fn ranks_that_disagree_on_a_columns_height_are_told() {
+    use crate::distributed::chain_part;
+    let out = op2_test_support::on_rank_runtimes(2, builder, |rank, rt| {
+        let (ns, nh, ..) = chain_part(rank, 10, 4);
+        let nodes = rt.decl_set_with_halo(ns, nh, "nodes").unwrap();
+        // Rank 1 says its halo column is one layer taller than rank 0, its owner, does.
+        let layers: Vec<usize> = (0..nodes.total_size())
+            .map(|b| if rank == 1 && b >= nodes.size() { 4 } else { 3 })
+            .collect();
+        rt.decl_extruded_nodes(&nodes, layers, "columns")
+            .map(|_| ())
+    });
+    assert!(out[0].is_ok(), "{:?}", out[0]);
+    assert!(
+        matches!(out[1], Err(Op2Error::BadExtrusion { .. })),
+        "{:?}",
+        out[1]
+    );
+}

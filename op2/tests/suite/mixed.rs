@@ -126,9 +126,9 @@ fn a_block_matrix_equals_its_dense_assembly_and_every_solve_agrees() {
     let mut dense = vec![vec![0.0; size]; size];
     for (e, &he) in hs.iter().enumerate() {
         let rows = [
-            ms.flat_index(0, e),
-            ms.flat_index(0, e + 1),
-            ms.flat_index(1, e),
+            ms.flat_index(0, e).unwrap(),
+            ms.flat_index(0, e + 1).unwrap(),
+            ms.flat_index(1, e).unwrap(),
         ];
         let b = element(he);
         for i in 0..3 {
@@ -236,6 +236,14 @@ fn mixed_objects_that_do_not_fit_are_typed_errors() {
     mismatch(rt.decl_mixed_map(&ms, &[&e2e], "bad").unwrap_err());
     mismatch(rt.decl_mixed_map(&ms, &[&e2e, &e2e], "bad").unwrap_err());
     mismatch(rt.decl_mixed_set(&[], "none").unwrap_err());
+    assert_eq!(
+        (
+            ms.flat_index(2, 0),
+            ms.flat_index(1, 5),
+            ms.flat_index(1, 4)
+        ),
+        (None, None, Some(10))
+    );
     // Dats on the wrong sets.
     let d = rt.decl_dat_zeros::<f64>(&elems, 1, "d").unwrap();
     mismatch(op2::MixedDat::from_dats(&ms, vec![d.clone(), d.clone()]).unwrap_err());

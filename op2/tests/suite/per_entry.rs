@@ -3,7 +3,7 @@
 //! over an extruded mesh too; mismatched extents and signatures are typed errors.
 
 use op2::la::{self, LoopArg, Mat, Sparsity};
-use op2::{INC, Op2Error, READ, Runtime, WRITE};
+use op2::{INC, Op2Error, READ, RW, Region, Runtime, WRITE};
 use op2_test_support::{builder, kernel};
 
 /// A strip of `n` triangles over `n + 2` nodes (triangle t: nodes t, t+1, t+2), with 2-D
@@ -243,4 +243,134 @@ fn iteration_spaces_that_disagree_are_typed_errors() {
     .unwrap();
     assert_eq!(b.to_vec().unwrap().iter().sum::<f64>(), 18.0);
     let _ = WRITE;
+}
+
+#[test]
+fn element_blocks_per_entry_are_checked() {
+    let rt = builder().build().unwrap();
+    let (tris, _, map, x) = strip(&rt, 4);
+    let k = kernel(
+        "blk",
+        "void blk(double A[1][1], const double *x[3], int i, int j) { A[0][0] += x[i][0] * x[j][0]; }",
+    );
+    let space = |e: Op2Error| assert!(matches!(e, Op2Error::IterationSpace { .. }), "{e}");
+    // A Dat too small for 3 x 3 blocks, blocks of no values, an access that is not INC or RW.
+    let small = rt.decl_dat_zeros::<f64>(&tris, 4, "small").unwrap();
+    space(
+        rt.par_loop(
+            &k,
+            &tris,
+            [
+                small.arg(INC).per_entry_block(3, 3, (1, 1)),
+                x.arg_row(&map, READ),
+            ],
+        )
+        .unwrap_err(),
+    );
+    let nine = rt.decl_dat_zeros::<f64>(&tris, 9, "nine").unwrap();
+    space(
+        rt.par_loop(
+            &k,
+            &tris,
+            [
+                nine.arg(INC).per_entry_block(3, 3, (0, 1)),
+                x.arg_row(&map, READ),
+            ],
+        )
+        .unwrap_err(),
+    );
+    space(
+        rt.par_loop(
+            &k,
+            &tris,
+            [
+                nine.arg(WRITE).per_entry_block(3, 3, (1, 1)),
+                x.arg_row(&map, READ),
+            ],
+        )
+        .unwrap_err(),
+    );
+    // A block parameter of another type.
+    let kf = kernel(
+        "blkf",
+        "void blkf(float A[1][1], const double *x[3], int i, int j) { A[0][0] += 1.0f; }",
+    );
+    let e = rt
+        .par_loop(
+            &kf,
+            &tris,
+            [
+                nine.arg(INC).per_entry_block(3, 3, (1, 1)),
+                x.arg_row(&map, READ),
+            ],
+        )
+        .unwrap_err();
+    assert!(matches!(e, Op2Error::TypeMismatch { .. }), "{e}");
+    // The right ones run: each block the product of its entries' x.
+    rt.par_loop(
+        &k,
+        &tris,
+        [
+            nine.arg(RW).per_entry_block(3, 3, (1, 1)),
+            x.arg_row(&map, READ),
+        ],
+    )
+    .unwrap();
+    assert!(nine.to_vec().unwrap().iter().any(|&v| v != 0.0));
+}
+
+#[test]
+fn per_entry_kernels_over_facets_see_both_cells() {
+    let rt = builder().build().unwrap();
+    let base = rt.decl_set(3, "base").unwrap();
+    let cells = rt.decl_extruded_set(&base, 5, "cells").unwrap();
+    let own = rt
+        .decl_extruded_map(&cells, &cells, 1, vec![0, 4, 8], [1], "own")
+        .unwrap();
+    let hits = rt.decl_dat_zeros::<f64>(&cells, 1, "hits").unwrap();
+    let w = rt.decl_dat(&base, 1, [1.0, 10.0, 100.0], "w").unwrap();
+    // Entry 0 is the lower cell, entry 1 the upper: both visited, with a Dat of the base read
+    // directly at every facet.
+    let k = kernel(
+        "facet_i",
+        "void facet_i(double *h, const double *w, int i) { *h += (i + 1) * *w; }",
+    );
+    rt.par_loop_region(
+        &k,
+        &cells,
+        Region::InteriorFacets,
+        [hits.arg_entries(&own, INC), w.arg(READ)],
+    )
+    .unwrap();
+    let mut expected = vec![0.0; 12];
+    for (b, wb) in [1.0, 10.0, 100.0].into_iter().enumerate() {
+        for f in 0..3 {
+            expected[4 * b + f] += wb;
+            expected[4 * b + f + 1] += 2.0 * wb;
+        }
+    }
+    assert_eq!(hits.to_vec().unwrap(), expected);
+}
+
+#[test]
+fn kernels_named_like_library_functions_run_through_every_wrapper() {
+    let rt = builder().build().unwrap();
+    let (tris, nodes, map, _) = strip(&rt, 5);
+    // `y0` is a Bessel function of <math.h>, `barrier` an OpenCL builtin.
+    for name in ["y0", "barrier"] {
+        let b = rt.decl_dat_zeros::<f64>(&nodes, 1, "b").unwrap();
+        let k = kernel(
+            name,
+            &format!("void {name}(double *b, int i) {{ *b += i + 1; }}"),
+        );
+        rt.par_loop(&k, &tris, [b.arg_entries(&map, INC)]).unwrap();
+        assert_eq!(b.to_vec().unwrap().iter().sum::<f64>(), 5.0 * 6.0);
+        // Over extruded columns too (a column walk on host backends).
+        let base = rt.decl_set(2, "cols").unwrap();
+        let cells = rt.decl_extruded_set(&base, 3, "cells").unwrap();
+        let c = rt.decl_dat_zeros::<f64>(&cells, 1, "c").unwrap();
+        let kc = kernel(name, &format!("void {name}(double *c) {{ *c += 2.0; }}"));
+        rt.par_loop(&kc, &cells, [c.arg(INC)]).unwrap();
+        assert_eq!(c.to_vec().unwrap(), vec![2.0; 4]);
+    }
 }
