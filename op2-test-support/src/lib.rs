@@ -182,6 +182,15 @@ pub fn run_child(test: &str, env: &[(&str, &str)]) -> Output {
     out
 }
 
+/// Whether `a` and `b` have the same length and agree value by value within `tol` relative to
+/// the larger magnitude (and absolute near zero).
+pub fn close(a: &[f64], b: &[f64], tol: f64) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| (x - y).abs() <= tol * (1.0 + x.abs().max(y.abs())))
+}
+
 /// A token unique to this test run, to make kernel sources (and so cache keys) unique.
 pub fn unique_token() -> String {
     let t = std::time::SystemTime::now()

@@ -5,7 +5,7 @@
 
 use op2::la::{self, LoopArg, Mat, Sparsity};
 use op2::{INC, Layers, Op2Error, READ, RW, Region, Runtime, Set, WRITE};
-use op2_test_support::{builder, kernel};
+use op2_test_support::{builder, close, kernel};
 use proptest::prelude::*;
 
 /// A unit square of `nx` x `ny` squares, each cut into two triangles: (triangle-to-node map,
@@ -134,13 +134,6 @@ const MASS: &str = "void mass(double A[36], const double *x[6]) {
       A[i * 6 + j] = t * z;
     }
 }";
-
-fn close(a: &[f64], b: &[f64], tol: f64) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| (x - y).abs() <= tol * (1.0 + x.abs().max(y.abs())))
-}
 
 #[test]
 fn prism_volumes_match_the_unstructured_mesh_and_the_exact_volume() {

@@ -4,7 +4,7 @@
 
 use op2::la::{self, LoopArg, Mat, Sparsity};
 use op2::{INC, Op2Error, READ, RW, Region, Runtime, WRITE};
-use op2_test_support::{builder, kernel};
+use op2_test_support::{builder, close, kernel};
 
 /// A strip of `n` triangles over `n + 2` nodes (triangle t: nodes t, t+1, t+2), with 2-D
 /// coordinates: (triangles, nodes, map, coordinates).
@@ -33,13 +33,6 @@ const AREA: &str = "static double area(const double *x[3]) {
   return 0.5 * (d < 0.0 ? -d : d);
 }
 ";
-
-fn close(a: &[f64], b: &[f64], tol: f64) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| (x - y).abs() <= tol * (1.0 + x.abs().max(y.abs())))
-}
 
 #[test]
 fn a_vector_entry_per_call_equals_the_whole_element_kernel() {
