@@ -1174,9 +1174,20 @@ fn local_iteration_space(rt: &CaseRuntime) -> Result<Outputs> {
             x.arg_row(&c2n, READ),
         ],
     )?;
+    // The once-per-element form: a buffer of the four nodes' values, added back.
+    let c = rt.decl_dat_zeros::<f64>(&nodes, 1, "c")?;
+    rt.par_loop(
+        &k(
+            "lis_buffer",
+            "void lis_buffer(double *c, const double *x[4]) { for (int i = 0; i < 4; i++) c[i] += x[i][0] * (i + 1); }",
+        )?,
+        &cells,
+        [c.arg_buffer(&c2n, INC), x.arg_row(&c2n, READ)],
+    )?;
     let mut o = Outputs::new();
     o.dat(&b)?;
     o.dat(&blocks)?;
+    o.dat(&c)?;
     Ok(o)
 }
 

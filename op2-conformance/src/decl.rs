@@ -437,6 +437,14 @@ impl<T: OutputValue> Dat<T> {
         )
     }
 
+    /// A whole-row argument as one local buffer (PyOP2 0.8.3 to 0.10's `op2.i`).
+    pub fn arg_buffer(&self, map: &Map, access: Access) -> CaseArg {
+        CaseArg(
+            self.local()
+                .and_then(|d| Ok(d.arg_buffer(&map.local()?, access))),
+        )
+    }
+
     /// An argument through every entry of `map`.
     pub fn arg_row(&self, map: &Map, access: Access) -> CaseArg {
         CaseArg(

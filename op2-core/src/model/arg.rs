@@ -70,6 +70,15 @@ pub enum PerEntry {
         /// Values of one block (rows, columns).
         block: (usize, usize),
     },
+    /// A Dat through a whole map row, handed to the kernel as one local buffer of the row's
+    /// values, called once per element (PyOP2 0.8.3 to 0.10's `map[op2.i[0]]`): filled from the
+    /// Dat for READ and RW, zeroed for WRITE and INC, and afterwards written (WRITE, RW) or added
+    /// (INC) back. Entry-major (`buf[k * dim + c]`), or component-major (`buf[c * arity + k]`,
+    /// PyOP2's `flatten=True`).
+    Buffer {
+        /// Component-major.
+        flattened: bool,
+    },
 }
 
 impl Arg {
@@ -214,6 +223,24 @@ impl<T: Scalar> Dat<T> {
     pub fn arg_entries(&self, map: &Map, access: Access) -> Arg {
         let mut a = self.arg_row(map, access);
         a.per_entry = Some(PerEntry::Row);
+        a
+    }
+
+    /// Whole-row arg as one local buffer (PyOP2 0.8.3 to 0.10's `dat(access, map[op2.i[0]])`):
+    /// the kernel, called once per element, gets `T buf[arity * dim]`, entry `k`'s values at
+    /// `buf[k * dim..]`, gathered before the call (READ, RW) or zeroed (WRITE, INC), and written
+    /// or added back after it. [`PerEntry::Buffer`].
+    pub fn arg_buffer(&self, map: &Map, access: Access) -> Arg {
+        let mut a = self.arg_row(map, access);
+        a.per_entry = Some(PerEntry::Buffer { flattened: false });
+        a
+    }
+
+    /// [`Dat::arg_buffer`] with the buffer component-major (`buf[c * arity + k]`, PyOP2's
+    /// `flatten=True`).
+    pub fn arg_buffer_flattened(&self, map: &Map, access: Access) -> Arg {
+        let mut a = self.arg_row(map, access);
+        a.per_entry = Some(PerEntry::Buffer { flattened: true });
         a
     }
 

@@ -230,6 +230,17 @@ impl Runtime {
             (None, args)
         };
         let kernel = joined.as_ref().unwrap_or(kernel);
+        // Buffers (one call per element) before entries (one per entry): not in one loop.
+        let (buffers, args) = if args
+            .iter()
+            .any(|a| matches!(a.per_entry, Some(crate::arg::PerEntry::Buffer { .. })))
+        {
+            let (k, args) = self.lower_buffers(kernel, args)?;
+            (Some(k), args)
+        } else {
+            (None, args)
+        };
+        let kernel = buffers.as_ref().unwrap_or(kernel);
         let (entries, args) = if args.iter().any(|a| a.per_entry.is_some()) {
             let (k, args) = self.lower_entries(kernel, set, args)?;
             (Some(k), args)

@@ -50,6 +50,127 @@ pub(crate) fn end_part(kernel: &Kernel) -> String {
 }
 
 impl Runtime {
+    /// `kernel` with its buffer args ([`PerEntry::Buffer`]) gathered into local buffers before
+    /// each call and scattered after it, as a kernel the runtime writes over whole-row args.
+    pub(crate) fn lower_buffers(
+        &self,
+        kernel: &Kernel,
+        args: Vec<Arg>,
+    ) -> Result<(Kernel, Vec<Arg>)> {
+        let bad = |reason: String| Op2Error::IterationSpace {
+            kernel: kernel.name().into(),
+            reason,
+        };
+        if args.iter().any(|a| {
+            matches!(
+                a.per_entry,
+                Some(PerEntry::Row) | Some(PerEntry::Block { .. })
+            )
+        }) {
+            return Err(bad(
+                "buffer args (one call per element) and per-entry args (one call per entry) \
+                 cannot share a loop"
+                    .into(),
+            ));
+        }
+        if let Some(p) = kernel.params()
+            && p.len() != args.len()
+        {
+            return Err(Op2Error::KernelParamCount {
+                kernel: kernel.name().into(),
+                params: p.len(),
+                args: args.len(),
+            });
+        }
+        let (mut params, mut call, mut before, mut after) =
+            (Vec::new(), Vec::new(), String::new(), String::new());
+        let mut positions = Vec::new();
+        let mut lowered = Vec::with_capacity(args.len());
+        for (i, mut a) in args.into_iter().enumerate() {
+            let p = format!("op2_a{i}");
+            let (dtype, row) = match &a.target {
+                ArgTarget::Dat { carrier, via } => (carrier.dtype(), matches!(via, Via::Row(_))),
+                ArgTarget::Global(c) | ArgTarget::Const(c) => (c.dtype(), false),
+            };
+            let ctype = dtype.c_name();
+            match (a.per_entry.take(), &a.target) {
+                (
+                    Some(PerEntry::Buffer { flattened }),
+                    ArgTarget::Dat {
+                        carrier,
+                        via: Via::Row(m),
+                    },
+                ) => {
+                    if let Some(d) = kernel.params().and_then(|p| p[i].dtype)
+                        && d != dtype
+                    {
+                        return Err(Op2Error::TypeMismatch {
+                            kernel: kernel.name().into(),
+                            arg: i,
+                            object: carrier.name.clone(),
+                            declared: kernel.params().expect("read")[i].text.clone(),
+                            declared_by: "the kernel parameter",
+                            actual: dtype,
+                        });
+                    }
+                    let (n, d) = (m.arity(), carrier.dim);
+                    let at = if flattened {
+                        format!("op2_c * {n} + op2_k")
+                    } else {
+                        format!("op2_k * {d} + op2_c")
+                    };
+                    let each = format!(
+                        "for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = 0; op2_c < {d}; ++op2_c)"
+                    );
+                    params.push(format!("{ctype} **{p}"));
+                    let _ = writeln!(before, "  {ctype} {p}_b[{}];", n * d);
+                    let _ = match a.access {
+                        Access::Read | Access::Rw => {
+                            writeln!(before, "  {each} {p}_b[{at}] = {p}[op2_k][op2_c];")
+                        }
+                        _ => writeln!(before, "  {each} {p}_b[{at}] = 0;"),
+                    };
+                    let _ = match a.access {
+                        Access::Inc => {
+                            writeln!(after, "  {each} {p}[op2_k][op2_c] += {p}_b[{at}];")
+                        }
+                        Access::Write | Access::Rw => {
+                            writeln!(after, "  {each} {p}[op2_k][op2_c] = {p}_b[{at}];")
+                        }
+                        _ => Ok(()),
+                    };
+                    call.push(format!("OP2_PASS({p}_b)"));
+                    positions.push(usize::MAX);
+                }
+                (Some(_), _) => {
+                    return Err(bad(format!(
+                        "arg {i}: a buffer only through a whole map row"
+                    )));
+                }
+                (None, _) => {
+                    params.push(format!("{ctype} *{}{p}", if row { "*" } else { "" }));
+                    call.push(format!("OP2_PASS({p})"));
+                    positions.push(i);
+                }
+            }
+            lowered.push(a);
+        }
+        let name = format!("op2_buffers_{}", kernel.name());
+        let mut src = String::from(PASS_MACRO);
+        src.push_str(&inlined_source(kernel, ""));
+        let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
+        src.push_str(&before);
+        let _ = writeln!(src, "  {}({});", kernel.name(), call.join(", "));
+        src.push_str(&after);
+        src.push_str("}\n");
+        src.push_str(&end_part(kernel));
+        let part = kernel.clone();
+        let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
+            Kernel::fused(&name, src, vec![(part, positions)])
+        });
+        Ok((k, lowered))
+    }
+
     /// `kernel` over `set` with `args`, some of them per entry, as a kernel that walks the
     /// entries and args that hand it whole rows and whole blocks.
     pub(crate) fn lower_entries(
@@ -245,6 +366,7 @@ impl Runtime {
                     params.push(format!("{ctype} *{}{p}", if row { "*" } else { "" }));
                     call.push(format!("OP2_PASS({p})"));
                 }
+                Some(PerEntry::Buffer { .. }) => unreachable!("buffer args are lowered first"),
             }
             let mut a = a;
             a.per_entry = None;

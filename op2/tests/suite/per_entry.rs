@@ -367,3 +367,102 @@ fn kernels_named_like_library_functions_run_through_every_wrapper() {
         assert_eq!(c.to_vec().unwrap(), vec![2.0; 4]);
     }
 }
+
+/// PyOP2 0.8.3 to 0.10's form of `op2.i`: one call per element with a local buffer of the row's
+/// values, against the same loop with a whole-row kernel, for every access and both layouts.
+#[test]
+fn element_buffers_gather_and_scatter_like_whole_rows() {
+    let rt = builder().build().unwrap();
+    let (tris, nodes, map, x) = strip(&rt, 19);
+    for flattened in [false, true] {
+        // x has dim 2: entry k, component c at buf[k * 2 + c], or buf[c * 3 + k] flattened.
+        let at = |k: &str, c: &str| {
+            if flattened {
+                format!("{c} * 3 + {k}")
+            } else {
+                format!("{k} * 2 + {c}")
+            }
+        };
+        let buf = kernel(
+            "buf_k",
+            &format!(
+                "void buf_k(const double *xb, double *inc, double *rw, double *wr) {{
+                   for (int k = 0; k < 3; k++) for (int c = 0; c < 2; c++) {{
+                     inc[{0}] += xb[{0}] * (k + 1);
+                     rw[{0}] = 2.0 * rw[{0}] + 1.0;
+                     wr[{0}] = xb[{0}] + c; }} }}",
+                at("k", "c")
+            ),
+        );
+        let rows = kernel(
+            "rows_k",
+            "void rows_k(const double *x[3], double *inc[3], double *rw[3], double *wr[3]) {
+               for (int k = 0; k < 3; k++) for (int c = 0; c < 2; c++) {
+                 inc[k][c] += x[k][c] * (k + 1);
+                 rw[k][c] = 2.0 * rw[k][c] + 1.0;
+                 wr[k][c] = x[k][c] + c; } }",
+        );
+        let make = |name: &str| {
+            let v: Vec<f64> = (0..2 * nodes.size()).map(|i| (i % 5) as f64).collect();
+            (
+                rt.decl_dat_zeros::<f64>(&nodes, 2, &format!("{name}_inc"))
+                    .unwrap(),
+                rt.decl_dat(&nodes, 2, v, &format!("{name}_rw")).unwrap(),
+                rt.decl_dat_zeros::<f64>(&nodes, 2, &format!("{name}_wr"))
+                    .unwrap(),
+            )
+        };
+        let (a_inc, a_rw, a_wr) = make("a");
+        let (b_inc, b_rw, b_wr) = make("b");
+        let buffer = |d: &op2::Dat<f64>, access| {
+            if flattened {
+                d.arg_buffer_flattened(&map, access)
+            } else {
+                d.arg_buffer(&map, access)
+            }
+        };
+        rt.par_loop(
+            &buf,
+            &tris,
+            [
+                buffer(&x, READ),
+                buffer(&a_inc, INC),
+                buffer(&a_rw, RW),
+                buffer(&a_wr, WRITE),
+            ],
+        )
+        .unwrap();
+        rt.par_loop(
+            &rows,
+            &tris,
+            [
+                x.arg_row(&map, READ),
+                b_inc.arg_row(&map, INC),
+                b_rw.arg_row(&map, RW),
+                b_wr.arg_row(&map, WRITE),
+            ],
+        )
+        .unwrap();
+        for (a, b) in [(&a_inc, &b_inc), (&a_rw, &b_rw), (&a_wr, &b_wr)] {
+            assert!(
+                close(&a.to_vec().unwrap(), &b.to_vec().unwrap(), 1e-14),
+                "{}",
+                a.name()
+            );
+        }
+    }
+    // Buffers and per-entry args do not mix.
+    let b = rt.decl_dat_zeros::<f64>(&nodes, 1, "b").unwrap();
+    let k = kernel(
+        "mix",
+        "void mix(double *a, double *b, int i) { *a += 1.0; *b += i; }",
+    );
+    let e = rt
+        .par_loop(
+            &k,
+            &tris,
+            [b.arg_buffer(&map, INC), b.arg_entries(&map, INC)],
+        )
+        .unwrap_err();
+    assert!(matches!(e, Op2Error::IterationSpace { .. }), "{e}");
+}
