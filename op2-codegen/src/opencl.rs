@@ -178,6 +178,9 @@ impl Dialect for OpenCl {
                 source = s;
             }
         }
+        // C's 64-bit `long long` is OpenCL's `long`: OpenCL reserves `long long` (for 128 bits;
+        // PoCL made it so, and an int64 Dat's kernel then read and wrote past its rows).
+        let source = opencl_long_long(&source);
         open_user_names(s, sig, params_mode);
         // Always inlined: clang (PoCL's compiler) otherwise keeps a kernel such as Airfoil's
         // adt_calc a call per element ("too costly to inline"), and a loop with a call in it
@@ -185,7 +188,7 @@ impl Dialect for OpenCl {
         let _ = writeln!(
             s,
             "__attribute__((always_inline)) void {name}({});",
-            list.join(", ")
+            opencl_long_long(&list.join(", "))
         );
         s.push_str(&source);
         s.push('\n');
@@ -193,6 +196,32 @@ impl Dialect for OpenCl {
         s.push('\n');
         Ok(())
     }
+}
+
+/// `source` with every `long long` (two words, any blanks between) spelt `long`, OpenCL's
+/// 64-bit integer. Comments and literals are rewritten too, which changes nothing a kernel does.
+fn opencl_long_long(source: &str) -> String {
+    let bytes = source.as_bytes();
+    let word = |i: usize| i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_');
+    let mut out = String::with_capacity(source.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if source[i..].starts_with("long") && (i == 0 || !word(i - 1)) && !word(i + 4) {
+            let mut j = i + 4;
+            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if j > i + 4 && source[j..].starts_with("long") && !word(j + 4) {
+                out.push_str("long");
+                i = j + 4;
+                continue;
+            }
+        }
+        let c = source[i..].chars().next().expect("in bounds");
+        out.push(c);
+        i += c.len_utf8();
+    }
+    out
 }
 
 /// The address space of kernel parameter `i`'s data.
@@ -336,6 +365,16 @@ mod tests {
     use crate::device::{StagingLayout, StagingMode, StubParam};
     use crate::dialect::{DeviceCodegen, HostRange};
     use op2_core::{Access, ArgSig, Codegen, ConstSig, Kernel};
+
+    #[test]
+    fn long_long_is_opencls_long() {
+        assert_eq!(
+            opencl_long_long(
+                "unsigned long  long *x, long long y, longlong z, long q, long\nlong w"
+            ),
+            "unsigned long *x, long y, longlong z, long q, long w"
+        );
+    }
 
     #[test]
     fn rewrites_definition_and_prototype_only() {

@@ -36,6 +36,8 @@ struct KernelInner {
     /// For a kernel the runtime wrote to run fused loops: the loops' kernels, in call order,
     /// each with the parameters of this kernel it is called with.
     parts: Vec<(Kernel, Vec<usize>)>,
+    /// Whether `par_loop` compares its parameters' array bounds with the args.
+    checks_bounds: bool,
 }
 
 /// A kernel: a C99 function that works on one element. Cheap to clone; kernels are not tied to a runtime.
@@ -68,7 +70,27 @@ impl Kernel {
             params,
             identifiers,
             parts: Vec::new(),
+            checks_bounds: true,
         })))
+    }
+
+    /// A kernel like [`Kernel::new`] whose parameters' array bounds `par_loop` does not compare
+    /// with its args (element types and shapes are still checked). In a C parameter list a
+    /// bound means nothing, and PyOP2 never compared it: its programs declare `double *x[2]`
+    /// for maps of arity 4. op2rs's Python API makes its kernels this way.
+    pub fn without_bound_checks(name: &str, source: &str) -> Result<Self> {
+        let k = Kernel::new(name, source)?;
+        let inner = Arc::try_unwrap(k.0).unwrap_or_else(|_| unreachable!("just made"));
+        Ok(Kernel(Arc::new(KernelInner {
+            checks_bounds: false,
+            ..inner
+        })))
+    }
+
+    /// Whether `par_loop` compares parameters' array bounds with the args (see
+    /// [`Kernel::without_bound_checks`]).
+    pub fn checks_bounds(&self) -> bool {
+        self.0.checks_bounds
     }
 
     /// A kernel the runtime writes to run several loops' kernels as one (loop fusion): `source`
@@ -84,6 +106,7 @@ impl Kernel {
             params,
             identifiers,
             parts,
+            checks_bounds: true,
         }))
     }
 

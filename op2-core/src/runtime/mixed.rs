@@ -659,6 +659,7 @@ impl Runtime {
                 && let Some(Some(bound)) = p.bounds.first()
                 && *bound != total
                 && p.pointers == 1
+                && kernel.checks_bounds()
             {
                 return Err(Op2Error::KernelParamBound {
                     kernel: kernel.name().into(),

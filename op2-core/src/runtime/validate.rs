@@ -246,10 +246,11 @@ pub(crate) fn check_param(
         match (s.kind, p.pointers, &p.bounds[..]) {
             // An array of pointers (`double *x[3]`, `double **x`), one per map entry.
             (ArgKind::Row { arity, .. }, 1, [bound]) => {
-                if let Some(b) = *bound {
-                    if b != arity {
-                        return Err(bound_error("pointers", b, arity));
-                    }
+                if let Some(b) = *bound
+                    && kernel.checks_bounds()
+                    && b != arity
+                {
+                    return Err(bound_error("pointers", b, arity));
                 }
             }
             (ArgKind::Row { .. }, 2, []) => {}
@@ -257,10 +258,11 @@ pub(crate) fn check_param(
             // A pointer to the `dim` values (`double *x`, `double x[2]`).
             (_, 1, []) => {}
             (_, 0, [bound]) => {
-                if let Some(b) = *bound {
-                    if b != s.dim {
-                        return Err(bound_error("values", b, s.dim));
-                    }
+                if let Some(b) = *bound
+                    && kernel.checks_bounds()
+                    && b != s.dim
+                {
+                    return Err(bound_error("values", b, s.dim));
                 }
             }
             _ => return Err(shape_error("a pointer")),

@@ -789,3 +789,61 @@ fn indirect_reads_of_huge_rows_sum_correctly() {
         .collect();
     assert_eq!(got.unwrap(), expected);
 }
+
+/// A kernel spelling C's 64-bit integers `long long` (as PyOP2's `ctype` of int64 does) on
+/// every backend: OpenCL reserves `long long` for 128 bits, so its code spells them `long`.
+#[test]
+fn long_long_kernels_read_and_write_64_bit_rows() {
+    let rt = op2_test_support::rt();
+    let s = rt.decl_set(40, "s").unwrap();
+    let x = rt
+        .decl_dat(&s, 1, (0..40i64).map(|i| i << 33).collect::<Vec<_>>(), "x")
+        .unwrap();
+    let y = rt.decl_dat_zeros::<u64>(&s, 2, "y").unwrap();
+    let k = op2_test_support::kernel(
+        "wide",
+        "void wide(long long *x, unsigned long long *y) { y[0] = (unsigned long long)*x + 1; y[1] = 7; *x = *x * 3; }",
+    );
+    rt.par_loop(&k, &s, [x.arg(op2::RW), y.arg(op2::WRITE)])
+        .unwrap();
+    let want: Vec<i64> = (0..40i64).map(|i| (i << 33) * 3).collect();
+    assert_eq!(x.to_vec().unwrap(), want);
+    let yw: Vec<u64> = (0..40u64).flat_map(|i| [(i << 33) + 1, 7]).collect();
+    assert_eq!(y.to_vec().unwrap(), yw);
+}
+
+/// PyOP2's leniency, asked for: a kernel made without bound checks runs with a whole-row
+/// parameter declared `double *x[2]` for a map of arity 4; an ordinary kernel is refused.
+#[test]
+fn bounds_are_compared_unless_the_kernel_says_not_to() {
+    let rt = op2_test_support::rt();
+    let cells = rt.decl_set(2, "cells").unwrap();
+    let nodes = rt.decl_set(6, "nodes").unwrap();
+    let m = rt
+        .decl_map(&cells, &nodes, 4, vec![0, 1, 2, 3, 2, 3, 4, 5], "m")
+        .unwrap();
+    let x = rt
+        .decl_dat(&nodes, 1, (0..6).map(f64::from).collect::<Vec<_>>(), "x")
+        .unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&cells, 1, "y").unwrap();
+    let src =
+        "void sum4(const double *x[2], double *y) { *y = x[0][0] + x[1][0] + x[2][0] + x[3][0]; }";
+    let strict = op2::Kernel::new("sum4", src).unwrap();
+    let e = rt
+        .par_loop(
+            &strict,
+            &cells,
+            [x.arg_row(&m, op2::READ), y.arg(op2::WRITE)],
+        )
+        .unwrap_err();
+    assert!(matches!(e, op2::Op2Error::KernelParamBound { .. }), "{e}");
+    let lenient = op2::Kernel::without_bound_checks("sum4", src).unwrap();
+    assert!(!lenient.checks_bounds());
+    rt.par_loop(
+        &lenient,
+        &cells,
+        [x.arg_row(&m, op2::READ), y.arg(op2::WRITE)],
+    )
+    .unwrap();
+    assert_eq!(y.to_vec().unwrap(), vec![6.0, 14.0]);
+}
