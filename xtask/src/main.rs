@@ -96,6 +96,13 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         required: true,
     },
     SystemDep {
+        what: "Python's venv module and headers",
+        check: "python3 -m venv --help >/dev/null 2>&1",
+        packages: &["python3-venv", "python3-dev"],
+        why: "the op2rs Python package is built (maturin, numpy from PyPI) and tested in a venv",
+        required: true,
+    },
+    SystemDep {
         what: "Python with h5py and meshio",
         check: FILE_TOOLS_CHECK,
         packages: &["python3-h5py", "python3-meshio"],
@@ -126,6 +133,50 @@ fn nvrtc() -> Option<PathBuf> {
     }
     let d = nvrtc_dir();
     d.join("libnvrtc.so.12").exists().then_some(d)
+}
+
+/// The op2rs Python package: built from `python/` into a venv under `target/` (maturin and
+/// numpy from PyPI), then its pytest suite on every host backend and the CUDA emulator, and
+/// on OpenCL where the driver is there.
+fn python_tests(features: &[&str]) -> Result<(), String> {
+    let venv = root().join("target/pyenv");
+    if !venv.join("bin/python").exists() {
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    }
+    let py = venv.join("bin/python");
+    run(Command::new(&py).args([
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "maturin>=1.5,<2",
+        "numpy",
+        "pytest",
+    ]))?;
+    run(Command::new(&py)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--force-reinstall",
+            "--no-deps",
+        ])
+        .arg(root().join("python")))?;
+    let mut backends = vec!["sequential", "openmp", "cuda-emulator"];
+    if features.contains(&"opencl") {
+        backends.push("opencl");
+    }
+    for b in backends {
+        // From outside `python/`, so that the installed package (with its native module) is
+        // the one imported.
+        run(Command::new(&py)
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+            .arg(root().join("python/tests"))
+            .current_dir(root().join("target"))
+            .env("OP2RS_TEST_BACKEND", b))?;
+    }
+    Ok(())
 }
 
 /// Installs NVRTC from PyPI (pip, itself from apt when missing).
@@ -466,6 +517,7 @@ fn test(args: &[String]) -> Result<(), String> {
         .flat_map(|b| ["--require".to_string(), b.to_string()])
         .collect();
     conformance::run(&required)?;
+    python_tests(&features)?;
     // The GPU check's bundle, run on the CUDA emulator, so that it works when a GPU is lent.
     let bundle = root().join("target/gpu-check-ci");
     gpu::bundle(&bundle, false)?;

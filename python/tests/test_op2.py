@@ -1,0 +1,201 @@
+"""PyOP2's API over op2-rs: every class and access mode, direct and indirect loops, reductions,
+whole-row args, both local-iteration-space forms, laziness, NumPy views and errors. Expected
+values are computed here with NumPy."""
+
+import numpy as np
+import pytest
+
+from op2rs import op2
+
+
+def chain(n):
+    """n edges over n + 1 nodes, edge e joining nodes e and e + 1."""
+    nodes = op2.Set(n + 1, "nodes")
+    edges = op2.Set(n, "edges")
+    e2n = op2.Map(edges, nodes, 2, np.array([[e, e + 1] for e in range(n)]), "e2n")
+    return nodes, edges, e2n
+
+
+def test_direct_loops_every_access_and_type():
+    s = op2.Set(50, "s")
+    for dtype in ["float64", "float32", "int32", "uint32", "int64", "uint64"]:
+        x = op2.Dat(s, np.arange(50, dtype=dtype), dtype, "x")
+        y = op2.Dat(s ** 2, dtype=dtype, name="y")
+        ctype = {"float64": "double", "float32": "float", "int32": "int", "uint32": "unsigned int",
+                 "int64": "long long", "uint64": "unsigned long"}[dtype]
+        k = op2.Kernel("void dk(%s *x, %s *y) { y[0] = 2 * *x; y[1] = *x + 1; *x = *x * 3; }"
+                       % (ctype, ctype), "dk")
+        op2.par_loop(k, s, x(op2.RW), y(op2.WRITE))
+        base = np.arange(50, dtype=dtype)
+        assert x.data_ro.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(x.data_ro, base * 3)
+        np.testing.assert_array_equal(y.data_ro[:, 0], base * 2)
+        np.testing.assert_array_equal(y.data_ro[:, 1], base + 1)
+        assert y.data_ro.shape == (50, 2) and y.shape == (50, 2)
+
+
+def test_indirect_reads_and_increments_through_map_entries_and_rows():
+    n = 37
+    nodes, edges, e2n = chain(n)
+    x0 = np.sin(np.arange(n + 1))
+    x = op2.Dat(nodes, x0, np.float64, "x")
+    acc = op2.Dat(nodes, name="acc")
+    mid = op2.Dat(edges, name="mid")
+    op2.par_loop(op2.Kernel("void m(const double *a, const double *b, double *y) "
+                            "{ *y = 0.5 * (*a + *b); }", "m"),
+                 edges, x(op2.READ, e2n[0]), x(op2.READ, e2n[1]), mid(op2.WRITE))
+    op2.par_loop(op2.Kernel("void sp(const double *y, double *a[2]) "
+                            "{ a[0][0] += *y; a[1][0] += 2.0 * *y; }", "sp"),
+                 edges, mid(op2.READ), acc(op2.INC, e2n))
+    want_mid = 0.5 * (x0[:-1] + x0[1:])
+    np.testing.assert_allclose(mid.data_ro, want_mid, rtol=1e-15)
+    want = np.zeros(n + 1)
+    want[:-1] += want_mid
+    want[1:] += 2.0 * want_mid
+    np.testing.assert_allclose(acc.data_ro, want, rtol=1e-13)
+
+
+def test_reductions_inc_min_max():
+    s = op2.Set(100, "s")
+    v = np.cos(np.arange(100.0))
+    x = op2.Dat(s, v, name="x")
+    total = op2.Global(1, 0.5, name="total")
+    lo = op2.Global(1, 10.0, name="lo")
+    hi = op2.Global(1, -10.0, name="hi")
+    op2.par_loop(op2.Kernel("void red(const double *x, double *t, double *lo, double *hi) "
+                            "{ *t += *x; if (*x < *lo) *lo = *x; if (*x > *hi) *hi = *x; }", "red"),
+                 s, x(op2.READ), total(op2.INC), lo(op2.MIN), hi(op2.MAX))
+    assert total.data[0] == pytest.approx(0.5 + v.sum(), rel=1e-13)
+    assert lo.data[0] == v.min() and hi.data[0] == v.max()
+    total.data = [1.0]
+    assert total.data_ro[0] == 1.0
+
+
+def test_consts_are_read_by_name_and_can_change():
+    s = op2.Set(10, "s")
+    alpha = op2.Const(1, 2.5, "alpha_py", dtype=np.float64)
+    x = op2.Dat(s, np.ones(10), name="x")
+    k = op2.Kernel("void sc(double *x) { *x *= alpha_py; }", "sc")
+    op2.par_loop(k, s, x(op2.RW))
+    alpha.data = 4.0
+    op2.par_loop(k, s, x(op2.RW))
+    np.testing.assert_array_equal(x.data_ro, np.full(10, 10.0))
+    with pytest.raises(op2.Const.NonUniqueNameError):
+        op2.Const(1, 1.0, "alpha_py")
+
+
+def test_whole_row_bounds_are_not_compared_as_pyop2_never_did():
+    # PyOP2's demos declare `double *x[2]` for maps of arity 4: the bound means nothing in C.
+    cells = op2.Set(3, "cells")
+    nodes = op2.Set(8, "nodes")
+    c2n = op2.Map(cells, nodes, 4, np.array([0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7]), "c2n")
+    x = op2.Dat(nodes, np.arange(8.0), name="x")
+    y = op2.Dat(cells, name="y")
+    op2.par_loop(op2.Kernel("void four(double *x[2], double *y) "
+                            "{ *y = x[0][0] + x[1][0] + x[2][0] + x[3][0]; }", "four"),
+                 cells, x(op2.READ, c2n), y(op2.WRITE))
+    np.testing.assert_array_equal(y.data_ro, [6.0, 14.0, 22.0])
+
+
+def test_local_iteration_spaces_per_point_and_per_element():
+    n = 11
+    nodes, edges, e2n = chain(n)
+    w = op2.Dat(edges, np.arange(1.0, n + 1), name="w")
+    # PyOP2 0.8.2: called per point with a trailing int index.
+    a = op2.Dat(nodes, name="a")
+    op2.par_loop(op2.Kernel("void pp(double *b, const double *w, int i) { *b += (i + 1) * *w; }",
+                            "pp"), edges, a(op2.INC, e2n[op2.i[0]]), w(op2.READ))
+    # PyOP2 0.8.3 to 0.10: called once per element with a buffer.
+    b = op2.Dat(nodes, name="b")
+    op2.par_loop(op2.Kernel("void pe(double *b, const double *w) "
+                            "{ for (int i = 0; i < 2; i++) b[i] += (i + 1) * *w; }", "pe"),
+                 edges, b(op2.INC, e2n[op2.i[0]]), w(op2.READ))
+    want = np.zeros(n + 1)
+    want[:-1] += np.arange(1.0, n + 1)
+    want[1:] += 2 * np.arange(1.0, n + 1)
+    np.testing.assert_allclose(a.data_ro, want)
+    np.testing.assert_allclose(b.data_ro, want)
+
+
+def test_views_share_op2_memory_force_and_are_seen_by_later_loops():
+    s = op2.Set(20, "s")
+    x = op2.Dat(s, np.arange(20.0), name="x")
+    k = op2.Kernel("void inc1(double *x) { *x += 1.0; }", "inc1")
+    op2.par_loop(k, s, x(op2.RW))
+    # Reading forces the pending loop.
+    np.testing.assert_array_equal(x.data_ro, np.arange(20.0) + 1)
+    # No copy: two views are one memory.
+    d1, d2 = x.data, x.data_ro
+    assert np.shares_memory(d1, d2)
+    d1[3] = 100.0
+    op2.par_loop(k, s, x(op2.RW))
+    assert x.data_ro[3] == 101.0
+    # A view handed out before a loop is read-only afterwards; read-only views refuse writes.
+    with pytest.raises(ValueError):
+        d1[0] = 1.0
+    with pytest.raises(ValueError):
+        x.data_ro[0] = 1.0
+
+
+def test_loops_are_lazy_until_their_data_is_read():
+    s = op2.Set(5, "s")
+    x = op2.Dat(s, np.zeros(5), name="x")
+    y = op2.Dat(s, np.zeros(5), name="y")
+    k = op2.Kernel("void one(double *x) { *x += 1.0; }", "one")
+    rt = op2._state["runtime"]
+    rt.flush()
+    assert op2.par_loop(k, s, x(op2.RW)) is True
+    assert op2.par_loop(k, s, y(op2.RW)) is True
+    assert rt.pending() == 2
+    x.data_ro
+    assert rt.pending() == 1  # only x's loop ran
+    y.data_ro
+    assert rt.pending() == 0
+
+
+def test_copy_zero_and_dat_from_dat():
+    s = op2.Set(7, "s")
+    x = op2.Dat(s ** 3, np.arange(21.0), name="x")
+    y = op2.Dat(x)
+    np.testing.assert_array_equal(y.data_ro, x.data_ro)
+    assert y.name == "copy_of_x"
+    x.zero()
+    assert not x.data_ro.any() and y.data_ro.any()
+
+
+def test_pyop2_errors():
+    nodes, edges, e2n = chain(4)
+    x = op2.Dat(nodes, name="x")
+    with pytest.raises(op2.MapValueError):
+        op2.Map(edges, nodes, 2, [0, 1, 1, 2, 2, 3, 3, 9], "bad")
+    with pytest.raises(op2.DataValueError):
+        op2.Map(edges, nodes, 2, [0, 1], "short")
+    with pytest.raises(op2.DataValueError):
+        op2.Dat(nodes, [1.0, 2.0], name="short")
+    with pytest.raises(op2.DataTypeError):
+        op2.Dat(nodes, dtype=np.complex128)
+    with pytest.raises(op2.ModeValueError):
+        x(op2.MIN)
+    with pytest.raises(op2.ModeValueError):
+        op2.Access("FOO")
+    with pytest.raises(op2.IndexValueError):
+        e2n[2]
+    with pytest.raises(op2.IndexTypeError):
+        e2n["a"]
+    with pytest.raises(op2.MapValueError):
+        op2.Dat(edges, name="e")(op2.READ, e2n)
+    with pytest.raises(op2.SizeTypeError):
+        op2.Set("ten")
+    with pytest.raises(op2.NameTypeError):
+        op2.Set(3, 7)
+    with pytest.raises(op2.SetTypeError):
+        op2.par_loop(op2.Kernel("void z(double *x) { }", "z"), "nodes", x(op2.RW))
+    with pytest.raises(op2.MapValueError):
+        op2.par_loop(op2.Kernel("void z(double *x) { }", "z"), edges, x(op2.RW))
+    with pytest.raises(op2.CompilationError) as e:
+        op2.par_loop(op2.Kernel("void broken(double *x) { *x = undeclared; }", "broken"),
+                     nodes, x(op2.RW))
+    assert "undeclared" in str(e.value)
+    # Still usable afterwards.
+    op2.par_loop(op2.Kernel("void fine(double *x) { *x = 1.0; }", "fine"), nodes, x(op2.WRITE))
+    assert x.data_ro.sum() == 5.0
