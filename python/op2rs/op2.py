@@ -516,6 +516,7 @@ class Dat:
             a = a[: self._dataset.size]
         a = a.reshape(a.shape[:1]) if self.cdim == 1 else a.reshape((a.shape[0],) + self.dim)
         if writable:
+            self._views = [w for w in self._views if w() is not None]
             self._views.append(weakref.ref(a))
         return a
 
