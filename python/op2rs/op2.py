@@ -126,8 +126,14 @@ _KINDS = {
     "KernelParamShape": KernelTypeError,
     "KernelParamBound": KernelTypeError,
     "TypeMismatch": KernelTypeError,
-    "InvalidName": NameTypeError,
+    "InvalidIdentifier": NameTypeError,
+    "ReservedIdentifier": NameTypeError,
     "NameClash": NameTypeError,
+    "DimMismatch": DataValueError,
+    "InvalidArg": MapValueError,
+    "UnknownBackend": ImportError,
+    "BackendUnavailable": ImportError,
+    "BackendNotEnabled": ImportError,
 }
 
 
@@ -211,17 +217,21 @@ def init(**kwargs):
             raise RuntimeError("Changing the backend is not possible once set.")
         _state["config"].update(kwargs)
         return
-    _state["config"].update(kwargs)
     name = backend or "sequential"
     rs_name = _BACKENDS.get(name, name)
+    # A backend that cannot start is PyOP2's ImportError, and leaves the configuration as it was.
     _state["runtime"] = _call(_op2.PyRuntime, rs_name, kwargs.get("lazy_evaluation", True))
+    _state["config"].update(kwargs)
     _state["backend"] = name
 
 
 def exit():
-    """Finalises op2: pending loops are not run (PyOP2's rule)."""
+    """Finalises op2. Unlike PyOP2, which dropped them, loops still pending run first (op2-rs
+    finishes what was recorded when its runtime goes)."""
+    if _state["runtime"] is not None:
+        _state["finalised"] = True
     _state["runtime"] = None
-    _state["finalised"] = True
+    _state["config"] = {}
 
 
 def initialised():
@@ -266,8 +276,13 @@ class Set:
             if not all(isinstance(s, (int, np.integer)) for s in size):
                 raise TypeError("Set sizes must be ints")
             sizes = [int(s) for s in size]
+        elif size is None:
+            raise ValueError("Set needs a size: an int or four ints")
         else:
             raise SizeTypeError("size must be int or a list of four ints")
+        if layers is not None and layers != 1:
+            raise NotImplementedError(
+                "extruded sets (Set(..., layers=)) are not in op2rs's Python API yet")
         if any(b < a for a, b in zip(sizes, sizes[1:])) or sizes[0] < 0:
             raise SizeTypeError("Set sizes must be non-decreasing and non-negative")
         self._name = _name("set", name)
@@ -314,7 +329,8 @@ class DataSet:
             raise SetTypeError("iter_set must be a Set")
         if isinstance(dim, (int, np.integer)):
             dim = (int(dim),)
-        elif isinstance(dim, (tuple, list)):
+        elif isinstance(dim, (tuple, list)) and all(
+                isinstance(d, (int, np.integer)) for d in dim):
             dim = tuple(int(d) for d in dim)
         else:
             raise DimTypeError("dim must be an int, tuple or list")
@@ -367,21 +383,24 @@ class Map:
             raise ArityTypeError("arity must be an int")
         self._iterset, self._toset, self._arity = iterset, toset, int(arity)
         self._name = _name("map", name)
-        self._offset = None if offset is None else np.asarray(offset, dtype=np.int32)
+        if offset is not None or bt_masks is not None:
+            raise NotImplementedError("extruded maps (offset=) are not in op2rs's Python API yet")
+        self._offset = None
         self._parent = parent
         if values is None:
             self._native = None
             return
         try:
             v = np.asarray(values, dtype=np.int32)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise DataValueError("Map values must be ints") from None
         if v.size != iterset.total_size * self._arity:
             raise DataValueError(
                 "Map %s: %d values, but %d rows x arity %d are needed"
                 % (self._name, v.size, iterset.total_size, self._arity))
-        # op2-rs keeps the rows a loop runs (owned and exec halo); PyOP2 takes every row.
-        rows = np.ascontiguousarray(v.reshape(-1, self._arity)[: iterset.exec_size]).ravel()
+        # op2-rs keeps the rows a loop runs (owned and exec halo); PyOP2 keeps every row.
+        self._values = v.reshape(-1, self._arity)
+        rows = np.ascontiguousarray(self._values[: iterset.exec_size]).ravel()
         self._native = _call(rt.decl_map, iterset._native, toset._native, self._arity, rows,
                              self._name)
 
@@ -405,7 +424,7 @@ class Map:
     def _values_all(self):
         if self._native is None:
             raise MapValueError("Map %s has no values" % self._name)
-        return self._native.values()
+        return self._values
 
     def __getitem__(self, index):
         if isinstance(index, IterationIndex):
@@ -508,6 +527,10 @@ class Dat:
                 raise MapValueError("To Set of Map does not match Set of Dat.")
             if m._native is None and m.iterset.total_size > 0:
                 raise MapValueError("Map %s has no values" % m.name)
+        if flatten and self.cdim > 1 and m is not None:
+            if not (isinstance(path, _MapPath) and isinstance(path.index, IterationIndex)):
+                raise NotImplementedError(
+                    "flatten=True on a map or map[k] arg of a Dat of dim > 1 is not in op2rs yet")
         return _Arg(self, access, path, flatten)
 
     def _view(self, writable, halos):
@@ -549,6 +572,7 @@ class Dat:
 
     def zero(self):
         _call(self._native.zero)
+        self._used()
 
     def copy(self, other):
         par_loop(_copy_kernel(self), self._dataset.set, self(READ), other(WRITE))
@@ -608,7 +632,11 @@ class Global:
     @property
     def data(self):
         """The values, after the loops writing them ran (a copy: set ``data`` to change them)."""
-        return _call(self._native.value).reshape(self._dim)
+        a = _call(self._native.value).reshape(self._dim)
+        # A copy: read-only, so that a write meant for the Global raises instead of vanishing
+        # (assign `data` to change the values).
+        a.flags.writeable = False
+        return a
 
     @data.setter
     def data(self, value):
@@ -634,7 +662,9 @@ class Const:
         self._name = _name("const", name)
         self._dtype = _dtype(dtype, data)
         cdim = int(np.prod(self._dim))
-        vals = _values(data, self._dtype, cdim, "Const %s" % self._name)
+        self._has_data = data is not None
+        vals = np.zeros(cdim, self._dtype) if data is None else _values(
+            data, self._dtype, cdim, "Const %s" % self._name)
         self._native = _call(rt.decl_const, cdim, self._dtype.name, vals, self._name)
 
     dim = property(lambda self: self._dim)
@@ -644,11 +674,16 @@ class Const:
 
     @property
     def data(self):
+        if not self._has_data:
+            raise RuntimeError("Illegal access: no data associated with Const %s" % self._name)
         return _call(self._native.value).reshape(self._dim)
 
     @data.setter
     def data(self, value):
+        # Unlike PyOP2, loops recorded before this still see the old values (op2-rs runs them
+        # first, as if they had run at their call).
         _call(self._native.set_value, _values(value, self._dtype, self.cdim, "Const"))
+        self._has_data = True
 
 
 # --- Kernels and loops -----------------------------------------------------------------------
@@ -662,10 +697,10 @@ class Kernel:
     def __new__(cls, code, name, opts=None, include_dirs=None):
         if not isinstance(name, str):
             raise NameTypeError("name must be of type str")
+        _rt()
         key = (code, name)
         k = _kernels.get(key)
         if k is None:
-            _rt()
             k = object.__new__(cls)
             k._code, k._name = code, name
             k._native = _call(_op2.Kernel, code, name)
@@ -694,6 +729,9 @@ def _native_arg(a, per_point):
         # PyOP2 0.8.2 called per point with trailing int indices; 0.8.3 to 0.10 once per
         # element with a local buffer. The kernel's parameters say which.
         if per_point:
+            if a.flatten and dat.cdim > 1:
+                raise NotImplementedError(
+                    "per-point (0.8.2) kernels over flattened Dats of dim > 1 are not in op2rs yet")
             return ("dat", dat._native, a.access._code, "entries", m._native, 0)
         how = "buffer_flat" if a.flatten else "buffer"
         return ("dat", dat._native, a.access._code, how, m._native, 0)

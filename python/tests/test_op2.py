@@ -72,6 +72,8 @@ def test_reductions_inc_min_max():
 
 
 def test_consts_are_read_by_name_and_can_change():
+    # Loops recorded before a Const changes see its old value (op2-rs's rule; PyOP2's lazy
+    # mode gave queued loops the new one): here 1 * 2.5 * 4.
     s = op2.Set(10, "s")
     alpha = op2.Const(1, 2.5, "alpha_py", dtype=np.float64)
     x = op2.Dat(s, np.ones(10), name="x")
@@ -160,7 +162,10 @@ def test_copy_zero_and_dat_from_dat():
     np.testing.assert_array_equal(y.data_ro, x.data_ro)
     assert y.name == "copy_of_x"
     x.zero()
-    assert not x.data_ro.any() and y.data_ro.any()
+    assert not x.data_ro.any()
+    np.testing.assert_array_equal(y.data_ro, np.arange(21.0).reshape(7, 3))
+    assert y.data_ro.shape == (7, 3)
+    assert y._native.carrier_id != x._native.carrier_id
 
 
 def test_pyop2_errors():
@@ -199,3 +204,55 @@ def test_pyop2_errors():
     # Still usable afterwards.
     op2.par_loop(op2.Kernel("void fine(double *x) { *x = 1.0; }", "fine"), nodes, x(op2.WRITE))
     assert x.data_ro.sum() == 5.0
+
+
+def test_dtypes_are_inferred_as_numpy_infers_them():
+    s = op2.Set(3, "s")
+    assert op2.Dat(s, [1, 2, 3]).dtype == np.dtype("int64")
+    assert op2.Dat(s, [1.0, 2.0, 3.0]).dtype == np.dtype("float64")
+    assert op2.Dat(s).dtype == np.dtype("float64")
+    assert op2.Global(1, 2).dtype == np.dtype("int64")
+
+
+def test_halo_sizes_and_map_values_with_halo():
+    s = op2.Set([2, 3, 4, 5], "halo_set")
+    assert (s.core_size, s.size, s.exec_size, s.total_size) == (2, 3, 4, 5)
+    t = op2.Set(6, "t")
+    m = op2.Map(s, t, 1, [5, 4, 3, 2, 1], "m")
+    np.testing.assert_array_equal(m.values, [[5], [4], [3]])
+    np.testing.assert_array_equal(m.values_with_halo, [[5], [4], [3], [2], [1]])
+    d = op2.Dat(s ** 2, np.arange(10.0), name="d")
+    assert d.data_ro.shape == (3, 2) and d.data_ro_with_halos.shape == (5, 2)
+
+
+def test_empty_sets_globals_kernels_and_lifecycle():
+    e = op2.Set(0, "empty")
+    x = op2.Dat(e, name="x")
+    op2.par_loop(op2.Kernel("void nothing(double *x) { *x = 1.0; }", "nothing"), e, x(op2.WRITE))
+    assert x.data_ro.shape == (0,)
+    g = op2.Global(1, 3.0, name="g")
+    with pytest.raises(ValueError):
+        g.data[0] = 1.0  # a copy: change it by assigning data
+    g.data = [4.0]
+    assert g.data[0] == 4.0
+    k1 = op2.Kernel("void same(double *x) { }", "same")
+    assert op2.Kernel("void same(double *x) { }", "same") is k1
+    c = op2.Const(1, name="no_data_yet")
+    with pytest.raises(RuntimeError):
+        c.data
+    assert op2.initialised()
+    with pytest.raises(RuntimeError):
+        op2.init(backend="some-other-backend")
+    with pytest.raises(ValueError):
+        op2.Set()
+
+
+def test_forms_not_there_yet_say_so():
+    nodes, edges, e2n = chain(3)
+    x = op2.Dat(nodes ** 2, name="x")
+    with pytest.raises(NotImplementedError):
+        x(op2.READ, e2n, flatten=True)
+    with pytest.raises(NotImplementedError):
+        op2.Set(3, "layered", layers=4)
+    with pytest.raises(NotImplementedError):
+        op2.Map(edges, nodes, 2, [0, 1, 1, 2, 2, 3], "off", offset=[1, 1])
