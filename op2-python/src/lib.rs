@@ -561,6 +561,7 @@ impl PyRuntime {
                         "entries" => d.arg_entries(&need(map)?, acc),
                         "buffer" => d.arg_buffer(&need(map)?, acc),
                         "buffer_flat" => d.arg_buffer_flattened(&need(map)?, acc),
+                        "row_flat" => d.arg_row_flattened(&need(map)?, acc),
                         other => {
                             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                                 "unknown arg form {other}"

@@ -527,10 +527,10 @@ class Dat:
                 raise MapValueError("To Set of Map does not match Set of Dat.")
             if m._native is None and m.iterset.total_size > 0:
                 raise MapValueError("Map %s has no values" % m.name)
-        if flatten and self.cdim > 1 and m is not None:
-            if not (isinstance(path, _MapPath) and isinstance(path.index, IterationIndex)):
-                raise NotImplementedError(
-                    "flatten=True on a map or map[k] arg of a Dat of dim > 1 is not in op2rs yet")
+        if flatten and self.cdim > 1 and isinstance(path, _MapPath) and isinstance(
+                path.index, int):
+            raise NotImplementedError(
+                "flatten=True on a map[k] arg of a Dat of dim > 1 is not in op2rs yet")
         return _Arg(self, access, path, flatten)
 
     def _view(self, writable, halos):
@@ -737,7 +737,9 @@ def _native_arg(a, per_point):
         return ("dat", dat._native, a.access._code, how, m._native, 0)
     if isinstance(path, _MapPath):
         return ("dat", dat._native, a.access._code, "entry", m._native, path.index)
-    return ("dat", dat._native, a.access._code, "row", m._native, 0)
+    # flatten=True: one pointer per value, component-major (the same as a row for dim 1).
+    how = "row_flat" if a.flatten and dat.cdim > 1 else "row"
+    return ("dat", dat._native, a.access._code, how, m._native, 0)
 
 
 def par_loop(kernel, iterset, *args):

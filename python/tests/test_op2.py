@@ -247,11 +247,26 @@ def test_empty_sets_globals_kernels_and_lifecycle():
         op2.Set()
 
 
+def test_flattened_whole_rows_as_ffc_takes_coordinates():
+    # PyOP2's `coords(op2.READ, elem_node, flatten=True)`: x[c * arity + k], here arity 2, dim 2.
+    n = 6
+    nodes, edges, e2n = chain(n)
+    xy = np.array([[i, i * i] for i in range(n + 1)], dtype=np.float64)
+    coords = op2.Dat(nodes ** 2, xy, name="coords")
+    length = op2.Dat(edges, name="length")
+    op2.par_loop(op2.Kernel("void len2(const double *x[4], double *l) {"
+                            " double dx = x[1][0] - x[0][0], dy = x[3][0] - x[2][0];"
+                            " *l = dx * dx + dy * dy; }", "len2"),
+                 edges, coords(op2.READ, e2n, flatten=True), length(op2.WRITE))
+    d = xy[1:] - xy[:-1]
+    np.testing.assert_allclose(length.data_ro, (d * d).sum(axis=1))
+
+
 def test_forms_not_there_yet_say_so():
     nodes, edges, e2n = chain(3)
     x = op2.Dat(nodes ** 2, name="x")
     with pytest.raises(NotImplementedError):
-        x(op2.READ, e2n, flatten=True)
+        x(op2.READ, e2n[0], flatten=True)
     with pytest.raises(NotImplementedError):
         op2.Set(3, "layered", layers=4)
     with pytest.raises(NotImplementedError):

@@ -79,6 +79,11 @@ pub enum PerEntry {
         /// Component-major.
         flattened: bool,
     },
+    /// A Dat through a whole map row as `arity * dim` pointers, one per value, component-major
+    /// (`x[c * arity + k]` points at component `c` of entry `k`: PyOP2's `dat(access, map,
+    /// flatten=True)`, as FFC's kernels take coordinates). The kernel reads and writes through
+    /// them as through a whole row.
+    FlatRow,
 }
 
 impl Arg {
@@ -241,6 +246,15 @@ impl<T: Scalar> Dat<T> {
     pub fn arg_buffer_flattened(&self, map: &Map, access: Access) -> Arg {
         let mut a = self.arg_row(map, access);
         a.per_entry = Some(PerEntry::Buffer { flattened: true });
+        a
+    }
+
+    /// Whole-row arg with one pointer per value, component-major (PyOP2's `dat(access, map,
+    /// flatten=True)`): the kernel's `T *x[arity * dim]` has `x[c * arity + k]` pointing at
+    /// component `c` of row `map[e][k]`. [`PerEntry::FlatRow`].
+    pub fn arg_row_flattened(&self, map: &Map, access: Access) -> Arg {
+        let mut a = self.arg_row(map, access);
+        a.per_entry = Some(PerEntry::FlatRow);
         a
     }
 

@@ -231,10 +231,12 @@ impl Runtime {
         };
         let kernel = joined.as_ref().unwrap_or(kernel);
         // Buffers (one call per element) before entries (one per entry): not in one loop.
-        let (buffers, args) = if args
-            .iter()
-            .any(|a| matches!(a.per_entry, Some(crate::arg::PerEntry::Buffer { .. })))
-        {
+        let (buffers, args) = if args.iter().any(|a| {
+            matches!(
+                a.per_entry,
+                Some(crate::arg::PerEntry::Buffer { .. } | crate::arg::PerEntry::FlatRow)
+            )
+        }) {
             let (k, args) = self.lower_buffers(kernel, args)?;
             (Some(k), args)
         } else {

@@ -16,9 +16,14 @@ use std::fmt::Write;
 /// How the runtime's kernels hand a pointer to the user's parameter, whatever its spelling
 /// (`const`, arrays): through `void *` in C, CUDA's `op2_any` in C++, as it is in OpenCL (whose
 /// address spaces a `void *` would lose).
+/// `OP2_TYPEOF(p + 0)` is the type of pointer `p` (with its OpenCL address space), for local
+/// arrays of pointers into an arg's data.
 pub(crate) const PASS_MACRO: &str = "#ifndef OP2_PASS\n#if defined(__cplusplus)\n\
-    #define OP2_PASS(x) op2_any{(void *)(x)}\n#elif defined(__OPENCL_VERSION__)\n\
-    #define OP2_PASS(x) (x)\n#else\n#define OP2_PASS(x) ((void *)(x))\n#endif\n#endif\n";
+    #define OP2_PASS(x) op2_any{(void *)(x)}\n#define OP2_TYPEOF(x) decltype(x)\n\
+    #elif defined(__OPENCL_VERSION__)\n\
+    #define OP2_PASS(x) (x)\n#define OP2_TYPEOF(x) __typeof__(x)\n\
+    #else\n#define OP2_PASS(x) ((void *)(x))\n#define OP2_TYPEOF(x) __typeof__(x)\n\
+    #endif\n#endif\n";
 
 /// `kernel`'s source, after a declaration that makes it `static` and inline (`extra`, say an
 /// always-inline attribute, before `void`): the runtime's kernels call it in their loops, and a
@@ -142,9 +147,39 @@ impl Runtime {
                     call.push(format!("OP2_PASS({p}_b)"));
                     positions.push(usize::MAX);
                 }
+                (
+                    Some(PerEntry::FlatRow),
+                    ArgTarget::Dat {
+                        carrier,
+                        via: Via::Row(m),
+                    },
+                ) => {
+                    if let Some(d) = kernel.params().and_then(|p| p[i].dtype)
+                        && d != dtype
+                    {
+                        return Err(Op2Error::TypeMismatch {
+                            kernel: kernel.name().into(),
+                            arg: i,
+                            object: carrier.name.clone(),
+                            declared: kernel.params().expect("read")[i].text.clone(),
+                            declared_by: "the kernel parameter",
+                            actual: dtype,
+                        });
+                    }
+                    let (n, d) = (m.arity(), carrier.dim);
+                    params.push(format!("{ctype} **{p}"));
+                    let _ = writeln!(
+                        before,
+                        "  OP2_TYPEOF({p}[0] + 0) {p}_f[{}];\n  for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = 0; op2_c < {d}; ++op2_c) {p}_f[op2_c * {n} + op2_k] = {p}[op2_k] + op2_c;",
+                        n * d
+                    );
+                    call.push(format!("OP2_PASS({p}_f)"));
+                    // The pointers point into the arg's own data.
+                    positions.push(i);
+                }
                 (Some(_), _) => {
                     return Err(bad(format!(
-                        "arg {i}: a buffer only through a whole map row"
+                        "arg {i}: a buffer or flattened row only through a whole map row"
                     )));
                 }
                 (None, _) => {
@@ -366,7 +401,9 @@ impl Runtime {
                     params.push(format!("{ctype} *{}{p}", if row { "*" } else { "" }));
                     call.push(format!("OP2_PASS({p})"));
                 }
-                Some(PerEntry::Buffer { .. }) => unreachable!("buffer args are lowered first"),
+                Some(PerEntry::Buffer { .. } | PerEntry::FlatRow) => {
+                    unreachable!("buffer and flattened-row args are lowered first")
+                }
             }
             let mut a = a;
             a.per_entry = None;

@@ -466,3 +466,38 @@ fn element_buffers_gather_and_scatter_like_whole_rows() {
         .unwrap_err();
     assert!(matches!(e, Op2Error::IterationSpace { .. }), "{e}");
 }
+
+/// PyOP2's `dat(access, map, flatten=True)`: one pointer per value, component-major, against
+/// the same loop through whole rows; read and incremented.
+#[test]
+fn flattened_rows_point_at_each_component() {
+    let rt = builder().build().unwrap();
+    let (tris, nodes, map, x) = strip(&rt, 13);
+    let flat = kernel(
+        "flat_k",
+        "void flat_k(const double *x[6], double *y[6]) {
+           for (int k = 0; k < 3; k++) for (int c = 0; c < 2; c++)
+             y[c * 3 + k][0] += x[c * 3 + k][0] * (k + 1) + c; }",
+    );
+    let rows = kernel(
+        "rows_k2",
+        "void rows_k2(const double *x[3], double *y[3]) {
+           for (int k = 0; k < 3; k++) for (int c = 0; c < 2; c++)
+             y[k][c] += x[k][c] * (k + 1) + c; }",
+    );
+    let a = rt.decl_dat_zeros::<f64>(&nodes, 2, "a").unwrap();
+    let b = rt.decl_dat_zeros::<f64>(&nodes, 2, "b").unwrap();
+    rt.par_loop(
+        &flat,
+        &tris,
+        [
+            x.arg_row_flattened(&map, READ),
+            a.arg_row_flattened(&map, INC),
+        ],
+    )
+    .unwrap();
+    rt.par_loop(&rows, &tris, [x.arg_row(&map, READ), b.arg_row(&map, INC)])
+        .unwrap();
+    assert!(close(&a.to_vec().unwrap(), &b.to_vec().unwrap(), 1e-14));
+    assert!(a.to_vec().unwrap().iter().any(|&v| v != 0.0));
+}
