@@ -338,6 +338,27 @@ impl PyConst {
     }
 }
 
+/// `$make!(rust type, variant)` for the NumPy type name `$dtype`; a `TypeError` naming `$what`
+/// for the others.
+macro_rules! by_dtype {
+    ($dtype:expr, $what:literal, $make:ident) => {
+        match $dtype {
+            "float64" => $make!(f64, F64),
+            "float32" => $make!(f32, F32),
+            "int32" => $make!(i32, I32),
+            "uint32" => $make!(u32, U32),
+            "int64" => $make!(i64, I64),
+            "uint64" => $make!(u64, U64),
+            other => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "op2 has no {} of {other}",
+                    $what
+                )));
+            }
+        }
+    };
+}
+
 /// Values from a one-dimensional NumPy array of `T` (the Python layer converts what programs
 /// pass: lists, other types, other shapes).
 fn values<T: Element + Copy>(data: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
@@ -440,19 +461,7 @@ impl PyRuntime {
                 AnyDat::$v(d.map_err(fail)?)
             }};
         }
-        let dat = match dtype {
-            "float64" => make!(f64, F64),
-            "float32" => make!(f32, F32),
-            "int32" => make!(i32, I32),
-            "uint32" => make!(u32, U32),
-            "int64" => make!(i64, I64),
-            "uint64" => make!(u64, U64),
-            other => {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "op2 has no Dats of {other}"
-                )));
-            }
-        };
+        let dat = by_dtype!(dtype, "Dats", make);
         Ok(PyDat { dat })
     }
 
@@ -472,19 +481,7 @@ impl PyRuntime {
                 )
             };
         }
-        let g = match dtype {
-            "float64" => make!(f64, F64),
-            "float32" => make!(f32, F32),
-            "int32" => make!(i32, I32),
-            "uint32" => make!(u32, U32),
-            "int64" => make!(i64, I64),
-            "uint64" => make!(u64, U64),
-            other => {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "op2 has no Globals of {other}"
-                )));
-            }
-        };
+        let g = by_dtype!(dtype, "Globals", make);
         Ok(PyGlobal { g })
     }
 
@@ -504,19 +501,7 @@ impl PyRuntime {
                 )
             };
         }
-        let c = match dtype {
-            "float64" => make!(f64, F64),
-            "float32" => make!(f32, F32),
-            "int32" => make!(i32, I32),
-            "uint32" => make!(u32, U32),
-            "int64" => make!(i64, I64),
-            "uint64" => make!(u64, U64),
-            other => {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "op2 has no Consts of {other}"
-                )));
-            }
-        };
+        let c = by_dtype!(dtype, "Consts", make);
         Ok(PyConst { c })
     }
 

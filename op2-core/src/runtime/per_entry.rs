@@ -54,6 +54,25 @@ pub(crate) fn end_part(kernel: &Kernel) -> String {
     format!("#undef {}\n", kernel.name())
 }
 
+/// An error unless kernel parameter `i`, when its element type can be read, holds `carrier`'s
+/// (the runtime's kernels hand such parameters buffers and pointer arrays, whose shape is theirs).
+fn param_type(kernel: &Kernel, i: usize, carrier: &crate::carrier::Carrier) -> Result<()> {
+    let Some(p) = kernel.params().and_then(|p| p.get(i)) else {
+        return Ok(());
+    };
+    match p.dtype {
+        Some(d) if d != carrier.dtype() => Err(Op2Error::TypeMismatch {
+            kernel: kernel.name().into(),
+            arg: i,
+            object: carrier.name.clone(),
+            declared: p.text.clone(),
+            declared_by: "the kernel parameter",
+            actual: carrier.dtype(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 impl Runtime {
     /// `kernel` with its buffer args ([`PerEntry::Buffer`]) gathered into local buffers before
     /// each call and scattered after it, as a kernel the runtime writes over whole-row args.
@@ -106,18 +125,7 @@ impl Runtime {
                         via: Via::Row(m),
                     },
                 ) => {
-                    if let Some(d) = kernel.params().and_then(|p| p[i].dtype)
-                        && d != dtype
-                    {
-                        return Err(Op2Error::TypeMismatch {
-                            kernel: kernel.name().into(),
-                            arg: i,
-                            object: carrier.name.clone(),
-                            declared: kernel.params().expect("read")[i].text.clone(),
-                            declared_by: "the kernel parameter",
-                            actual: dtype,
-                        });
-                    }
+                    param_type(kernel, i, carrier)?;
                     let (n, d) = (m.arity(), carrier.dim);
                     let at = if flattened {
                         format!("op2_c * {n} + op2_k")
@@ -154,18 +162,7 @@ impl Runtime {
                         via: Via::Row(m),
                     },
                 ) => {
-                    if let Some(d) = kernel.params().and_then(|p| p[i].dtype)
-                        && d != dtype
-                    {
-                        return Err(Op2Error::TypeMismatch {
-                            kernel: kernel.name().into(),
-                            arg: i,
-                            object: carrier.name.clone(),
-                            declared: kernel.params().expect("read")[i].text.clone(),
-                            declared_by: "the kernel parameter",
-                            actual: dtype,
-                        });
-                    }
+                    param_type(kernel, i, carrier)?;
                     let (n, d) = (m.arity(), carrier.dim);
                     params.push(format!("{ctype} **{p}"));
                     let _ = writeln!(
@@ -317,18 +314,7 @@ impl Runtime {
                     (Some(PerEntry::Block { .. }), ArgTarget::Dat { carrier, .. }) => {
                         // One block's values, any shape (`double A[1][1]`, `double *A`): the
                         // element type is what can be checked.
-                        if let Some(d) = params[i].dtype
-                            && d != carrier.dtype()
-                        {
-                            return Err(Op2Error::TypeMismatch {
-                                kernel: kernel.name().into(),
-                                arg: i,
-                                object: carrier.name.clone(),
-                                declared: params[i].text.clone(),
-                                declared_by: "the kernel parameter",
-                                actual: carrier.dtype(),
-                            });
-                        }
+                        param_type(kernel, i, carrier)?;
                         continue;
                     }
                     _ => a.clone(),
