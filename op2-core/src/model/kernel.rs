@@ -77,7 +77,9 @@ impl Kernel {
     /// A kernel like [`Kernel::new`] whose parameters' array bounds `par_loop` does not compare
     /// with its args (element types and shapes are still checked). In a C parameter list a
     /// bound means nothing, and PyOP2 never compared it: its programs declare `double *x[2]`
-    /// for maps of arity 4. op2rs's Python API makes its kernels this way.
+    /// for maps of arity 4. op2rs's Python API makes its kernels this way. A values array
+    /// declared larger than the values an arg hands it (`double x[3]` for a Dat of dim 2) is
+    /// still refused: the kernel could write past them.
     pub fn without_bound_checks(name: &str, source: &str) -> Result<Self> {
         let k = Kernel::new(name, source)?;
         let inner = Arc::try_unwrap(k.0).unwrap_or_else(|_| unreachable!("just made"));

@@ -230,13 +230,24 @@ impl Runtime {
             (None, args)
         };
         let kernel = joined.as_ref().unwrap_or(kernel);
-        // Buffers (one call per element) before entries (one per entry): not in one loop.
+        // Buffers (one call per element) before entries (one per entry): not in one loop. A
+        // kernel taking an element's values as a 2-D array (`double A[3][3]`, PyOP2's element
+        // matrices) is called through the same kind of kernel, which hands it each pointer as
+        // the type it declares (a `double *` is not a `double (*)[3]` to a C++ or OpenCL
+        // compiler).
+        let multi_dim = || {
+            args.iter().all(|a| a.per_entry.is_none())
+                && kernel
+                    .params()
+                    .is_some_and(|ps| ps.iter().any(|p| p.pointers == 0 && p.bounds.len() >= 2))
+        };
         let (buffers, args) = if args.iter().any(|a| {
             matches!(
                 a.per_entry,
                 Some(crate::arg::PerEntry::Buffer { .. } | crate::arg::PerEntry::FlatRow)
             )
-        }) {
+        }) || multi_dim()
+        {
             let (k, args) = self.lower_buffers(kernel, args)?;
             (Some(k), args)
         } else {

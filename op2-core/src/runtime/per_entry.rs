@@ -73,6 +73,56 @@ fn param_type(kernel: &Kernel, i: usize, carrier: &crate::carrier::Carrier) -> R
     }
 }
 
+/// An error unless kernel parameter `i`, handed straight through by a runtime-written kernel,
+/// has the shape its arg gives: an array of pointers for a whole row (`row`), else a pointer or
+/// values arrays no larger than the carrier's `dim` values (`double A[3][3]` for nine).
+fn passed_shape(
+    kernel: &Kernel,
+    i: usize,
+    carrier: &crate::carrier::Carrier,
+    row: bool,
+) -> Result<()> {
+    param_type(kernel, i, carrier)?;
+    let Some(p) = kernel.params().and_then(|p| p.get(i)) else {
+        return Ok(());
+    };
+    let values_array = p.pointers == 0 && !p.bounds.is_empty();
+    if row {
+        if p.pointers + p.bounds.len() < 2 || values_array && p.bounds.len() > 1 {
+            return Err(Op2Error::KernelParamShape {
+                kernel: kernel.name().into(),
+                arg: i,
+                param: p.text.clone(),
+                expected: "an array of pointers",
+            });
+        }
+        return Ok(());
+    }
+    if p.pointers > 1 || p.pointers == 1 && !p.bounds.is_empty() {
+        return Err(Op2Error::KernelParamShape {
+            kernel: kernel.name().into(),
+            arg: i,
+            param: p.text.clone(),
+            expected: "a pointer",
+        });
+    }
+    if values_array
+        && let Some(n) = p.bounds.iter().copied().product::<Option<usize>>()
+        && n != carrier.dim
+        && (kernel.checks_bounds() || n > carrier.dim)
+    {
+        return Err(Op2Error::KernelParamBound {
+            kernel: kernel.name().into(),
+            arg: i,
+            param: p.text.clone(),
+            what: "values",
+            declared: n,
+            expected: carrier.dim,
+        });
+    }
+    Ok(())
+}
+
 impl Runtime {
     /// `kernel` with its buffer args ([`PerEntry::Buffer`]) gathered into local buffers before
     /// each call and scattered after it, as a kernel the runtime writes over whole-row args.
@@ -179,7 +229,12 @@ impl Runtime {
                         "arg {i}: a buffer or flattened row only through a whole map row"
                     )));
                 }
-                (None, _) => {
+                (None, target) => {
+                    let carrier = match target {
+                        ArgTarget::Dat { carrier, .. } => carrier,
+                        ArgTarget::Global(c) | ArgTarget::Const(c) => c,
+                    };
+                    passed_shape(kernel, i, carrier, row)?;
                     params.push(format!("{ctype} *{}{p}", if row { "*" } else { "" }));
                     call.push(format!("OP2_PASS({p})"));
                     positions.push(i);

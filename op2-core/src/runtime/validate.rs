@@ -257,10 +257,22 @@ pub(crate) fn check_param(
             (ArgKind::Row { .. }, ..) => return Err(shape_error("an array of pointers")),
             // A pointer to the `dim` values (`double *x`, `double x[2]`).
             (_, 1, []) => {}
+            // The values as a 2-D (or deeper) array, `double A[3][3]` for nine values.
+            (_, 0, bounds) if bounds.len() >= 2 => {
+                let known: Option<usize> = bounds.iter().copied().product();
+                if let Some(n) = known
+                    && n != s.dim
+                    && (kernel.checks_bounds() || n > s.dim)
+                {
+                    return Err(bound_error("values", n, s.dim));
+                }
+            }
+            // Even without bound checks (PyOP2's leniency), a kernel may not be handed fewer
+            // values than it declares: it could write past them.
             (_, 0, [bound]) => {
                 if let Some(b) = *bound
-                    && kernel.checks_bounds()
                     && b != s.dim
+                    && (kernel.checks_bounds() || b > s.dim)
                 {
                     return Err(bound_error("values", b, s.dim));
                 }

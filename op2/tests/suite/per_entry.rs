@@ -113,10 +113,69 @@ fn a_matrix_entry_per_call_equals_the_element_matrix() {
             m.assemble();
             m.values()
         };
+        // PyOP2 0.8.3 to 0.10's form: the element matrix as a 2-D array.
+        let as_2d = kernel(
+            "mass_2d",
+            &format!(
+                "{AREA}void mass_2d(double A[{r}][{c}], const double *x[3]) {{
+                   for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++)
+                   for (int a = 0; a < {br}; a++) for (int b = 0; b < {bc}; b++)
+                     A[i * {br} + a][j * {bc} + b] = area(x) * (1 + i + 2 * j) * (1 + a + 3 * b); }}"
+            ),
+        );
         let (a, b) = (assemble(&per, true), assemble(&whole, false));
         assert!(close(&a, &b, 1e-14), "{dims:?}");
         assert!(a.iter().any(|&v| v != 0.0));
+        assert!(close(&assemble(&as_2d, false), &b, 1e-14), "{dims:?}");
     }
+}
+
+/// A direct Dat's values taken as a 2-D array (`double t[2][3]` for dim 6) run on every backend;
+/// an array larger than the values is refused, even by a kernel without bound checks (it could
+/// write past them), and a smaller one only by a checking kernel.
+#[test]
+fn values_as_two_dimensional_arrays() {
+    let rt = builder().build().unwrap();
+    let cells = rt.decl_set(9, "cells").unwrap();
+    let t = rt.decl_dat_zeros::<f64>(&cells, 6, "t").unwrap();
+    let s = rt
+        .decl_dat(&cells, 1, (0..9).map(f64::from).collect::<Vec<_>>(), "s")
+        .unwrap();
+    let fill = kernel(
+        "fill",
+        "void fill(const double *s, double t[2][3]) {
+           for (int a = 0; a < 2; a++) for (int b = 0; b < 3; b++) t[a][b] = *s * 10 + a * 3 + b; }",
+    );
+    rt.par_loop(&fill, &cells, [s.arg(READ), t.arg(WRITE)])
+        .unwrap();
+    let want: Vec<f64> = (0..9)
+        .flat_map(|e| (0..6).map(move |k| f64::from(e * 10 + k)))
+        .collect();
+    assert_eq!(t.to_vec().unwrap(), want);
+    for (src, lenient, refused) in [
+        ("void big(double t[3][3]) { t[2][2] = 1.0; }", true, true),
+        ("void big(double t[3][3]) { t[2][2] = 1.0; }", false, true),
+        ("void big(double t[1][3]) { t[0][2] = 1.0; }", false, true),
+        ("void big(double t[1][3]) { t[0][2] = 1.0; }", true, false),
+    ] {
+        let k = if lenient {
+            op2::Kernel::without_bound_checks("big", src).unwrap()
+        } else {
+            op2::Kernel::new("big", src).unwrap()
+        };
+        let r = rt.par_loop(&k, &cells, [t.arg(RW)]);
+        match r {
+            Err(Op2Error::KernelParamBound {
+                declared, expected, ..
+            }) if refused => {
+                assert_eq!(expected, 6);
+                assert!(declared == 9 || declared == 3);
+            }
+            Ok(_) if !refused => {}
+            other => panic!("{src} (lenient {lenient}): {other:?}"),
+        }
+    }
+    rt.flush().unwrap();
 }
 
 #[test]
