@@ -147,6 +147,11 @@ pub struct MatArg {
 }
 
 impl MatArg {
+    /// The matrix it assembles into.
+    pub fn mat(&self) -> &Mat {
+        &self.mat
+    }
+
     /// Rows and columns of the element block.
     pub fn block_shape(&self) -> (usize, usize) {
         let (br, bc) = self.mat.0.sparsity.dims();

@@ -11,6 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::sync::Arc;
 
+mod la;
+
 pyo3::create_exception!(
     _op2,
     Op2Failure,
@@ -505,10 +507,10 @@ impl PyRuntime {
         Ok(PyConst { c })
     }
 
-    /// Records `kernel` over `set` with `args`, each a tuple:
-    /// `("dat", dat, access, how, map, index)` with `how` one of `direct`, `entry` (map entry
-    /// `index`), `row` (the whole row), `entries` (a call per entry), `buffer`,
-    /// `buffer_flat`; `("global", global, access)`; `("const", const)`. `region` is one of
+    /// Records `kernel` over `set` with `args`, each a tuple: `(0, dat, access, how, map,
+    /// index)` with `how` 0 direct, 1 map entry `index`, 2 the whole row, 3 a call per entry,
+    /// 4 a local buffer, 5 a flattened buffer, 6 a flattened row; or `(1, global, access)`.
+    /// Small integers rather than names: this runs on every call. `region` is one of
     /// `all`, `bottom`, `top`, `facets`. Returns whether the loop is still pending.
     #[pyo3(signature = (kernel, set, args, region="all"))]
     fn par_loop(
@@ -519,34 +521,38 @@ impl PyRuntime {
         region: &str,
     ) -> PyResult<bool> {
         let mut built: Vec<Arg> = Vec::new();
+        // Matrix args, with their places among the args.
+        let mut mats: Vec<(usize, op2::la::MatArg)> = Vec::new();
         for a in args.try_iter()? {
             let a = a?;
             let t = a.cast::<PyTuple>()?;
-            let kind: String = t.get_item(0)?.extract()?;
-            let arg = match kind.as_str() {
-                "dat" => {
+            // The numbering is op2.py's `_KIND_*` and `_DIRECT`..`_ROW_FLAT`.
+            let kind: u8 = t.get_item(0)?.extract()?;
+            let arg = match kind {
+                0 => {
                     let d = t.get_item(1)?;
                     let d = d.cast::<PyDat>()?.get();
                     let acc = access(t.get_item(2)?.extract()?)?;
-                    let how: String = t.get_item(3)?.extract()?;
+                    let how: u8 = t.get_item(3)?.extract()?;
                     let map = t.get_item(4)?;
-                    let map: Option<Map> = if map.is_none() {
+                    let map = if map.is_none() {
                         None
                     } else {
                         Some(map.cast::<PyMap>()?.get().map.clone())
                     };
-                    let index: usize = t.get_item(5)?.extract()?;
-                    let need = |m: Option<Map>| {
-                        m.ok_or_else(|| pyo3::exceptions::PyValueError::new_err("a map is needed"))
+                    let need = || {
+                        map.as_ref().ok_or_else(|| {
+                            pyo3::exceptions::PyValueError::new_err("a map is needed")
+                        })
                     };
-                    each_dat!(&d.dat, d => match how.as_str() {
-                        "direct" => d.arg(acc),
-                        "entry" => d.arg_via(&need(map)?, index, acc),
-                        "row" => d.arg_row(&need(map)?, acc),
-                        "entries" => d.arg_entries(&need(map)?, acc),
-                        "buffer" => d.arg_buffer(&need(map)?, acc),
-                        "buffer_flat" => d.arg_buffer_flattened(&need(map)?, acc),
-                        "row_flat" => d.arg_row_flattened(&need(map)?, acc),
+                    each_dat!(&d.dat, d => match how {
+                        0 => d.arg(acc),
+                        1 => d.arg_via(need()?, t.get_item(5)?.extract()?, acc),
+                        2 => d.arg_row(need()?, acc),
+                        3 => d.arg_entries(need()?, acc),
+                        4 => d.arg_buffer(need()?, acc),
+                        5 => d.arg_buffer_flattened(need()?, acc),
+                        6 => d.arg_row_flattened(need()?, acc),
                         other => {
                             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                                 "unknown arg form {other}"
@@ -554,16 +560,15 @@ impl PyRuntime {
                         }
                     })
                 }
-                "global" => {
+                1 => {
                     let g = t.get_item(1)?;
                     let g = g.cast::<PyGlobal>()?.get();
                     let acc = access(t.get_item(2)?.extract()?)?;
                     each_global!(&g.g, g => g.arg(acc))
                 }
-                "const" => {
-                    let c = t.get_item(1)?;
-                    let c = c.cast::<PyConst>()?.get();
-                    each_const!(&c.c, c => c.arg(Access::Read))
+                2 => {
+                    mats.push((built.len() + mats.len(), la::mat_arg(t)?));
+                    continue;
                 }
                 other => {
                     return Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -584,6 +589,25 @@ impl PyRuntime {
                 )));
             }
         };
+        if !mats.is_empty() {
+            if region != Region::All {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "matrix loops run over every element",
+                ));
+            }
+            // op2-la runs the loop now (the matrix is host data); PyOP2 assembled every
+            // matrix at the end of each loop that had it.
+            let assembled: Vec<op2::la::Mat> = mats.iter().map(|(_, m)| m.mat().clone()).collect();
+            let mut all: Vec<op2::la::LoopArg> = built.into_iter().map(Into::into).collect();
+            for (at, m) in mats {
+                all.insert(at, m.into());
+            }
+            op2::la::par_loop(&self.rt, &kernel.kernel, &set.set, all).map_err(la::fail_la)?;
+            for m in assembled {
+                m.assemble();
+            }
+            return Ok(false);
+        }
         let h = self
             .rt
             .par_loop_region(&kernel.kernel, &set.set, region, built)
@@ -613,6 +637,8 @@ fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyGlobal>()?;
     m.add_class::<PyConst>()?;
     m.add_class::<Keep>()?;
+    m.add_class::<la::PySparsity>()?;
+    m.add_class::<la::PyMat>()?;
     m.add("Op2Failure", m.py().get_type::<Op2Failure>())?;
     Ok(())
 }

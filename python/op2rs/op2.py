@@ -12,6 +12,7 @@ __all__ = [
     "READ", "WRITE", "RW", "INC", "MIN", "MAX", "i",
     "init", "exit", "initialised",
     "Set", "DataSet", "Map", "Dat", "Global", "Const", "Kernel", "par_loop",
+    "Sparsity", "Mat", "Solver", "solve",
     "MatTypeError", "DatTypeError",
 ]
 
@@ -232,6 +233,7 @@ def exit():
         _state["finalised"] = True
     _state["runtime"] = None
     _state["config"] = {}
+    _sparsities.clear()
 
 
 def initialised():
@@ -320,6 +322,15 @@ class Set:
     def __repr__(self):
         return "Set(%r, %r)" % (self.sizes, self._name)
 
+    @classmethod
+    def fromhdf5(cls, f, name):
+        """The Set ``name`` of the open h5py file or group ``f``: a dataset of shape ``(1,)``
+        holding the size (as OP2's ``op_decl_set_hdf5`` and the Airfoil example write it)."""
+        slot = f[name]
+        if slot.shape != (1,):
+            raise SizeTypeError("Shape of %s is incorrect" % name)
+        return cls(int(slot[()][0]), name)
+
 
 class DataSet:
     """A set with ``dim`` values per element (``set ** dim``)."""
@@ -365,6 +376,8 @@ class DataSet:
 
 class _MapPath:
     """``map[k]`` or ``map[op2.i[n]]``: the path of a data argument."""
+
+    __slots__ = ("map", "index")
 
     def __init__(self, map, index):
         self.map = map
@@ -417,6 +430,16 @@ class Map:
     def values(self):
         return self._values_all()[: self._iterset.size]
 
+    @classmethod
+    def fromhdf5(cls, iterset, toset, f, name):
+        """The Map ``name`` of the open h5py file or group ``f``: a 2-D integer array, one row
+        per element of ``iterset``."""
+        slot = f[name]
+        arity = slot.shape[1:]
+        if len(arity) != 1:
+            raise ArityTypeError("Unrecognised arity value %s" % (arity,))
+        return cls(iterset, toset, arity[0], slot[()], name)
+
     @property
     def values_with_halo(self):
         return self._values_all()
@@ -427,6 +450,12 @@ class Map:
         return self._values
 
     def __getitem__(self, index):
+        # The common case first: par_loop calls are on the hot path of every time step.
+        if type(index) is int and 0 <= index < self._arity:
+            paths = self.__dict__.get("_paths")
+            if paths is None:
+                paths = self._paths = [_MapPath(self, k) for k in range(self._arity)]
+            return paths[index]
         if isinstance(index, IterationIndex):
             if index.index not in (0, 1):
                 raise IndexValueError("op2.i[n] with n 0 or 1")
@@ -473,11 +502,25 @@ def _values(data, dtype, count, what):
     return np.ascontiguousarray(a).ravel()
 
 
-class _Arg:
-    """A ``par_loop`` argument: the data, its access and its path."""
+# How an argument reaches its kernel, as the native module numbers them.
+_DIRECT, _ENTRY, _ROW, _ENTRIES, _BUFFER, _BUFFER_FLAT, _ROW_FLAT = range(7)
+_KIND_DAT, _KIND_GLOBAL, _KIND_MAT = range(3)
 
-    def __init__(self, data, access, path=None, flatten=False):
+
+class _Arg:
+    """A ``par_loop`` argument: the data, its access and its path.
+
+    ``native`` is the tuple the native module takes, made once here so that ``par_loop`` only
+    passes it on; ``iterset`` is the set the loop must run over (``None``: any); ``lis`` marks
+    ``map[op2.i[n]]``, whose form depends on the kernel (per point or once per element).
+    """
+
+    __slots__ = ("data", "access", "path", "flatten", "native", "iterset", "lis")
+
+    def __init__(self, data, access, path=None, flatten=False, native=None, iterset=None,
+                 lis=False):
         self.data, self.access, self.path, self.flatten = data, access, path, flatten
+        self.native, self.iterset, self.lis = native, iterset, lis
 
 
 class Dat:
@@ -490,6 +533,9 @@ class Dat:
             Dat.__init__(self, other._dataset, None, other.dtype, "copy_of_%s" % other.name)
             other.copy(self)
             return
+        if soa:
+            raise NotImplementedError(
+                "soa=True (PyOP2's component-major layout, OP2_STRIDE) is not in op2rs")
         if isinstance(dataset, Set):
             dataset = dataset ** 1
         if not isinstance(dataset, DataSet):
@@ -502,6 +548,7 @@ class Dat:
         self._native = _call(rt.decl_dat, dataset.set._native, dataset.cdim, self._dtype.name,
                              vals, self._name)
         self._views = []
+        self._args = {}
 
     dataset = property(lambda self: self._dataset)
     dim = property(lambda self: self._dataset.dim)
@@ -517,9 +564,26 @@ class Dat:
         return (n,) if self.cdim == 1 else (n,) + tuple(self.dim)
 
     def __call__(self, access, path=None, flatten=False):
-        if access not in (READ, WRITE, RW, INC):
+        # The same argument is made every time step: it is made once and kept on the Dat.
+        key = (access, path, flatten)
+        try:
+            a = self._args.get(key)
+        except TypeError:  # an unhashable path: not an argument, _arg says why
+            a = None
+        if a is None:
+            a = self._arg(access, path, flatten)
+            if len(self._args) < 64:
+                self._args[key] = a
+        return a
+
+    def _arg(self, access, path, flatten):
+        if access is not READ and access is not WRITE and access is not RW and access is not INC:
             raise ModeValueError("Dat access must be READ, WRITE, RW or INC")
-        m = path.map if isinstance(path, _MapPath) else path
+        if path is None:
+            return _Arg(self, access, None, flatten,
+                        (_KIND_DAT, self._native, access._code, _DIRECT, None, 0),
+                        self._dataset.set)
+        m = path.map if type(path) is _MapPath else path
         if m is not None:
             if not isinstance(m, Map):
                 raise MapTypeError("the path must be a Map, map[k] or map[op2.i[n]]")
@@ -531,7 +595,16 @@ class Dat:
                 path.index, int):
             raise NotImplementedError(
                 "flatten=True on a map[k] arg of a Dat of dim > 1 is not in op2rs yet")
-        return _Arg(self, access, path, flatten)
+        if type(path) is _MapPath:
+            if isinstance(path.index, IterationIndex):
+                # Its form depends on the kernel: par_loop decides.
+                return _Arg(self, access, path, flatten, None, m.iterset, True)
+            native = (_KIND_DAT, self._native, access._code, _ENTRY, m._native, path.index)
+        else:
+            # flatten=True: one pointer per value, component-major (a row, for dim 1).
+            how = _ROW_FLAT if flatten and self.cdim > 1 else _ROW
+            native = (_KIND_DAT, self._native, access._code, how, m._native, 0)
+        return _Arg(self, access, path, flatten, native, m.iterset)
 
     def _view(self, writable, halos):
         a = _call(self._native.view, writable)
@@ -564,6 +637,8 @@ class Dat:
     def _used(self):
         # PyOP2's rule: a loop using the Dat makes arrays handed out before it read-only (ask
         # `data` again to write), so a write cannot slip past a queued loop unseen.
+        if not self._views:
+            return
         for w in self._views:
             a = w()
             if a is not None:
@@ -585,6 +660,17 @@ class Dat:
 
     def __repr__(self):
         return "Dat(%r, %r, %r)" % (self._dataset.set, self.cdim, self._name)
+
+    @classmethod
+    def fromhdf5(cls, dataset, f, name):
+        """The Dat ``name`` of the open h5py file or group ``f``: ``total_size * cdim`` values
+        of the file's type, with OP2's string attribute ``type`` (``KeyError`` without it)."""
+        slot = f[name]
+        kind = slot.attrs["type"]
+        if isinstance(kind, bytes):
+            kind = kind.decode()
+        soa = str(kind).find(":soa") > 0
+        return cls(dataset, slot[()], name=name, soa=soa)
 
 
 _copy_kernels = {}
@@ -627,7 +713,7 @@ class Global:
     def __call__(self, access, path=None, flatten=False):
         if access not in (READ, INC, MIN, MAX):
             raise ModeValueError("Global access must be READ, INC, MIN or MAX")
-        return _Arg(self, access)
+        return _Arg(self, access, None, False, (_KIND_GLOBAL, self._native, access._code))
 
     @property
     def data(self):
@@ -685,6 +771,16 @@ class Const:
         _call(self._native.set_value, _values(value, self._dtype, self.cdim, "Const"))
         self._has_data = True
 
+    @classmethod
+    def fromhdf5(cls, f, name):
+        """The Const ``name`` of the open h5py file or group ``f``: an array whose shape is
+        the Const's ``dim``."""
+        slot = f[name]
+        dim = slot.shape
+        if len(dim) < 1:
+            raise DimTypeError("Invalid dimension value %s" % (dim,))
+        return cls(dim, slot[()], name)
+
 
 # --- Kernels and loops -----------------------------------------------------------------------
 
@@ -704,6 +800,7 @@ class Kernel:
             k = object.__new__(cls)
             k._code, k._name = code, name
             k._native = _call(_op2.Kernel, code, name)
+            k._per_point = k._native.trailing_ints() > 0
             _kernels[key] = k
         return k
 
@@ -714,55 +811,339 @@ class Kernel:
     code = property(lambda self: self._code)
 
 
-def _native_arg(a, per_point):
-    """One argument as the native module takes it."""
-    if isinstance(a.data, Global):
-        return ("global", a.data._native, a.access._code)
-    if isinstance(a.data, Const):
-        return ("const", a.data._native)
-    dat = a.data
-    path = a.path
-    if path is None:
-        return ("dat", dat._native, a.access._code, "direct", None, 0)
-    m = path.map if isinstance(path, _MapPath) else path
-    if isinstance(path, _MapPath) and isinstance(path.index, IterationIndex):
-        # PyOP2 0.8.2 called per point with trailing int indices; 0.8.3 to 0.10 once per
-        # element with a local buffer. The kernel's parameters say which.
-        if per_point:
-            if a.flatten and dat.cdim > 1:
-                raise NotImplementedError(
-                    "per-point (0.8.2) kernels over flattened Dats of dim > 1 are not in op2rs yet")
-            return ("dat", dat._native, a.access._code, "entries", m._native, 0)
-        how = "buffer_flat" if a.flatten else "buffer"
-        return ("dat", dat._native, a.access._code, how, m._native, 0)
-    if isinstance(path, _MapPath):
-        return ("dat", dat._native, a.access._code, "entry", m._native, path.index)
-    # flatten=True: one pointer per value, component-major (the same as a row for dim 1).
-    how = "row_flat" if a.flatten and dat.cdim > 1 else "row"
-    return ("dat", dat._native, a.access._code, how, m._native, 0)
+def _lis_arg(a, per_point):
+    """``dat(access, map[op2.i[n]])`` (or a Mat's pair of those) as the native module takes
+    it, for this kernel."""
+    if type(a.data) is Mat:
+        rmap, cmap = a.path[0].map, a.path[1].map
+        if not per_point and a.data.sparsity.dims != (1, 1):
+            # op2-la's element block is node-major; PyOP2's flattened one component-major.
+            raise NotImplementedError(
+                "once-per-element kernels on block matrices (dims > 1) are not in op2rs yet; "
+                "per-point (0.8.2) kernels are")
+        return (_KIND_MAT, a.data._native, a.access._code, rmap._native, cmap._native,
+                per_point)
+    dat, m = a.data, a.path.map
+    # PyOP2 0.8.2 called per point with trailing int indices; 0.8.3 to 0.10 once per element
+    # with a local buffer. The kernel's parameters say which.
+    if per_point:
+        if a.flatten and dat.cdim > 1:
+            raise NotImplementedError(
+                "per-point (0.8.2) kernels over flattened Dats of dim > 1 are not in op2rs yet")
+        how = _ENTRIES
+    else:
+        how = _BUFFER_FLAT if a.flatten else _BUFFER
+    return (_KIND_DAT, dat._native, a.access._code, how, m._native, 0)
 
 
 def par_loop(kernel, iterset, *args):
     """Runs ``kernel`` over ``iterset`` with ``args`` (lazily, like PyOP2)."""
-    rt = _rt()
-    if not isinstance(kernel, Kernel):
+    rt = _state["runtime"] or _rt()
+    if type(kernel) is not Kernel:
         raise KernelTypeError("kernel must be a Kernel")
     if not isinstance(iterset, Set):
         raise SetTypeError("iterset must be a Set")
+    native = []
+    per_point = None
+    shape = None
     for a in args:
-        if not isinstance(a, _Arg):
+        if type(a) is not _Arg:
             raise TypeError("par_loop args are built by calling a Dat or Global with an access")
-        if isinstance(a.data, Dat):
-            m = a.path.map if isinstance(a.path, _MapPath) else a.path
-            if m is None and a.data.dataset.set is not iterset:
+        s = a.iterset
+        if s is not None and s is not iterset:
+            if a.path is None:
                 raise MapValueError("Iterset of direct arg does not match par_loop iterset.")
-            if m is not None and m.iterset is not iterset:
-                raise MapValueError("Iterset of arg map does not match par_loop iterset.")
-    per_point = kernel._native.trailing_ints() > 0 and any(
-        isinstance(a.path, _MapPath) and isinstance(a.path.index, IterationIndex) for a in args)
-    native = [_native_arg(a, per_point) for a in args]
-    pending = _call(rt.par_loop, kernel._native, iterset._native, native)
+            raise MapValueError("Iterset of arg map does not match par_loop iterset.")
+        if a.lis:
+            if per_point is None:
+                per_point = kernel._per_point
+            # Every local iteration space arg of a loop has one shape (Dats 1-D, Mats 2-D).
+            ndim = 2 if type(a.data) is Mat else 1
+            if shape is None:
+                shape = ndim
+            elif shape != ndim:
+                raise IndexValueError(
+                    "Mismatching iteration space size for argument %s" % a.data.name)
+            native.append(_lis_arg(a, per_point))
+        else:
+            native.append(a.native)
+    try:
+        pending = rt.par_loop(kernel._native, iterset._native, native)
+    except _op2.Op2Failure as e:
+        _raise(e)
     for a in args:
-        if isinstance(a.data, Dat):
-            a.data._used()
+        d = a.data
+        if type(d) is Dat and d._views:
+            d._used()
     return pending
+
+
+# --- Sparsities, matrices and solvers (op2-la) -------------------------------------------
+
+def _as_dataset(d):
+    if isinstance(d, Set):
+        return d ** 1
+    if not isinstance(d, DataSet):
+        raise DataSetTypeError("Sparsity dsets must be Sets or DataSets")
+    return d
+
+
+_sparsities = {}
+
+
+class Sparsity:
+    """The pattern of a matrix: ``Sparsity(dsets, maps, name=None)`` with ``dsets`` one
+    (Data)Set or a (rows, columns) pair, and ``maps`` one Map (rows and columns), a (row map,
+    column map) pair, or a list of pairs whose patterns are joined. Asking again with the same
+    objects gives the same Sparsity."""
+
+    def __new__(cls, dsets, maps, name=None):
+        _rt()
+        key = (_key(dsets), _key(maps))
+        sp = _sparsities.get(key)
+        if sp is not None:
+            return sp
+        sp = object.__new__(cls)
+        sp._build(dsets, maps, name)
+        _sparsities[key] = sp
+        return sp
+
+    def __init__(self, dsets, maps, name=None):
+        pass
+
+    def _build(self, dsets, maps, name):
+        if isinstance(dsets, (Set, DataSet)):
+            dsets = (dsets, dsets)
+        if not isinstance(dsets, (tuple, list)) or len(dsets) != 2:
+            raise DataSetTypeError("dsets must be a Set, a DataSet or a (rows, columns) pair")
+        rows, cols = (_as_dataset(d) for d in dsets)
+        if isinstance(maps, Map):
+            pairs = [(maps, maps)]
+        elif isinstance(maps, (tuple, list)) and len(maps) == 2 and all(
+                isinstance(m, Map) for m in maps):
+            pairs = [tuple(maps)]
+        elif isinstance(maps, (tuple, list)):
+            pairs = []
+            for p in maps:
+                if not (isinstance(p, (tuple, list)) and len(p) == 2
+                        and all(isinstance(m, Map) for m in p)):
+                    raise MapTypeError("Sparsity maps must be Maps or (row map, column map) pairs")
+                pairs.append(tuple(p))
+        else:
+            raise MapTypeError("Sparsity maps must be a Map, a pair of Maps or a list of pairs")
+        if name is not None and not isinstance(name, str):
+            raise NameTypeError("name must be of type str")
+        for r, c in pairs:
+            if r._native is None or c._native is None:
+                raise MapValueError("Unpopulated map values when trying to build sparsity.")
+            if r.toset is not rows.set:
+                raise RuntimeError("Row map %s goes to %s, not the row set %s"
+                                   % (r.name, r.toset.name, rows.set.name))
+            if c.toset is not cols.set:
+                raise RuntimeError("Column map %s goes to %s, not the column set %s"
+                                   % (c.name, c.toset.name, cols.set.name))
+            if r.iterset is not c.iterset:
+                raise RuntimeError("Iterset of both maps in a pair must be the same")
+        # PyOP2 de-duplicates and sorts the pairs.
+        seen, unique = set(), []
+        for p in pairs:
+            if (id(p[0]), id(p[1])) not in seen:
+                seen.add((id(p[0]), id(p[1])))
+                unique.append(p)
+        self._dsets = (rows, cols)
+        self._maps = unique
+        self._name = _name("sparsity", name)
+        self._native = _call(_op2.Sparsity, [(r._native, c._native) for r, c in unique],
+                             (rows.cdim, cols.cdim), self._name)
+
+    dsets = property(lambda self: self._dsets)
+    maps = property(lambda self: list(self._maps))
+    rmaps = property(lambda self: [r for r, _ in self._maps])
+    cmaps = property(lambda self: [c for _, c in self._maps])
+    dims = property(lambda self: (self._dsets[0].cdim, self._dsets[1].cdim))
+    shape = property(lambda self: (1, 1))
+    nrows = property(lambda self: self._dsets[0].size)
+    ncols = property(lambda self: self._dsets[1].size)
+    name = property(lambda self: self._name)
+    rowptr = property(lambda self: self._native.rowptr())
+    colidx = property(lambda self: self._native.colidx())
+    nnz = property(lambda self: self._native.row_counts())
+    onnz = property(lambda self: np.zeros_like(self._native.row_counts()))
+    nz = property(lambda self: self._native.nnz)
+    onz = property(lambda self: 0)
+
+    def __contains__(self, pair):
+        return any(r is pair[0] and c is pair[1] for r, c in self._maps)
+
+    def __repr__(self):
+        return "Sparsity(%r, %r, %r)" % (self._dsets, self._maps, self._name)
+
+
+def _key(x):
+    """Identity of the objects a Sparsity is made from (PyOP2 hashed them by identity)."""
+    if isinstance(x, (tuple, list)):
+        return tuple(_key(y) for y in x)
+    return id(x)
+
+
+class Mat:
+    """A matrix on a Sparsity: ``Mat(sparsity, dtype=None, name=None)``, float64 values."""
+
+    def __init__(self, sparsity, dtype=None, name=None):
+        _rt()
+        if not isinstance(sparsity, Sparsity):
+            raise SparsityTypeError("sparsity must be a Sparsity")
+        if name is not None and not isinstance(name, str):
+            raise NameTypeError("name must be of type str")
+        dt = np.dtype(np.float64 if dtype is None else dtype)
+        if dt != np.float64:
+            raise RuntimeError("op2rs matrices hold float64 values, not %s" % dt)
+        self._sparsity = sparsity
+        self._name = _name("mat", name)
+        self._native = _op2.Mat(sparsity._native, self._name)
+        self._dtype = dt
+
+    sparsity = property(lambda self: self._sparsity)
+    dims = property(lambda self: self._sparsity.dims)
+    dtype = property(lambda self: self._dtype)
+    name = property(lambda self: self._name)
+
+    def __call__(self, access, path, flatten=False):
+        if access is not INC and access is not WRITE:
+            raise ModeValueError("Mat access must be INC or WRITE")
+        if not isinstance(path, (tuple, list)) or len(path) != 2:
+            raise ValueError("A Mat arg needs a (row map[op2.i[0]], column map[op2.i[1]]) path")
+        if not all(type(p) is _MapPath for p in path):
+            raise TypeError("A Mat arg's path is two map[op2.i[n]] items")
+        rmap, cmap = path[0].map, path[1].map
+        if not any(_same_map(r, rmap) and _same_map(c, cmap) for r, c in self._sparsity._maps):
+            raise MapValueError("Path maps not in sparsity maps")
+        return _Arg(self, access, tuple(path), flatten, None, rmap.iterset, True)
+
+    def zero(self):
+        """Sets every entry to zero (the pattern stays)."""
+        self._native.zero()
+
+    def zero_rows(self, rows, diag_val=1.0):
+        """Zeroes scalar ``rows`` (a Subset's indices or an iterable of row numbers) and puts
+        ``diag_val`` on their diagonal."""
+        if hasattr(rows, "indices"):
+            rows = rows.indices
+        _call(self._native.zero_rows, [int(r) for r in np.asarray(rows).ravel()],
+                 float(diag_val))
+
+    def set_diagonal(self, vec):
+        """Sets the diagonal from a Dat on the rows."""
+        r, c = self._sparsity.dsets
+        if r is not c and (r.set is not c.set or r.cdim != c.cdim):
+            raise MatTypeError("Cannot set diagonal of non-square matrix")
+        if not isinstance(vec, Dat):
+            raise TypeError("Can only set diagonal from a Dat")
+        v = np.asarray(vec.data_ro, dtype=np.float64).ravel()
+        _call(self._native.diagonal_entries, list(range(len(v))), v.tolist(), False)
+
+    def inc_local_diagonal_entries(self, rows, diag_val=1.0):
+        """Adds ``diag_val`` to the diagonal entries of scalar ``rows``."""
+        rows = [int(r) for r in np.asarray(rows).ravel()]
+        _call(self._native.diagonal_entries, rows, [float(diag_val)] * len(rows), True)
+
+    @property
+    def values(self):
+        """The whole matrix as a dense NumPy array (a copy)."""
+        return self._native.dense()
+
+    @property
+    def array(self):
+        """The stored values in CSR order (a copy; see the sparsity's rowptr and colidx)."""
+        return self._native.array()
+
+    @property
+    def handle(self):
+        raise NotImplementedError("op2rs matrices are op2-la's, not PETSc's: no petsc4py handle")
+
+    def __mul__(self, v):
+        if not isinstance(v, Dat):
+            raise TypeError("Can only multiply a Mat by a Dat")
+        y = Dat(self._sparsity.dsets[0])
+        _call(self._native.mult, v._native, y._native)
+        return y
+
+    def __repr__(self):
+        return "Mat(%r, %r)" % (self._sparsity, self._name)
+
+
+def _same_map(a, b):
+    """PyOP2 accepts value-equal maps in a Mat arg, not only the sparsity's own objects."""
+    if a is b:
+        return True
+    return (a.iterset is b.iterset and a.toset is b.toset and a.arity == b.arity
+            and a._native is not None and b._native is not None
+            and np.array_equal(a._values, b._values))
+
+
+_SOLVER_DEFAULTS = {
+    "ksp_type": "cg",
+    "pc_type": "jacobi",
+    "ksp_rtol": 1.0e-7,
+    "ksp_atol": 1.0e-50,
+    "ksp_divtol": 1.0e+4,
+    "ksp_max_it": 10000,
+    "ksp_monitor": False,
+    "ksp_gmres_restart": 30,
+    "plot_convergence": False,
+    "plot_prefix": "",
+    "error_on_nonconvergence": True,
+}
+
+
+class Solver:
+    """A Krylov solver: ``Solver(parameters=None, **kwargs)`` with PyOP2's parameter names
+    (``ksp_type``, ``pc_type``, ``ksp_rtol``, ...), solving with op2-la."""
+
+    _count = 0
+
+    def __init__(self, parameters=None, **kwargs):
+        if parameters and kwargs:
+            raise RuntimeError("Solver options are set either by parameters or kwargs")
+        self.parameters = dict(_SOLVER_DEFAULTS)
+        self.parameters.update(parameters or kwargs)
+        Solver._count += 1
+        self.reason = None
+        self.iterations = 0
+        self.residual = None
+
+    def update_parameters(self, parameters):
+        self.parameters.update(parameters)
+
+    def solve(self, A, x, b):
+        """Solves ``A x = b`` into ``x``."""
+        if not isinstance(A, Mat):
+            raise MatTypeError("A must be a Mat")
+        if not isinstance(x, Dat) or not isinstance(b, Dat):
+            raise DatTypeError("x and b must be Dats")
+        p = self.parameters
+        converged, reason, its, res = _call(
+            A._native.solve, x._native, b._native, str(p["ksp_type"]), str(p["pc_type"]),
+            float(p["ksp_rtol"]), float(p["ksp_atol"]), float(p["ksp_divtol"]),
+            int(p["ksp_max_it"]), int(p["ksp_gmres_restart"]),
+            bool(p.get("ksp_initial_guess_nonzero", False)))
+        x._used()
+        self.reason, self.iterations, self.residual = reason, its, res
+        if p.get("ksp_monitor"):
+            print("  %s: %d iterations, residual %g" % (reason, its, res))
+        if not converged:
+            msg = "KSP Solver failed to converge in %d iterations: %s (residual %g)" % (
+                its, reason, res)
+            if p.get("error_on_nonconvergence", True):
+                raise RuntimeError(msg)
+            import warnings
+            warnings.warn(msg)
+
+
+def solve(M, x, b):
+    """Solves ``M x = b`` into ``x`` with a default Solver."""
+    if not isinstance(M, Mat):
+        raise MatTypeError("M must be a Mat")
+    if not isinstance(x, Dat) or not isinstance(b, Dat):
+        raise DatTypeError("x and b must be Dats")
+    Solver().solve(M, x, b)

@@ -1,0 +1,221 @@
+//! Sparsities, matrices and solves for the `op2rs` package (PyOP2's `Sparsity`, `Mat`,
+//! `Solver`), over op2-la. Shapes, argument forms and PyOP2's solver parameters are parsed in
+//! `op2rs/op2.py`; here are the handles and the calls.
+
+use crate::{AnyDat, Op2Failure, PyDat, PyMap, fail};
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
+use op2::la::{self, LaError, Method, Preconditioner, SolverOptions};
+use pyo3::prelude::*;
+
+/// An op2-la error as `Op2Failure(kind, message)`, like [`fail`]: op2's own errors keep their
+/// kind, the others are named by their variant.
+pub(crate) fn fail_la(e: LaError) -> PyErr {
+    match e {
+        LaError::Op2(inner) => fail(inner),
+        other => {
+            let kind = format!("{other:?}");
+            let kind = kind
+                .split(|c: char| !c.is_alphanumeric())
+                .next()
+                .unwrap_or("LaError")
+                .to_string();
+            Op2Failure::new_err((kind, other.to_string()))
+        }
+    }
+}
+
+/// The f64 Dat a matrix operation needs (PyOP2's matrices hold doubles).
+fn f64_dat<'a>(d: &'a PyDat, what: &str) -> PyResult<&'a op2::Dat<f64>> {
+    match &d.dat {
+        AnyDat::F64(d) => Ok(d),
+        _ => Err(Op2Failure::new_err((
+            "DatType",
+            format!("{what} must be a Dat of float64 values"),
+        ))),
+    }
+}
+
+/// A matrix's pattern: `Sparsity(pairs, dims, name)` with `pairs` a list of (row map, column
+/// map) and `dims` the (row, column) values per node.
+#[pyclass(name = "Sparsity", module = "op2rs._op2", frozen)]
+pub(crate) struct PySparsity {
+    pub(crate) sp: la::Sparsity,
+}
+
+#[pymethods]
+impl PySparsity {
+    #[new]
+    fn new(
+        pairs: Vec<(PyRef<'_, PyMap>, PyRef<'_, PyMap>)>,
+        dims: (usize, usize),
+        name: &str,
+    ) -> PyResult<Self> {
+        let maps: Vec<(&op2::Map, &op2::Map)> =
+            pairs.iter().map(|(r, c)| (&r.map, &c.map)).collect();
+        Ok(PySparsity {
+            sp: la::Sparsity::new(&maps, dims, name).map_err(fail_la)?,
+        })
+    }
+    /// Stored entries.
+    #[getter]
+    fn nnz(&self) -> usize {
+        self.sp.nnz()
+    }
+    /// Scalar rows and columns.
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        (self.sp.rows(), self.sp.cols())
+    }
+    /// CSR row offsets.
+    fn rowptr<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        let v: Vec<i64> = self.sp.row_offsets().iter().map(|&o| o as i64).collect();
+        PyArray1::from_vec(py, v)
+    }
+    /// CSR column indices.
+    fn colidx<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i32>> {
+        let v: Vec<i32> = self.sp.col_indices().iter().map(|&c| c as i32).collect();
+        PyArray1::from_vec(py, v)
+    }
+    /// Stored entries in each scalar row.
+    fn row_counts<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i32>> {
+        let v: Vec<i32> = self
+            .sp
+            .row_offsets()
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as i32)
+            .collect();
+        PyArray1::from_vec(py, v)
+    }
+}
+
+/// A matrix on a sparsity: `Mat(sparsity, name)`.
+#[pyclass(name = "Mat", module = "op2rs._op2", frozen)]
+pub(crate) struct PyMat {
+    pub(crate) mat: la::Mat,
+}
+
+#[pymethods]
+impl PyMat {
+    #[new]
+    fn new(sparsity: &PySparsity, name: &str) -> Self {
+        PyMat {
+            mat: la::Mat::new(&sparsity.sp, name),
+        }
+    }
+    /// Sets every entry to zero (the pattern stays).
+    fn zero(&self) {
+        self.mat.zero();
+    }
+    /// Finishes pending insertions.
+    fn assemble(&self) {
+        self.mat.assemble();
+    }
+    /// Zeroes scalar `rows` and puts `diagonal` on their diagonal (strong boundary conditions).
+    fn zero_rows(&self, rows: Vec<usize>, diagonal: f64) -> PyResult<()> {
+        self.mat.assemble();
+        self.mat.zero_rows(&rows, diagonal).map_err(fail_la)
+    }
+    /// Adds (`add`) or sets each value of `values` on the diagonal entry of scalar row `rows[k]`.
+    fn diagonal_entries(&self, rows: Vec<usize>, values: Vec<f64>, add: bool) -> PyResult<()> {
+        self.mat.assemble();
+        for (&r, &v) in rows.iter().zip(&values) {
+            let res = if add {
+                self.mat.add_values(&[r], &[r], &[v])
+            } else {
+                self.mat.set_values(&[r], &[r], &[v])
+            };
+            res.map_err(fail_la)?;
+        }
+        self.mat.assemble();
+        Ok(())
+    }
+    /// The stored values in CSR order (a copy).
+    fn array<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.mat.assemble();
+        PyArray1::from_vec(py, self.mat.values())
+    }
+    /// The whole matrix, dense (a copy).
+    fn dense<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        self.mat.assemble();
+        let (r, c) = (self.mat.rows(), self.mat.cols());
+        let flat: Vec<f64> = self.mat.to_dense().into_iter().flatten().collect();
+        PyArray1::from_vec(py, flat).reshape([r, c])
+    }
+    /// `y = A x` with Dats of float64.
+    fn mult(&self, x: &PyDat, y: &PyDat) -> PyResult<()> {
+        self.mat.assemble();
+        self.mat
+            .mult(f64_dat(x, "x")?, f64_dat(y, "y")?)
+            .map_err(fail_la)
+    }
+    /// Solves `A x = b` with op2-la's Krylov solvers. `method` is PETSc's `ksp_type` (`cg`,
+    /// `gmres`, `bcgs`/`bicgstab`), `pc` its `pc_type` (`none`, `jacobi`, `sor`, `ilu`).
+    /// Returns (converged, reason, iterations, last residual norm).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (x, b, method, pc, rtol, atol, dtol, max_it, restart, nonzero_guess))]
+    fn solve(
+        &self,
+        x: &PyDat,
+        b: &PyDat,
+        method: &str,
+        pc: &str,
+        rtol: f64,
+        atol: f64,
+        dtol: f64,
+        max_it: usize,
+        restart: usize,
+        nonzero_guess: bool,
+    ) -> PyResult<(bool, String, usize, f64)> {
+        let bad = |what: &str, v: &str| {
+            Op2Failure::new_err((
+                "SolverOption",
+                format!("{what} {v:?} is not one op2rs has (see docs/14-python.md)"),
+            ))
+        };
+        let method = match method {
+            "cg" => Method::Cg,
+            "gmres" => Method::Gmres { restart },
+            "bcgs" | "bicgstab" => Method::BiCgStab,
+            other => return Err(bad("ksp_type", other)),
+        };
+        let preconditioner = match pc {
+            "none" => Preconditioner::None,
+            "jacobi" | "diagonal" => Preconditioner::Jacobi,
+            "sor" => Preconditioner::Sor { omega: 1.0 },
+            "ilu" => Preconditioner::Ilu0,
+            other => return Err(bad("pc_type", other)),
+        };
+        let mut options = SolverOptions::new(method, preconditioner)
+            .rtol(rtol)
+            .atol(atol)
+            .max_iterations(max_it);
+        options.dtol = dtol;
+        options.nonzero_initial_guess = nonzero_guess;
+        self.mat.assemble();
+        let report =
+            la::solve(&self.mat, f64_dat(b, "b")?, f64_dat(x, "x")?, &options).map_err(fail_la)?;
+        Ok((
+            report.converged(),
+            format!("{:?}", report.reason),
+            report.iterations,
+            report.residual(),
+        ))
+    }
+}
+
+/// A Mat argument of a loop: `(2, mat, access, row map, column map, per_entry)`.
+pub(crate) fn mat_arg(t: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<la::MatArg> {
+    let m = t.get_item(1)?;
+    let m = m.cast::<PyMat>()?.get();
+    let acc = crate::access(t.get_item(2)?.extract()?)?;
+    let r = t.get_item(3)?;
+    let r = &r.cast::<PyMap>()?.get().map;
+    let c = t.get_item(4)?;
+    let c = &c.cast::<PyMap>()?.get().map;
+    let per_entry: bool = t.get_item(5)?.extract()?;
+    Ok(if per_entry {
+        m.mat.arg_entries(acc, r, c)
+    } else {
+        m.mat.arg(acc, r, c)
+    })
+}
