@@ -520,64 +520,7 @@ impl PyRuntime {
         args: &Bound<'_, PyAny>,
         region: &str,
     ) -> PyResult<bool> {
-        let mut built: Vec<Arg> = Vec::new();
-        // Matrix args, with their places among the args.
-        let mut mats: Vec<(usize, op2::la::MatArg)> = Vec::new();
-        for a in args.try_iter()? {
-            let a = a?;
-            let t = a.cast::<PyTuple>()?;
-            // The numbering is op2.py's `_KIND_*` and `_DIRECT`..`_ROW_FLAT`.
-            let kind: u8 = t.get_item(0)?.extract()?;
-            let arg = match kind {
-                0 => {
-                    let d = t.get_item(1)?;
-                    let d = d.cast::<PyDat>()?.get();
-                    let acc = access(t.get_item(2)?.extract()?)?;
-                    let how: u8 = t.get_item(3)?.extract()?;
-                    let map = t.get_item(4)?;
-                    let map = if map.is_none() {
-                        None
-                    } else {
-                        Some(map.cast::<PyMap>()?.get().map.clone())
-                    };
-                    let need = || {
-                        map.as_ref().ok_or_else(|| {
-                            pyo3::exceptions::PyValueError::new_err("a map is needed")
-                        })
-                    };
-                    each_dat!(&d.dat, d => match how {
-                        0 => d.arg(acc),
-                        1 => d.arg_via(need()?, t.get_item(5)?.extract()?, acc),
-                        2 => d.arg_row(need()?, acc),
-                        3 => d.arg_entries(need()?, acc),
-                        4 => d.arg_buffer(need()?, acc),
-                        5 => d.arg_buffer_flattened(need()?, acc),
-                        6 => d.arg_row_flattened(need()?, acc),
-                        other => {
-                            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                                "unknown arg form {other}"
-                            )));
-                        }
-                    })
-                }
-                1 => {
-                    let g = t.get_item(1)?;
-                    let g = g.cast::<PyGlobal>()?.get();
-                    let acc = access(t.get_item(2)?.extract()?)?;
-                    each_global!(&g.g, g => g.arg(acc))
-                }
-                2 => {
-                    mats.push((built.len() + mats.len(), la::mat_arg(t)?));
-                    continue;
-                }
-                other => {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "unknown arg kind {other}"
-                    )));
-                }
-            };
-            built.push(arg);
-        }
+        let (built, mats) = build_args(args)?;
         let region = match region {
             "all" => Region::All,
             "bottom" => Region::Bottom,
@@ -620,10 +563,106 @@ impl PyRuntime {
         self.rt.flush().map_err(fail)
     }
 
+    /// For the overhead benchmark: seconds to record `calls` loops of `kernel` over `set` with
+    /// `args` (as [`PyRuntime::par_loop`] takes them) from Rust, running what is pending every
+    /// `batch` calls: the cost of the same loops with no Python in between.
+    fn time_loop(
+        &self,
+        kernel: &PyKernel,
+        set: &PySet,
+        args: &Bound<'_, PyAny>,
+        calls: usize,
+        batch: usize,
+    ) -> PyResult<f64> {
+        let (built, mats) = build_args(args)?;
+        if !mats.is_empty() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "time_loop takes no matrix args",
+            ));
+        }
+        let start = std::time::Instant::now();
+        for i in 0..calls {
+            self.rt
+                .par_loop(&kernel.kernel, &set.set, built.clone())
+                .map_err(fail)?;
+            if (i + 1) % batch.max(1) == 0 {
+                self.rt.flush().map_err(fail)?;
+            }
+        }
+        self.rt.flush().map_err(fail)?;
+        Ok(start.elapsed().as_secs_f64())
+    }
+
     /// Loops recorded and not yet run.
     fn pending(&self) -> usize {
         self.rt.pending_graph().count_kind(op2::NodeKind::Loop)
     }
+}
+
+/// Matrix args, with their places among a loop's args.
+type MatArgs = Vec<(usize, op2::la::MatArg)>;
+
+/// A loop's args from op2.py's tuples (see [`PyRuntime::par_loop`]): op2's args, and the
+/// matrix args apart.
+fn build_args(args: &Bound<'_, PyAny>) -> PyResult<(Vec<Arg>, MatArgs)> {
+    let mut built: Vec<Arg> = Vec::new();
+    // Matrix args, with their places among the args.
+    let mut mats: MatArgs = Vec::new();
+    for a in args.try_iter()? {
+        let a = a?;
+        let t = a.cast::<PyTuple>()?;
+        // The numbering is op2.py's `_KIND_*` and `_DIRECT`..`_ROW_FLAT`.
+        let kind: u8 = t.get_item(0)?.extract()?;
+        let arg = match kind {
+            0 => {
+                let d = t.get_item(1)?;
+                let d = d.cast::<PyDat>()?.get();
+                let acc = access(t.get_item(2)?.extract()?)?;
+                let how: u8 = t.get_item(3)?.extract()?;
+                let map = t.get_item(4)?;
+                let map = if map.is_none() {
+                    None
+                } else {
+                    Some(map.cast::<PyMap>()?.get().map.clone())
+                };
+                let need = || {
+                    map.as_ref()
+                        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("a map is needed"))
+                };
+                each_dat!(&d.dat, d => match how {
+                    0 => d.arg(acc),
+                    1 => d.arg_via(need()?, t.get_item(5)?.extract()?, acc),
+                    2 => d.arg_row(need()?, acc),
+                    3 => d.arg_entries(need()?, acc),
+                    4 => d.arg_buffer(need()?, acc),
+                    5 => d.arg_buffer_flattened(need()?, acc),
+                    6 => d.arg_row_flattened(need()?, acc),
+                    other => {
+                        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                            "unknown arg form {other}"
+                        )));
+                    }
+                })
+            }
+            1 => {
+                let g = t.get_item(1)?;
+                let g = g.cast::<PyGlobal>()?.get();
+                let acc = access(t.get_item(2)?.extract()?)?;
+                each_global!(&g.g, g => g.arg(acc))
+            }
+            2 => {
+                mats.push((built.len() + mats.len(), la::mat_arg(t)?));
+                continue;
+            }
+            other => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "unknown arg kind {other}"
+                )));
+            }
+        };
+        built.push(arg);
+    }
+    Ok((built, mats))
 }
 
 /// The module: `op2rs._op2`.

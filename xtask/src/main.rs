@@ -3,11 +3,15 @@
 //! - `cargo xtask test [--install-deps]`: checks the system packages the suite needs (installing them
 //!   when asked: gcc and PoCL for OpenCL with apt, NVRTC for CUDA from PyPI into `target/nvrtc`),
 //!   then runs the workspace tests with every backend feature this machine supports, the facade
-//!   suite again on each other backend, the conformance run and the examples.
+//!   suite again on each other backend, the conformance run, the Python package's tests and
+//!   examples (`python/`), and the Rust examples.
 //! - `cargo xtask bench [--iterations N] [--ij I J] [--shuffle SEED] [--renumber]`: Airfoil on the
 //!   standard mesh (or it shuffled and/or renumbered) on every usable backend and thread count
 //!   beside a hand-written Rust baseline and STREAM triad, one process; then the lazy graph's
-//!   bench and loops over an extruded mesh against the same mesh declared unstructured.
+//!   bench, loops over an extruded mesh against the same mesh declared unstructured, and
+//!   Python beside Rust (Airfoil from one `new_grid.h5`, and `par_loop`'s cost from Python).
+//! - `cargo xtask python`, `cargo xtask bench-python`: only the Python package's tests and
+//!   examples, or only its rows of the bench.
 //! - `cargo xtask bench-la [--repeats N] [--assembly-n N]`: op2-la's figures in one process: the
 //!   sparsity of Airfoil's cell-to-node pattern, Poisson stiffness assembly on seq and openmp (1 and
 //!   2 threads, interleaved rounds), and native CG + Jacobi beside PETSc's on a 200 x 200 problem.
@@ -138,7 +142,9 @@ fn nvrtc() -> Option<PathBuf> {
 /// The op2rs Python package: built from `python/` into a venv under `target/` (maturin and
 /// numpy from PyPI), then its pytest suite on every host backend and the CUDA emulator, and
 /// on OpenCL where the driver is there.
-fn python_tests(features: &[&str]) -> Result<(), String> {
+/// The `target/pyenv` virtual environment with maturin, NumPy, pytest and h5py from PyPI and
+/// the op2rs package built from `python/`: its Python.
+fn python_env() -> Result<PathBuf, String> {
     let venv = root().join("target/pyenv");
     if !venv.join("bin/python").exists() {
         run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
@@ -152,6 +158,7 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
         "maturin>=1.5,<2",
         "numpy",
         "pytest",
+        "h5py",
     ]))?;
     run(Command::new(&py)
         .args([
@@ -163,18 +170,104 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
             "--no-deps",
         ])
         .arg(root().join("python")))?;
+    Ok(py)
+}
+
+/// OP2's `new_grid.h5` for the standard mesh, written by the Rust Airfoil example.
+fn airfoil_h5() -> Result<PathBuf, String> {
+    let mesh = root().join("target/new_grid.h5");
+    let mut c = cargo();
+    c.args(["run", "--release", "-p", "airfoil", "--example", "airfoil"]);
+    c.args(["--features", "hdf5", "--", "--write-mesh"])
+        .arg(&mesh);
+    run(c.args(["--iterations", "0", "--no-progress"]))?;
+    Ok(mesh)
+}
+
+/// The Python package's tests, then its examples: Jacobi on every backend (checked against
+/// NumPy) and Airfoil on OpenMP from the `new_grid.h5` the Rust example writes (OP2's ten
+/// residuals).
+fn python_tests(features: &[&str]) -> Result<(), String> {
+    let py = python_env()?;
     let mut backends = vec!["sequential", "openmp", "cuda-emulator"];
     if features.contains(&"opencl") {
         backends.push("opencl");
     }
-    for b in backends {
-        // From outside `python/`, so that the installed package (with its native module) is
-        // the one imported.
-        run(Command::new(&py)
-            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    // From outside `python/`, so that the installed package (with its native module) is the
+    // one imported.
+    let python = |args: &[&str]| {
+        let mut c = Command::new(&py);
+        c.args(args).current_dir(root().join("target"));
+        c
+    };
+    let examples = root().join("python/examples");
+    for b in &backends {
+        run(python(&["-m", "pytest", "-q", "-p", "no:cacheprovider"])
             .arg(root().join("python/tests"))
-            .current_dir(root().join("target"))
             .env("OP2RS_TEST_BACKEND", b))?;
+        run(python(&[])
+            .arg(examples.join("jacobi.py"))
+            .args(["--backend", b]))?;
+    }
+    let mesh = airfoil_h5()?;
+    run(python(&[])
+        .arg(examples.join("airfoil.py"))
+        .arg("--mesh")
+        .arg(&mesh)
+        .args(["--backend", "openmp"]))
+}
+
+/// Python beside Rust: Airfoil's time per iteration from the Rust example and from the Python
+/// one on the same mesh file and backend, runs alternating; then the cost of a `par_loop` call
+/// from Python (`python/bench/overhead.py`).
+fn python_bench(iterations: usize) -> Result<(), String> {
+    let py = python_env()?;
+    let mesh = airfoil_h5()?;
+    let rust = root().join("target/release/examples/airfoil");
+    let per_iteration = |out: &str| -> Option<f64> {
+        let line = out.lines().find(|l| l.contains("ms per iteration"))?;
+        line.split(": ")
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    let n = iterations.to_string();
+    let (mut best_rs, mut best_py) = (f64::INFINITY, f64::INFINITY);
+    for round in 1..=2 {
+        let mut r = Command::new(&rust);
+        r.arg("--mesh").arg(&mesh);
+        r.args(["--backend", "openmp", "--iterations", &n, "--no-progress"]);
+        let mut p = Command::new(&py);
+        p.arg(root().join("python/examples/airfoil.py"))
+            .arg("--mesh")
+            .arg(&mesh)
+            .args(["--backend", "openmp", "--iterations", &n])
+            .current_dir(root().join("target"));
+        for (label, cmd, best) in [("rust", r, &mut best_rs), ("python", p, &mut best_py)] {
+            let mut cmd = cmd;
+            let out = cmd.output().map_err(|e| format!("{label} airfoil: {e}"))?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            if !out.status.success() {
+                return Err(format!("{label} airfoil failed:\n{text}"));
+            }
+            let ms = per_iteration(&text)
+                .ok_or_else(|| format!("{label} airfoil printed no time:\n{text}"))?;
+            println!("airfoil openmp, round {round}, {label}: {ms:.2} ms per iteration");
+            *best = best.min(ms);
+        }
+    }
+    println!(
+        "airfoil openmp, best of 2: rust {best_rs:.2} ms, python {best_py:.2} ms per iteration \
+         (python / rust = {:.3}; the goal is at most 1.1)",
+        best_py / best_rs
+    );
+    for b in ["sequential", "openmp"] {
+        run(Command::new(&py)
+            .arg(root().join("python/bench/overhead.py"))
+            .args(["--backend", b])
+            .current_dir(root().join("target")))?;
     }
     Ok(())
 }
@@ -218,13 +311,15 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::run(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("bench-la") => bench_la(&args[1..]),
+        Some("python") => python_tests(&host_features()),
+        Some("bench-python") => python_bench(1000),
         Some("gpu-check") => gpu::run(&args[1..]),
         Some("airfoil-mpi") => mpi::airfoil(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("chaos") => chaos::run_chaos(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask bench-la [--repeats N] [--assembly-n N]\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S] [--max-set N]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]\n       cargo xtask chaos [--crashes N] [--seed S] [--ij I J] [--iterations N] [--every N] [--no-mpi]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask bench-la [--repeats N] [--assembly-n N]\n       cargo xtask python\n       cargo xtask bench-python\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S] [--max-set N]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]\n       cargo xtask chaos [--crashes N] [--seed S] [--ij I J] [--iterations N] [--every N] [--no-mpi]"
             );
             Err("unknown or missing command".into())
         }
@@ -641,5 +736,12 @@ fn bench(args: &[String]) -> Result<(), String> {
         "--example",
         "extruded-bench",
     ]);
-    run(&mut c)
+    run(&mut c)?;
+    // Python over the same library: Airfoil beside the Rust example, and par_loop's overhead.
+    let iterations = args
+        .iter()
+        .position(|a| a == "--iterations")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(1000);
+    python_bench(iterations)
 }
