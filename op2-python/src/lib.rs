@@ -244,6 +244,78 @@ impl PyDat {
     fn view<'py>(&self, py: Python<'py>, writable: bool) -> PyResult<Bound<'py, PyAny>> {
         each_dat!(&self.dat, d => view(py, d, writable))
     }
+    /// `self op other` with `op` 0 add, 1 subtract, 2 multiply, 3 divide, value by value:
+    /// into a new Dat, or (`in_place`) into this one. `other` is a Dat of the same type, or a
+    /// one-value NumPy array of this Dat's type (a scalar).
+    fn algebra(&self, op: u8, other: &Bound<'_, PyAny>, in_place: bool) -> PyResult<Option<PyDat>> {
+        macro_rules! typed {
+            ($v:ident, $d:ident) => {{
+                if let Ok(o) = other.cast::<PyDat>() {
+                    let AnyDat::$v(o) = &o.get().dat else {
+                        return Err(Op2Failure::new_err((
+                            "DataType",
+                            format!("{} and {} hold different types", $d.name(), o.get().name()),
+                        )));
+                    };
+                    if in_place {
+                        match op {
+                            0 => $d.add_assign(o),
+                            1 => $d.sub_assign(o),
+                            2 => $d.mul_assign(o),
+                            _ => $d.div_assign(o),
+                        }
+                        .map_err(fail)?;
+                        Ok(None)
+                    } else {
+                        let r = match op {
+                            0 => $d.add(o),
+                            1 => $d.sub(o),
+                            2 => $d.mul(o),
+                            _ => $d.div(o),
+                        }
+                        .map_err(fail)?;
+                        Ok(Some(PyDat { dat: AnyDat::$v(r) }))
+                    }
+                } else {
+                    let a: PyReadonlyArray1<'_, _> = other.extract()?;
+                    let s = *a.as_slice()?.first().ok_or_else(|| {
+                        pyo3::exceptions::PyValueError::new_err("a scalar is one value")
+                    })?;
+                    if in_place {
+                        match op {
+                            0 => $d.add_scalar_assign(s),
+                            1 => $d.sub_scalar_assign(s),
+                            2 => $d.mul_scalar_assign(s),
+                            _ => $d.div_scalar_assign(s),
+                        }
+                        .map_err(fail)?;
+                        Ok(None)
+                    } else {
+                        let r = match op {
+                            0 => $d.add_scalar(s),
+                            1 => $d.sub_scalar(s),
+                            2 => $d.mul_scalar(s),
+                            _ => $d.div_scalar(s),
+                        }
+                        .map_err(fail)?;
+                        Ok(Some(PyDat { dat: AnyDat::$v(r) }))
+                    }
+                }
+            }};
+        }
+        match &self.dat {
+            AnyDat::F64(d) => typed!(F64, d),
+            AnyDat::F32(d) => typed!(F32, d),
+            AnyDat::I32(d) => typed!(I32, d),
+            AnyDat::U32(d) => typed!(U32, d),
+            AnyDat::I64(d) => typed!(I64, d),
+            AnyDat::U64(d) => typed!(U64, d),
+        }
+    }
+    /// The 2-norm of every value.
+    fn norm(&self) -> PyResult<f64> {
+        each_dat!(&self.dat, d => d.norm().map_err(fail))
+    }
     fn zero(&self) -> PyResult<()> {
         each_dat!(&self.dat, d => d.zero().map_err(fail))
     }

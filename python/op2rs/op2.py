@@ -12,7 +12,7 @@ __all__ = [
     "READ", "WRITE", "RW", "INC", "MIN", "MAX", "i",
     "init", "exit", "initialised",
     "Set", "DataSet", "Map", "Dat", "Global", "Const", "Kernel", "par_loop",
-    "Sparsity", "Mat", "Solver", "solve",
+    "Sparsity", "Mat", "Solver", "solve", "Subset",
     "MatTypeError", "DatTypeError",
 ]
 
@@ -310,6 +310,14 @@ class Set:
     def __pow__(self, dim):
         return DataSet(self, dim)
 
+    def __call__(self, *indices):
+        """``set(i0, i1, ...)`` or ``set(list)``: the Subset of those elements."""
+        if len(indices) == 1:
+            indices = indices[0]
+        if np.isscalar(indices):
+            indices = [indices]
+        return Subset(self, indices)
+
     def __len__(self):
         return 1
 
@@ -330,6 +338,56 @@ class Set:
         if slot.shape != (1,):
             raise SizeTypeError("Shape of %s is incorrect" % name)
         return cls(int(slot[()][0]), name)
+
+
+class Subset(Set):
+    """Some elements of a Set: ``Subset(superset, indices)``. A loop over it runs only those
+    elements; Dats and Maps stay on the superset. A Subset of a Subset selects from the first
+    one's elements (its indices are composed into the original superset)."""
+
+    def __init__(self, superset, indices):
+        rt = _rt()
+        if not isinstance(superset, Set):
+            raise TypeError("Superset must be a Set")
+        if not isinstance(indices, (list, tuple, np.ndarray)):
+            raise TypeError("Subset indices must be a list, tuple or ndarray")
+        idx = np.unique(np.asarray(indices))
+        if idx.size and not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError("Subset indices must be ints")
+        if idx.size and (idx[0] < 0 or idx[-1] >= superset.total_size):
+            raise SubsetIndexOutOfBounds(
+                "Out of bounds indices in Subset construction: [%d, %d) not [0, %d)"
+                % (idx[0], idx[-1] + 1, superset.total_size))
+        if isinstance(superset, Subset):
+            idx = superset._indices[idx]
+            superset = superset._superset
+        self._superset = superset
+        self._indices = idx.astype(np.int32)
+        self._name = superset.name
+        self._native = _call(rt.decl_subset, superset._native, self._indices,
+                             "%s_subset" % superset.name)
+        self._halo = superset.halo
+        self._layers = superset.layers
+
+    superset = property(lambda self: self._superset)
+    indices = property(lambda self: self._indices)
+
+    def __pow__(self, dim):
+        raise NotImplementedError("Deriving a DataSet from a Subset is unsupported")
+
+    def __call__(self, *indices):
+        if len(indices) == 1:
+            indices = indices[0]
+        if np.isscalar(indices):
+            indices = [indices]
+        return Subset(self, indices)
+
+    def __getattr__(self, name):
+        # PyOP2: any other attribute falls through to the superset.
+        return getattr(self._superset, name)
+
+    def __repr__(self):
+        return "Subset(%r, %r)" % (self._superset, self._indices)
 
 
 class DataSet:
@@ -661,6 +719,103 @@ class Dat:
     def __repr__(self):
         return "Dat(%r, %r, %r)" % (self._dataset.set, self.cdim, self._name)
 
+    # --- Arithmetic: each is a loop over the Dat's set (recorded, like par_loop) ---------
+
+    def _operand(self, other):
+        if isinstance(other, Dat):
+            if other._dataset is not self._dataset and (
+                    other._dataset.set is not self._dataset.set
+                    or other._dataset.dim != self._dataset.dim):
+                raise ValueError("Dats %s and %s are on different DataSets"
+                                 % (self.name, other.name))
+            if other.dtype != self.dtype:
+                raise DataTypeError("Dats %s (%s) and %s (%s) hold different types"
+                                    % (self.name, self.dtype, other.name, other.dtype))
+            return other._native
+        if np.ndim(other) != 0:
+            return NotImplemented
+        # A scalar, stored as the Dat's type (PyOP2's C expression converted it so).
+        return np.asarray([other]).astype(self.dtype)
+
+    def _op(self, code, other):
+        o = self._operand(other)
+        if o is NotImplemented:
+            return NotImplemented
+        new = Dat.__new__(Dat)
+        new._native = _call(self._native.algebra, code, o, False)
+        new._dataset, new._dtype = self._dataset, self._dtype
+        new._name = _name("dat", None)
+        new._views, new._args = [], {}
+        return new
+
+    def _iop(self, code, other):
+        o = self._operand(other)
+        if o is NotImplemented:
+            return NotImplemented
+        _call(self._native.algebra, code, o, True)
+        self._used()
+        return self
+
+    def __add__(self, other):
+        return self._op(0, other)
+
+    def __sub__(self, other):
+        return self._op(1, other)
+
+    def __mul__(self, other):
+        return self._op(2, other)
+
+    def __truediv__(self, other):
+        return self._op(3, other)
+
+    __div__ = __truediv__
+
+    def __radd__(self, other):
+        return self._op(0, other)
+
+    def __rmul__(self, other):
+        return self._op(2, other)
+
+    def __rsub__(self, other):
+        # scalar - a = (-a) + scalar
+        neg = -self
+        return neg._iop(0, other) if neg is not NotImplemented else NotImplemented
+
+    def __neg__(self):
+        return self._op(2, -1)
+
+    def __pos__(self):
+        return self._op(0, 0)
+
+    def __iadd__(self, other):
+        return self._iop(0, other)
+
+    def __isub__(self, other):
+        return self._iop(1, other)
+
+    def __imul__(self, other):
+        return self._iop(2, other)
+
+    def __itruediv__(self, other):
+        return self._iop(3, other)
+
+    __idiv__ = __itruediv__
+
+    @property
+    def norm(self):
+        """The L2 norm of every value."""
+        return _call(self._native.norm)
+
+    def __eq__(self, other):
+        return (isinstance(other, Dat) and self._dataset == other._dataset
+                and self.dtype == other.dtype
+                and np.array_equal(self.data_ro_with_halos, other.data_ro_with_halos))
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = object.__hash__
+
     @classmethod
     def fromhdf5(cls, dataset, f, name):
         """The Dat ``name`` of the open h5py file or group ``f``: ``total_size * cdim`` values
@@ -846,11 +1001,13 @@ def par_loop(kernel, iterset, *args):
     native = []
     per_point = None
     shape = None
+    # Over a Subset, args are on (and maps from) its superset.
+    base = iterset._superset if type(iterset) is Subset else iterset
     for a in args:
         if type(a) is not _Arg:
             raise TypeError("par_loop args are built by calling a Dat or Global with an access")
         s = a.iterset
-        if s is not None and s is not iterset:
+        if s is not None and s is not base:
             if a.path is None:
                 raise MapValueError("Iterset of direct arg does not match par_loop iterset.")
             raise MapValueError("Iterset of arg map does not match par_loop iterset.")
