@@ -433,6 +433,10 @@ macro_rules! by_dtype {
     };
 }
 
+// After `by_dtype`, which it uses.
+#[cfg(feature = "mpi")]
+mod distributed;
+
 /// Values from a one-dimensional NumPy array of `T` (the Python layer converts what programs
 /// pass: lists, other types, other shapes).
 fn values<T: Element + Copy>(data: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
@@ -449,6 +453,11 @@ impl PyRuntime {
         if let Some(name) = backend {
             b = b.backend(name);
         }
+        // Under mpirun, every rank's runtime spans MPI's world.
+        #[cfg(feature = "mpi")]
+        if let Some(world) = distributed::world()? {
+            b = b.communicator(world);
+        }
         Ok(PyRuntime {
             rt: b.build().map_err(fail)?,
         })
@@ -457,6 +466,18 @@ impl PyRuntime {
     #[getter]
     fn backend(&self) -> String {
         self.rt.backend_name().into()
+    }
+
+    /// This process's rank among the runtime's ranks.
+    #[getter]
+    fn rank(&self) -> usize {
+        self.rt.communicator().rank()
+    }
+
+    /// How many ranks the runtime spans.
+    #[getter]
+    fn ranks(&self) -> usize {
+        self.rt.communicator().size()
     }
 
     fn decl_set(&self, sizes: (usize, usize, usize, usize), name: &str) -> PyResult<PySet> {
@@ -750,6 +771,13 @@ fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Keep>()?;
     m.add_class::<la::PySparsity>()?;
     m.add_class::<la::PyMat>()?;
+    #[cfg(feature = "mpi")]
+    {
+        m.add_class::<distributed::PyMeshBuilder>()?;
+        m.add_class::<distributed::PyLocalMesh>()?;
+        m.add_function(wrap_pyfunction!(distributed::finalize_mpi, m)?)?;
+    }
+    m.add("HAS_MPI", cfg!(feature = "mpi"))?;
     m.add("Op2Failure", m.py().get_type::<Op2Failure>())?;
     Ok(())
 }

@@ -143,7 +143,7 @@ fn nvrtc() -> Option<PathBuf> {
 /// numpy from PyPI), then its pytest suite on every host backend and the CUDA emulator, and
 /// on OpenCL where the driver is there.
 /// The `target/pyenv` virtual environment with maturin, NumPy, pytest and h5py from PyPI and
-/// the op2rs package built from `python/`: its Python.
+/// the op2rs package built from `python/` with MPI: its Python.
 fn python_env() -> Result<PathBuf, String> {
     let venv = root().join("target/pyenv");
     if !venv.join("bin/python").exists() {
@@ -169,7 +169,9 @@ fn python_env() -> Result<PathBuf, String> {
             "--force-reinstall",
             "--no-deps",
         ])
-        .arg(root().join("python")))?;
+        .arg(root().join("python"))
+        // Across ranks too (op2-mpi): maturin reads its cargo arguments from here.
+        .env("MATURIN_PEP517_ARGS", "--features mpi"))?;
     Ok(py)
 }
 
@@ -208,6 +210,15 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
         run(python(&[])
             .arg(examples.join("jacobi.py"))
             .args(["--backend", b]))?;
+    }
+    // Across ranks: a mesh partitioned from Python, checked against NumPy (every rank handing
+    // in the mesh at 2 ranks, rank 0 alone at 3 on OpenMP).
+    for (ranks, input, backend) in [(2, "everywhere", "sequential"), (3, "root", "openmp")] {
+        run(mpi::mpirun(ranks, 300)
+            .arg(&py)
+            .arg(examples.join("distributed.py"))
+            .args(["--input", input, "--backend", backend])
+            .current_dir(root().join("target")))?;
     }
     let mesh = airfoil_h5()?;
     run(python(&[])
