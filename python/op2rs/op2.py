@@ -13,7 +13,7 @@ __all__ = [
     "READ", "WRITE", "RW", "INC", "MIN", "MAX", "i",
     "init", "exit", "initialised",
     "Set", "DataSet", "Map", "Dat", "Global", "Const", "Kernel", "par_loop",
-    "Sparsity", "Mat", "Solver", "solve", "Subset", "MPI", "DistributedMesh",
+    "Sparsity", "Mat", "Solver", "solve", "Subset", "ExtrudedSet", "MPI", "DistributedMesh",
     "MatTypeError", "DatTypeError",
 ]
 
@@ -279,7 +279,12 @@ def _name(kind, name):
 # --- Sets ------------------------------------------------------------------------------------
 
 class Set:
-    """A set of mesh entities: ``Set(size)`` or ``Set([core, owned, exec_halo, total])``."""
+    """A set of mesh entities: ``Set(size)`` or ``Set([core, owned, exec_halo, total])``.
+    ``layers=L > 1`` (PyOP2 up to 0.9.1) makes it an extruded iteration set: ``L - 1`` cells
+    over each element (see :class:`ExtrudedSet`)."""
+
+    # The native set loops over it run: the extruded cells for an extruded set, else `_native`.
+    _native_iter = None
 
     def __init__(self, size=None, name=None, halo=None, layers=None):
         rt = _rt()
@@ -295,9 +300,9 @@ class Set:
             raise ValueError("Set needs a size: an int or four ints")
         else:
             raise SizeTypeError("size must be int or a list of four ints")
-        if layers is not None and layers != 1:
-            raise NotImplementedError(
-                "extruded sets (Set(..., layers=)) are not in op2rs's Python API yet")
+        if layers is not None and (not isinstance(layers, (int, np.integer))
+                                   or isinstance(layers, bool) or layers < 1):
+            raise SizeTypeError("layers must be a positive int")
         if any(b < a for a, b in zip(sizes, sizes[1:])) or sizes[0] < 0:
             raise SizeTypeError("Set sizes must be non-decreasing and non-negative")
         self._name = _name("set", name)
@@ -307,6 +312,9 @@ class Set:
         )
         self._halo = halo
         self._layers = layers
+        if layers is not None and layers > 1:
+            self._native_iter = _call(rt.decl_extruded_set, self._native, int(layers),
+                                      "%s_layers" % self._name)
 
     core_size = property(lambda self: self._native.sizes[0])
     size = property(lambda self: self._native.size)
@@ -351,6 +359,36 @@ class Set:
         if slot.shape != (1,):
             raise SizeTypeError("Shape of %s is incorrect" % name)
         return cls(int(slot[()][0]), name)
+
+
+class ExtrudedSet(Set):
+    """PyOP2 0.10's extruded iteration set: ``ExtrudedSet(parent, layers)``, ``layers - 1``
+    cells over each element of ``parent``. Dats on it (or on ``parent``) hold one row per
+    column; maps from it with ``offset=`` step up the columns; maps from ``parent`` give the
+    same row in every layer. A loop whose args are all direct runs once per column, as
+    PyOP2's did."""
+
+    def __init__(self, parent, layers):
+        rt = _rt()
+        if not isinstance(parent, Set) or isinstance(parent, ExtrudedSet):
+            raise TypeError("Parent must be a Set")
+        if not isinstance(layers, (int, np.integer)) or isinstance(layers, bool) or layers < 2:
+            raise SizeTypeError("Number of layers must be > 1 (not %r)" % (layers,))
+        self._parent = parent
+        self._native = parent._native
+        self._name = parent.name
+        self._halo = parent.halo
+        self._layers = int(layers)
+        self._native_iter = _call(rt.decl_extruded_set, parent._native, int(layers),
+                                  "%s_layers" % parent.name)
+
+    parent = property(lambda self: self._parent)
+
+    def __getattr__(self, name):
+        return getattr(self._parent, name)
+
+    def __repr__(self):
+        return "ExtrudedSet(%r, %r)" % (self._parent, self._layers)
 
 
 class Subset(Set):
@@ -467,9 +505,21 @@ class Map:
             raise ArityTypeError("arity must be an int")
         self._iterset, self._toset, self._arity = iterset, toset, int(arity)
         self._name = _name("map", name)
-        if offset is not None or bt_masks is not None:
-            raise NotImplementedError("extruded maps (offset=) are not in op2rs's Python API yet")
-        self._offset = None
+        if bt_masks is not None:
+            raise NotImplementedError(
+                "boundary masks (bt_masks=) of extruded maps are not in op2rs's Python API yet")
+        if offset is not None:
+            if iterset._native_iter is None:
+                raise MapTypeError("offset= needs an extruded iterset (Set(layers=) or "
+                                   "ExtrudedSet)")
+            try:
+                offset = np.asarray(offset, dtype=np.int32).ravel()
+            except (TypeError, ValueError, OverflowError):
+                raise DataValueError("Map offsets must be ints") from None
+            if offset.size != self._arity:
+                raise DataValueError("Map %s: %d offsets for arity %d"
+                                     % (self._name, offset.size, self._arity))
+        self._offset = offset
         self._parent = parent
         if values is None:
             self._native = None
@@ -485,8 +535,12 @@ class Map:
         # op2-rs keeps the rows a loop runs (owned and exec halo); PyOP2 keeps every row.
         self._values = v.reshape(-1, self._arity)
         rows = np.ascontiguousarray(self._values[: iterset.exec_size]).ravel()
-        self._native = _call(rt.decl_map, iterset._native, toset._native, self._arity, rows,
-                             self._name)
+        if offset is None:
+            self._native = _call(rt.decl_map, iterset._native, toset._native, self._arity, rows,
+                                 self._name)
+        else:
+            self._native = _call(rt.decl_map, iterset._native_iter, toset._native, self._arity,
+                                 rows, self._name, [int(o) for o in offset])
 
     iterset = property(lambda self: self._iterset)
     toset = property(lambda self: self._toset)
@@ -1014,13 +1068,15 @@ def par_loop(kernel, iterset, *args):
     native = []
     per_point = None
     shape = None
-    # Over a Subset, args are on (and maps from) its superset.
-    base = iterset._superset if type(iterset) is Subset else iterset
+    # Over a Subset, args are on (and maps from) its superset; over an ExtrudedSet, on it or
+    # its parent.
+    t = type(iterset)
+    base = iterset._superset if t is Subset else iterset._parent if t is ExtrudedSet else iterset
     for a in args:
         if type(a) is not _Arg:
             raise TypeError("par_loop args are built by calling a Dat or Global with an access")
         s = a.iterset
-        if s is not None and s is not base:
+        if s is not None and s is not base and s is not iterset:
             if a.path is None:
                 raise MapValueError("Iterset of direct arg does not match par_loop iterset.")
             raise MapValueError("Iterset of arg map does not match par_loop iterset.")
@@ -1037,8 +1093,12 @@ def par_loop(kernel, iterset, *args):
             native.append(_lis_arg(a, per_point))
         else:
             native.append(a.native)
+    target = iterset._native
+    if iterset._native_iter is not None and any(a.path is not None for a in args):
+        # Extruded: layer by layer. PyOP2 ran a loop of direct args once per column.
+        target = iterset._native_iter
     try:
-        pending = rt.par_loop(kernel._native, iterset._native, native)
+        pending = rt.par_loop(kernel._native, target, native)
     except _op2.Op2Failure as e:
         _raise(e)
     for a in args:

@@ -267,7 +267,9 @@ def test_forms_not_there_yet_say_so():
     x = op2.Dat(nodes ** 2, name="x")
     with pytest.raises(NotImplementedError):
         x(op2.READ, e2n[0], flatten=True)
+    layered = op2.Set(3, "layered", layers=4)
     with pytest.raises(NotImplementedError):
-        op2.Set(3, "layered", layers=4)
+        op2.Map(layered, nodes, 2, [0, 1, 1, 2, 2, 3], "off", offset=[1, 1],
+                bt_masks=([0], [1]))
     with pytest.raises(NotImplementedError):
-        op2.Map(edges, nodes, 2, [0, 1, 1, 2, 2, 3], "off", offset=[1, 1])
+        op2.Dat(nodes ** 2, soa=True)
