@@ -12,6 +12,7 @@ use pyo3::types::PyTuple;
 use std::sync::Arc;
 
 mod la;
+mod mixed;
 
 pyo3::create_exception!(
     _op2,
@@ -747,6 +748,11 @@ fn build_args(args: &Bound<'_, PyAny>) -> PyResult<(Vec<Arg>, MatArgs)> {
                 mats.push((built.len() + mats.len(), la::mat_arg(t)?));
                 continue;
             }
+            3 => mixed::mixed_arg(t)?,
+            4 => {
+                mats.push((built.len() + mats.len(), mixed::mixed_mat_arg(t)?));
+                continue;
+            }
             other => {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!(
                     "unknown arg kind {other}"
@@ -778,6 +784,13 @@ fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(distributed::finalize_mpi, m)?)?;
     }
     m.add("HAS_MPI", cfg!(feature = "mpi"))?;
+    m.add_class::<mixed::PyMixedSet>()?;
+    m.add_class::<mixed::PyMixedMap>()?;
+    m.add_class::<mixed::PyMixedDat>()?;
+    m.add_function(wrap_pyfunction!(mixed::decl_mixed_set, m)?)?;
+    m.add_function(wrap_pyfunction!(mixed::decl_mixed_map, m)?)?;
+    m.add_function(wrap_pyfunction!(mixed::mixed_sparsity, m)?)?;
+    m.add_function(wrap_pyfunction!(mixed::solve_mixed, m)?)?;
     m.add("Op2Failure", m.py().get_type::<Op2Failure>())?;
     Ok(())
 }

@@ -14,6 +14,7 @@ __all__ = [
     "init", "exit", "initialised",
     "Set", "DataSet", "Map", "Dat", "Global", "Const", "Kernel", "par_loop",
     "Sparsity", "Mat", "Solver", "solve", "Subset", "ExtrudedSet", "MPI", "DistributedMesh",
+    "MixedSet", "MixedDataSet", "MixedMap", "MixedDat",
     "MatTypeError", "DatTypeError",
 ]
 
@@ -247,6 +248,7 @@ def exit():
     _state["runtime"] = None
     _state["config"] = {}
     _sparsities.clear()
+    _mixed_sets.clear()
 
 
 def initialised():
@@ -629,7 +631,7 @@ def _values(data, dtype, count, what):
 
 # How an argument reaches its kernel, as the native module numbers them.
 _DIRECT, _ENTRY, _ROW, _ENTRIES, _BUFFER, _BUFFER_FLAT, _ROW_FLAT = range(7)
-_KIND_DAT, _KIND_GLOBAL, _KIND_MAT = range(3)
+_KIND_DAT, _KIND_GLOBAL, _KIND_MAT, _KIND_MIXED_DAT, _KIND_MIXED_MAT = range(5)
 
 
 class _Arg:
@@ -1036,6 +1038,12 @@ class Kernel:
 def _lis_arg(a, per_point):
     """``dat(access, map[op2.i[n]])`` (or a Mat's pair of those) as the native module takes
     it, for this kernel."""
+    if type(a.data) is Mat and a.data._sparsity.mixed:
+        if per_point:
+            raise NotImplementedError("per-point (0.8.2) kernels on mixed matrices are not in "
+                                      "op2rs yet; once-per-element ones are")
+        return (_KIND_MIXED_MAT, a.data._native, a.access._code,
+                a.path[0].map._mixed_native(), a.path[1].map._mixed_native())
     if type(a.data) is Mat:
         rmap, cmap = a.path[0].map, a.path[1].map
         if not per_point and a.data.sparsity.dims != (1, 1):
@@ -1105,6 +1113,9 @@ def par_loop(kernel, iterset, *args):
         d = a.data
         if type(d) is Dat and d._views:
             d._used()
+        elif type(d) is MixedDat:
+            for c in d._dats:
+                c._used()
     return pending
 
 
@@ -1142,6 +1153,10 @@ class Sparsity:
         pass
 
     def _build(self, dsets, maps, name):
+        if isinstance(dsets, (MixedSet, MixedDataSet)) or (
+                isinstance(dsets, (tuple, list)) and dsets
+                and isinstance(dsets[0], (MixedSet, MixedDataSet))):
+            return self._build_mixed(dsets, maps, name)
         if isinstance(dsets, (Set, DataSet)):
             dsets = (dsets, dsets)
         if not isinstance(dsets, (tuple, list)) or len(dsets) != 2:
@@ -1186,12 +1201,37 @@ class Sparsity:
         self._native = _call(_op2.Sparsity, [(r._native, c._native) for r, c in unique],
                              (rows.cdim, cols.cdim), self._name)
 
+    def _build_mixed(self, dsets, maps, name):
+        if not isinstance(dsets, (tuple, list)):
+            dsets = (dsets, dsets)
+        rows, cols = (d if isinstance(d, MixedDataSet) else MixedDataSet(d) for d in dsets)
+        if isinstance(maps, MixedMap):
+            maps = (maps, maps)
+        if not (isinstance(maps, (tuple, list)) and len(maps) == 2
+                and all(isinstance(m, MixedMap) for m in maps)):
+            raise MapTypeError("a mixed Sparsity needs a MixedMap or a (rows, columns) pair")
+        if any(c != 1 for c in rows.cdim + cols.cdim):
+            raise NotImplementedError("mixed sparsities of components with dim > 1 are not in "
+                                      "op2rs yet")
+        if maps[0].toset != rows.set or maps[1].toset != cols.set:
+            raise RuntimeError("the MixedMaps do not go to the Sparsity's MixedDataSets")
+        if name is not None and not isinstance(name, str):
+            raise NameTypeError("name must be of type str")
+        self._dsets = (rows, cols)
+        self._maps = [tuple(maps)]
+        self._name = _name("sparsity", name)
+        self._native = _call(_op2.mixed_sparsity, maps[0]._mixed_native(),
+                             maps[1]._mixed_native(), self._name)
+
+    mixed = property(lambda self: isinstance(self._dsets[0], MixedDataSet))
     dsets = property(lambda self: self._dsets)
     maps = property(lambda self: list(self._maps))
     rmaps = property(lambda self: [r for r, _ in self._maps])
     cmaps = property(lambda self: [c for _, c in self._maps])
-    dims = property(lambda self: (self._dsets[0].cdim, self._dsets[1].cdim))
-    shape = property(lambda self: (1, 1))
+    dims = property(lambda self: (1, 1) if self.mixed
+                    else (self._dsets[0].cdim, self._dsets[1].cdim))
+    shape = property(lambda self: (len(self._dsets[0]), len(self._dsets[1])) if self.mixed
+                     else (1, 1))
     nrows = property(lambda self: self._dsets[0].size)
     ncols = property(lambda self: self._dsets[1].size)
     name = property(lambda self: self._name)
@@ -1248,6 +1288,8 @@ class Mat:
         rmap, cmap = path[0].map, path[1].map
         if not any(_same_map(r, rmap) and _same_map(c, cmap) for r, c in self._sparsity._maps):
             raise MapValueError("Path maps not in sparsity maps")
+        if self._sparsity.mixed and flatten:
+            raise MatTypeError("Mats on mixed spaces cannot be flattened")
         return _Arg(self, access, tuple(path), flatten, None, rmap.iterset, True)
 
     def zero(self):
@@ -1306,6 +1348,8 @@ def _same_map(a, b):
     """PyOP2 accepts value-equal maps in a Mat arg, not only the sparsity's own objects."""
     if a is b:
         return True
+    if isinstance(a, MixedMap) or isinstance(b, MixedMap):
+        return a == b
     return (a.iterset is b.iterset and a.toset is b.toset and a.arity == b.arity
             and a._native is not None and b._native is not None
             and np.array_equal(a._values, b._values))
@@ -1349,15 +1393,30 @@ class Solver:
         """Solves ``A x = b`` into ``x``."""
         if not isinstance(A, Mat):
             raise MatTypeError("A must be a Mat")
-        if not isinstance(x, Dat) or not isinstance(b, Dat):
+        if not isinstance(x, (Dat, MixedDat)) or not isinstance(b, (Dat, MixedDat)):
             raise DatTypeError("x and b must be Dats")
         p = self.parameters
+        if isinstance(x, MixedDat) or isinstance(b, MixedDat):
+            if not (isinstance(x, MixedDat) and isinstance(b, MixedDat)):
+                raise DatTypeError("a mixed solve needs MixedDats for x and b")
+            converged, reason, its, res = _call(
+                _op2.solve_mixed, A._native, x._mixed_native(), b._mixed_native(),
+                str(p["ksp_type"]), str(p["pc_type"]), float(p["ksp_rtol"]),
+                float(p["ksp_atol"]), float(p["ksp_divtol"]), int(p["ksp_max_it"]),
+                int(p["ksp_gmres_restart"]))
+            for d in x.split:
+                d._used()
+            self._report(p, converged, reason, its, res)
+            return
         converged, reason, its, res = _call(
             A._native.solve, x._native, b._native, str(p["ksp_type"]), str(p["pc_type"]),
             float(p["ksp_rtol"]), float(p["ksp_atol"]), float(p["ksp_divtol"]),
             int(p["ksp_max_it"]), int(p["ksp_gmres_restart"]),
             bool(p.get("ksp_initial_guess_nonzero", False)))
         x._used()
+        self._report(p, converged, reason, its, res)
+
+    def _report(self, p, converged, reason, its, res):
         self.reason, self.iterations, self.residual = reason, its, res
         if p.get("ksp_monitor"):
             print("  %s: %d iterations, residual %g" % (reason, its, res))
@@ -1374,7 +1433,7 @@ def solve(M, x, b):
     """Solves ``M x = b`` into ``x`` with a default Solver."""
     if not isinstance(M, Mat):
         raise MatTypeError("M must be a Mat")
-    if not isinstance(x, Dat) or not isinstance(b, Dat):
+    if not isinstance(x, (Dat, MixedDat)) or not isinstance(b, (Dat, MixedDat)):
         raise DatTypeError("x and b must be Dats")
     Solver().solve(M, x, b)
 
@@ -1548,3 +1607,245 @@ class LocalMesh:
     @property
     def report(self):
         return self._native.report()
+
+
+# --- Mixed spaces -----------------------------------------------------------------------------
+
+# op2-rs's mixed set of each tuple of sets: MixedSets are equal by their components (PyOP2 made
+# new ones freely: a MixedMap's toset, a MixedDataSet's set), and a mixed Dat must live on the
+# very mixed set its map goes to.
+_mixed_sets = {}
+
+
+def _mixed_native(sets):
+    key = tuple(id(s) for s in sets)
+    got = _mixed_sets.get(key)
+    if got is None:
+        name = "mixed_%s" % "_".join(s.name for s in sets)
+        got = (tuple(sets), _call(_op2.decl_mixed_set, _rt(), [s._native for s in sets], name))
+        _mixed_sets[key] = got
+    return got[1]
+
+
+class MixedSet:
+    """An ordered tuple of Sets: ``MixedSet(sets)``."""
+
+    def __init__(self, sets):
+        _rt()
+        sets = tuple(sets)
+        if not sets or not all(isinstance(s, Set) for s in sets):
+            raise TypeError("All components of a MixedSet must be Sets")
+        if len({s.layers for s in sets}) > 1:
+            raise AssertionError("All components of a MixedSet must have the same layers")
+        self._sets = sets
+
+    def _mixed_native(self):
+        return _mixed_native(self._sets)
+
+    split = property(lambda self: self._sets)
+    core_size = property(lambda self: sum(s.core_size for s in self._sets))
+    size = property(lambda self: sum(s.size for s in self._sets))
+    exec_size = property(lambda self: sum(s.exec_size for s in self._sets))
+    total_size = property(lambda self: sum(s.total_size for s in self._sets))
+    sizes = property(lambda self: (self.core_size, self.size, self.exec_size, self.total_size))
+    name = property(lambda self: tuple(s.name for s in self._sets))
+    layers = property(lambda self: self._sets[0].layers)
+
+    @property
+    def halo(self):
+        h = tuple(s.halo for s in self._sets)
+        return None if all(x is None for x in h) else h
+
+    def __getitem__(self, i):
+        return self._sets[i]
+
+    def __len__(self):
+        return len(self._sets)
+
+    def __iter__(self):
+        return iter(self._sets)
+
+    def __pow__(self, dims):
+        return MixedDataSet(self._sets, dims)
+
+    def __eq__(self, other):
+        return isinstance(other, MixedSet) and self._sets == other._sets
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(tuple(id(s) for s in self._sets))
+
+    def __repr__(self):
+        return "MixedSet(%r)" % (self._sets,)
+
+
+class MixedDataSet:
+    """A DataSet per component: ``MixedDataSet(mixed_set)``, ``(sets, [d1, ..., dn])``,
+    ``(sets, d)`` or ``([dataset_or_set, ...])``."""
+
+    def __init__(self, arg, dims=None):
+        if isinstance(arg, MixedSet):
+            arg = arg.split
+        arg = tuple(arg)
+        if dims is None:
+            dsets = tuple(a ** 1 if isinstance(a, Set) else a for a in arg)
+        else:
+            if isinstance(dims, (int, np.integer)):
+                dims = [dims] * len(arg)
+            dims = list(dims)
+            if len(dims) != len(arg):
+                raise ValueError("Got MixedSet of %d Sets but %d dims" % (len(arg), len(dims)))
+            dsets = tuple(s ** d for s, d in zip(arg, dims))
+        if not all(isinstance(d, DataSet) for d in dsets):
+            raise TypeError("All components of a MixedDataSet must be DataSets")
+        self._dsets = dsets
+
+    split = property(lambda self: self._dsets)
+    dim = property(lambda self: tuple(d.dim for d in self._dsets))
+    cdim = property(lambda self: tuple(d.cdim for d in self._dsets))
+    name = property(lambda self: tuple(d.name for d in self._dsets))
+    set = property(lambda self: MixedSet(d.set for d in self._dsets))
+
+    def __getitem__(self, i):
+        return self._dsets[i]
+
+    def __len__(self):
+        return len(self._dsets)
+
+    def __iter__(self):
+        return iter(self._dsets)
+
+    def __eq__(self, other):
+        return isinstance(other, MixedDataSet) and self._dsets == other._dsets
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(tuple(id(d) for d in self._dsets))
+
+
+class MixedMap:
+    """One Map per component of a MixedSet, from one iteration set: ``MixedMap(maps)``."""
+
+    def __init__(self, maps):
+        _rt()
+        maps = tuple(maps)
+        if not maps or not all(isinstance(m, Map) for m in maps):
+            raise TypeError("All components of a MixedMap must be Maps")
+        if len({id(m.iterset) for m in maps}) > 1:
+            raise MapTypeError("All maps in a MixedMap need to share the same iterset")
+        self._maps = maps
+        self._native = None
+        self._paths = None
+
+    def _mixed_native(self):
+        if self._native is None:
+            to = _mixed_native([m.toset for m in self._maps])
+            name = "mixed_%s" % "_".join(m.name for m in self._maps)
+            self._native = _call(_op2.decl_mixed_map, _rt(), to,
+                                 [m._native for m in self._maps], name)
+        return self._native
+
+    split = property(lambda self: self._maps)
+    iterset = property(lambda self: self._maps[0].iterset)
+    toset = property(lambda self: MixedSet(m.toset for m in self._maps))
+    arity = property(lambda self: sum(m.arity for m in self._maps))
+    arities = property(lambda self: tuple(m.arity for m in self._maps))
+    arange = property(lambda self: tuple(np.cumsum((0,) + self.arities).tolist()))
+    values = property(lambda self: tuple(m.values for m in self._maps))
+    values_with_halo = property(lambda self: tuple(m.values_with_halo for m in self._maps))
+    name = property(lambda self: tuple(m.name for m in self._maps))
+    offset = property(lambda self: tuple(m.offset for m in self._maps))
+
+    def __getitem__(self, index):
+        if isinstance(index, IterationIndex):
+            if index.index not in (0, 1):
+                raise IndexValueError("op2.i[n] with n 0 or 1")
+            return _MapPath(self, index)
+        raise NotImplementedError("MixedMap[k] with an int k is not in op2rs; use op2.i")
+
+    def __len__(self):
+        return len(self._maps)
+
+    def __iter__(self):
+        return iter(self._maps)
+
+    def __eq__(self, other):
+        return isinstance(other, MixedMap) and self._maps == other._maps
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(tuple(id(m) for m in self._maps))
+
+
+class MixedDat:
+    """One Dat per component: ``MixedDat(mixed_dataset_or_dats)``; items that are Dats are used
+    as they are, Sets and DataSets get a new Dat."""
+
+    def __init__(self, mdset_or_dats):
+        _rt()
+        if isinstance(mdset_or_dats, MixedDataSet):
+            mdset_or_dats = mdset_or_dats.split
+        dats = tuple(d if isinstance(d, Dat) else Dat(d) for d in mdset_or_dats)
+        if len({d.dtype for d in dats}) > 1:
+            raise DataValueError("MixedDat with different dtypes is not supported")
+        self._dats = dats
+        self._native = None
+
+    def _mixed_native(self):
+        if self._native is None:
+            to = _mixed_native([d.dataset.set for d in self._dats])
+            self._native = _call(_op2.MixedDat, to, [d._native for d in self._dats])
+        return self._native
+
+    def __call__(self, access, path=None, flatten=False):
+        if access is not READ and access is not WRITE and access is not RW and access is not INC:
+            raise ModeValueError("Dat access must be READ, WRITE, RW or INC")
+        if flatten:
+            raise DatTypeError("MixedDats cannot be flattened")
+        if type(path) is _MapPath:
+            raise NotImplementedError("mixed_dat(access, mixed_map[op2.i[0]]) is not in op2rs "
+                                      "yet; pass the MixedMap for one pointer array")
+        if not isinstance(path, MixedMap):
+            raise MapTypeError("a MixedDat is used through a MixedMap")
+        if path.toset != MixedSet(d.dataset.set for d in self._dats):
+            raise MapValueError("To Set of MixedMap does not match Set of MixedDat.")
+        native = (_KIND_MIXED_DAT, self._mixed_native(), access._code, path._mixed_native())
+        return _Arg(self, access, path, False, native, path.iterset)
+
+    split = property(lambda self: self._dats)
+    dtype = property(lambda self: self._dats[0].dtype)
+    dataset = property(lambda self: MixedDataSet(d.dataset for d in self._dats))
+    soa = property(lambda self: tuple(False for _ in self._dats))
+    data = property(lambda self: tuple(d.data for d in self._dats))
+    data_ro = property(lambda self: tuple(d.data_ro for d in self._dats))
+    data_with_halos = property(lambda self: tuple(d.data_with_halos for d in self._dats))
+    data_ro_with_halos = property(lambda self: tuple(d.data_ro_with_halos for d in self._dats))
+    name = property(lambda self: tuple(d.name for d in self._dats))
+
+    def zero(self):
+        for d in self._dats:
+            d.zero()
+
+    def __getitem__(self, i):
+        return self._dats[i]
+
+    def __len__(self):
+        return len(self._dats)
+
+    def __iter__(self):
+        return iter(self._dats)
+
+    def __eq__(self, other):
+        return isinstance(other, MixedDat) and len(self) == len(other) and all(
+            a == b for a, b in zip(self._dats, other._dats))
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = object.__hash__

@@ -1,0 +1,206 @@
+//! Mixed spaces for the `op2rs` package (PyOP2's `MixedSet`, `MixedMap`, `MixedDat`): handles
+//! over op2's mixed sets, maps and Dats, the loop arg that hands a kernel one pointer array
+//! across the components, block matrices' args and mixed solves.
+
+use crate::la::{PyMat, PySparsity, fail_la};
+use crate::{AnyDat, Op2Failure, PyDat, PyMap, PySet, fail};
+use op2::la::{self, Method, Preconditioner, SolverOptions, Split};
+use op2::{MixedDat, MixedMap, MixedSet};
+use pyo3::prelude::*;
+
+/// An ordered tuple of sets.
+#[pyclass(name = "MixedSet", module = "op2rs._op2", frozen)]
+pub(crate) struct PyMixedSet {
+    pub(crate) set: MixedSet,
+}
+
+/// One map per component of a mixed set, from one iteration set.
+#[pyclass(name = "MixedMap", module = "op2rs._op2", frozen)]
+pub(crate) struct PyMixedMap {
+    pub(crate) map: MixedMap,
+}
+
+/// One Dat per component of a mixed set, all of one type.
+pub(crate) enum AnyMixedDat {
+    F64(MixedDat<f64>),
+    F32(MixedDat<f32>),
+    I32(MixedDat<i32>),
+    U32(MixedDat<u32>),
+    I64(MixedDat<i64>),
+    U64(MixedDat<u64>),
+}
+
+#[pyclass(name = "MixedDat", module = "op2rs._op2", frozen)]
+pub(crate) struct PyMixedDat {
+    pub(crate) dat: AnyMixedDat,
+}
+
+#[pymethods]
+impl PyMixedDat {
+    /// The mixed Dat of `dats` (one per component of `set`, in order, of one type).
+    #[new]
+    fn new(set: &PyMixedSet, dats: Vec<PyRef<'_, PyDat>>) -> PyResult<Self> {
+        macro_rules! collect {
+            ($v:ident) => {{
+                let mut typed = Vec::with_capacity(dats.len());
+                for d in &dats {
+                    match &d.dat {
+                        AnyDat::$v(x) => typed.push(x.clone()),
+                        _ => {
+                            return Err(Op2Failure::new_err((
+                                "DataLength",
+                                "the Dats of a MixedDat must hold one type".to_string(),
+                            )));
+                        }
+                    }
+                }
+                AnyMixedDat::$v(MixedDat::from_dats(&set.set, typed).map_err(fail)?)
+            }};
+        }
+        let first = dats.first().ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err("a MixedDat needs at least one Dat")
+        })?;
+        let dat = match &first.dat {
+            AnyDat::F64(_) => collect!(F64),
+            AnyDat::F32(_) => collect!(F32),
+            AnyDat::I32(_) => collect!(I32),
+            AnyDat::U32(_) => collect!(U32),
+            AnyDat::I64(_) => collect!(I64),
+            AnyDat::U64(_) => collect!(U64),
+        };
+        Ok(PyMixedDat { dat })
+    }
+}
+
+impl PyMixedDat {
+    fn f64(&self, what: &str) -> PyResult<&MixedDat<f64>> {
+        match &self.dat {
+            AnyMixedDat::F64(d) => Ok(d),
+            _ => Err(Op2Failure::new_err((
+                "DatType",
+                format!("{what} must be a MixedDat of float64 values"),
+            ))),
+        }
+    }
+}
+
+/// The arg `(3, mixed dat, access, mixed map)`: one pointer array across the components.
+pub(crate) fn mixed_arg(t: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<op2::Arg> {
+    let d = t.get_item(1)?;
+    let d = d.cast::<PyMixedDat>()?.get();
+    let acc = crate::access(t.get_item(2)?.extract()?)?;
+    let m = t.get_item(3)?;
+    let m = &m.cast::<PyMixedMap>()?.get().map;
+    Ok(match &d.dat {
+        AnyMixedDat::F64(d) => d.arg_row(m, acc),
+        AnyMixedDat::F32(d) => d.arg_row(m, acc),
+        AnyMixedDat::I32(d) => d.arg_row(m, acc),
+        AnyMixedDat::U32(d) => d.arg_row(m, acc),
+        AnyMixedDat::I64(d) => d.arg_row(m, acc),
+        AnyMixedDat::U64(d) => d.arg_row(m, acc),
+    })
+}
+
+/// A block matrix's arg `(4, mat, access, row mixed map, column mixed map)`: the kernel gets
+/// the whole element matrix, the row maps' entries in turn down and the columns' across.
+pub(crate) fn mixed_mat_arg(t: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<la::MatArg> {
+    let m = t.get_item(1)?;
+    let m = m.cast::<PyMat>()?.get();
+    let acc = crate::access(t.get_item(2)?.extract()?)?;
+    let r = t.get_item(3)?;
+    let r = &r.cast::<PyMixedMap>()?.get().map;
+    let c = t.get_item(4)?;
+    let c = &c.cast::<PyMixedMap>()?.get().map;
+    Ok(m.mat.arg_mixed(acc, r, c))
+}
+
+/// The native functions on mixed objects, as module functions (their classes stay plain).
+#[pyfunction]
+pub(crate) fn decl_mixed_set(
+    rt: &crate::PyRuntime,
+    sets: Vec<PyRef<'_, PySet>>,
+    name: &str,
+) -> PyResult<PyMixedSet> {
+    let s: Vec<&op2::Set> = sets.iter().map(|s| &s.set).collect();
+    Ok(PyMixedSet {
+        set: rt.rt.decl_mixed_set(&s, name).map_err(fail)?,
+    })
+}
+
+#[pyfunction]
+pub(crate) fn decl_mixed_map(
+    rt: &crate::PyRuntime,
+    to: &PyMixedSet,
+    maps: Vec<PyRef<'_, PyMap>>,
+    name: &str,
+) -> PyResult<PyMixedMap> {
+    let m: Vec<&op2::Map> = maps.iter().map(|m| &m.map).collect();
+    Ok(PyMixedMap {
+        map: rt.rt.decl_mixed_map(&to.set, &m, name).map_err(fail)?,
+    })
+}
+
+/// The block sparsity of a row and a column mixed map.
+#[pyfunction]
+pub(crate) fn mixed_sparsity(
+    rows: &PyMixedMap,
+    cols: &PyMixedMap,
+    name: &str,
+) -> PyResult<PySparsity> {
+    Ok(PySparsity {
+        sp: la::Sparsity::mixed(&rows.map, &cols.map, name).map_err(fail_la)?,
+    })
+}
+
+/// Solves the mixed system `mat x = b` (see `PyMat::solve` for the options; `pc` may also be
+/// `fieldsplit` or `fieldsplit_multiplicative`). Returns (converged, reason, iterations,
+/// residual).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn solve_mixed(
+    mat: &PyMat,
+    x: &PyMixedDat,
+    b: &PyMixedDat,
+    method: &str,
+    pc: &str,
+    rtol: f64,
+    atol: f64,
+    dtol: f64,
+    max_it: usize,
+    restart: usize,
+) -> PyResult<(bool, String, usize, f64)> {
+    let bad = |what: &str, v: &str| {
+        Op2Failure::new_err((
+            "SolverOption",
+            format!("{what} {v:?} is not one op2rs has (see docs/14-python.md)"),
+        ))
+    };
+    let method = match method {
+        "cg" => Method::Cg,
+        "gmres" => Method::Gmres { restart },
+        "bcgs" | "bicgstab" => Method::BiCgStab,
+        other => return Err(bad("ksp_type", other)),
+    };
+    let preconditioner = match pc {
+        "none" => Preconditioner::None,
+        "jacobi" | "diagonal" => Preconditioner::Jacobi,
+        "sor" => Preconditioner::Sor { omega: 1.0 },
+        "ilu" => Preconditioner::Ilu0,
+        "fieldsplit" => Preconditioner::FieldSplit(Split::Additive),
+        "fieldsplit_multiplicative" => Preconditioner::FieldSplit(Split::Multiplicative),
+        other => return Err(bad("pc_type", other)),
+    };
+    let mut options = SolverOptions::new(method, preconditioner)
+        .rtol(rtol)
+        .atol(atol)
+        .max_iterations(max_it);
+    options.dtol = dtol;
+    mat.mat.assemble();
+    let report = la::solve_mixed(&mat.mat, b.f64("b")?, x.f64("x")?, &options).map_err(fail_la)?;
+    Ok((
+        report.converged(),
+        format!("{:?}", report.reason),
+        report.iterations,
+        report.residual(),
+    ))
+}
