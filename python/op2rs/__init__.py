@@ -1,7 +1,7 @@
 """op2rs: PyOP2's API (0.8 to 0.10) over op2-rs. A PyOP2 program runs with its import line
 changed from ``from pyop2 import op2`` to ``from op2rs import op2``."""
 
-from . import op2  # noqa: F401
+from . import op2, utils  # noqa: F401
 from .op2 import *  # noqa: F401,F403
 
 __version__ = "0.1.0"

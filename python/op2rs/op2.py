@@ -3,6 +3,9 @@ PyOP2 0.8 to 0.10 documented them. Argument forms and PyOP2's exceptions live he
 the generated code and the data are op2-rs's (``op2rs._op2``)."""
 
 import atexit
+import logging
+import os
+import tempfile
 import weakref
 
 import numpy as np
@@ -10,7 +13,8 @@ import numpy as np
 from . import _op2
 
 __all__ = [
-    "READ", "WRITE", "RW", "INC", "MIN", "MAX", "i",
+    "configuration", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "i",
+    "debug", "info", "warning", "error", "critical", "set_log_level", "Halo",
     "init", "exit", "initialised",
     "Set", "DataSet", "Map", "Dat", "Global", "Const", "Kernel", "par_loop",
     "Sparsity", "Mat", "Solver", "solve", "Subset", "ExtrudedSet", "MPI", "DistributedMesh",
@@ -204,27 +208,94 @@ i = IterationIndex()
 # --- Lifecycle -------------------------------------------------------------------------------
 
 _BACKENDS = {"sequential": "seq", "openmp": "openmp", "opencl": "opencl", "cuda": "cuda"}
-_state = {"runtime": None, "backend": None, "finalised": False, "config": {}}
+_state = {"runtime": None, "backend": None, "finalised": False}
+
+
+class _Configuration:
+    """PyOP2's ``op2.configuration``: known keys with defaults from the environment
+    (``PYOP2_BACKEND``, ``PYOP2_LAZY``, ...), type-checked when set; unknown keys are kept."""
+
+    # key: (environment variable, type, default)
+    _KEYS = {
+        "backend": ("PYOP2_BACKEND", str, "sequential"),
+        "debug": ("PYOP2_DEBUG", int, 0),
+        "log_level": ("PYOP2_LOG_LEVEL", (str, int), "WARNING"),
+        "lazy_evaluation": ("PYOP2_LAZY", bool, True),
+        "lazy_max_trace_length": ("PYOP2_MAX_TRACE_LENGTH", int, 0),
+        "dump_gencode": ("PYOP2_DUMP_GENCODE", bool, False),
+        "dump_gencode_path": ("PYOP2_DUMP_GENCODE_PATH", str,
+                              os.path.join(tempfile.gettempdir(), "pyop2-gencode")),
+        "compiler": ("PYOP2_BACKEND_COMPILER", str, ""),
+        "simd_isa": ("PYOP2_SIMD_ISA", str, ""),
+    }
+
+    def __init__(self):
+        self._set = set()
+        self.reset()
+
+    def reset(self):
+        """Back to the defaults (read from the environment)."""
+        self._values = {}
+        self._set = set()
+        for key, (env, typ, default) in self._KEYS.items():
+            raw = os.environ.get(env)
+            conv = typ[0] if isinstance(typ, tuple) else typ
+            # As PyOP2 did: the type's constructor (so a bool is True for any non-empty string).
+            self._values[key] = default if raw is None else conv(raw)
+
+    def reconfigure(self, **kwargs):
+        for k, v in kwargs.items():
+            self[k] = v
+
+    def __getitem__(self, key):
+        return self._values[key]
+
+    def __setitem__(self, key, value):
+        known = self._KEYS.get(key)
+        if known is not None:
+            if not isinstance(value, known[1]) or (known[1] is int and isinstance(value, bool)):
+                raise ConfigurationError("Values for configuration key %s must be of type %r"
+                                         % (key, known[1]))
+            if key == "backend" and "backend" in self._set and value != self._values[key]:
+                raise ConfigurationError("The backend is already set")
+            self._set.add(key)
+        self._values[key] = value
+
+    def __contains__(self, key):
+        return key in self._values
+
+    def __repr__(self):
+        return "Configuration(%r)" % (self._values,)
+
+
+configuration = _Configuration()
 
 
 def init(**kwargs):
     """Starts op2-rs with ``backend`` (``sequential``, ``openmp``, ``opencl``, ``cuda``, or an
-    op2-rs name such as ``cuda-emulator``) and ``lazy_evaluation``; other keywords are kept."""
+    op2-rs name such as ``cuda-emulator``) and ``lazy_evaluation``; every keyword goes into
+    ``configuration`` (unknown ones are kept, as PyOP2 kept them)."""
     if _state["finalised"]:
         raise RuntimeError("op2.exit has been called")
     backend = kwargs.get("backend")
-    if "lazy_evaluation" in kwargs and not isinstance(kwargs["lazy_evaluation"], bool):
-        raise ConfigurationError("lazy_evaluation must be a bool")
     if _state["runtime"] is not None:
         if backend is not None and backend != _state["backend"]:
             raise RuntimeError("Changing the backend is not possible once set.")
-        _state["config"].update(kwargs)
+        configuration.reconfigure(**{k: v for k, v in kwargs.items() if k != "backend"})
+        set_log_level(configuration["log_level"])
         return
-    name = backend or "sequential"
-    rs_name = _BACKENDS.get(name, name)
-    # A backend that cannot start is PyOP2's ImportError, and leaves the configuration as it was.
-    _state["runtime"] = _call(_op2.PyRuntime, rs_name, kwargs.get("lazy_evaluation", True))
-    _state["config"].update(kwargs)
+    old = dict(configuration._values)
+    try:
+        configuration.reconfigure(**kwargs)
+        name = configuration["backend"]
+        rs_name = _BACKENDS.get(name, name)
+        # A backend that cannot start is PyOP2's ImportError, and leaves the configuration as
+        # it was.
+        _state["runtime"] = _call(_op2.PyRuntime, rs_name, configuration["lazy_evaluation"])
+    except Exception:
+        configuration._values = old
+        raise
+    set_log_level(configuration["log_level"])
     _state["backend"] = name
     if getattr(_op2, "HAS_MPI", False) and _state["runtime"].ranks > 1:
         # MPI finishes at exit, after what is pending ran (every rank takes part).
@@ -246,7 +317,7 @@ def exit():
         # holding the runtime goes, which ranks might reach at different times).
         _call(rt.flush)
     _state["runtime"] = None
-    _state["config"] = {}
+    configuration.reset()
     _sparsities.clear()
     _mixed_sets.clear()
 
@@ -1116,6 +1187,11 @@ def par_loop(kernel, iterset, *args):
         elif type(d) is MixedDat:
             for c in d._dats:
                 c._used()
+    limit = configuration._values["lazy_max_trace_length"]
+    if pending and limit > 0 and rt.pending() >= limit:
+        # PyOP2's bound on the queue: past it, loops run as they come.
+        rt.flush()
+        pending = False
     return pending
 
 
@@ -1849,3 +1925,50 @@ class MixedDat:
         return not self == other
 
     __hash__ = object.__hash__
+
+
+# --- Logging (PyOP2's logger "pyop2") ---------------------------------------------------------
+
+_logger = logging.getLogger("pyop2")
+_handler = logging.StreamHandler()
+_logger.addHandler(_handler)
+
+
+def set_log_level(level):
+    """The ``pyop2`` logger's level: a name (``"WARN"``, ``"INFO"``, ...) or a number."""
+    if isinstance(level, str) and level.upper() == "WARN":
+        level = "WARNING"
+    _logger.setLevel(level.upper() if isinstance(level, str) else level)
+    prefix = "[%d] " % MPI.comm.rank if MPI.comm.size > 1 else ""
+    _handler.setFormatter(logging.Formatter(prefix + "%(name)s:%(levelname)s %(message)s"))
+
+
+def debug(msg, *args, **kwargs):
+    _logger.debug(msg, *args, **kwargs)
+
+
+def info(msg, *args, **kwargs):
+    _logger.info(msg, *args, **kwargs)
+
+
+def warning(msg, *args, **kwargs):
+    _logger.warning(msg, *args, **kwargs)
+
+
+def error(msg, *args, **kwargs):
+    _logger.error(msg, *args, **kwargs)
+
+
+def critical(msg, *args, **kwargs):
+    _logger.critical(msg, *args, **kwargs)
+
+
+class Halo:
+    """PyOP2's hand-built halo (``Halo(sends, receives, comm=None, gnn2unn=None)``). op2rs
+    builds halos itself: declare the mesh in global numbering with :class:`DistributedMesh`
+    and partition it."""
+
+    def __init__(self, sends, receives, comm=None, gnn2unn=None):
+        raise NotImplementedError(
+            "hand-built halos are not in op2rs; use op2.DistributedMesh, which partitions a "
+            "mesh and builds each rank's halos")

@@ -273,3 +273,38 @@ def test_forms_not_there_yet_say_so():
                 bt_masks=([0], [1]))
     with pytest.raises(NotImplementedError):
         op2.Dat(nodes ** 2, soa=True)
+
+
+def test_configuration_logging_and_utils():
+    from op2rs import utils
+    assert op2.configuration["backend"] == op2._state["backend"]
+    assert op2.configuration["lazy_evaluation"] in (True, False)
+    with pytest.raises(op2.ConfigurationError):
+        op2.configuration["lazy_evaluation"] = 0
+    with pytest.raises(KeyError):
+        op2.configuration["no such key"]
+    # init again with the same backend only updates the configuration (unknown keys kept).
+    op2.init(my_option=3, log_level="INFO")
+    assert op2.configuration["my_option"] == 3
+    op2.set_log_level("WARN")
+    p = utils.parser(group=True)
+    ns = vars(p.parse_args(["-b", "openmp", "-l", "DEBUG"]))
+    assert ns == {"backend": "openmp", "log_level": "DEBUG"}
+    with pytest.raises(NotImplementedError):
+        op2.Halo([], [])
+
+
+def test_lazy_max_trace_length_runs_loops_past_the_bound():
+    s = op2.Set(3, "s")
+    d = op2.Dat(s, np.zeros(3), np.float64, "d")
+    k = op2.Kernel("void inc1(double *x) { *x += 1.0; }", "inc1")
+    op2.configuration["lazy_max_trace_length"] = 2
+    try:
+        rt = op2._state["runtime"]
+        rt.flush()
+        for _ in range(5):
+            op2.par_loop(k, s, d(op2.RW))
+            assert rt.pending() < 2
+    finally:
+        op2.configuration["lazy_max_trace_length"] = 0
+    np.testing.assert_array_equal(d.data_ro, np.full(3, 5.0))
