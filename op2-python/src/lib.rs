@@ -601,6 +601,11 @@ impl PyRuntime {
         Ok(PyConst { c })
     }
 
+    /// Frees Const `c`'s name (loops recorded before run first).
+    fn remove_const(&self, c: &PyConst) -> PyResult<()> {
+        each_const!(&c.c, c => self.rt.remove_const(c).map_err(fail))
+    }
+
     /// Records `kernel` over `set` with `args`, each a tuple: `(0, dat, access, how, map,
     /// index)` with `how` 0 direct, 1 map entry `index`, 2 the whole row, 3 a call per entry,
     /// 4 a local buffer, 5 a flattened buffer, 6 a flattened row; or `(1, global, access)`.

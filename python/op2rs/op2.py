@@ -1066,6 +1066,11 @@ class Const:
         _call(self._native.set_value, _values(value, self._dtype, self.cdim, "Const"))
         self._has_data = True
 
+    def remove_from_namespace(self):
+        """Frees the name (loops recorded before run first, with these values), so that a
+        Const of that name may be declared again."""
+        _call(_rt().remove_const, self._native)
+
     @classmethod
     def fromhdf5(cls, f, name):
         """The Const ``name`` of the open h5py file or group ``f``: an array whose shape is

@@ -84,6 +84,16 @@ def test_consts_are_read_by_name_and_can_change():
     np.testing.assert_array_equal(x.data_ro, np.full(10, 10.0))
     with pytest.raises(op2.Const.NonUniqueNameError):
         op2.Const(1, 1.0, "alpha_py")
+    # Removed from the namespace, the name takes a Const of another shape; loops recorded
+    # before ran with the old one.
+    op2.par_loop(k, s, x(op2.RW))
+    alpha.remove_from_namespace()
+    beta = op2.Const(2, [1.0, 2.0], "alpha_py", dtype=np.float64)
+    op2.par_loop(op2.Kernel("void sc2(double *x) { *x += alpha_py[1]; }", "sc2"), s, x(op2.RW))
+    np.testing.assert_array_equal(x.data_ro, np.full(10, 42.0))
+    beta.remove_from_namespace()
+    with pytest.raises(op2.Op2Error, match="removed"):
+        beta.remove_from_namespace()
 
 
 def test_whole_row_bounds_are_not_compared_as_pyop2_never_did():

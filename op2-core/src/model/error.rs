@@ -326,6 +326,12 @@ pub enum Op2Error {
         /// Where: a loop's kernel, or a host access.
         context: String,
     },
+    /// [`crate::Runtime::remove_const`] was given a Const removed before.
+    #[error("const `{name}` was removed from the namespace already")]
+    ConstRemoved {
+        /// Its name.
+        name: String,
+    },
     /// [`crate::Runtime::release_temporary`] was given a Dat that is not a temporary.
     #[error("dat `{name}` is not a temporary (declare it with decl_temporary to release it)")]
     NotTemporary {

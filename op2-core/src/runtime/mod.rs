@@ -526,6 +526,23 @@ impl Runtime {
         Ok(Const::from_carrier(c))
     }
 
+    /// Frees `c`'s name (PyOP2's `Const.remove_from_namespace`): loops recorded before run
+    /// first, with its values; later kernels no longer see it, and a Const of that name (of any
+    /// shape) may be declared again. Errors: a Const of another runtime, or one removed before.
+    pub fn remove_const<T: Scalar>(&self, c: &Const<T>) -> Result<()> {
+        self.own("const", c.name(), c.carrier().runtime_id)?;
+        self.flush()?;
+        let mut st = lock(&self.shared.state);
+        let before = st.consts.len();
+        st.consts.retain(|k| k.id != c.id());
+        if st.consts.len() == before {
+            return Err(Op2Error::ConstRemoved {
+                name: c.name().into(),
+            });
+        }
+        Ok(())
+    }
+
     fn carrier(&self, kind: CarrierKind, name: &str, dim: usize, host: HostBuffer) -> Arc<Carrier> {
         let owner: Weak<RuntimeShared> = Arc::downgrade(&self.shared);
         let c = Carrier::new(next_id(), self.shared.id, owner, kind, name, dim, host);

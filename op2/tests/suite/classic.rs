@@ -280,6 +280,32 @@ fn const_changes_apply_to_later_loops_only() {
     assert_eq!(c.value().unwrap(), [3.0]);
 }
 
+/// PyOP2's `Const.remove_from_namespace`: loops recorded before the removal see the old
+/// values, the name can then be declared again with another shape, and removing twice is a
+/// typed error.
+#[test]
+fn removed_consts_free_their_names() {
+    let rt = rt();
+    let s = rt.decl_set(10, "elems").unwrap();
+    let c = rt.decl_const(1, &[2.0f64], "factor").unwrap();
+    let x = rt.decl_dat(&s, 1, [1.0f64; 10], "x").unwrap();
+    let k = kernel("mul", "void mul(double *x) { *x *= factor; }");
+    rt.par_loop(&k, &s, [x.arg(RW)]).unwrap();
+    rt.remove_const(&c).unwrap();
+    let e = rt.remove_const(&c).unwrap_err();
+    assert!(matches!(e, op2::Op2Error::ConstRemoved { .. }), "{e}");
+    let c2 = rt.decl_const(2, &[3.0f64, 5.0], "factor").unwrap();
+    let k2 = kernel(
+        "mul2",
+        "void mul2(double *x) { *x *= factor[0] + factor[1]; }",
+    );
+    rt.par_loop(&k2, &s, [x.arg(RW)]).unwrap();
+    assert!(x.data_ro().unwrap().iter().all(|&v| v == 16.0));
+    rt.remove_const(&c2).unwrap();
+    // The name is gone: a kernel using it no longer compiles.
+    assert!(rt.par_loop(&k, &s, [x.arg(RW)]).is_err());
+}
+
 #[test]
 fn midpoint_of_pyop2s_example() {
     let rt = rt();
