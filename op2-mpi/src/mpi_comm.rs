@@ -42,8 +42,9 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// `main` for as long as anything communicates.
 pub struct Mpi {
     world: Arc<MpiCommunicator>,
-    // Dropped last: finalises MPI.
-    _universe: mpi::environment::Universe,
+    // Dropped last: finalises MPI. `None` when another library started MPI ([`Mpi::attach`]):
+    // finalising is then that library's.
+    _universe: Option<mpi::environment::Universe>,
 }
 
 impl fmt::Debug for Mpi {
@@ -58,6 +59,35 @@ impl Mpi {
     pub fn init() -> Result<Mpi> {
         let (universe, threading) = mpi::initialize_with_threading(mpi::Threading::Serialized)
             .ok_or_else(|| MpiError::Init("MPI is already initialised in this process".into()))?;
+        Self::with_world(Some(universe), threading)
+    }
+
+    /// MPI's world when another library (mpi4py, a host application) started MPI in this
+    /// process: op2-mpi communicates on it and leaves finalising to that library. Fails when
+    /// MPI was not started, was finalised, or offers less than serialised threading.
+    pub fn attach() -> Result<Mpi> {
+        if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+            return Err(MpiError::Init(
+                "MPI is not running in this process: nothing to attach to".into(),
+            ));
+        }
+        Self::with_world(None, mpi::environment::threading_support())
+    }
+
+    /// Starts MPI ([`Mpi::init`]), or attaches to it ([`Mpi::attach`]) when another library
+    /// started it before.
+    pub fn init_or_attach() -> Result<Mpi> {
+        if mpi::environment::is_initialized() {
+            Self::attach()
+        } else {
+            Self::init()
+        }
+    }
+
+    fn with_world(
+        universe: Option<mpi::environment::Universe>,
+        threading: mpi::Threading,
+    ) -> Result<Mpi> {
         if threading < mpi::Threading::Serialized {
             return Err(MpiError::Init(format!(
                 "the MPI library offers threading level {threading:?}; op2-mpi needs Serialized"
@@ -68,7 +98,7 @@ impl Mpi {
             .and_then(|s| s.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s > 0.0)
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
-        let world = universe.world();
+        let world = mpi::topology::SimpleCommunicator::world();
         let world = Arc::new(MpiCommunicator {
             inner: Arc::new(Inner {
                 rank: world.rank() as usize,

@@ -45,7 +45,8 @@ pub(crate) fn world() -> PyResult<Option<Arc<dyn op2::Communicator>>> {
                 "MPI was finalised in this process: it cannot start again".to_string(),
             )));
         }
-        *g = Some(Arc::new(Mpi::init().map_err(fail_mpi)?));
+        // mpi4py (imported first) may have started MPI: then op2 shares its world.
+        *g = Some(Arc::new(Mpi::init_or_attach().map_err(fail_mpi)?));
     }
     let comm: Arc<dyn op2::Communicator> = g.as_ref().expect("started above").world();
     Ok(Some(comm))

@@ -4,6 +4,7 @@ reductions run on each rank's part with halo exchanges. The results, gathered on
 compared with the same computation in NumPy on the whole mesh; exits 1 when they differ.
 
     mpirun -np 2 python distributed.py [--backend sequential] [--n 30] [--input everywhere]
+        [--mpi4py]
 
 Without mpirun it runs as one rank.
 """
@@ -50,9 +51,16 @@ def main():
     p.add_argument("--backend", default="sequential")
     p.add_argument("--n", type=int, default=30)
     p.add_argument("--input", default="everywhere", choices=["everywhere", "root"])
+    p.add_argument("--mpi4py", action="store_true",
+                   help="start MPI with mpi4py first: op2 shares it")
     opt = p.parse_args()
+    if opt.mpi4py:
+        from mpi4py import MPI as mpi4py_mpi  # starts MPI
 
     op2.init(backend=opt.backend)
+    if opt.mpi4py:
+        assert op2.MPI.comm is mpi4py_mpi.COMM_WORLD
+        assert op2.MPI.comm.size == op2._state["runtime"].ranks
     rank, ranks = op2.MPI.comm.rank, op2.MPI.comm.size
     e2n, coords, w = grid(opt.n)
 
@@ -82,6 +90,10 @@ def main():
     op2.par_loop(op2.Kernel(DIFF, "diff"), edges, u(op2.READ, pe[0]), u(op2.READ, pe[1]),
                  d(op2.WRITE))
     got_total, got_top = float(total.data[0]), float(top.data[0])
+    if opt.mpi4py:
+        # op2's reduction and mpi4py's, on the same ranks.
+        mine = float(np.sum(u.data_ro))
+        assert np.isclose(op2.MPI.comm.allreduce(mine), got_total, rtol=1e-12)
     got_u, got_d = local.gather(u), local.gather(d)
 
     # The same on the whole mesh with NumPy.

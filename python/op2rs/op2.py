@@ -5,6 +5,7 @@ the generated code and the data are op2-rs's (``op2rs._op2``)."""
 import atexit
 import logging
 import os
+import sys
 import tempfile
 import weakref
 
@@ -1537,10 +1538,28 @@ class _Comm:
 
 class _MPI:
     """PyOP2's ``op2.MPI``: ``comm`` (with ``rank`` and ``size``), ``parallel`` and
-    ``rank_zero``. The communicator is MPI's world under ``mpirun``; it is op2-rs's own, not an
-    mpi4py object."""
+    ``rank_zero``. op2 runs on MPI's world under ``mpirun``. A program that imported mpi4py
+    gets mpi4py's ``COMM_WORLD`` as ``comm`` (op2 then shares the MPI mpi4py started);
+    otherwise ``comm`` is op2rs's own, with ``rank`` and ``size``."""
 
-    comm = _Comm()
+    _own = _Comm()
+
+    @property
+    def comm(self):
+        m = sys.modules.get("mpi4py.MPI")
+        return m.COMM_WORLD if m is not None else self._own
+
+    @comm.setter
+    def comm(self, comm):
+        # PyOP2 took any communicator; op2rs runs on the world only.
+        size = getattr(comm, "size", None)
+        if size is None and hasattr(comm, "tompi4py"):
+            size = comm.tompi4py().size
+        if size is None:
+            raise TypeError("MPI.comm needs an mpi4py communicator")
+        if size != self._own.size:
+            raise NotImplementedError("op2rs runs on MPI's world; a communicator of %d of its "
+                                      "%d ranks is not supported" % (size, self._own.size))
 
     @property
     def parallel(self):

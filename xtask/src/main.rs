@@ -142,7 +142,7 @@ fn nvrtc() -> Option<PathBuf> {
 /// The op2rs Python package: built from `python/` into a venv under `target/` (maturin and
 /// numpy from PyPI), then its pytest suite on every host backend and the CUDA emulator, and
 /// on OpenCL where the driver is there.
-/// The `target/pyenv` virtual environment with maturin, NumPy, pytest and h5py from PyPI and
+/// The `target/pyenv` virtual environment with maturin, NumPy, pytest, h5py and mpi4py from PyPI and
 /// the op2rs package built from `python/` with MPI: its Python.
 fn python_env() -> Result<PathBuf, String> {
     let venv = root().join("target/pyenv");
@@ -159,6 +159,8 @@ fn python_env() -> Result<PathBuf, String> {
         "numpy",
         "pytest",
         "h5py",
+        // Its wheel loads the system's Open MPI: the distributed example shares MPI with it.
+        "mpi4py",
     ]))?;
     run(Command::new(&py)
         .args([
@@ -212,13 +214,16 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
             .args(["--backend", b]))?;
     }
     // Across ranks: a mesh partitioned from Python, checked against NumPy (every rank handing
-    // in the mesh at 2 ranks, rank 0 alone at 3 on OpenMP).
-    for (ranks, input, backend) in [(2, "everywhere", "sequential"), (3, "root", "openmp")] {
-        run(mpi::mpirun(ranks, 300)
-            .arg(&py)
-            .arg(examples.join("distributed.py"))
-            .args(["--input", input, "--backend", backend])
-            .current_dir(root().join("target")))?;
+    // in the mesh at 2 ranks, with MPI started by mpi4py too; rank 0 alone at 3 on OpenMP).
+    for (ranks, input, backend, extra) in [
+        (2, "everywhere", "sequential", None),
+        (2, "everywhere", "sequential", Some("--mpi4py")),
+        (3, "root", "openmp", None),
+    ] {
+        let mut c = mpi::mpirun(ranks, 300);
+        c.arg(&py).arg(examples.join("distributed.py"));
+        c.args(["--input", input, "--backend", backend]);
+        run(c.args(extra).current_dir(root().join("target")))?;
     }
     let mesh = airfoil_h5()?;
     run(python(&[])
