@@ -790,10 +790,8 @@ class Dat:
                 raise MapValueError("To Set of Map does not match Set of Dat.")
             if m._native is None and m.iterset.total_size > 0:
                 raise MapValueError("Map %s has no values" % m.name)
-        if flatten and self.cdim > 1 and isinstance(path, _MapPath) and isinstance(
-                path.index, int):
-            raise NotImplementedError(
-                "flatten=True on a map[k] arg of a Dat of dim > 1 is not in op2rs yet")
+        # flatten=True changes nothing for map[k]: PyOP2 flattened only whole rows and local
+        # iteration spaces, and handed a map entry's row as one pointer either way.
         if type(path) is _MapPath:
             if isinstance(path.index, IterationIndex):
                 # Its form depends on the kernel: par_loop decides.

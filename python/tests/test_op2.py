@@ -274,9 +274,16 @@ def test_flattened_whole_rows_as_ffc_takes_coordinates():
 
 def test_forms_not_there_yet_say_so():
     nodes, edges, e2n = chain(3)
-    x = op2.Dat(nodes ** 2, name="x")
+    x = op2.Dat(nodes ** 2, np.arange(8.0).reshape(4, 2), name="x")
+    # flatten=True on map[k] is the plain entry, as in PyOP2.
+    y = op2.Dat(edges ** 2, name="y")
+    op2.par_loop(op2.Kernel("void cp(const double *a, double *b) { b[0] = a[0]; b[1] = a[1]; }",
+                            "cp"), edges, x(op2.READ, e2n[1], flatten=True), y(op2.WRITE))
+    np.testing.assert_array_equal(y.data_ro, np.arange(8.0).reshape(4, 2)[1:])
+    # A per-point (0.8.2) kernel over a flattened Dat of dim 2: one call per component.
     with pytest.raises(NotImplementedError):
-        x(op2.READ, e2n[0], flatten=True)
+        op2.par_loop(op2.Kernel("void pp(double *a, int i) { }", "pp"), edges,
+                     x(op2.READ, e2n[op2.i[0]], flatten=True))
     layered = op2.Set(3, "layered", layers=4)
     with pytest.raises(NotImplementedError):
         op2.Map(layered, nodes, 2, [0, 1, 1, 2, 2, 3], "off", offset=[1, 1],
