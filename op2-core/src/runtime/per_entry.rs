@@ -74,53 +74,76 @@ fn param_type(kernel: &Kernel, i: usize, carrier: &crate::carrier::Carrier) -> R
 }
 
 /// An error unless kernel parameter `i`, handed straight through by a runtime-written kernel,
-/// has the shape its arg gives: an array of pointers for a whole row (`row`), else a pointer or
-/// values arrays no larger than the carrier's `dim` values (`double A[3][3]` for nine).
+/// has the shape its arg gives: an array of at most `arity` pointers for a whole row (`row` is
+/// `Some(arity)`), else a pointer, or a values array of at most `values` values (`double
+/// A[3][3]` for nine).
 fn passed_shape(
     kernel: &Kernel,
     i: usize,
     carrier: &crate::carrier::Carrier,
-    row: bool,
+    row: Option<usize>,
+    values: usize,
 ) -> Result<()> {
     param_type(kernel, i, carrier)?;
     let Some(p) = kernel.params().and_then(|p| p.get(i)) else {
         return Ok(());
     };
-    let values_array = p.pointers == 0 && !p.bounds.is_empty();
-    if row {
-        if p.pointers + p.bounds.len() < 2 || values_array && p.bounds.len() > 1 {
-            return Err(Op2Error::KernelParamShape {
-                kernel: kernel.name().into(),
-                arg: i,
-                param: p.text.clone(),
-                expected: "an array of pointers",
-            });
+    let shape = |expected| Op2Error::KernelParamShape {
+        kernel: kernel.name().into(),
+        arg: i,
+        param: p.text.clone(),
+        expected,
+    };
+    let bound = |what, declared, expected| Op2Error::KernelParamBound {
+        kernel: kernel.name().into(),
+        arg: i,
+        param: p.text.clone(),
+        what,
+        declared,
+        expected,
+    };
+    match (row, p.pointers, &p.bounds[..]) {
+        (Some(arity), 1, [b]) => match super::validate::refused_extent(kernel, &[*b], arity) {
+            Some(n) => Err(bound("pointers", n, arity)),
+            None => Ok(()),
+        },
+        (Some(_), 2, []) => Ok(()),
+        (Some(_), ..) => Err(shape("an array of pointers")),
+        (None, 1, []) => Ok(()),
+        (None, 0, bounds) if !bounds.is_empty() => {
+            match super::validate::refused_extent(kernel, bounds, values) {
+                Some(n) => Err(bound("values", n, values)),
+                None => Ok(()),
+            }
         }
-        return Ok(());
+        (None, ..) => Err(shape("a pointer")),
     }
-    if p.pointers > 1 || p.pointers == 1 && !p.bounds.is_empty() {
-        return Err(Op2Error::KernelParamShape {
-            kernel: kernel.name().into(),
-            arg: i,
-            param: p.text.clone(),
-            expected: "a pointer",
-        });
-    }
-    if values_array
-        && let Some(n) = p.bounds.iter().copied().product::<Option<usize>>()
-        && n != carrier.dim
-        && (kernel.checks_bounds() || n > carrier.dim)
-    {
+}
+
+/// The length of the local buffer kernel parameter `i` gets for `values` values: `values`, or
+/// more when the parameter declares more, up to `values * dim` (PyOP2's flattened buffers were
+/// declared `arity * dim * dim` long), so that the kernel cannot write past it. A declaration
+/// longer still is refused (the buffer lives on the stack, or in a GPU thread's registers).
+fn buffer_len(kernel: &Kernel, i: usize, values: usize, dim: usize) -> Result<usize> {
+    let Some(p) = kernel
+        .params()
+        .and_then(|p| p.get(i))
+        .filter(|p| p.pointers == 0)
+    else {
+        return Ok(values.max(1));
+    };
+    let declared: usize = p.bounds.iter().map(|b| b.unwrap_or(1)).product();
+    if declared > values * dim.max(1) {
         return Err(Op2Error::KernelParamBound {
             kernel: kernel.name().into(),
             arg: i,
             param: p.text.clone(),
             what: "values",
-            declared: n,
-            expected: carrier.dim,
+            declared,
+            expected: values,
         });
     }
-    Ok(())
+    Ok(values.max(declared).max(1))
 }
 
 impl Runtime {
@@ -186,7 +209,9 @@ impl Runtime {
                         "for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = 0; op2_c < {d}; ++op2_c)"
                     );
                     params.push(format!("{ctype} **{p}"));
-                    let _ = writeln!(before, "  {ctype} {p}_b[{}];", n * d);
+                    // Zeroed beyond the values (a kernel may declare more, see buffer_len).
+                    let len = buffer_len(kernel, i, n * d, d)?;
+                    let _ = writeln!(before, "  {ctype} {p}_b[{len}] = {{0}};");
                     let _ = match a.access {
                         Access::Read | Access::Rw => {
                             writeln!(before, "  {each} {p}_b[{at}] = {p}[op2_k][op2_c];")
@@ -230,11 +255,15 @@ impl Runtime {
                     )));
                 }
                 (None, target) => {
-                    let carrier = match target {
-                        ArgTarget::Dat { carrier, .. } => carrier,
-                        ArgTarget::Global(c) | ArgTarget::Const(c) => c,
+                    let (carrier, arity) = match target {
+                        ArgTarget::Dat {
+                            carrier,
+                            via: Via::Row(m),
+                        } => (carrier, Some(m.arity())),
+                        ArgTarget::Dat { carrier, .. } => (carrier, None),
+                        ArgTarget::Global(c) | ArgTarget::Const(c) => (c, None),
                     };
-                    passed_shape(kernel, i, carrier, row)?;
+                    passed_shape(kernel, i, carrier, arity, carrier.dim)?;
                     params.push(format!("{ctype} *{}{p}", if row { "*" } else { "" }));
                     call.push(format!("OP2_PASS({p})"));
                     positions.push(i);
@@ -366,10 +395,15 @@ impl Runtime {
                         },
                         ..a.clone()
                     },
-                    (Some(PerEntry::Block { .. }), ArgTarget::Dat { carrier, .. }) => {
-                        // One block's values, any shape (`double A[1][1]`, `double *A`): the
-                        // element type is what can be checked.
-                        param_type(kernel, i, carrier)?;
+                    (
+                        Some(PerEntry::Block {
+                            block: (br, bc), ..
+                        }),
+                        ArgTarget::Dat { carrier, .. },
+                    ) => {
+                        // One block's values, as a pointer or an array of any shape
+                        // (`double A[1][1]`, `double *A`) holding at most the block.
+                        passed_shape(kernel, i, carrier, None, br * bc)?;
                         continue;
                     }
                     _ => a.clone(),

@@ -185,6 +185,23 @@ pub(crate) fn check_arg(
     ))
 }
 
+/// The count a parameter declaring array `bounds` (outermost first, `None` where left out, as in
+/// `double b[][4]`) refuses when handed `available` values or pointers, or `None` when it may
+/// take them: a declared count larger than what is there is always refused, since the kernel
+/// could reach past it (PyOP2's leniency, [`Kernel::without_bound_checks`], covers only
+/// smaller ones); a different one when the kernel checks bounds. Left-out bounds count as 1.
+pub(crate) fn refused_extent(
+    kernel: &Kernel,
+    bounds: &[Option<usize>],
+    available: usize,
+) -> Option<usize> {
+    let declared: usize = bounds.iter().map(|b| b.unwrap_or(1)).product();
+    let all_known = bounds.iter().all(Option::is_some);
+    let refused =
+        declared > available || (all_known && declared != available && kernel.checks_bounds());
+    refused.then_some(declared)
+}
+
 /// Checks the kernel's parameters, when its definition could be read, against the args' signatures.
 pub(crate) fn check_kernel_params(
     kernel: &Kernel,
@@ -246,10 +263,7 @@ pub(crate) fn check_param(
         match (s.kind, p.pointers, &p.bounds[..]) {
             // An array of pointers (`double *x[3]`, `double **x`), one per map entry.
             (ArgKind::Row { arity, .. }, 1, [bound]) => {
-                if let Some(b) = *bound
-                    && kernel.checks_bounds()
-                    && b != arity
-                {
+                if let Some(b) = refused_extent(kernel, &[*bound], arity) {
                     return Err(bound_error("pointers", b, arity));
                 }
             }
@@ -257,24 +271,10 @@ pub(crate) fn check_param(
             (ArgKind::Row { .. }, ..) => return Err(shape_error("an array of pointers")),
             // A pointer to the `dim` values (`double *x`, `double x[2]`).
             (_, 1, []) => {}
-            // The values as a 2-D (or deeper) array, `double A[3][3]` for nine values.
-            (_, 0, bounds) if bounds.len() >= 2 => {
-                let known: Option<usize> = bounds.iter().copied().product();
-                if let Some(n) = known
-                    && n != s.dim
-                    && (kernel.checks_bounds() || n > s.dim)
-                {
+            // The values as an array: `double x[2]`, or `double A[3][3]` for nine values.
+            (_, 0, bounds) if !bounds.is_empty() => {
+                if let Some(n) = refused_extent(kernel, bounds, s.dim) {
                     return Err(bound_error("values", n, s.dim));
-                }
-            }
-            // Even without bound checks (PyOP2's leniency), a kernel may not be handed fewer
-            // values than it declares: it could write past them.
-            (_, 0, [bound]) => {
-                if let Some(b) = *bound
-                    && b != s.dim
-                    && (kernel.checks_bounds() || b > s.dim)
-                {
-                    return Err(bound_error("values", b, s.dim));
                 }
             }
             _ => return Err(shape_error("a pointer")),

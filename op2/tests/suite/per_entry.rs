@@ -560,3 +560,113 @@ fn flattened_rows_point_at_each_component() {
     assert!(close(&a.to_vec().unwrap(), &b.to_vec().unwrap(), 1e-14));
     assert!(a.to_vec().unwrap().iter().any(|&v| v != 0.0));
 }
+
+/// A kernel never gets fewer values or pointers than it declares, bound checks or not: an
+/// array with a left-out outer bound, a whole row declaring more pointers than the arity, a
+/// per-entry block declaring more than the block are refused; a local buffer declared longer
+/// than its values is made that long (PyOP2's flattened buffers were declared `arity * dim *
+/// dim` long), so the kernel's writes past the values land in it; longer still is refused.
+#[test]
+fn kernels_are_never_handed_fewer_values_than_they_declare() {
+    let rt = builder().build().unwrap();
+    let (tris, nodes, map, x) = strip(&rt, 7);
+    let t = rt.decl_dat_zeros::<f64>(&tris, 6, "t").unwrap();
+    let refused = |e: &str| e.contains("declares") || e.contains("bound");
+    for lenient in [false, true] {
+        let make = |name: &str, src: &str| {
+            if lenient {
+                op2::Kernel::without_bound_checks(name, src).unwrap()
+            } else {
+                op2::Kernel::new(name, src).unwrap()
+            }
+        };
+        let open_outer = make("big", "void big(double b[][4096]) { b[0][4095] = 1.0; }");
+        let e = rt.par_loop(&open_outer, &tris, [t.arg(RW)]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Op2Error::KernelParamBound {
+                    declared: 4096,
+                    expected: 6,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let many = make(
+            "many",
+            "void many(double *x[64], double *t) { t[0] = x[63][0]; }",
+        );
+        let e = rt
+            .par_loop(&many, &tris, [x.arg_row(&map, READ), t.arg(RW)])
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Op2Error::KernelParamBound {
+                    declared: 64,
+                    expected: 3,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // 0.8.2's per-point matrix kernel declaring a block larger than the 1 x 1 one.
+        let sp = Sparsity::new(&[(&map, &map)], (1, 1), "sp").unwrap();
+        let m = Mat::new(&sp, "M");
+        let block = make(
+            "blk",
+            "void blk(double A[8][8], const double *x[3], int i, int j) { A[7][7] += 1.0; }",
+        );
+        let e = la::par_loop(
+            &rt,
+            &block,
+            &tris,
+            [
+                LoopArg::Mat(m.arg_entries(INC, &map, &map)),
+                LoopArg::Op2(x.arg_row(&map, READ)),
+            ],
+        )
+        .unwrap_err();
+        assert!(refused(&e.to_string()), "{e}");
+    }
+    // A buffer of 3 x 2 values declared 12 long: made that long, the values still right.
+    let acc = rt.decl_dat_zeros::<f64>(&nodes, 2, "acc").unwrap();
+    let long = op2::Kernel::without_bound_checks(
+        "long_buf",
+        "void long_buf(double b[12]) { for (int k = 0; k < 6; k++) b[k] += 1.0; b[11] = 7.0; }",
+    )
+    .unwrap();
+    rt.par_loop(&long, &tris, [acc.arg_buffer_flattened(&map, INC)])
+        .unwrap();
+    let huge = op2::Kernel::without_bound_checks("huge", "void huge(double b[4096]) { }").unwrap();
+    let e = rt
+        .par_loop(&huge, &tris, [acc.arg_buffer(&map, INC)])
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Op2Error::KernelParamBound {
+                declared: 4096,
+                expected: 6,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let got = acc.to_vec().unwrap();
+    // Each node gets 1 per component from each triangle it is in.
+    let mut want = vec![0.0; got.len()];
+    for tri in 0..7usize {
+        let nodes: [usize; 3] = if tri % 2 == 0 {
+            [tri, tri + 1, tri + 2]
+        } else {
+            [tri + 1, tri, tri + 2]
+        };
+        for n in nodes {
+            want[2 * n] += 1.0;
+            want[2 * n + 1] += 1.0;
+        }
+    }
+    assert_eq!(got, want);
+}
