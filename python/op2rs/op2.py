@@ -285,7 +285,7 @@ def init(**kwargs):
         configuration.reconfigure(**{k: v for k, v in kwargs.items() if k != "backend"})
         set_log_level(configuration["log_level"])
         return
-    old = dict(configuration._values)
+    old = (dict(configuration._values), set(configuration._set))
     try:
         configuration.reconfigure(**kwargs)
         name = configuration["backend"]
@@ -294,13 +294,15 @@ def init(**kwargs):
         # it was.
         _state["runtime"] = _call(_op2.PyRuntime, rs_name, configuration["lazy_evaluation"])
     except Exception:
-        configuration._values = old
+        configuration._values, configuration._set = old
         raise
     set_log_level(configuration["log_level"])
     _state["backend"] = name
-    if getattr(_op2, "HAS_MPI", False) and _state["runtime"].ranks > 1:
-        # MPI finishes at exit, after what is pending ran (every rank takes part).
+    if getattr(_op2, "HAS_MPI", False) and not _state.get("atexit"):
+        # MPI (started under any mpirun, one rank too) finishes at exit, after what is
+        # pending ran on every rank; nothing happens when it never started.
         atexit.register(_finish_mpi)
+        _state["atexit"] = True
 
 
 def _finish_mpi():
@@ -312,13 +314,15 @@ def exit():
     """Finalises op2. Unlike PyOP2, which dropped them, loops still pending run first (op2-rs
     finishes what was recorded when its runtime goes)."""
     rt = _state["runtime"]
-    if rt is not None:
-        _state["finalised"] = True
-        # Loops still pending run now, on every rank together (not when the last object
-        # holding the runtime goes, which ranks might reach at different times).
-        _call(rt.flush)
-    _state["runtime"] = None
-    configuration.reset()
+    try:
+        if rt is not None:
+            _state["finalised"] = True
+            # Loops still pending run now, on every rank together (not when the last object
+            # holding the runtime goes, which ranks might reach at different times).
+            _call(rt.flush)
+    finally:
+        _state["runtime"] = None
+        configuration.reset()
     _sparsities.clear()
     _mixed_sets.clear()
 
@@ -486,6 +490,12 @@ class Subset(Set):
         if isinstance(superset, Subset):
             idx = superset._indices[idx]
             superset = superset._superset
+        if superset._native_iter is not None:
+            raise NotImplementedError("Subsets of extruded sets are not in op2rs yet")
+        if idx.size and idx[-1] >= superset.exec_size:
+            raise SubsetIndexOutOfBounds(
+                "op2rs subsets hold elements a loop runs (below exec_size %d), not %d"
+                % (superset.exec_size, idx[-1]))
         self._superset = superset
         self._indices = idx.astype(np.int32)
         self._name = superset.name
@@ -521,6 +531,8 @@ class DataSet:
     def __init__(self, iter_set, dim=1, name=None):
         if not isinstance(iter_set, Set):
             raise SetTypeError("iter_set must be a Set")
+        if isinstance(iter_set, Subset):
+            raise NotImplementedError("Deriving a DataSet from a Subset is unsupported")
         if isinstance(dim, (int, np.integer)):
             dim = (int(dim),)
         elif isinstance(dim, (tuple, list)) and all(
@@ -658,7 +670,12 @@ class Map:
         if isinstance(index, IterationIndex):
             if index.index not in (0, 1):
                 raise IndexValueError("op2.i[n] with n 0 or 1")
-            return _MapPath(self, index)
+            # Kept, like map[k], so that a Dat's argument cache hits.
+            lis = self.__dict__.setdefault("_lis_paths", {})
+            p = lis.get(index.index)
+            if p is None:
+                p = lis[index.index] = _MapPath(self, i[index.index])
+            return p
         if isinstance(index, slice):
             raise NotImplementedError("Slicing a Map is not supported")
         if not isinstance(index, (int, np.integer)):
@@ -859,40 +876,40 @@ class Dat:
         return "Dat(%r, %r, %r)" % (self._dataset.set, self.cdim, self._name)
 
     # --- Arithmetic: each is a loop over the Dat's set (recorded, like par_loop) ---------
+    # As PyOP2 wrote them: C expressions, so C's conversions apply (an int Dat times 0.5 is
+    # computed in double and stored back truncated), a scalar a Global of NumPy's type for it.
 
     def _operand(self, other):
+        """(the operand's arg, its C type, whether a scalar), or None for an unknown type."""
         if isinstance(other, Dat):
             if other._dataset is not self._dataset and (
                     other._dataset.set is not self._dataset.set
                     or other._dataset.dim != self._dataset.dim):
                 raise ValueError("Dats %s and %s are on different DataSets"
                                  % (self.name, other.name))
-            if other.dtype != self.dtype:
-                raise DataTypeError("Dats %s (%s) and %s (%s) hold different types"
-                                    % (self.name, self.dtype, other.name, other.dtype))
-            return other._native
-        if np.ndim(other) != 0:
-            return NotImplemented
-        # A scalar, stored as the Dat's type (PyOP2's C expression converted it so).
-        return np.asarray([other]).astype(self.dtype)
+            return other(READ), _CTYPES[other.dtype.name], False
+        if np.ndim(other) != 0 or isinstance(other, (str, bytes)):
+            return None
+        g = Global(1, other, _dtype(None, other))
+        return g(READ), _CTYPES[g.dtype.name], True
 
     def _op(self, code, other):
         o = self._operand(other)
-        if o is NotImplemented:
+        if o is None:
             return NotImplemented
-        new = Dat.__new__(Dat)
-        new._native = _call(self._native.algebra, code, o, False)
-        new._dataset, new._dtype = self._dataset, self._dtype
-        new._name = _name("dat", None)
-        new._views, new._args = [], {}
+        arg, ctype, scalar = o
+        new = Dat(self._dataset, None, self.dtype)
+        par_loop(_arith_kernel(code, self.dtype.name, ctype, self.cdim, scalar, False),
+                 self._dataset.set, self(READ), arg, new(WRITE))
         return new
 
     def _iop(self, code, other):
         o = self._operand(other)
-        if o is NotImplemented:
+        if o is None:
             return NotImplemented
-        _call(self._native.algebra, code, o, True)
-        self._used()
+        arg, ctype, scalar = o
+        par_loop(_arith_kernel(code, self.dtype.name, ctype, self.cdim, scalar, True),
+                 self._dataset.set, self(RW), arg)
         return self
 
     def __add__(self, other):
@@ -924,7 +941,7 @@ class Dat:
         return self._op(2, -1)
 
     def __pos__(self):
-        return self._op(0, 0)
+        return Dat(self)
 
     def __iadd__(self, other):
         return self._iop(0, other)
@@ -965,6 +982,31 @@ class Dat:
             kind = kind.decode()
         soa = str(kind).find(":soa") > 0
         return cls(dataset, slot[()], name=name, soa=soa)
+
+
+_arith_kernels = {}
+
+
+def _arith_kernel(code, dtype, other_ctype, cdim, scalar, in_place):
+    """The kernel of Dat arithmetic ``code`` (0 + 1 - 2 * 3 /) on Dats of ``dtype`` and
+    ``cdim`` with an operand of C type ``other_ctype`` (a one-value Global when ``scalar``)."""
+    key = (code, dtype, other_ctype, cdim, scalar, in_place)
+    k = _arith_kernels.get(key)
+    if k is None:
+        op = "+-*/"[code]
+        c = _CTYPES[dtype]
+        b = "b[0]" if scalar else "b[k]"
+        name = "op2rs_%s_%s_%s_%d%s%s" % (["add", "sub", "mul", "div"][code], dtype,
+                                          other_ctype.replace(" ", "_"), cdim,
+                                          "_s" if scalar else "", "_i" if in_place else "")
+        if in_place:
+            src = ("void %s(%s *a, const %s *b) { for (int k = 0; k < %d; k++)"
+                   " a[k] = (%s)(a[k] %s %s); }" % (name, c, other_ctype, cdim, c, op, b))
+        else:
+            src = ("void %s(const %s *a, const %s *b, %s *r) { for (int k = 0; k < %d; k++)"
+                   " r[k] = (%s)(a[k] %s %s); }" % (name, c, other_ctype, c, cdim, c, op, b))
+        k = _arith_kernels[key] = Kernel(src, name)
+    return k
 
 
 _copy_kernels = {}
@@ -1121,6 +1163,11 @@ def _lis_arg(a, per_point):
                 a.path[0].map._mixed_native(), a.path[1].map._mixed_native())
     if type(a.data) is Mat:
         rmap, cmap = a.path[0].map, a.path[1].map
+        if per_point and a.flatten and a.data.sparsity.dims != (1, 1):
+            # 0.8.2 called such kernels once per scalar entry (Ar*r by Ac*c points).
+            raise NotImplementedError(
+                "per-point (0.8.2) kernels on flattened block matrices (dims > 1) are not in "
+                "op2rs yet")
         if not per_point and a.data.sparsity.dims != (1, 1):
             # op2-la's element block is node-major; PyOP2's flattened one component-major.
             raise NotImplementedError(
@@ -1166,13 +1213,18 @@ def par_loop(kernel, iterset, *args):
         if a.lis:
             if per_point is None:
                 per_point = kernel._per_point
-            # Every local iteration space arg of a loop has one shape (Dats 1-D, Mats 2-D).
-            ndim = 2 if type(a.data) is Mat else 1
+            # Every local iteration space arg of a loop has one shape (PyOP2's extents).
+            if type(a.data) is Mat:
+                if type(iterset) is Subset:
+                    raise NotImplementedError("matrix loops over Subsets are not in op2rs yet")
+                ext = (a.path[0].map.arity, a.path[1].map.arity)
+            else:
+                ext = (a.path.map.arity * (a.data.cdim if a.flatten else 1),)
             if shape is None:
-                shape = ndim
-            elif shape != ndim:
+                shape = ext
+            elif shape != ext:
                 raise IndexValueError(
-                    "Mismatching iteration space size for argument %s" % a.data.name)
+                    "Mismatching iteration space size for argument %s" % (a.data.name,))
             native.append(_lis_arg(a, per_point))
         else:
             native.append(a.native)
@@ -1312,8 +1364,8 @@ class Sparsity:
                     else (self._dsets[0].cdim, self._dsets[1].cdim))
     shape = property(lambda self: (len(self._dsets[0]), len(self._dsets[1])) if self.mixed
                      else (1, 1))
-    nrows = property(lambda self: self._dsets[0].size)
-    ncols = property(lambda self: self._dsets[1].size)
+    nrows = property(lambda self: _owned(self._dsets[0]))
+    ncols = property(lambda self: _owned(self._dsets[1]))
     name = property(lambda self: self._name)
     rowptr = property(lambda self: self._native.rowptr())
     colidx = property(lambda self: self._native.colidx())
@@ -1329,10 +1381,21 @@ class Sparsity:
         return "Sparsity(%r, %r, %r)" % (self._dsets, self._maps, self._name)
 
 
+def _owned(dset):
+    """A (Mixed)DataSet's owned elements."""
+    if isinstance(dset, MixedDataSet):
+        return sum(d.set.size for d in dset.split)
+    return dset.set.size
+
+
 def _key(x):
-    """Identity of the objects a Sparsity is made from (PyOP2 hashed them by identity)."""
+    """Identity of the objects a Sparsity is made from (PyOP2 hashed them by identity). Every
+    object named here is kept alive by the Sparsity, so its id cannot be reused: a MixedSet is
+    named by its sets (the Sparsity keeps those, not the MixedSet)."""
     if isinstance(x, (tuple, list)):
         return tuple(_key(y) for y in x)
+    if isinstance(x, MixedSet):
+        return ("mixed set",) + tuple(id(s) for s in x.split)
     return id(x)
 
 
@@ -1392,7 +1455,14 @@ class Mat:
         if not isinstance(vec, Dat):
             raise TypeError("Can only set diagonal from a Dat")
         v = np.asarray(vec.data_ro, dtype=np.float64).ravel()
+        rows = self._native_rows()
+        if len(v) != rows:
+            raise ValueError("set_diagonal needs %d values (one per row), %s has %d"
+                             % (rows, vec.name, len(v)))
         _call(self._native.diagonal_entries, list(range(len(v))), v.tolist(), False)
+
+    def _native_rows(self):
+        return self._sparsity._native.shape[0]
 
     def inc_local_diagonal_entries(self, rows, diag_val=1.0):
         """Adds ``diag_val`` to the diagonal entries of scalar ``rows``."""

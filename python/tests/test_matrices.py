@@ -117,6 +117,10 @@ def test_solve_product_and_boundary_rows():
     assert mat.values[3, 3] == 3.5
     mat.set_diagonal(op2.Dat(nodes, np.full(len(coords), 7.0), np.float64))
     np.testing.assert_array_equal(np.diag(mat.values), np.full(len(coords), 7.0))
+    before = mat.values
+    with pytest.raises(ValueError):
+        mat.set_diagonal(op2.Dat(op2.Set(3, "short"), np.ones(3), np.float64))
+    np.testing.assert_array_equal(mat.values, before)  # nothing written
 
 
 def test_solver_parameters_and_nonconvergence():
@@ -166,6 +170,16 @@ def test_matrix_errors():
         op2.par_loop(op2.Kernel(MASS_PER_ELEMENT, "mass"), elements,
                      mat(op2.INC, (elem_node[op2.i[0]], elem_node[op2.i[1]])),
                      b(op2.INC, elem_node[op2.i[0]]))
+    # Matrix loops over Subsets are refused, not run wrongly.
+    with pytest.raises(NotImplementedError):
+        op2.par_loop(op2.Kernel(MASS_PER_ELEMENT, "mass"), elements([0, 1]),
+                     mat(op2.INC, (elem_node[op2.i[0]], elem_node[op2.i[1]])),
+                     x(op2.READ, elem_node))
+    # Two Dat args of one local iteration space with different extents.
+    other_map = op2.Map(elements, nodes, 2, tris[:, :2].copy(), "two")
+    with pytest.raises(op2.IndexValueError):
+        op2.par_loop(op2.Kernel("void two(double b[3], double c[2]) { }", "two"), elements,
+                     b(op2.INC, elem_node[op2.i[0]]), b(op2.INC, other_map[op2.i[0]]))
     # A kernel whose block disagrees with the maps is refused, not run.
     with pytest.raises(op2.KernelTypeError):
         op2.par_loop(op2.Kernel("void bad(double A[4][4], double *x[2]) { }", "bad"), elements,

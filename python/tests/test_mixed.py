@@ -79,6 +79,12 @@ def test_block_matrix_assembles_and_solves(pc):
     mds = op2.MixedDataSet([a, b])
     sp = op2.Sparsity(mds, mm, "blocks")
     assert sp.shape == (2, 2)
+    assert sp.nrows == 9 and sp.ncols == 9
+    # Cached on the same objects; a MixedSet of other sets is another sparsity, not a stale one.
+    assert op2.Sparsity(mds, mm, "blocks") is sp
+    for _ in range(20):
+        with pytest.raises(RuntimeError):
+            op2.Sparsity(op2.MixedSet([b, a]), mm)
     mat = op2.Mat(sp, name="M")
     op2.par_loop(op2.Kernel(BLOCK, "el"), cells, mat(op2.INC, (mm[op2.i[0]], mm[op2.i[1]])))
     # Flat numbering: a's elements, then b's.

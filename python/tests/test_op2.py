@@ -325,3 +325,17 @@ def test_lazy_max_trace_length_runs_loops_past_the_bound():
     finally:
         op2.configuration["lazy_max_trace_length"] = 0
     np.testing.assert_array_equal(d.data_ro, np.full(3, 5.0))
+
+
+def test_a_backend_that_cannot_start_leaves_init_usable():
+    # In a fresh interpreter: a failed init (no such backend) then a working one.
+    import subprocess
+    import sys
+    code = ("from op2rs import op2\n"
+            "try:\n    op2.init(backend='no-such-backend')\n"
+            "except ImportError:\n    pass\n"
+            "op2.init(backend='sequential')\n"
+            "assert op2.configuration['backend'] == 'sequential'\n"
+            "op2.exit()\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

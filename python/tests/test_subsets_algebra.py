@@ -46,6 +46,13 @@ def test_loops_over_subsets_touch_only_their_elements():
 
 def test_subset_errors():
     s = op2.Set(10, "s")
+    with pytest.raises(NotImplementedError):
+        op2.DataSet(s([1, 2]), 1)
+    with pytest.raises(NotImplementedError):
+        op2.ExtrudedSet(s, 3)([0])
+    halo = op2.Set([1, 3, 4, 6], "halo")
+    with pytest.raises(op2.SubsetIndexOutOfBounds):
+        halo([0, 5])  # non-exec halo elements are never run
     other = op2.Set(10, "other")
     with pytest.raises(op2.SubsetIndexOutOfBounds):
         op2.Subset(s, [3, 10])
@@ -85,12 +92,25 @@ def test_dat_arithmetic_matches_numpy():
     assert op2.Dat(a) == a and not (b == a)
     i = op2.Dat(s, np.arange(23), np.int32, "i")
     np.testing.assert_array_equal((i * 3 + 1).data_ro, np.arange(23) * 3 + 1)
+    # C's conversions, as PyOP2's generated expressions: computed in double, stored truncated.
+    j = op2.Dat(s, np.array([3, 5, 7] * 7 + [9, -3]), np.int32, "j")
+    j0 = np.array([3, 5, 7] * 7 + [9, -3])
+    np.testing.assert_array_equal((j * 0.5).data_ro, np.trunc(j0 * 0.5))
+    np.testing.assert_array_equal((j - 1.5).data_ro, np.trunc(j0 - 1.5))
+    np.testing.assert_array_equal((j / 2).data_ro, np.trunc(j0 / 2))  # C integer division
+    assert (j * 0.5).dtype == np.int32
+    # Dats of other types mix as C mixes them; the result has the left operand's type.
+    f = op2.Dat(s, np.full(23, 0.25), np.float64, "f")
+    np.testing.assert_array_equal((f + j).data_ro, 0.25 + j0)
+    np.testing.assert_array_equal((j + f).data_ro, np.trunc(j0 + 0.25))
+    h = op2.Dat(s ** 2, a0.astype(np.float32), np.float32, "h")
+    np.testing.assert_allclose((a + h).data_ro, a0 + a0.astype(np.float32), rtol=1e-7)
     with pytest.raises(ValueError):
         a + op2.Dat(s ** 1)
-    with pytest.raises(op2.DataTypeError):
-        a + op2.Dat(s ** 2, dtype=np.float32)
     with pytest.raises(TypeError):
         1.0 / a
+    with pytest.raises(TypeError):
+        a + "text"
 
 
 def test_arithmetic_is_lazy_and_makes_held_arrays_read_only():
