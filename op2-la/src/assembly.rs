@@ -105,8 +105,12 @@ impl AssemblyPlan {
                                         row,
                                         col: col as usize,
                                     })?;
-                            slot[e * block + (i * br + a) * cols_per + j * bc + b] =
-                                (lo + p) as u32;
+                            let local = if arg.component_major {
+                                (a * ra + i) * cols_per + b * ca + j
+                            } else {
+                                (i * br + a) * cols_per + j * bc + b
+                            };
+                            slot[e * block + local] = (lo + p) as u32;
                         }
                     }
                 }
@@ -388,7 +392,7 @@ pub fn par_loop(
     let on_openmp = rt.uses_openmp_threads();
     for (position, m, block) in staged {
         let elements = assembled_elements(set);
-        let key = (set.id(), m.row_map.id(), m.col_map.id());
+        let key = (set.id(), m.row_map.id(), m.col_map.id(), m.component_major);
         let cached = m.mat.lock().plans.get(&key).cloned();
         let plan = match cached {
             Some(p) => p,

@@ -49,7 +49,8 @@ pub(crate) struct MatState {
     pub(crate) pending: Pending,
     pub(crate) assembled: bool,
     /// Where each element's block goes, per (iteration set, row map, column map).
-    pub(crate) plans: HashMap<(u64, u64, u64), Arc<crate::assembly::AssemblyPlan>>,
+    /// Assembly plans by (set, row map, column map, component-major block).
+    pub(crate) plans: HashMap<(u64, u64, u64, bool), Arc<crate::assembly::AssemblyPlan>>,
     /// Per-element staging for loops, per (iteration set, arg position).
     pub(crate) blocks: HashMap<(u64, usize), Dat<f64>>,
     /// The stagings an assembly left all zero (so the next loop needs no zeroing pass).
@@ -144,6 +145,9 @@ pub struct MatArg {
     pub(crate) col_map: Map,
     /// Whether the kernel computes one block per call (a local iteration space).
     pub(crate) per_entry: bool,
+    /// Whether the element block's rows and columns go component by component
+    /// ([`Mat::arg_flattened`]) rather than node by node.
+    pub(crate) component_major: bool,
 }
 
 impl MatArg {
@@ -224,6 +228,19 @@ impl Mat {
             row_map: row_map.clone(),
             col_map: col_map.clone(),
             per_entry: false,
+            component_major: false,
+        }
+    }
+
+    /// The argument of PyOP2's `mat(access, (rmap[op2.i[0]], cmap[op2.i[1]]), flatten=True)`
+    /// with a kernel called once per element: like [`Mat::arg`], but the block's rows go
+    /// component by component, so entry `(a * Ar + i, b * Ac + j)` (`Ar`, `Ac` the arities)
+    /// belongs to row node `row_map[e][i]` component `a` and column node `col_map[e][j]`
+    /// component `b`. For one value per node it is [`Mat::arg`].
+    pub fn arg_flattened(&self, access: Access, row_map: &Map, col_map: &Map) -> MatArg {
+        MatArg {
+            component_major: true,
+            ..self.arg(access, row_map, col_map)
         }
     }
 

@@ -203,7 +203,9 @@ impl PyMat {
     }
 }
 
-/// A Mat argument of a loop: `(2, mat, access, row map, column map, per_entry)`.
+/// A Mat argument of a loop: `(2, mat, access, row map, column map, form)`, `form` 0 for one
+/// block per element, 1 for one block per entry (a local iteration space), 2 for one block
+/// per element with rows and columns component by component (PyOP2's `flatten=True`).
 pub(crate) fn mat_arg(t: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<la::MatArg> {
     let m = t.get_item(1)?;
     let m = m.cast::<PyMat>()?.get();
@@ -212,10 +214,10 @@ pub(crate) fn mat_arg(t: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<la::MatAr
     let r = &r.cast::<PyMap>()?.get().map;
     let c = t.get_item(4)?;
     let c = &c.cast::<PyMap>()?.get().map;
-    let per_entry: bool = t.get_item(5)?.extract()?;
-    Ok(if per_entry {
-        m.mat.arg_entries(acc, r, c)
-    } else {
-        m.mat.arg(acc, r, c)
+    let form: u8 = t.get_item(5)?.extract()?;
+    Ok(match form {
+        1 => m.mat.arg_entries(acc, r, c),
+        2 => m.mat.arg_flattened(acc, r, c),
+        _ => m.mat.arg(acc, r, c),
     })
 }

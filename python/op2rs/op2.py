@@ -1027,12 +1027,22 @@ _CTYPES = {"float64": "double", "float32": "float", "int32": "int", "uint32": "u
            "int64": "long long", "uint64": "unsigned long"}
 
 
+def _dim(dim):
+    """A Global's or Const's ``dim`` as a tuple of ints (``DimTypeError`` otherwise)."""
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
+        return (int(dim),)
+    if isinstance(dim, (tuple, list)) and dim and all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dim):
+        return tuple(int(d) for d in dim)
+    raise DimTypeError("dim must be an int or a tuple of ints, not %r" % (dim,))
+
+
 class Global:
     """A value not tied to a set: ``Global(dim, data=None, dtype=None, name=None)``."""
 
     def __init__(self, dim, data=None, dtype=None, name=None):
         rt = _rt()
-        self._dim = (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(dim)
+        self._dim = _dim(dim)
         self._name = _name("global", name)
         self._dtype = _dtype(dtype, data)
         cdim = int(np.prod(self._dim))
@@ -1078,7 +1088,7 @@ class Const:
 
     def __init__(self, dim, data=None, name=None, dtype=None):
         rt = _rt()
-        self._dim = (int(dim),) if isinstance(dim, (int, np.integer)) else tuple(dim)
+        self._dim = _dim(dim)
         if name is not None and not isinstance(name, str):
             raise NameTypeError("name must be of type str")
         self._name = _name("const", name)
@@ -1168,13 +1178,16 @@ def _lis_arg(a, per_point):
             raise NotImplementedError(
                 "per-point (0.8.2) kernels on flattened block matrices (dims > 1) are not in "
                 "op2rs yet")
+        form = 1 if per_point else 0
         if not per_point and a.data.sparsity.dims != (1, 1):
-            # op2-la's element block is node-major; PyOP2's flattened one component-major.
-            raise NotImplementedError(
-                "once-per-element kernels on block matrices (dims > 1) are not in op2rs yet; "
-                "per-point (0.8.2) kernels are")
-        return (_KIND_MAT, a.data._native, a.access._code, rmap._native, cmap._native,
-                per_point)
+            if not a.flatten:
+                # PyOP2 0.8.3 to 0.10 assembled these wrongly (overlapping blocks); its
+                # programs pass flatten=True.
+                raise NotImplementedError(
+                    "once-per-element kernels on block matrices need flatten=True (the "
+                    "element matrix component by component)")
+            form = 2
+        return (_KIND_MAT, a.data._native, a.access._code, rmap._native, cmap._native, form)
     dat, m = a.data, a.path.map
     # PyOP2 0.8.2 called per point with trailing int indices; 0.8.3 to 0.10 once per element
     # with a local buffer. The kernel's parameters say which.

@@ -185,3 +185,33 @@ def test_matrix_errors():
         op2.par_loop(op2.Kernel("void bad(double A[4][4], double *x[2]) { }", "bad"), elements,
                      mat(op2.INC, (elem_node[op2.i[0]], elem_node[op2.i[1]])),
                      x(op2.READ, elem_node))
+
+
+def test_vector_valued_matrices_in_both_forms():
+    # PyOP2 0.8.3+ programs assemble vector-valued matrices with flatten=True: one call per
+    # element, the 6 x 6 block component by component. 0.8.2: per point, a 2 x 2 block.
+    coords, tris, nodes, elements, elem_node, x = mesh(3)
+    vnodes = nodes ** 2
+    sp = op2.Sparsity((vnodes, vnodes), (elem_node, elem_node), "vsp")
+    assert sp.dims == (2, 2)
+    flat = op2.Kernel("void vmass(double A[6][6], double *x[2]) { %s"
+                      " for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++)"
+                      " for (int a = 0; a < 2; a++)"
+                      " A[a * 3 + i][a * 3 + j] += area / 12.0 * (i == j ? 2.0 : 1.0); }" % AREA,
+                      "vmass")
+    per_point = op2.Kernel("void vmass_pp(double A[2][2], double *x[2], int j, int k) { %s"
+                           " for (int a = 0; a < 2; a++)"
+                           " A[a][a] += area / 12.0 * (j == k ? 2.0 : 1.0); }" % AREA,
+                           "vmass_pp")
+    scalar = numpy_mass(coords, tris)
+    want = np.kron(scalar, np.eye(2))  # row 2n + a, column 2m + b
+    for k, flatten in [(flat, True), (per_point, False)]:
+        mat = op2.Mat(sp, name="V")
+        op2.par_loop(k, elements,
+                     mat(op2.INC, (elem_node[op2.i[0]], elem_node[op2.i[1]]), flatten=flatten),
+                     x(op2.READ, elem_node))
+        np.testing.assert_allclose(mat.values, want, rtol=1e-13, atol=1e-16)
+    mat = op2.Mat(sp, name="V")
+    with pytest.raises(NotImplementedError):
+        op2.par_loop(flat, elements, mat(op2.INC, (elem_node[op2.i[0]], elem_node[op2.i[1]])),
+                     x(op2.READ, elem_node))

@@ -123,10 +123,33 @@ fn a_matrix_entry_per_call_equals_the_element_matrix() {
                      A[i * {br} + a][j * {bc} + b] = area(x) * (1 + i + 2 * j) * (1 + a + 3 * b); }}"
             ),
         );
+        // PyOP2's flatten=True block: rows and columns component by component.
+        let flat = kernel(
+            "mass_flat",
+            &format!(
+                "{AREA}void mass_flat(double A[{r}][{c}], const double *x[3]) {{
+                   for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++)
+                   for (int a = 0; a < {br}; a++) for (int b = 0; b < {bc}; b++)
+                     A[a * 3 + i][b * 3 + j] = area(x) * (1 + i + 2 * j) * (1 + a + 3 * b); }}"
+            ),
+        );
+        let m = Mat::new(&sp, "F");
+        la::par_loop(
+            &rt,
+            &flat,
+            &tris,
+            [
+                LoopArg::Mat(m.arg_flattened(INC, &map, &map)),
+                LoopArg::Op2(x.arg_row(&map, READ)),
+            ],
+        )
+        .unwrap();
+        m.assemble();
         let (a, b) = (assemble(&per, true), assemble(&whole, false));
         assert!(close(&a, &b, 1e-14), "{dims:?}");
         assert!(a.iter().any(|&v| v != 0.0));
         assert!(close(&assemble(&as_2d, false), &b, 1e-14), "{dims:?}");
+        assert!(close(&m.values(), &b, 1e-14), "{dims:?}");
     }
 }
 
