@@ -1027,6 +1027,21 @@ _CTYPES = {"float64": "double", "float32": "float", "int32": "int", "uint32": "u
            "int64": "long long", "uint64": "unsigned long"}
 
 
+class _GlobalValues(np.ndarray):
+    """``Global.data``: a copy of the values whose item assignments write the Global."""
+
+    _global = None
+
+    def __array_finalize__(self, obj):
+        # Views and results are not the Global's: only the array `data` returned writes back.
+        self._global = None
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        if self._global is not None:
+            self._global.data = np.asarray(self)
+
+
 def _dim(dim):
     """A Global's or Const's ``dim`` as a tuple of ints (``DimTypeError`` otherwise)."""
     if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
@@ -1063,18 +1078,23 @@ class Global:
 
     @property
     def data(self):
-        """The values, after the loops writing them ran (a copy: set ``data`` to change them)."""
-        a = _call(self._native.value).reshape(self._dim)
-        # A copy: read-only, so that a write meant for the Global raises instead of vanishing
-        # (assign `data` to change the values).
-        a.flags.writeable = False
+        """The values, after the loops writing them ran: an array whose item assignments
+        (``g.data[0] = 1``, ``g.data[:] = 0``) go to the Global at once, as writes to PyOP2's
+        own array did. Arrays derived from it (slices, results) are plain copies."""
+        a = _call(self._native.value).reshape(self._dim).view(_GlobalValues)
+        a._global = self
         return a
 
     @data.setter
     def data(self, value):
         _call(self._native.set_value, _values(value, self._dtype, self.cdim, "Global"))
 
-    data_ro = data
+    @property
+    def data_ro(self):
+        """The values, after the loops writing them ran (a read-only copy)."""
+        a = _call(self._native.value).reshape(self._dim)
+        a.flags.writeable = False
+        return a
 
     def __repr__(self):
         return "Global(%r, %r)" % (self._dim, self._name)
@@ -1139,18 +1159,24 @@ _kernels = {}
 
 
 class Kernel:
-    """A C kernel ``name`` defined in ``code``; identical kernels are one object."""
+    """A C kernel ``name`` defined in ``code``; identical kernels are one object.
+    ``include_dirs`` (PyOP2 0.10): the source is run through the C preprocessor with them at
+    construction, as PyOP2 did, so ``#include "header.h"`` from those directories works on
+    every backend. ``opts`` (PyOP2's COFFEE transformations) are accepted and not applied."""
 
     def __new__(cls, code, name, opts=None, include_dirs=None):
         if not isinstance(name, str):
             raise NameTypeError("name must be of type str")
+        if not isinstance(code, str):
+            raise KernelTypeError("op2rs kernels are C source strings (not pyop2.ir trees)")
         _rt()
-        key = (code, name)
+        dirs = tuple(include_dirs or ())
+        key = (code, name, dirs)
         k = _kernels.get(key)
         if k is None:
             k = object.__new__(cls)
-            k._code, k._name = code, name
-            k._native = _call(_op2.Kernel, code, name)
+            k._code, k._name = (_preprocess(code, dirs) if dirs else code), name
+            k._native = _call(_op2.Kernel, k._code, name)
             k._per_point = k._native.trailing_ints() > 0
             _kernels[key] = k
         return k
@@ -1160,6 +1186,19 @@ class Kernel:
 
     name = property(lambda self: self._name)
     code = property(lambda self: self._code)
+
+
+def _preprocess(code, include_dirs):
+    """``code`` through ``cpp -P`` with ``include_dirs``, as PyOP2 ran its kernels through cpp."""
+    import subprocess
+    cmd = [os.environ.get("CPP", "cpp"), "-P"] + ["-I%s" % d for d in include_dirs]
+    try:
+        r = subprocess.run(cmd, input=code, capture_output=True, text=True)
+    except OSError as e:
+        raise CompilationError("could not run the C preprocessor %r: %s" % (cmd[0], e)) from None
+    if r.returncode != 0:
+        raise CompilationError("the C preprocessor failed on the kernel:\n%s" % r.stderr)
+    return r.stdout
 
 
 def _lis_arg(a, per_point):

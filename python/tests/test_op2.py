@@ -241,10 +241,22 @@ def test_empty_sets_globals_kernels_and_lifecycle():
     op2.par_loop(op2.Kernel("void nothing(double *x) { *x = 1.0; }", "nothing"), e, x(op2.WRITE))
     assert x.data_ro.shape == (0,)
     g = op2.Global(1, 3.0, name="g")
+    g.data[0] = 1.0  # item writes go to the Global, as with PyOP2's own array
+    assert g.data_ro[0] == 1.0
     with pytest.raises(ValueError):
-        g.data[0] = 1.0  # a copy: change it by assigning data
+        g.data_ro[0] = 2.0
     g.data = [4.0]
     assert g.data[0] == 4.0
+    # A loop then sees what was written; a later read sees the loop's result.
+    s = op2.Set(3, "three")
+    g2 = op2.Global(2, [0.0, 0.0], np.float64, "g2")
+    g2.data[:] = [10.0, 20.0]
+    op2.par_loop(op2.Kernel("void addg(double *g) { g[0] += 1.0; g[1] += 2.0; }", "addg"), s,
+                 g2(op2.INC))
+    np.testing.assert_array_equal(g2.data, [13.0, 26.0])
+    half = g2.data[:1]
+    half[0] = -1.0  # a slice is a plain copy
+    np.testing.assert_array_equal(g2.data, [13.0, 26.0])
     k1 = op2.Kernel("void same(double *x) { }", "same")
     assert op2.Kernel("void same(double *x) { }", "same") is k1
     c = op2.Const(1, name="no_data_yet")
@@ -339,3 +351,19 @@ def test_a_backend_that_cannot_start_leaves_init_usable():
             "op2.exit()\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_kernel_include_dirs_are_preprocessed(tmp_path):
+    (tmp_path / "scale.h").write_text("#define SCALE(x) (3.0 * (x))\n")
+    s = op2.Set(4, "s")
+    d = op2.Dat(s, np.arange(4.0), np.float64, "d")
+    k = op2.Kernel('#include "scale.h"\nvoid sc3(double *x) { *x = SCALE(*x); }', "sc3",
+                   include_dirs=[str(tmp_path)])
+    assert "SCALE" not in k.code and "#include" not in k.code
+    op2.par_loop(k, s, d(op2.RW))
+    np.testing.assert_array_equal(d.data_ro, 3.0 * np.arange(4.0))
+    with pytest.raises(op2.CompilationError):
+        op2.Kernel('#include "missing.h"\nvoid m(double *x) { }', "m",
+                   include_dirs=[str(tmp_path)])
+    with pytest.raises(op2.KernelTypeError):
+        op2.Kernel(42, "k")
