@@ -1032,6 +1032,9 @@ class _GlobalValues(np.ndarray):
 
     _global = None
 
+    def __repr__(self):
+        return repr(np.asarray(self))
+
     def __array_finalize__(self, obj):
         # Views and results are not the Global's: only the array `data` returned writes back.
         self._global = None
@@ -1299,8 +1302,22 @@ def par_loop(kernel, iterset, *args):
     if pending and limit > 0 and rt.pending() >= limit:
         # PyOP2's bound on the queue: past it, loops run as they come.
         rt.flush()
-        pending = False
-    return pending
+    return ParLoop(kernel, iterset, args)
+
+
+class ParLoop:
+    """What ``par_loop`` returns, as in PyOP2: the loop's ``kernel``, ``iterset`` and
+    ``args``; ``compute()`` runs it now (with what is pending before it)."""
+
+    __slots__ = ("kernel", "iterset", "args")
+
+    def __init__(self, kernel, iterset, args):
+        self.kernel, self.iterset, self.args = kernel, iterset, args
+
+    it_space = property(lambda self: self.iterset)
+
+    def compute(self):
+        _call(_rt().flush)
 
 
 # --- Sparsities, matrices and solvers (op2-la) -------------------------------------------

@@ -156,8 +156,8 @@ def test_loops_are_lazy_until_their_data_is_read():
     k = op2.Kernel("void one(double *x) { *x += 1.0; }", "one")
     rt = op2._state["runtime"]
     rt.flush()
-    assert op2.par_loop(k, s, x(op2.RW)) is True
-    assert op2.par_loop(k, s, y(op2.RW)) is True
+    op2.par_loop(k, s, x(op2.RW))
+    op2.par_loop(k, s, y(op2.RW))
     assert rt.pending() == 2
     x.data_ro
     assert rt.pending() == 1  # only x's loop ran
@@ -321,6 +321,17 @@ def test_configuration_logging_and_utils():
     assert ns == {"backend": "openmp", "log_level": "DEBUG"}
     with pytest.raises(NotImplementedError):
         op2.Halo([], [])
+
+
+def test_par_loop_returns_the_loop():
+    s = op2.Set(3, "s")
+    d = op2.Dat(s, np.zeros(3), np.float64, "d")
+    k = op2.Kernel("void one(double *x) { *x = 1.0; }", "one")
+    loop = op2.par_loop(k, s, d(op2.WRITE))
+    assert loop.kernel is k and loop.iterset is s and len(loop.args) == 1
+    loop.compute()
+    assert op2._state["runtime"].pending() == 0
+    np.testing.assert_array_equal(d.data_ro, np.ones(3))
 
 
 def test_lazy_max_trace_length_runs_loops_past_the_bound():
