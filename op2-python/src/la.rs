@@ -4,7 +4,7 @@
 
 use crate::{AnyDat, Op2Failure, PyDat, PyMap, fail};
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
-use op2::la::{self, LaError, Method, Preconditioner, SolverOptions};
+use op2::la::{self, LaError, Method, Preconditioner, SolverOptions, Split};
 use pyo3::prelude::*;
 
 /// An op2-la error as `Op2Failure(kind, message)`, like [`fail`]: op2's own errors keep their
@@ -148,15 +148,49 @@ impl PyMat {
             .mult(f64_dat(x, "x")?, f64_dat(y, "y")?)
             .map_err(fail_la)
     }
-    /// Solves `A x = b` with op2-la's Krylov solvers. `method` is PETSc's `ksp_type` (`cg`,
-    /// `gmres`, `bcgs`/`bicgstab`), `pc` its `pc_type` (`none`, `jacobi`, `sor`, `ilu`).
-    /// Returns (converged, reason, iterations, last residual norm).
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (x, b, method, pc, rtol, atol, dtol, max_it, restart, nonzero_guess))]
+    /// Solves `A x = b` with op2-la's Krylov solvers and `options`. Returns (converged,
+    /// reason, iterations, last residual norm).
     fn solve(
         &self,
         x: &PyDat,
         b: &PyDat,
+        options: &PySolverOptions,
+    ) -> PyResult<(bool, String, usize, f64)> {
+        self.mat.assemble();
+        let report = la::solve(
+            &self.mat,
+            f64_dat(b, "b")?,
+            f64_dat(x, "x")?,
+            &options.options,
+        )
+        .map_err(fail_la)?;
+        Ok(summary(&report))
+    }
+}
+
+/// A solve's outcome as op2.py reads it: (converged, reason, iterations, last residual).
+pub(crate) fn summary(r: &la::SolveReport) -> (bool, String, usize, f64) {
+    (
+        r.converged(),
+        format!("{:?}", r.reason),
+        r.iterations,
+        r.residual(),
+    )
+}
+
+/// A solve's settings from PyOP2's parameters: `method` is its `ksp_type` (`cg`, `gmres`,
+/// `bcgs`/`bicgstab`), `pc` its `pc_type` (`none`, `jacobi`, `sor`, `ilu`, and for mixed
+/// systems `fieldsplit` or `fieldsplit_multiplicative`).
+#[pyclass(name = "SolverOptions", module = "op2rs._op2", frozen)]
+pub(crate) struct PySolverOptions {
+    pub(crate) options: SolverOptions,
+}
+
+#[pymethods]
+impl PySolverOptions {
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
         method: &str,
         pc: &str,
         rtol: f64,
@@ -165,7 +199,7 @@ impl PyMat {
         max_it: usize,
         restart: usize,
         nonzero_guess: bool,
-    ) -> PyResult<(bool, String, usize, f64)> {
+    ) -> PyResult<Self> {
         let bad = |what: &str, v: &str| {
             Op2Failure::new_err((
                 "SolverOption",
@@ -183,6 +217,8 @@ impl PyMat {
             "jacobi" | "diagonal" => Preconditioner::Jacobi,
             "sor" => Preconditioner::Sor { omega: 1.0 },
             "ilu" => Preconditioner::Ilu0,
+            "fieldsplit" => Preconditioner::FieldSplit(Split::Additive),
+            "fieldsplit_multiplicative" => Preconditioner::FieldSplit(Split::Multiplicative),
             other => return Err(bad("pc_type", other)),
         };
         let mut options = SolverOptions::new(method, preconditioner)
@@ -191,15 +227,7 @@ impl PyMat {
             .max_iterations(max_it);
         options.dtol = dtol;
         options.nonzero_initial_guess = nonzero_guess;
-        self.mat.assemble();
-        let report =
-            la::solve(&self.mat, f64_dat(b, "b")?, f64_dat(x, "x")?, &options).map_err(fail_la)?;
-        Ok((
-            report.converged(),
-            format!("{:?}", report.reason),
-            report.iterations,
-            report.residual(),
-        ))
+        Ok(PySolverOptions { options })
     }
 }
 

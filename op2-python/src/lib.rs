@@ -714,6 +714,7 @@ fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Keep>()?;
     m.add_class::<la::PySparsity>()?;
     m.add_class::<la::PyMat>()?;
+    m.add_class::<la::PySolverOptions>()?;
     #[cfg(feature = "mpi")]
     {
         m.add_class::<distributed::PyMeshBuilder>()?;

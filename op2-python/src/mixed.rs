@@ -2,9 +2,9 @@
 //! over op2's mixed sets, maps and Dats, the loop arg that hands a kernel one pointer array
 //! across the components, block matrices' args and mixed solves.
 
-use crate::la::{PyMat, PySparsity, fail_la};
+use crate::la::{PyMat, PySolverOptions, PySparsity, fail_la, summary};
 use crate::{AnyDat, Op2Failure, PyDat, PyMap, PySet, fail};
-use op2::la::{self, Method, Preconditioner, SolverOptions, Split};
+use op2::la;
 use op2::{MixedDat, MixedMap, MixedSet};
 use pyo3::prelude::*;
 
@@ -152,55 +152,17 @@ pub(crate) fn mixed_sparsity(
     })
 }
 
-/// Solves the mixed system `mat x = b` (see `PyMat::solve` for the options; `pc` may also be
-/// `fieldsplit` or `fieldsplit_multiplicative`). Returns (converged, reason, iterations,
+/// Solves the mixed system `mat x = b` with `options`. Returns (converged, reason, iterations,
 /// residual).
 #[pyfunction]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn solve_mixed(
     mat: &PyMat,
     x: &PyMixedDat,
     b: &PyMixedDat,
-    method: &str,
-    pc: &str,
-    rtol: f64,
-    atol: f64,
-    dtol: f64,
-    max_it: usize,
-    restart: usize,
+    options: &PySolverOptions,
 ) -> PyResult<(bool, String, usize, f64)> {
-    let bad = |what: &str, v: &str| {
-        Op2Failure::new_err((
-            "SolverOption",
-            format!("{what} {v:?} is not one op2rs has (see docs/14-python.md)"),
-        ))
-    };
-    let method = match method {
-        "cg" => Method::Cg,
-        "gmres" => Method::Gmres { restart },
-        "bcgs" | "bicgstab" => Method::BiCgStab,
-        other => return Err(bad("ksp_type", other)),
-    };
-    let preconditioner = match pc {
-        "none" => Preconditioner::None,
-        "jacobi" | "diagonal" => Preconditioner::Jacobi,
-        "sor" => Preconditioner::Sor { omega: 1.0 },
-        "ilu" => Preconditioner::Ilu0,
-        "fieldsplit" => Preconditioner::FieldSplit(Split::Additive),
-        "fieldsplit_multiplicative" => Preconditioner::FieldSplit(Split::Multiplicative),
-        other => return Err(bad("pc_type", other)),
-    };
-    let mut options = SolverOptions::new(method, preconditioner)
-        .rtol(rtol)
-        .atol(atol)
-        .max_iterations(max_it);
-    options.dtol = dtol;
     mat.mat.assemble();
-    let report = la::solve_mixed(&mat.mat, b.f64("b")?, x.f64("x")?, &options).map_err(fail_la)?;
-    Ok((
-        report.converged(),
-        format!("{:?}", report.reason),
-        report.iterations,
-        report.residual(),
-    ))
+    let report =
+        la::solve_mixed(&mat.mat, b.f64("b")?, x.f64("x")?, &options.options).map_err(fail_la)?;
+    Ok(summary(&report))
 }

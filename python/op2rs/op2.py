@@ -1615,25 +1615,20 @@ class Solver:
         if not isinstance(x, (Dat, MixedDat)) or not isinstance(b, (Dat, MixedDat)):
             raise DatTypeError("x and b must be Dats")
         p = self.parameters
+        options = _call(_op2.SolverOptions, str(p["ksp_type"]), str(p["pc_type"]),
+                        float(p["ksp_rtol"]), float(p["ksp_atol"]), float(p["ksp_divtol"]),
+                        int(p["ksp_max_it"]), int(p["ksp_gmres_restart"]),
+                        bool(p.get("ksp_initial_guess_nonzero", False)))
         if isinstance(x, MixedDat) or isinstance(b, MixedDat):
             if not (isinstance(x, MixedDat) and isinstance(b, MixedDat)):
                 raise DatTypeError("a mixed solve needs MixedDats for x and b")
-            converged, reason, its, res = _call(
-                _op2.solve_mixed, A._native, x._mixed_native(), b._mixed_native(),
-                str(p["ksp_type"]), str(p["pc_type"]), float(p["ksp_rtol"]),
-                float(p["ksp_atol"]), float(p["ksp_divtol"]), int(p["ksp_max_it"]),
-                int(p["ksp_gmres_restart"]))
-            for d in x.split:
-                d._used()
-            self._report(p, converged, reason, its, res)
-            return
-        converged, reason, its, res = _call(
-            A._native.solve, x._native, b._native, str(p["ksp_type"]), str(p["pc_type"]),
-            float(p["ksp_rtol"]), float(p["ksp_atol"]), float(p["ksp_divtol"]),
-            int(p["ksp_max_it"]), int(p["ksp_gmres_restart"]),
-            bool(p.get("ksp_initial_guess_nonzero", False)))
-        x._used()
-        self._report(p, converged, reason, its, res)
+            outcome = _call(_op2.solve_mixed, A._native, x._mixed_native(), b._mixed_native(),
+                            options)
+        else:
+            outcome = _call(A._native.solve, x._native, b._native, options)
+        for d in x:
+            d._used()
+        self._report(p, *outcome)
 
     def _report(self, p, converged, reason, its, res):
         self.reason, self.iterations, self.residual = reason, its, res
@@ -1864,7 +1859,34 @@ def _mixed_native(sets):
     return got[1]
 
 
-class MixedSet:
+class _Parts:
+    """What the mixed classes share: components (``_parts``) that index, count, iterate and
+    compare as a tuple (PyOP2: equality by components)."""
+
+    _parts = ()
+
+    split = property(lambda self: self._parts)
+
+    def __getitem__(self, i):
+        return self._parts[i]
+
+    def __len__(self):
+        return len(self._parts)
+
+    def __iter__(self):
+        return iter(self._parts)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._parts == other._parts
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(tuple(id(p) for p in self._parts))
+
+
+class MixedSet(_Parts):
     """An ordered tuple of Sets: ``MixedSet(sets)``."""
 
     def __init__(self, sets):
@@ -1874,12 +1896,11 @@ class MixedSet:
             raise TypeError("All components of a MixedSet must be Sets")
         if len({s.layers for s in sets}) > 1:
             raise AssertionError("All components of a MixedSet must have the same layers")
-        self._sets = sets
+        self._parts = self._sets = sets
 
     def _mixed_native(self):
         return _mixed_native(self._sets)
 
-    split = property(lambda self: self._sets)
     core_size = property(lambda self: sum(s.core_size for s in self._sets))
     size = property(lambda self: sum(s.size for s in self._sets))
     exec_size = property(lambda self: sum(s.exec_size for s in self._sets))
@@ -1893,32 +1914,14 @@ class MixedSet:
         h = tuple(s.halo for s in self._sets)
         return None if all(x is None for x in h) else h
 
-    def __getitem__(self, i):
-        return self._sets[i]
-
-    def __len__(self):
-        return len(self._sets)
-
-    def __iter__(self):
-        return iter(self._sets)
-
     def __pow__(self, dims):
         return MixedDataSet(self._sets, dims)
-
-    def __eq__(self, other):
-        return isinstance(other, MixedSet) and self._sets == other._sets
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __hash__(self):
-        return hash(tuple(id(s) for s in self._sets))
 
     def __repr__(self):
         return "MixedSet(%r)" % (self._sets,)
 
 
-class MixedDataSet:
+class MixedDataSet(_Parts):
     """A DataSet per component: ``MixedDataSet(mixed_set)``, ``(sets, [d1, ..., dn])``,
     ``(sets, d)`` or ``([dataset_or_set, ...])``."""
 
@@ -1937,34 +1940,14 @@ class MixedDataSet:
             dsets = tuple(s ** d for s, d in zip(arg, dims))
         if not all(isinstance(d, DataSet) for d in dsets):
             raise TypeError("All components of a MixedDataSet must be DataSets")
-        self._dsets = dsets
-
-    split = property(lambda self: self._dsets)
+        self._parts = self._dsets = dsets
     dim = property(lambda self: tuple(d.dim for d in self._dsets))
     cdim = property(lambda self: tuple(d.cdim for d in self._dsets))
     name = property(lambda self: tuple(d.name for d in self._dsets))
     set = property(lambda self: MixedSet(d.set for d in self._dsets))
 
-    def __getitem__(self, i):
-        return self._dsets[i]
 
-    def __len__(self):
-        return len(self._dsets)
-
-    def __iter__(self):
-        return iter(self._dsets)
-
-    def __eq__(self, other):
-        return isinstance(other, MixedDataSet) and self._dsets == other._dsets
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __hash__(self):
-        return hash(tuple(id(d) for d in self._dsets))
-
-
-class MixedMap:
+class MixedMap(_Parts):
     """One Map per component of a MixedSet, from one iteration set: ``MixedMap(maps)``."""
 
     def __init__(self, maps):
@@ -1974,7 +1957,7 @@ class MixedMap:
             raise TypeError("All components of a MixedMap must be Maps")
         if len({id(m.iterset) for m in maps}) > 1:
             raise MapTypeError("All maps in a MixedMap need to share the same iterset")
-        self._maps = maps
+        self._parts = self._maps = maps
         self._native = None
         self._paths = None
 
@@ -1986,7 +1969,6 @@ class MixedMap:
                                  [m._native for m in self._maps], name)
         return self._native
 
-    split = property(lambda self: self._maps)
     iterset = property(lambda self: self._maps[0].iterset)
     toset = property(lambda self: MixedSet(m.toset for m in self._maps))
     arity = property(lambda self: sum(m.arity for m in self._maps))
@@ -2004,23 +1986,8 @@ class MixedMap:
             return _MapPath(self, index)
         raise NotImplementedError("MixedMap[k] with an int k is not in op2rs; use op2.i")
 
-    def __len__(self):
-        return len(self._maps)
 
-    def __iter__(self):
-        return iter(self._maps)
-
-    def __eq__(self, other):
-        return isinstance(other, MixedMap) and self._maps == other._maps
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __hash__(self):
-        return hash(tuple(id(m) for m in self._maps))
-
-
-class MixedDat:
+class MixedDat(_Parts):
     """One Dat per component: ``MixedDat(mixed_dataset_or_dats)``; items that are Dats are used
     as they are, Sets and DataSets get a new Dat."""
 
@@ -2031,7 +1998,7 @@ class MixedDat:
         dats = tuple(d if isinstance(d, Dat) else Dat(d) for d in mdset_or_dats)
         if len({d.dtype for d in dats}) > 1:
             raise DataValueError("MixedDat with different dtypes is not supported")
-        self._dats = dats
+        self._parts = self._dats = dats
         self._native = None
 
     def _mixed_native(self):
@@ -2055,7 +2022,6 @@ class MixedDat:
         native = (_KIND_MIXED_DAT, self._mixed_native(), access._code, path._mixed_native())
         return _Arg(self, access, path, False, native, path.iterset)
 
-    split = property(lambda self: self._dats)
     dtype = property(lambda self: self._dats[0].dtype)
     dataset = property(lambda self: MixedDataSet(d.dataset for d in self._dats))
     soa = property(lambda self: tuple(False for _ in self._dats))
@@ -2069,21 +2035,10 @@ class MixedDat:
         for d in self._dats:
             d.zero()
 
-    def __getitem__(self, i):
-        return self._dats[i]
-
-    def __len__(self):
-        return len(self._dats)
-
-    def __iter__(self):
-        return iter(self._dats)
-
     def __eq__(self, other):
+        # By values, as Dats compare.
         return isinstance(other, MixedDat) and len(self) == len(other) and all(
             a == b for a, b in zip(self._dats, other._dats))
-
-    def __ne__(self, other):
-        return not self == other
 
     __hash__ = object.__hash__
 
