@@ -52,7 +52,9 @@ struct Share {
 }
 
 impl AssemblyPlan {
-    fn build(arg: &MatArg, elements: usize) -> Result<AssemblyPlan> {
+    /// The plan of `arg` over `elements` elements, or (`chosen`, a subset's elements) over
+    /// those of them only: the others' blocks are never added.
+    fn build(arg: &MatArg, elements: usize, chosen: Option<&[i32]>) -> Result<AssemblyPlan> {
         let mat = &arg.mat;
         let sp = mat.sparsity();
         let (br, bc) = sp.dims();
@@ -83,7 +85,15 @@ impl AssemblyPlan {
         let owned_rows = sp.rows();
         // The matrix position of every block entry (u32::MAX: a row another rank owns).
         let mut slot = vec![u32::MAX; total as usize];
-        for e in 0..elements {
+        let every: Vec<usize>;
+        let run: &mut dyn Iterator<Item = usize> = match chosen {
+            Some(c) => {
+                every = c.iter().map(|&e| e as usize).collect();
+                &mut every.iter().copied()
+            }
+            None => &mut (0..elements),
+        };
+        for e in run {
             for i in 0..ra {
                 let rn = rv[e * ra + i] as usize;
                 for a in 0..br {
@@ -360,9 +370,12 @@ pub fn par_loop(
             LoopArg::Op2(a) => lowered.push(a),
             LoopArg::Mat(m) => {
                 let (r, c) = m.block_shape();
-                let block = staging(rt, &m.mat, set, i, r * c)?;
+                // Over a subset the blocks are the whole set's (a Dat lives on whole sets); the
+                // loop writes, and the plan adds, only the subset's.
+                let whole = whole_set(set).0;
+                let block = staging(rt, &m.mat, whole, i, r * c)?;
                 // Left zero by the last assembly's pass (host backends, one process), or zeroed now.
-                let clean = m.mat.lock().clean.remove(&(set.id(), i));
+                let clean = m.mat.lock().clean.remove(&(whole.id(), i));
                 if r * c > 0 && !clean {
                     rt.par_loop(
                         &zero_kernel(r * c)?,
@@ -391,13 +404,14 @@ pub fn par_loop(
     // Under a backend whose threads are OpenMP's the pass runs on them (see csrc/apply_omp.c).
     let on_openmp = rt.uses_openmp_threads();
     for (position, m, block) in staged {
-        let elements = assembled_elements(set);
+        let (whole, chosen) = whole_set(set);
+        let elements = assembled_elements(whole);
         let key = (set.id(), m.row_map.id(), m.col_map.id(), m.component_major);
         let cached = m.mat.lock().plans.get(&key).cloned();
         let plan = match cached {
             Some(p) => p,
             None => {
-                let p = Arc::new(AssemblyPlan::build(&m, elements)?);
+                let p = Arc::new(AssemblyPlan::build(&m, elements, chosen)?);
                 m.mat.lock().plans.insert(key, p.clone());
                 p
             }
@@ -414,7 +428,7 @@ pub fn par_loop(
                 threads,
                 on_openmp,
             );
-            st.clean.insert((set.id(), position));
+            st.clean.insert((whole.id(), position));
         } else {
             let blocks = block.data_ro()?;
             let mut st = m.mat.lock();
@@ -467,7 +481,8 @@ fn check_mat_arg(kernel: &Kernel, set: &Set, arg: usize, m: &MatArg) -> Result<(
                 .join(", "),
         });
     }
-    if m.row_map.from() != set {
+    let whole = whole_set(set).0;
+    if m.row_map.from() != whole {
         return Err(LaError::MatSet {
             kernel: kernel.name().into(),
             set: set.name().into(),
@@ -479,7 +494,7 @@ fn check_mat_arg(kernel: &Kernel, set: &Set, arg: usize, m: &MatArg) -> Result<(
     // The staging (one block per executed element) and the plan's positions are indexed with
     // 32 bits: refuse before allocating gigabytes for a loop that could not be added in.
     let (r, c) = m.block_shape();
-    let entries = assembled_elements(set) as u128 * (r * c) as u128;
+    let entries = assembled_elements(whole) as u128 * (r * c) as u128;
     if entries >= u32::MAX as u128 {
         return Err(LaError::TooLarge {
             what: "assembly",
@@ -489,6 +504,15 @@ fn check_mat_arg(kernel: &Kernel, set: &Set, arg: usize, m: &MatArg) -> Result<(
         });
     }
     mat.check_mode(m.access == Access::Inc)
+}
+
+/// The set whose elements a loop over `set` runs (its superset, for a subset), and the subset's
+/// elements of it (`None` for a whole set).
+fn whole_set(set: &Set) -> (&Set, Option<&[i32]>) {
+    match set.superset() {
+        Some(whole) => (whole, set.subset_indices()),
+        None => (set, None),
+    }
 }
 
 /// The staging Dat of arg `position` over `set` (kept with the matrix for the next assembly).

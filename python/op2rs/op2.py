@@ -1270,8 +1270,6 @@ def par_loop(kernel, iterset, *args):
                 per_point = kernel._per_point
             # Every local iteration space arg of a loop has one shape (PyOP2's extents).
             if type(a.data) is Mat:
-                if type(iterset) is Subset:
-                    raise NotImplementedError("matrix loops over Subsets are not in op2rs yet")
                 ext = (a.path[0].map.arity, a.path[1].map.arity)
             else:
                 ext = (a.path.map.arity * (a.data.cdim if a.flatten else 1),)

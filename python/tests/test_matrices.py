@@ -170,11 +170,6 @@ def test_matrix_errors():
         op2.par_loop(op2.Kernel(MASS_PER_ELEMENT, "mass"), elements,
                      mat(op2.INC, (elem_node[op2.i[0]], elem_node[op2.i[1]])),
                      b(op2.INC, elem_node[op2.i[0]]))
-    # Matrix loops over Subsets are refused, not run wrongly.
-    with pytest.raises(NotImplementedError):
-        op2.par_loop(op2.Kernel(MASS_PER_ELEMENT, "mass"), elements([0, 1]),
-                     mat(op2.INC, (elem_node[op2.i[0]], elem_node[op2.i[1]])),
-                     x(op2.READ, elem_node))
     # Two Dat args of one local iteration space with different extents.
     other_map = op2.Map(elements, nodes, 2, tris[:, :2].copy(), "two")
     with pytest.raises(op2.IndexValueError):
@@ -215,3 +210,29 @@ def test_vector_valued_matrices_in_both_forms():
     with pytest.raises(NotImplementedError):
         op2.par_loop(flat, elements, mat(op2.INC, (elem_node[op2.i[0]], elem_node[op2.i[1]])),
                      x(op2.READ, elem_node))
+
+
+def test_matrices_assemble_over_subsets():
+    # As PyOP2's subset tests: a loop over the whole set, and over subsets given in any order.
+    iterset = op2.Set(2, "it")
+    idset = op2.Set(2, "id")
+    indset = op2.Set(4, "ind")
+    dat = op2.Dat(idset ** 1, [0.0, 1.0], np.float64, "dat")
+    m = op2.Map(iterset, indset, 4, [0, 1, 2, 3, 0, 1, 2, 3], "m")
+    idmap = op2.Map(iterset, idset, 1, [0, 1], "idmap")
+    sp = op2.Sparsity((indset, indset), (m, m))
+    k = op2.Kernel("void unique_id(double *dat, double mat[4][4]) { for (int i = 0; i < 4; i++)"
+                   " for (int j = 0; j < 4; j++) mat[i][j] += (*dat) * 16 + i * 4 + j; }",
+                   "unique_id")
+    mats = []
+    for s in (iterset, op2.Subset(iterset, [0, 1]), op2.Subset(iterset, [1, 0])):
+        mat = op2.Mat(sp, np.float64)
+        op2.par_loop(k, s, dat(op2.READ, idmap[0]), mat(op2.INC, (m[op2.i[0]], m[op2.i[1]])))
+        mats.append(mat.values)
+    want = np.array([[16 + 2 * (i * 4 + j) for j in range(4)] for i in range(4)], dtype=float)
+    for got in mats:
+        np.testing.assert_array_equal(got, want)
+    only_one = op2.Mat(sp, np.float64)
+    op2.par_loop(k, iterset([1]), dat(op2.READ, idmap[0]),
+                 only_one(op2.INC, (m[op2.i[0]], m[op2.i[1]])))
+    np.testing.assert_array_equal(only_one.values, want - (want - 16) / 2)

@@ -693,3 +693,77 @@ fn kernels_are_never_handed_fewer_values_than_they_declare() {
     }
     assert_eq!(got, want);
 }
+
+/// Matrices assemble over subsets (PyOP2's `par_loop(k, subset, mat(INC, ...))`): the even and
+/// the odd triangles added into one matrix give the whole mesh's, in both kernel forms; a
+/// subset's loop adds nothing from the elements it does not run.
+#[test]
+fn matrices_assemble_over_subsets() {
+    let rt = builder().build().unwrap();
+    let (tris, _, map, x) = strip(&rt, 12);
+    let sp = Sparsity::new(&[(&map, &map)], (1, 1), "sp").unwrap();
+    let whole_k = kernel(
+        "mass_w",
+        &format!(
+            "{AREA}void mass_w(double A[3][3], const double *x[3]) {{
+               for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++)
+                 A[i][j] += area(x) * (1 + i + 2 * j); }}"
+        ),
+    );
+    let entry_k = kernel(
+        "mass_e",
+        &format!(
+            "{AREA}void mass_e(double A[1][1], const double *x[3], int i, int j) {{
+               A[0][0] += area(x) * (1 + i + 2 * j); }}"
+        ),
+    );
+    let evens = rt
+        .decl_subset(&tris, (0..12).step_by(2).collect::<Vec<i32>>(), "evens")
+        .unwrap();
+    let odds = rt
+        .decl_subset(&tris, (1..12).step_by(2).collect::<Vec<i32>>(), "odds")
+        .unwrap();
+    for per_entry in [false, true] {
+        let k = if per_entry { &entry_k } else { &whole_k };
+        let arg = |m: &Mat| {
+            if per_entry {
+                m.arg_entries(INC, &map, &map)
+            } else {
+                m.arg(INC, &map, &map)
+            }
+        };
+        let run = |m: &Mat, set: &op2::Set| {
+            la::par_loop(
+                &rt,
+                k,
+                set,
+                [LoopArg::Mat(arg(m)), LoopArg::Op2(x.arg_row(&map, READ))],
+            )
+            .unwrap();
+            m.assemble();
+        };
+        let full = Mat::new(&sp, "full");
+        run(&full, &tris);
+        let parts = Mat::new(&sp, "parts");
+        run(&parts, &evens);
+        let half = parts.values();
+        run(&parts, &odds);
+        assert!(
+            close(&parts.values(), &full.values(), 1e-14),
+            "per entry {per_entry}"
+        );
+        // The evens alone: the blocks of odd triangles were not added.
+        let only_evens = Mat::new(&sp, "evens");
+        run(&only_evens, &evens);
+        assert_eq!(only_evens.values(), half);
+        assert!(half != full.values());
+        // After a whole-set loop, a subset loop again adds only its own.
+        run(&only_evens, &tris);
+        run(&only_evens, &odds);
+        let twice: Vec<f64> = full.values().iter().map(|v| 2.0 * v).collect();
+        assert!(
+            close(&only_evens.values(), &twice, 1e-14),
+            "per entry {per_entry}"
+        );
+    }
+}
