@@ -490,8 +490,6 @@ class Subset(Set):
         if isinstance(superset, Subset):
             idx = superset._indices[idx]
             superset = superset._superset
-        if superset._native_iter is not None:
-            raise NotImplementedError("Subsets of extruded sets are not in op2rs yet")
         if idx.size and idx[-1] >= superset.exec_size:
             raise SubsetIndexOutOfBounds(
                 "op2rs subsets hold elements a loop runs (below exec_size %d), not %d"
@@ -503,6 +501,13 @@ class Subset(Set):
                              "%s_subset" % superset.name)
         self._halo = superset.halo
         self._layers = superset.layers
+        if superset._native_iter is not None:
+            # Of an extruded set: every layer's cell of the chosen columns (numbered column by
+            # column), for loops that go up the columns.
+            per = superset.layers - 1
+            cells = (self._indices[:, None] * per + np.arange(per)[None, :]).ravel()
+            self._native_iter = _call(rt.decl_subset, superset._native_iter,
+                                      cells.astype(np.int32), "%s_subset_layers" % superset.name)
 
     superset = property(lambda self: self._superset)
     indices = property(lambda self: self._indices)

@@ -97,6 +97,35 @@ def test_matrices_assemble_every_layer():
     np.testing.assert_array_equal(mat.values, want)
 
 
+@pytest.mark.parametrize("form", ["0.9", "0.10"])
+def test_subsets_of_extruded_sets_run_their_columns(form):
+    base, cells, nodes, c2n = make(form)
+    z = np.arange(nodes.total_size, dtype=np.float64) % LAYERS
+    x = op2.Dat(nodes, z, np.float64, "z")
+    acc = op2.Dat(nodes, name="acc")
+    width = op2.Dat(cells, np.arange(1.0, NBASE + 1.0), np.float64, "width")
+    per_cell = op2.Kernel("""
+void per_cell_s(const double *z[4], const double *w, double *a[4]) {
+  double mid = 0.25 * (z[0][0] + z[1][0] + z[2][0] + z[3][0]);
+  for (int j = 0; j < 4; j++) a[j][0] += *w * mid;
+}""", "per_cell_s")
+    columns = [4, 1]
+    sub = cells(columns)
+    op2.par_loop(per_cell, sub, x(op2.READ, c2n), width(op2.READ), acc(op2.INC, c2n))
+    want = np.zeros(nodes.total_size)
+    for i, row in enumerate(explicit_cells()):
+        column = i // (LAYERS - 1)
+        if column in columns:
+            want[row] += (column + 1.0) * z[row].mean()
+    np.testing.assert_allclose(acc.data_ro, want, rtol=1e-14)
+    # Direct args only: once per chosen column.
+    count = op2.Dat(cells, np.zeros(NBASE), np.float64, "count")
+    op2.par_loop(op2.Kernel("void once_s(double *c) { *c += 1.0; }", "once_s"), sub,
+                 count(op2.INC))
+    np.testing.assert_array_equal(count.data_ro, [1.0 if c in columns else 0.0
+                                                  for c in range(NBASE)])
+
+
 def test_extrusion_errors():
     s = op2.Set(3, "s")
     with pytest.raises(op2.SizeTypeError):

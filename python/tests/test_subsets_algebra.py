@@ -48,8 +48,6 @@ def test_subset_errors():
     s = op2.Set(10, "s")
     with pytest.raises(NotImplementedError):
         op2.DataSet(s([1, 2]), 1)
-    with pytest.raises(NotImplementedError):
-        op2.ExtrudedSet(s, 3)([0])
     halo = op2.Set([1, 3, 4, 6], "halo")
     with pytest.raises(op2.SubsetIndexOutOfBounds):
         halo([0, 5])  # non-exec halo elements are never run

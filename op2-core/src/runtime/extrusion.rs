@@ -262,6 +262,16 @@ impl Runtime {
         };
         let kernel = entries.as_ref().unwrap_or(kernel);
         if set.extrusion().is_none() {
+            // A subset of an extruded set's cells (PyOP2's Subset of an ExtrudedSet): its args
+            // as the loop over every cell has them, run at the subset's cells.
+            if let Some(whole) = set.superset().filter(|s| s.extrusion().is_some())
+                && region == Region::All
+            {
+                let base = whole.extrusion().expect("extruded").base().clone();
+                self.check_user_view(kernel, whole, &base, &args)?;
+                let (_, args) = self.layered_loop(whole, Region::All, args)?;
+                return self.record_loop(kernel, set, args);
+            }
             if region != Region::All {
                 return Err(Op2Error::NotExtruded {
                     what: format!("loop `{}` over {region:?}", kernel.name()),

@@ -217,6 +217,95 @@ fn increments_through_extruded_maps_match_the_unstructured_mesh() {
     assert!(y.iter().all(|&v| v > 0.0), "every node is in some prism");
 }
 
+/// A loop over a subset of an extruded set's cells (PyOP2's Subset of an ExtrudedSet: whole
+/// columns) with extruded maps, a direct Dat of the base and a map from the base runs exactly
+/// those cells, as the same subset of the unstructured mesh does.
+#[test]
+fn subsets_of_extruded_cells_run_those_cells() {
+    let rt = builder().build().unwrap();
+    let m = prisms(&rt, 4, 3, 5);
+    let base = m.cells.extrusion().unwrap().base().clone();
+    let per = m.layers - 1;
+    let columns = [0usize, 5, 6, 23];
+    let cells: Vec<i32> = columns
+        .iter()
+        .flat_map(|&c| (c * per..(c + 1) * per).map(|e| e as i32))
+        .collect();
+    let sub = rt
+        .decl_subset(&m.cells, cells.clone(), "some_columns")
+        .unwrap();
+    let flat_sub = rt.decl_subset(&m.flat_cells, cells, "flat_some").unwrap();
+    // A weight per column, direct on the base; the same per cell on the flat mesh.
+    let w: Vec<f64> = (0..base.size()).map(|c| 1.0 + c as f64).collect();
+    let wb = rt.decl_dat(&base, 1, w.clone(), "w").unwrap();
+    let wf: Vec<f64> = w
+        .iter()
+        .flat_map(|&v| std::iter::repeat_n(v, per))
+        .collect();
+    let wflat = rt.decl_dat(&m.flat_cells, 1, wf, "wf").unwrap();
+    // A count per column through the base itself (the same row in every layer).
+    let ident = rt
+        .decl_map(
+            &base,
+            &base,
+            1,
+            (0..base.size() as i32).collect::<Vec<_>>(),
+            "ident",
+        )
+        .unwrap();
+    let hits = rt.decl_dat_zeros::<f64>(&base, 1, "hits").unwrap();
+    let k = kernel(
+        "weighted",
+        "void weighted(const double *x[6], const double *w, double *m[6], double *h) {
+           double ax = x[1][0] - x[0][0], ay = x[1][1] - x[0][1];
+           double bx = x[2][0] - x[0][0], by = x[2][1] - x[0][1];
+           double v = 0.5 * (ax * by - ay * bx) * (x[3][2] - x[0][2]) * *w;
+           for (int i = 0; i < 6; i++) m[i][0] += v;
+           *h += 1.0; }",
+    );
+    let y = rt.decl_dat_zeros::<f64>(&m.nodes, 1, "y").unwrap();
+    rt.par_loop(
+        &k,
+        &sub,
+        [
+            m.coords.arg_row(&m.c2n, READ),
+            wb.arg(READ),
+            y.arg_row(&m.c2n, INC),
+            hits.arg_via(&ident, 0, INC),
+        ],
+    )
+    .unwrap();
+    let fy = rt.decl_dat_zeros::<f64>(&m.flat_nodes, 1, "fy").unwrap();
+    let fh = rt.decl_dat_zeros::<f64>(&m.flat_cells, 1, "fh").unwrap();
+    rt.par_loop(
+        &k,
+        &flat_sub,
+        [
+            m.flat_coords.arg_row(&m.flat_c2n, READ),
+            wflat.arg(READ),
+            fy.arg_row(&m.flat_c2n, INC),
+            fh.arg(INC),
+        ],
+    )
+    .unwrap();
+    let (y, fy) = (y.to_vec().unwrap(), fy.to_vec().unwrap());
+    assert!(
+        close(&y, &fy, 1e-13),
+        "extruded and unstructured subsets differ"
+    );
+    assert!(y.iter().any(|&v| v != 0.0) && y.iter().any(|&v| v == 0.0));
+    let want: Vec<f64> = (0..base.size())
+        .map(|c| {
+            if columns.contains(&c) {
+                per as f64
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    assert_eq!(hits.to_vec().unwrap(), want);
+}
+
 #[test]
 fn an_assembled_mass_matrix_over_extruded_maps_equals_the_unstructured_one() {
     let rt = builder().build().unwrap();
