@@ -1258,15 +1258,15 @@ def par_loop(kernel, iterset, *args):
     native = []
     per_point = None
     shape = None
-    # Over a Subset, args are on (and maps from) its superset; over an ExtrudedSet, on it or
-    # its parent.
-    t = type(iterset)
-    base = iterset._superset if t is Subset else iterset._parent if t is ExtrudedSet else iterset
+    # Over a Subset, args are on (and maps from) its superset; over an ExtrudedSet (or a Subset
+    # of one), on it or its parent.
+    whole = iterset._superset if type(iterset) is Subset else iterset
+    parent = whole._parent if type(whole) is ExtrudedSet else whole
     for a in args:
         if type(a) is not _Arg:
             raise TypeError("par_loop args are built by calling a Dat or Global with an access")
         s = a.iterset
-        if s is not None and s is not base and s is not iterset:
+        if s is not None and s is not whole and s is not parent and s is not iterset:
             if a.path is None:
                 raise MapValueError("Iterset of direct arg does not match par_loop iterset.")
             raise MapValueError("Iterset of arg map does not match par_loop iterset.")

@@ -118,6 +118,12 @@ void per_cell_s(const double *z[4], const double *w, double *a[4]) {
         if column in columns:
             want[row] += (column + 1.0) * z[row].mean()
     np.testing.assert_allclose(acc.data_ro, want, rtol=1e-14)
+    # A Dat on the base (ExtrudedSet's parent) in a loop over the subset: per column.
+    seen = op2.Dat(base, np.zeros(NBASE), np.float64, "seen")
+    op2.par_loop(op2.Kernel("void seen_s(const double *z[4], double *s) { *s += 1.0; }",
+                            "seen_s"), sub, x(op2.READ, c2n), seen(op2.INC))
+    np.testing.assert_array_equal(seen.data_ro, [LAYERS - 1.0 if c in columns else 0.0
+                                                 for c in range(NBASE)])
     # Direct args only: once per chosen column.
     count = op2.Dat(cells, np.zeros(NBASE), np.float64, "count")
     op2.par_loop(op2.Kernel("void once_s(double *c) { *c += 1.0; }", "once_s"), sub,
