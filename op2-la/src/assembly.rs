@@ -85,13 +85,9 @@ impl AssemblyPlan {
         let owned_rows = sp.rows();
         // The matrix position of every block entry (u32::MAX: a row another rank owns).
         let mut slot = vec![u32::MAX; total as usize];
-        let every: Vec<usize>;
-        let run: &mut dyn Iterator<Item = usize> = match chosen {
-            Some(c) => {
-                every = c.iter().map(|&e| e as usize).collect();
-                &mut every.iter().copied()
-            }
-            None => &mut (0..elements),
+        let run: Box<dyn Iterator<Item = usize>> = match chosen {
+            Some(c) => Box::new(c.iter().map(|&e| e as usize)),
+            None => Box::new(0..elements),
         };
         for e in run {
             for i in 0..ra {

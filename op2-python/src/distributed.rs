@@ -19,15 +19,7 @@ static FINALISED: Mutex<bool> = Mutex::new(false);
 pub(crate) fn fail_mpi(e: MpiError) -> PyErr {
     match e {
         MpiError::Op2(inner) => crate::fail(inner),
-        other => {
-            let kind = format!("{other:?}");
-            let kind = kind
-                .split(|c: char| !c.is_alphanumeric())
-                .next()
-                .unwrap_or("MpiError")
-                .to_string();
-            Op2Failure::new_err((kind, other.to_string()))
-        }
+        other => crate::failure(&other),
     }
 }
 

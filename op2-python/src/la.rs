@@ -12,15 +12,7 @@ use pyo3::prelude::*;
 pub(crate) fn fail_la(e: LaError) -> PyErr {
     match e {
         LaError::Op2(inner) => fail(inner),
-        other => {
-            let kind = format!("{other:?}");
-            let kind = kind
-                .split(|c: char| !c.is_alphanumeric())
-                .next()
-                .unwrap_or("LaError")
-                .to_string();
-            Op2Failure::new_err((kind, other.to_string()))
-        }
+        other => crate::failure(&other),
     }
 }
 

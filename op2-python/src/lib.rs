@@ -24,11 +24,16 @@ pyo3::create_exception!(
 /// An op2 error as `Op2Failure(kind, message)`: the Python layer turns `kind` (the error's
 /// variant) into PyOP2's exception of that meaning.
 fn fail(e: Op2Error) -> PyErr {
-    let kind = format!("{e:?}");
-    let kind = kind
+    failure(&e)
+}
+
+/// Any of the crates' errors as `Op2Failure(kind, message)`, `kind` its variant's name.
+fn failure<E: std::fmt::Debug + std::fmt::Display>(e: &E) -> PyErr {
+    let debug = format!("{e:?}");
+    let kind = debug
         .split(|c: char| !c.is_alphanumeric())
         .next()
-        .unwrap_or("Op2Error")
+        .unwrap_or("Error")
         .to_string();
     Op2Failure::new_err((kind, e.to_string()))
 }

@@ -515,13 +515,6 @@ class Subset(Set):
     def __pow__(self, dim):
         raise NotImplementedError("Deriving a DataSet from a Subset is unsupported")
 
-    def __call__(self, *indices):
-        if len(indices) == 1:
-            indices = indices[0]
-        if np.isscalar(indices):
-            indices = [indices]
-        return Subset(self, indices)
-
     def __getattr__(self, name):
         # PyOP2: any other attribute falls through to the superset.
         return getattr(self._superset, name)

@@ -74,9 +74,7 @@ fn param_type(kernel: &Kernel, i: usize, carrier: &crate::carrier::Carrier) -> R
 }
 
 /// An error unless kernel parameter `i`, handed straight through by a runtime-written kernel,
-/// has the shape its arg gives: an array of at most `arity` pointers for a whole row (`row` is
-/// `Some(arity)`), else a pointer, or a values array of at most `values` values (`double
-/// A[3][3]` for nine).
+/// holds `carrier`'s type and has the shape its arg gives ([`super::validate::check_shape`]).
 fn passed_shape(
     kernel: &Kernel,
     i: usize,
@@ -88,36 +86,7 @@ fn passed_shape(
     let Some(p) = kernel.params().and_then(|p| p.get(i)) else {
         return Ok(());
     };
-    let shape = |expected| Op2Error::KernelParamShape {
-        kernel: kernel.name().into(),
-        arg: i,
-        param: p.text.clone(),
-        expected,
-    };
-    let bound = |what, declared, expected| Op2Error::KernelParamBound {
-        kernel: kernel.name().into(),
-        arg: i,
-        param: p.text.clone(),
-        what,
-        declared,
-        expected,
-    };
-    match (row, p.pointers, &p.bounds[..]) {
-        (Some(arity), 1, [b]) => match super::validate::refused_extent(kernel, &[*b], arity) {
-            Some(n) => Err(bound("pointers", n, arity)),
-            None => Ok(()),
-        },
-        (Some(_), 2, []) => Ok(()),
-        (Some(_), ..) => Err(shape("an array of pointers")),
-        (None, 1, []) => Ok(()),
-        (None, 0, bounds) if !bounds.is_empty() => {
-            match super::validate::refused_extent(kernel, bounds, values) {
-                Some(n) => Err(bound("values", n, values)),
-                None => Ok(()),
-            }
-        }
-        (None, ..) => Err(shape("a pointer")),
-    }
+    super::validate::check_shape(kernel, i, p, row, values)
 }
 
 /// The length of the local buffer kernel parameter `i` gets for `values` values: `values`, or
@@ -132,7 +101,7 @@ fn buffer_len(kernel: &Kernel, i: usize, values: usize, dim: usize) -> Result<us
     else {
         return Ok(values.max(1));
     };
-    let declared: usize = p.bounds.iter().map(|b| b.unwrap_or(1)).product();
+    let declared = super::validate::declared_values(&p.bounds);
     if declared > values * dim.max(1) {
         return Err(Op2Error::KernelParamBound {
             kernel: kernel.name().into(),

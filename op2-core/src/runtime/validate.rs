@@ -195,11 +195,60 @@ pub(crate) fn refused_extent(
     bounds: &[Option<usize>],
     available: usize,
 ) -> Option<usize> {
-    let declared: usize = bounds.iter().map(|b| b.unwrap_or(1)).product();
+    let declared = declared_values(bounds);
     let all_known = bounds.iter().all(Option::is_some);
     let refused =
         declared > available || (all_known && declared != available && kernel.checks_bounds());
     refused.then_some(declared)
+}
+
+/// The values a parameter declaring array `bounds` holds (left-out bounds count as 1).
+pub(crate) fn declared_values(bounds: &[Option<usize>]) -> usize {
+    bounds.iter().map(|b| b.unwrap_or(1)).product()
+}
+
+/// An error unless kernel parameter `i` (`p`) has the shape its arg hands it: an array of at
+/// most `row`'s arity pointers for a whole row (`row` is `Some(arity)`), else a pointer, or a
+/// values array of at most `values` values (`double x[2]`, `double A[3][3]` for nine); see
+/// [`refused_extent`] for what "at most" allows.
+pub(crate) fn check_shape(
+    kernel: &Kernel,
+    i: usize,
+    p: &crate::kernel::KernelParam,
+    row: Option<usize>,
+    values: usize,
+) -> Result<()> {
+    let shape = |expected| Op2Error::KernelParamShape {
+        kernel: kernel.name().into(),
+        arg: i,
+        param: p.text.clone(),
+        expected,
+    };
+    let bound = |what, declared, expected| Op2Error::KernelParamBound {
+        kernel: kernel.name().into(),
+        arg: i,
+        param: p.text.clone(),
+        what,
+        declared,
+        expected,
+    };
+    match (row, p.pointers, &p.bounds[..]) {
+        // An array of pointers (`double *x[3]`, `double **x`), one per map entry.
+        (Some(arity), 1, [b]) => match refused_extent(kernel, &[*b], arity) {
+            Some(n) => Err(bound("pointers", n, arity)),
+            None => Ok(()),
+        },
+        (Some(_), 2, []) => Ok(()),
+        (Some(_), ..) => Err(shape("an array of pointers")),
+        // A pointer to the values (`double *x`).
+        (None, 1, []) => Ok(()),
+        // The values as an array: `double x[2]`, or `double A[3][3]` for nine values.
+        (None, 0, bounds) if !bounds.is_empty() => match refused_extent(kernel, bounds, values) {
+            Some(n) => Err(bound("values", n, values)),
+            None => Ok(()),
+        },
+        (None, ..) => Err(shape("a pointer")),
+    }
 }
 
 /// Checks the kernel's parameters, when its definition could be read, against the args' signatures.
@@ -233,52 +282,21 @@ pub(crate) fn check_param(
     s: &ArgSig,
     c: &Carrier,
 ) -> Result<()> {
+    if let Some(d) = p.dtype
+        && d != s.dtype
     {
-        if let Some(d) = p.dtype {
-            if d != s.dtype {
-                return Err(Op2Error::TypeMismatch {
-                    kernel: kernel.name().into(),
-                    arg: i,
-                    object: c.name.clone(),
-                    declared: p.text.clone(),
-                    declared_by: "the kernel parameter",
-                    actual: s.dtype,
-                });
-            }
-        }
-        let shape_error = |expected| Op2Error::KernelParamShape {
+        return Err(Op2Error::TypeMismatch {
             kernel: kernel.name().into(),
             arg: i,
-            param: p.text.clone(),
-            expected,
-        };
-        let bound_error = |what, declared, expected| Op2Error::KernelParamBound {
-            kernel: kernel.name().into(),
-            arg: i,
-            param: p.text.clone(),
-            what,
-            declared,
-            expected,
-        };
-        match (s.kind, p.pointers, &p.bounds[..]) {
-            // An array of pointers (`double *x[3]`, `double **x`), one per map entry.
-            (ArgKind::Row { arity, .. }, 1, [bound]) => {
-                if let Some(b) = refused_extent(kernel, &[*bound], arity) {
-                    return Err(bound_error("pointers", b, arity));
-                }
-            }
-            (ArgKind::Row { .. }, 2, []) => {}
-            (ArgKind::Row { .. }, ..) => return Err(shape_error("an array of pointers")),
-            // A pointer to the `dim` values (`double *x`, `double x[2]`).
-            (_, 1, []) => {}
-            // The values as an array: `double x[2]`, or `double A[3][3]` for nine values.
-            (_, 0, bounds) if !bounds.is_empty() => {
-                if let Some(n) = refused_extent(kernel, bounds, s.dim) {
-                    return Err(bound_error("values", n, s.dim));
-                }
-            }
-            _ => return Err(shape_error("a pointer")),
-        }
+            object: c.name.clone(),
+            declared: p.text.clone(),
+            declared_by: "the kernel parameter",
+            actual: s.dtype,
+        });
     }
-    Ok(())
+    let row = match s.kind {
+        ArgKind::Row { arity, .. } => Some(arity),
+        _ => None,
+    };
+    check_shape(kernel, i, p, row, s.dim)
 }
