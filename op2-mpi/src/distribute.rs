@@ -1,14 +1,17 @@
-//! The collective partition step: check that every rank declared the same mesh, gather the
-//! connectivity, partition, build each rank's sections and halo lists, and move every dat's rows
-//! to the ranks that hold them; then declare the local mesh on a runtime and gather results back.
+//! The collective partition step: check that every rank declared the same mesh, partition and
+//! build each rank's sections from distributed data ([`crate::setup`]), build the halo lists and
+//! move every dat's rows to the ranks that hold them, all by requests to owners; and the same in
+//! one process over the whole mesh ([`MeshBuilder::plan`]) for reports.
 
 use crate::error::{MpiError, Result};
+use crate::geometric::bisection_distributed;
 use crate::layout::{RankLayout, locality_order, rank_layout};
 use crate::local::LocalMesh;
 use crate::mesh::{Input, MeshBuilder, block_range};
 use crate::partition::{
     Partitioner, TopoMap, Topology, bisection, blocks, edge_cut, metis, propagate,
 };
+use crate::setup::{distributed_edge_cut, holder};
 use op2_core::comm::Communicator;
 use op2_core::{DType, HaloNeighbour, Runtime, Set, SetHalo, SetSizes};
 use std::fmt;
@@ -162,16 +165,6 @@ fn all_gather(comm: &dyn Communicator, bytes: Vec<u8>) -> Result<Vec<Vec<u8>>> {
     Ok(comm.all_to_all_v(vec![bytes; comm.size()])?)
 }
 
-/// Rank 0's `bytes` on every rank.
-fn broadcast(comm: &dyn Communicator, bytes: Vec<u8>) -> Result<Vec<u8>> {
-    let sends = if comm.rank() == 0 {
-        vec![bytes; comm.size()]
-    } else {
-        vec![Vec::new(); comm.size()]
-    };
-    Ok(comm.all_to_all_v(sends)?.swap_remove(0))
-}
-
 /// Makes a local failure collective: every rank learns whether any rank failed, and fails too,
 /// quoting the first failing rank's error.
 pub(crate) fn agree<T>(comm: &dyn Communicator, local: Result<T>) -> Result<T> {
@@ -208,7 +201,10 @@ impl MeshBuilder {
         distributed.declare(rt)
     }
 
-    /// The partition step without a runtime: this rank's part as plain data.
+    /// The partition step without a runtime: this rank's part as plain data. No rank holds more
+    /// than its share of the mesh at any point (see [`crate::setup`]), except with
+    /// [`Partitioner::Metis`], which partitions on rank 0, and the input itself when it is
+    /// [`Input::Everywhere`] or [`Input::Root`].
     pub fn distribute(self, comm: &dyn Communicator, options: &Options) -> Result<Distributed> {
         let start = Instant::now();
         let (ranks, rank) = (comm.size(), comm.rank());
@@ -233,35 +229,48 @@ impl MeshBuilder {
                 ours,
             });
         }
+        drop(all);
         agree(
             comm,
             self.check_options(options)
-                .and_then(|()| self.check_lengths(ranks, rank)),
+                .and_then(|()| self.check_lengths(ranks, rank))
+                .and_then(|()| self.check_part_count(options, ranks)),
         )?;
 
-        let top = self.gather_topology(comm)?;
-        top.check()?;
-        // Every dat's rows of this rank's block.
-        let blocks_of_dats = self.dat_blocks(comm)?;
-
-        let parts = self.partition_parts(comm, &top, options, &blocks_of_dats)?;
-        let first = self.first_set(&top, options);
-        let order =
-            (options.renumber && !top.sizes.is_empty()).then(|| locality_order(&top, first));
-        let layout = rank_layout(&top, &parts, rank as u32, order.as_deref());
-
+        let mut b = self.into_slices(comm)?;
+        b.check_slice_values(comm)?;
+        let first = b.first_set_of(options);
+        let home_parts = b.home_parts(comm, options)?;
+        let order = (options.renumber && !b.sets.is_empty()).then_some(first);
+        let built = b.build_layout(comm, &home_parts, order)?;
+        drop(home_parts);
+        let cut_map = b.cut_map(options);
+        let edge_cut = match cut_map {
+            Some(m) => distributed_edge_cut(&b, comm, &built, m)?,
+            None => 0,
+        };
+        let layout = built.layout;
+        // The map slices are done with; the dat slices are what halos and owners fetch from.
+        for m in &mut b.maps {
+            m.values = m.values.same_width_from(&[]);
+        }
         let halos = exchange_lists(comm, &layout)?;
-        let dats = self.move_dat_rows(comm, &layout, blocks_of_dats)?;
+        let blocks_of_dats = b
+            .dats
+            .iter_mut()
+            .map(|d| std::mem::take(&mut d.bytes))
+            .collect();
+        let dats = b.move_dat_rows(comm, &layout, blocks_of_dats)?;
 
         // Every rank's sizes, for the report.
         let everyone: Vec<Vec<u64>> = all_gather(comm, u64s_to_bytes(&layout.section_sizes()))?
             .iter()
             .map(|b| bytes_to_u64s(b))
             .collect();
-        let report = self.report(
-            &top,
+        let report = b.report(
             options,
-            &parts,
+            edge_cut,
+            cut_map,
             &everyone,
             start.elapsed().as_secs_f64(),
         );
@@ -273,7 +282,7 @@ impl MeshBuilder {
             sets: sets
                 .into_iter()
                 .zip(halos)
-                .zip(&self.sets)
+                .zip(&b.sets)
                 .map(|((s, halo), d)| LocalSet {
                     name: d.name.clone(),
                     sizes: s.sizes,
@@ -283,7 +292,7 @@ impl MeshBuilder {
                 .collect(),
             maps: maps
                 .into_iter()
-                .zip(&self.maps)
+                .zip(&b.maps)
                 .map(|(values, m)| LocalMap {
                     name: m.name.clone(),
                     from: m.from,
@@ -297,6 +306,128 @@ impl MeshBuilder {
         })
     }
 
+    /// The set the partitioner splits (from the declarations alone).
+    pub(crate) fn first_set_of(&self, options: &Options) -> usize {
+        match options.partitioner {
+            Partitioner::Blocks => 0,
+            Partitioner::Metis { map } | Partitioner::PtScotch { map } => self.maps[map.0].to,
+            Partitioner::Geometric { coords } => self.dats[coords.0].set,
+        }
+    }
+
+    /// The map whose target graph the edge cut is measured on: the partitioner's map, else the
+    /// first map into the partitioned set, else the first map.
+    fn cut_map(&self, options: &Options) -> Option<usize> {
+        if self.sets.is_empty() {
+            return None;
+        }
+        let first = self.first_set_of(options);
+        match options.partitioner {
+            Partitioner::Metis { map } | Partitioner::PtScotch { map } => Some(map.0),
+            _ => self
+                .maps
+                .iter()
+                .position(|m| m.to == first)
+                .or((!self.maps.is_empty()).then_some(0)),
+        }
+    }
+
+    /// Refuses more parts than the partitioned set has elements (blocks split every set as it
+    /// is: a set smaller than the rank count leaves ranks without elements of it, which is legal).
+    fn check_part_count(&self, options: &Options, parts: usize) -> Result<()> {
+        if self.sets.is_empty() || options.partitioner == Partitioner::Blocks {
+            return Ok(());
+        }
+        let first = self.first_set_of(options);
+        let size = self.sets[first].size;
+        if parts > size && parts > 1 {
+            return Err(MpiError::TooManyParts {
+                parts,
+                set: self.sets[first].name.clone(),
+                size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Every set's part on its home block (collective).
+    fn home_parts(&self, comm: &dyn Communicator, options: &Options) -> Result<Vec<Vec<u32>>> {
+        let (ranks, rank) = (comm.size(), comm.rank());
+        if self.sets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let first = self.first_set_of(options);
+        let size = self.sets[first].size;
+        let home = block_range(size, ranks, rank);
+        let firsts = match options.partitioner {
+            Partitioner::Blocks => {
+                return Ok(self
+                    .sets
+                    .iter()
+                    .map(|s| vec![rank as u32; block_range(s.size, ranks, rank).len()])
+                    .collect());
+            }
+            Partitioner::Geometric { coords } => {
+                let d = &self.dats[coords.0];
+                let xy: Vec<f64> = bytemuck::pod_collect_to_vec(&d.bytes);
+                bisection_distributed(comm, &xy, d.dim, home.start as u64, size, ranks)?
+            }
+            Partitioner::Metis { map } => self.metis_on_root(comm, map.0)?,
+            Partitioner::PtScotch { map } => crate::ptscotch::partition(self, comm, map.0, ranks)?,
+        };
+        self.propagate_home(comm, first, firsts)
+    }
+
+    /// METIS on rank 0: the partitioner's map is gathered there (its whole graph in one
+    /// process: METIS's limit, and the one O(global) step a program can choose), and each rank
+    /// gets its home block's parts back.
+    fn metis_on_root(&self, comm: &dyn Communicator, map: usize) -> Result<Vec<u32>> {
+        let (ranks, rank) = (comm.size(), comm.rank());
+        let m = &self.maps[map];
+        let mut sends = vec![Vec::new(); ranks];
+        sends[0] = m.values.as_bytes().to_vec();
+        let got = comm.all_to_all_v(sends)?;
+        let n = self.sets[m.to].size;
+        let local = if rank == 0 {
+            let whole = m.values.same_width_from(&got.concat());
+            drop(got);
+            match whole.to_i32() {
+                None => Err(MpiError::Partitioner {
+                    partitioner: "metis",
+                    reason: format!(
+                        "map `{}` reaches past 2^31 elements: METIS on one rank cannot hold it; use Partitioner::PtScotch or Geometric",
+                        m.name
+                    ),
+                }),
+                Some(values) => {
+                    let top = Topology {
+                        names: self.sets.iter().map(|s| s.name.clone()).collect(),
+                        sizes: self.sets.iter().map(|s| s.size).collect(),
+                        maps: vec![TopoMap {
+                            name: m.name.clone(),
+                            from: m.from,
+                            to: m.to,
+                            arity: m.arity,
+                            values,
+                        }],
+                    };
+                    metis(&top, 0, ranks)
+                }
+            }
+        } else {
+            Ok(Vec::new())
+        };
+        let parts = agree(comm, local)?;
+        let sends = if rank == 0 {
+            (0..ranks)
+                .map(|p| bytemuck::cast_slice(&parts[block_range(n, ranks, p)]).to_vec())
+                .collect()
+        } else {
+            vec![Vec::new(); ranks]
+        };
+        Ok(bytemuck::pod_collect_to_vec(&comm.all_to_all_v(sends)?[0]))
+    }
+
     /// Partitions without any ranks (every value handed in, [`Input::Everywhere`]) and reports
     /// what `parts` ranks would hold: for choosing a partitioner, and for tables.
     pub fn plan(&self, parts: usize, options: &Options) -> Result<PartitionReport> {
@@ -308,7 +439,19 @@ impl MeshBuilder {
         let start = Instant::now();
         self.check_options(options)?;
         self.check_lengths(1, 0)?;
-        let top = self.topology(self.maps.iter().map(|m| m.values.clone()).collect());
+        let values = self
+            .maps
+            .iter()
+            .map(|m| {
+                m.values.to_i32().ok_or_else(|| {
+                    MpiError::BadDeclaration(format!(
+                        "map `{}` reaches past 2^31 elements: too large to plan in one process",
+                        m.name
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let top = self.topology(values);
         top.check()?;
         let coords: Option<Vec<f64>> = match options.partitioner {
             Partitioner::Geometric { coords } => {
@@ -324,10 +467,12 @@ impl MeshBuilder {
         let everyone: Vec<Vec<u64>> = (0..parts)
             .map(|r| rank_layout(&top, &parts_of, r as u32, order.as_deref()).section_sizes())
             .collect();
+        let cut_map = self.cut_map(options);
+        let cut = cut_map.map_or(0, |m| edge_cut(&top, m, &parts_of[top.maps[m].to]));
         Ok(self.report(
-            &top,
             options,
-            &parts_of,
+            cut,
+            cut_map,
             &everyone,
             start.elapsed().as_secs_f64(),
         ))
@@ -336,10 +481,15 @@ impl MeshBuilder {
     fn check_options(&self, options: &Options) -> Result<()> {
         match options.partitioner {
             Partitioner::Blocks => Ok(()),
-            Partitioner::Metis { map } if map.0 >= self.maps.len() => Err(
-                MpiError::BadDeclaration("the METIS map belongs to another mesh".into()),
-            ),
-            Partitioner::Metis { .. } => Ok(()),
+            Partitioner::Metis { map } | Partitioner::PtScotch { map }
+                if map.0 >= self.maps.len() =>
+            {
+                Err(MpiError::BadDeclaration(format!(
+                    "the {} map belongs to another mesh",
+                    options.partitioner.name()
+                )))
+            }
+            Partitioner::Metis { .. } | Partitioner::PtScotch { .. } => Ok(()),
             Partitioner::Geometric { coords } => match self.dats.get(coords.0) {
                 None => Err(MpiError::BadDeclaration(
                     "the coordinates belong to another mesh".into(),
@@ -380,71 +530,6 @@ impl MeshBuilder {
         }
     }
 
-    /// Every map's global values, on every rank.
-    fn gather_topology(&self, comm: &dyn Communicator) -> Result<Topology> {
-        let mut values = Vec::with_capacity(self.maps.len());
-        for m in &self.maps {
-            let bytes: Vec<u8> = bytemuck::cast_slice(&m.values).to_vec();
-            let whole: Vec<u8> = match self.input {
-                Input::Everywhere => bytes,
-                Input::Root => broadcast(comm, bytes)?,
-                Input::Slices => all_gather(comm, bytes)?.concat(),
-            };
-            values.push(bytemuck::pod_collect_to_vec(&whole));
-        }
-        Ok(self.topology(values))
-    }
-
-    /// Every dat's rows of this rank's block (`block_range` of its set).
-    fn dat_blocks(&self, comm: &dyn Communicator) -> Result<Vec<Vec<u8>>> {
-        let (ranks, rank) = (comm.size(), comm.rank());
-        let mut out = Vec::with_capacity(self.dats.len());
-        for d in &self.dats {
-            let row = d.dim * d.dtype.size();
-            let size = self.sets[d.set].size;
-            out.push(match self.input {
-                Input::Everywhere => {
-                    let b = block_range(size, ranks, rank);
-                    d.bytes[b.start * row..b.end * row].to_vec()
-                }
-                Input::Slices => d.bytes.clone(),
-                Input::Root => {
-                    let sends = if rank == 0 {
-                        (0..ranks)
-                            .map(|p| {
-                                let b = block_range(size, ranks, p);
-                                d.bytes[b.start * row..b.end * row].to_vec()
-                            })
-                            .collect()
-                    } else {
-                        vec![Vec::new(); ranks]
-                    };
-                    comm.all_to_all_v(sends)?.swap_remove(0)
-                }
-            });
-        }
-        Ok(out)
-    }
-
-    /// Refuses more parts than the partitioned set has elements (every rank sees the same).
-    fn check_parts(&self, top: &Topology, options: &Options, parts: usize) -> Result<()> {
-        // Blocks split every set as it is: a set smaller than the rank count leaves ranks
-        // without elements of it, which is legal. The other partitioners split one set.
-        if top.sizes.is_empty() || options.partitioner == Partitioner::Blocks {
-            return Ok(());
-        }
-        let first = self.first_set(top, options);
-        let size = top.sizes[first];
-        if parts > size && parts > 1 {
-            return Err(MpiError::TooManyParts {
-                parts,
-                set: top.names[first].clone(),
-                size,
-            });
-        }
-        Ok(())
-    }
-
     /// The partitioned set's parts (pure: no communication).
     fn first_parts(
         &self,
@@ -453,7 +538,7 @@ impl MeshBuilder {
         parts: usize,
         coords: Option<&[f64]>,
     ) -> Result<Vec<u32>> {
-        self.check_parts(top, options, parts)?;
+        self.check_part_count(options, parts)?;
         if top.sizes.is_empty() {
             return Ok(Vec::new());
         }
@@ -463,6 +548,12 @@ impl MeshBuilder {
             Partitioner::Metis { map } => metis(top, map.0, parts)?,
             Partitioner::Geometric { coords: c } => {
                 bisection(coords.unwrap_or_default(), self.dats[c.0].dim, parts)
+            }
+            Partitioner::PtScotch { .. } => {
+                return Err(MpiError::Partitioner {
+                    partitioner: "ptscotch",
+                    reason: "PT-Scotch partitions on MPI ranks; planning runs in one process (plan with Metis)".into(),
+                });
             }
         })
     }
@@ -483,60 +574,19 @@ impl MeshBuilder {
         }
     }
 
-    /// Every set's part per element, the same on every rank.
-    fn partition_parts(
-        &self,
-        comm: &dyn Communicator,
-        top: &Topology,
-        options: &Options,
-        dat_blocks: &[Vec<u8>],
-    ) -> Result<Vec<Vec<u32>>> {
-        let parts = comm.size();
-        self.check_parts(top, options, parts)?;
-        let first = match options.partitioner {
-            Partitioner::Blocks => self.first_parts(top, options, parts, None),
-            Partitioner::Metis { .. } => {
-                // Computed once, on rank 0, and sent: the answer must be the same everywhere.
-                let local = if comm.rank() == 0 {
-                    self.first_parts(top, options, parts, None)
-                        .map(|p| bytemuck::cast_slice(&p).to_vec())
-                } else {
-                    Ok(Vec::new())
-                };
-                let local = agree(comm, local)?;
-                Ok(bytemuck::pod_collect_to_vec(&broadcast(comm, local)?))
-            }
-            Partitioner::Geometric { coords } => {
-                let whole = all_gather(comm, dat_blocks[coords.0].clone())?.concat();
-                let xy: Vec<f64> = bytemuck::pod_collect_to_vec(&whole);
-                self.first_parts(top, options, parts, Some(&xy))
-            }
-        }?;
-        Ok(self.all_parts(top, options, parts, first))
-    }
-
     fn report(
         &self,
-        top: &Topology,
         options: &Options,
-        parts: &[Vec<u32>],
+        edge_cut: usize,
+        cut_map: Option<usize>,
         everyone: &[Vec<u64>],
         seconds: f64,
     ) -> PartitionReport {
-        let first = self.first_set(top, options);
-        let cut_map = match options.partitioner {
-            Partitioner::Metis { map } => Some(map.0),
-            _ => top
-                .maps
-                .iter()
-                .position(|m| m.to == first)
-                .or((!top.maps.is_empty()).then_some(0)),
-        };
         PartitionReport {
             partitioner: options.partitioner.name(),
             parts: everyone.len(),
-            edge_cut: cut_map.map_or(0, |m| edge_cut(top, m, &parts[top.maps[m].to])),
-            cut_map: cut_map.map_or_else(String::new, |m| top.maps[m].name.clone()),
+            edge_cut,
+            cut_map: cut_map.map_or_else(String::new, |m| self.maps[m].name.clone()),
             sets: self
                 .sets
                 .iter()
@@ -624,20 +674,6 @@ impl MeshBuilder {
 /// Per set, the global rows this rank asks each block holder for, and those each rank asks it for.
 type Asked = (Vec<Vec<u64>>, Vec<Vec<u64>>);
 
-/// The rank whose block holds global element `g` of a set of `size`.
-fn holder(size: usize, ranks: usize, g: usize) -> usize {
-    // block_range(size, ranks, r).start = size * r / ranks: invert, then step to the right block.
-    let mut r = ((g as u128 * ranks as u128) / size.max(1) as u128) as usize;
-    r = r.min(ranks - 1);
-    while block_range(size, ranks, r).start > g {
-        r -= 1;
-    }
-    while block_range(size, ranks, r).end <= g {
-        r += 1;
-    }
-    r
-}
-
 /// Per set, what this rank sends to and receives from each neighbour: it receives its halo
 /// elements from their owners (in local order) and asks each owner for them by global number;
 /// the owner turns the asked numbers into its local numbers, in the asked order.
@@ -694,4 +730,121 @@ fn exchange_lists(comm: &dyn Communicator, layout: &RankLayout) -> Result<Vec<Se
         out.push(SetHalo { neighbours });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The distributed construction against the whole-mesh one ([`rank_layout`] on the gathered
+    //! topology): the same parts, the same sections element for element, the same maps.
+
+    use super::*;
+    use crate::mesh::GlobalSet;
+    use op2_core::comm::thread_communicators;
+    use proptest::prelude::*;
+    use std::time::Duration;
+
+    /// Sets' sizes, maps (from, to, arity, values), coordinates on set 0.
+    type RandomMesh = (Vec<usize>, Vec<(usize, usize, usize, Vec<i32>)>, Vec<f64>);
+
+    fn mesh_strategy() -> impl Strategy<Value = RandomMesh> {
+        prop::collection::vec(1usize..40, 1..4)
+            .prop_flat_map(|sets| {
+                let n = sets.len();
+                let sizes = sets.clone();
+                let maps = prop::collection::vec((0..n, 0..n, 1usize..4), 0..4).prop_flat_map(
+                    move |shapes| {
+                        let sets = sizes.clone();
+                        shapes
+                            .into_iter()
+                            .map(|(from, to, arity)| {
+                                let values =
+                                    prop::collection::vec(0..sets[to] as i32, sets[from] * arity);
+                                (Just(from), Just(to), Just(arity), values)
+                            })
+                            .collect::<Vec<_>>()
+                    },
+                );
+                (Just(sets.clone()), maps)
+            })
+            .prop_flat_map(|(sets, maps)| {
+                let xy = prop::collection::vec(-10.0f64..10.0, sets[0] * 2);
+                (Just(sets), Just(maps), xy)
+            })
+    }
+
+    fn builder(mesh: &RandomMesh) -> (MeshBuilder, Vec<GlobalSet>) {
+        let (sets, maps, xy) = mesh;
+        let mut b = MeshBuilder::new(Input::Everywhere);
+        let handles: Vec<GlobalSet> = sets
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| b.decl_set(n, &format!("s{i}")).unwrap())
+            .collect();
+        for (i, (from, to, arity, values)) in maps.iter().enumerate() {
+            b.decl_map(
+                handles[*from],
+                handles[*to],
+                *arity,
+                values.clone(),
+                &format!("m{i}"),
+            )
+            .unwrap();
+        }
+        let _ = xy;
+        (b, handles)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_distributed_setup_builds_what_the_whole_mesh_gives(
+            mesh in mesh_strategy(),
+            ranks in 1usize..=4,
+            which in 0usize..3,
+        ) {
+            let (mut b, handles) = builder(&mesh);
+            let coords = b.decl_dat(handles[0], 2, &mesh.2, "coords").unwrap();
+            let partitioner = match which {
+                0 => Partitioner::Blocks,
+                1 if !b.maps.is_empty() => Partitioner::Metis { map: crate::mesh::GlobalMap(0) },
+                _ => Partitioner::Geometric { coords },
+            };
+            let options = Options::new(partitioner);
+            prop_assume!(b.check_part_count(&options, ranks).is_ok());
+            // The reference: the whole mesh in one process.
+            let values = b.maps.iter().map(|m| m.values.to_i32().unwrap()).collect();
+            let top = b.topology(values);
+            let coords: Vec<f64> = bytemuck::pod_collect_to_vec(&b.dats[0].bytes);
+            let firsts = b.first_parts(&top, &options, ranks, Some(&coords)).unwrap();
+            let parts = b.all_parts(&top, &options, ranks, firsts);
+            let comms = thread_communicators(ranks, Duration::from_secs(20));
+            let got: Vec<Distributed> = std::thread::scope(|scope| {
+                let handles: Vec<_> = comms
+                    .into_iter()
+                    .map(|c| {
+                        let b = b.clone();
+                        scope.spawn(move || b.distribute(&c, &options).unwrap())
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let mut cut = None;
+            for (r, d) in got.iter().enumerate() {
+                let want = rank_layout(&top, &parts, r as u32, None);
+                for (s, (ws, gs)) in want.sets.iter().zip(&d.sets).enumerate() {
+                    prop_assert_eq!(ws.sizes, gs.sizes, "rank {} set {}", r, s);
+                    prop_assert_eq!(&ws.global, &gs.global, "rank {} set {}", r, s);
+                }
+                for (wm, gm) in want.maps.iter().zip(&d.maps) {
+                    prop_assert_eq!(wm, &gm.values);
+                }
+                let c = *cut.get_or_insert(d.report.edge_cut);
+                prop_assert_eq!(c, d.report.edge_cut);
+            }
+            if let Some(m) = b.cut_map(&options) {
+                prop_assert_eq!(cut.unwrap(), edge_cut(&top, m, &parts[top.maps[m].to]));
+            }
+        }
+    }
 }

@@ -22,11 +22,14 @@
 
 mod distribute;
 mod error;
+mod geometric;
 mod layout;
 mod local;
 mod mesh;
 mod mpi_comm;
 mod partition;
+mod ptscotch;
+mod setup;
 mod verify;
 
 pub use distribute::{Distributed, LocalDat, LocalMap, LocalSet, Options, PartitionReport};

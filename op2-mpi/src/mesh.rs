@@ -69,7 +69,68 @@ pub(crate) struct MapDecl {
     pub(crate) from: usize,
     pub(crate) to: usize,
     pub(crate) arity: usize,
-    pub(crate) values: Vec<i32>,
+    pub(crate) values: MapValues,
+}
+
+/// A map's global target numbers as handed in: 32-bit ([`MeshBuilder::decl_map`], half the
+/// memory) or 64-bit ([`MeshBuilder::decl_map_i64`], for sets past 2^31 elements).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum MapValues {
+    /// 32-bit global numbers.
+    I32(Vec<i32>),
+    /// 64-bit global numbers.
+    I64(Vec<i64>),
+}
+
+impl MapValues {
+    /// Number of values.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            MapValues::I32(v) => v.len(),
+            MapValues::I64(v) => v.len(),
+        }
+    }
+
+    /// Value `i`.
+    pub(crate) fn get(&self, i: usize) -> i64 {
+        match self {
+            MapValues::I32(v) => v[i] as i64,
+            MapValues::I64(v) => v[i],
+        }
+    }
+
+    /// Bytes per value (4 or 8).
+    pub(crate) fn width(&self) -> usize {
+        match self {
+            MapValues::I32(_) => 4,
+            MapValues::I64(_) => 8,
+        }
+    }
+
+    /// The values' bytes, as they travel between ranks.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            MapValues::I32(v) => bytemuck::cast_slice(v),
+            MapValues::I64(v) => bytemuck::cast_slice(v),
+        }
+    }
+
+    /// The same width, values from `bytes`.
+    pub(crate) fn same_width_from(&self, bytes: &[u8]) -> MapValues {
+        match self {
+            MapValues::I32(_) => MapValues::I32(bytemuck::pod_collect_to_vec(bytes)),
+            MapValues::I64(_) => MapValues::I64(bytemuck::pod_collect_to_vec(bytes)),
+        }
+    }
+
+    /// As 32-bit values, where every value fits (for the partitioners that work on the whole
+    /// mesh in one process).
+    pub(crate) fn to_i32(&self) -> Option<Vec<i32>> {
+        match self {
+            MapValues::I32(v) => Some(v.clone()),
+            MapValues::I64(v) => v.iter().map(|&x| i32::try_from(x).ok()).collect(),
+        }
+    }
 }
 
 /// Declares a typed Dat on a runtime from raw bytes (the type is known only at `decl_dat`).
@@ -151,11 +212,13 @@ impl MeshBuilder {
     }
 
     /// Declares a set of `size` elements (its global size, on every rank whatever the input).
+    /// Global numbers are 64-bit: maps into a set of more than 2^31 elements take `i64` values.
+    /// What one rank holds of a set (its part and halo) must stay below 2^31 elements.
     pub fn decl_set(&mut self, size: usize, name: &str) -> Result<GlobalSet> {
         self.unique("set", name, self.sets.iter().any(|s| s.name == name))?;
-        if size > i32::MAX as usize {
+        if size > i64::MAX as usize {
             return Err(MpiError::BadDeclaration(format!(
-                "set `{name}` of {size} elements: maps hold 32-bit indices"
+                "set `{name}` of {size} elements: global numbers are 64-bit"
             )));
         }
         self.sets.push(SetDecl {
@@ -167,12 +230,37 @@ impl MeshBuilder {
 
     /// Declares a map from `from` to `to` with `arity` global target numbers per element, for the
     /// rows this rank hands in (see [`Input`]). Values are checked when the mesh is partitioned.
+    /// Targets past 2^31 take [`MeshBuilder::decl_map_i64`].
     pub fn decl_map(
         &mut self,
         from: GlobalSet,
         to: GlobalSet,
         arity: usize,
         values: impl Into<Vec<i32>>,
+        name: &str,
+    ) -> Result<GlobalMap> {
+        self.push_map(from, to, arity, MapValues::I32(values.into()), name)
+    }
+
+    /// [`MeshBuilder::decl_map`] with 64-bit global numbers, for target sets of more than 2^31
+    /// elements (twice the memory of 32-bit values).
+    pub fn decl_map_i64(
+        &mut self,
+        from: GlobalSet,
+        to: GlobalSet,
+        arity: usize,
+        values: impl Into<Vec<i64>>,
+        name: &str,
+    ) -> Result<GlobalMap> {
+        self.push_map(from, to, arity, MapValues::I64(values.into()), name)
+    }
+
+    fn push_map(
+        &mut self,
+        from: GlobalSet,
+        to: GlobalSet,
+        arity: usize,
+        values: MapValues,
         name: &str,
     ) -> Result<GlobalMap> {
         self.unique("map", name, self.maps.iter().any(|m| m.name == name))?;
@@ -188,7 +276,7 @@ impl MeshBuilder {
             from: from.0,
             to: to.0,
             arity,
-            values: values.into(),
+            values,
         });
         Ok(GlobalMap(self.maps.len() - 1))
     }

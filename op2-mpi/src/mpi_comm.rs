@@ -360,9 +360,24 @@ impl PendingExchange for MpiExchange {
     }
 }
 
+impl MpiCommunicator {
+    /// Runs `f` with the raw MPI communicator, holding the lock that serialises MPI calls (for
+    /// C libraries that communicate themselves, such as PT-Scotch).
+    #[cfg(feature = "ptscotch")]
+    pub(crate) fn with_raw<R>(&self, f: impl FnOnce(ffi::MPI_Comm) -> R) -> R {
+        use mpi::raw::AsRaw as _;
+        let world = self.inner.lock();
+        f(world.0.as_raw())
+    }
+}
+
 impl Communicator for MpiCommunicator {
     fn rank(&self) -> usize {
         self.inner.rank
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn size(&self) -> usize {

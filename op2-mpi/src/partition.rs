@@ -24,6 +24,13 @@ pub enum Partitioner {
         /// Coordinates (dim 1, 2 or 3) of the set to partition.
         coords: GlobalDat<f64>,
     },
+    /// PT-Scotch's distributed graph partitioner on the graph `map` induces on its target set
+    /// (as for METIS), built from every rank's slice: no rank holds the whole graph. Needs
+    /// op2-mpi's `ptscotch` feature (Debian's `libptscotch-dev`) and MPI ranks.
+    PtScotch {
+        /// The map whose graph is cut.
+        map: GlobalMap,
+    },
 }
 
 impl Partitioner {
@@ -33,6 +40,7 @@ impl Partitioner {
             Partitioner::Blocks => "blocks",
             Partitioner::Metis { .. } => "metis",
             Partitioner::Geometric { .. } => "geometric",
+            Partitioner::PtScotch { .. } => "ptscotch",
         }
     }
 }
@@ -178,7 +186,7 @@ fn split(coords: &[f64], dim: usize, ids: &mut [u32], first: usize, parts: usize
 }
 
 /// The part most often seen in `counts` (ties go to the lowest part).
-fn majority(counts: &mut Vec<(u32, u32)>) -> Option<u32> {
+pub(crate) fn majority(counts: &mut Vec<(u32, u32)>) -> Option<u32> {
     counts.sort_unstable();
     let mut best: Option<(u32, u32)> = None;
     let mut i = 0;
@@ -297,7 +305,7 @@ pub(crate) fn edge_cut(top: &Topology, map: usize, parts: &[u32]) -> usize {
 pub(crate) fn first_set(top: &Topology, p: &Partitioner, coords_set: Option<usize>) -> usize {
     match p {
         Partitioner::Blocks => 0,
-        Partitioner::Metis { map } => top.maps[map.0].to,
+        Partitioner::Metis { map } | Partitioner::PtScotch { map } => top.maps[map.0].to,
         Partitioner::Geometric { .. } => coords_set.unwrap_or(0),
     }
 }

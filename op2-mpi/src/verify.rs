@@ -128,7 +128,7 @@ fn check_local(whole: &MeshBuilder, d: &Distributed) -> Result<()> {
                 if v < 0 || v as usize >= t_total {
                     return bad(format!("map `{}` row {i}: target {v} is not held", m.name));
                 }
-                if d.sets[m.to].global[v as usize] != m.values[g * m.arity + k] as u64 {
+                if d.sets[m.to].global[v as usize] as i64 != m.values.get(g * m.arity + k) {
                     return bad(format!("map `{}` row {i}: wrong global target", m.name));
                 }
                 if i < fz.core && v as usize >= tz.core + tz.owned {
@@ -140,15 +140,14 @@ fn check_local(whole: &MeshBuilder, d: &Distributed) -> Result<()> {
             }
         }
         // Everything that reaches an owned element must run here.
-        for (g, row) in m.values.chunks_exact(m.arity).enumerate() {
-            if row.iter().any(|&t| owned_here(m.to, t as usize)) {
-                let l = local_of[m.from][g];
-                if l == u32::MAX || l as usize >= rows {
-                    return bad(format!(
-                        "map `{}`: element {g} of `{}` reaches an owned element but is neither owned nor exec halo",
-                        m.name, from.name
-                    ));
-                }
+        for (g, &l) in local_of[m.from].iter().enumerate() {
+            let reaches_owned =
+                (0..m.arity).any(|k| owned_here(m.to, m.values.get(g * m.arity + k) as usize));
+            if reaches_owned && (l == u32::MAX || l as usize >= rows) {
+                return bad(format!(
+                    "map `{}`: element {g} of `{}` reaches an owned element but is neither owned nor exec halo",
+                    m.name, from.name
+                ));
             }
         }
     }

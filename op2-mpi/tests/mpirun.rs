@@ -175,13 +175,19 @@ fn declare(g: &Grid, input: Input, ranks: usize, rank: usize) -> Declared {
     }
 }
 
-fn partitioners(d: &Declared) -> [Partitioner; 4] {
-    [
+/// Every partitioner (PT-Scotch where op2-mpi was built with it).
+fn partitioners(d: &Declared) -> Vec<Partitioner> {
+    let mut all = vec![
         Partitioner::Blocks,
         Partitioner::Metis { map: d.pecell },
         Partitioner::Metis { map: d.pcell },
         Partitioner::Geometric { coords: d.xy },
-    ]
+    ];
+    if cfg!(feature = "ptscotch") {
+        all.push(Partitioner::PtScotch { map: d.pecell });
+        all.push(Partitioner::PtScotch { map: d.pcell });
+    }
+    all
 }
 
 /// The communicator's own operations, checked against values each rank can compute.
@@ -279,7 +285,7 @@ fn program_of_each_rank() {
         .build()
         .unwrap();
     for input in [Input::Everywhere, Input::Root, Input::Slices] {
-        for choice in 0..4 {
+        for choice in 0..partitioners(&declare(&g, input, ranks, rank)).len() {
             for renumber in [false, true] {
                 let whole = declare(&g, Input::Everywhere, ranks, rank);
                 let here = declare(&g, input, ranks, rank);

@@ -112,6 +112,13 @@ pub trait Communicator: Send + Sync + fmt::Debug {
         receives: Vec<(usize, usize)>,
     ) -> Result<Box<dyn PendingExchange>>;
 
+    /// The communicator as `Any`, where its layer lets libraries reach the concrete type (a
+    /// partitioner that calls MPI itself needs the MPI communicator behind it). `None` by
+    /// default.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+
     /// Waits until every rank reaches the barrier.
     fn barrier(&self) -> Result<()> {
         self.all_to_all_v(vec![Vec::new(); self.size()]).map(drop)

@@ -1,0 +1,721 @@
+//! The distributed setup: from every rank's home slice of the mesh (rows [`block_range`] of each
+//! set, as a parallel file read gives them) to its sections, halo owners and local numbering,
+//! without any rank holding data in proportion to the whole mesh. Every array here is sized by
+//! this rank's slice, its part, its halo or the number of ranks; an element's owner is found by
+//! asking its home rank (the holder of its block), never from a gathered table.
+//!
+//! The steps, each a few all-to-all exchanges:
+//! 1. the primary set is partitioned on its home slices ([`crate::partition`]'s distributed
+//!    partitioners);
+//! 2. every other set follows by the majority rule of [`crate::partition::propagate`], each rank
+//!    asking the home ranks for the parts of its rows' targets;
+//! 3. every home rank tells each element's new owner; owners fetch the map rows they own;
+//! 4. an owned element that reaches elements of other ranks is sent to them as exec halo; what
+//!    owned and exec-halo elements reach and the rank does not hold becomes non-exec halo, its
+//!    owner asked of its home rank;
+//! 5. local numbers: core | owned | exec halo | non-exec halo, as [`crate::layout`] defines them
+//!    (the same sections the whole-mesh construction gives, element for element).
+
+use crate::error::{MpiError, Result};
+use crate::layout::{RankLayout, SetLayout};
+use crate::mesh::{Input, MeshBuilder, block_range};
+use crate::partition::majority;
+use op2_core::comm::{Communicator, ReduceOp};
+use op2_core::{DType, SetSizes};
+use std::collections::HashMap;
+
+/// The rank whose home block holds global element `g` of a set of `size`.
+pub(crate) fn holder(size: usize, ranks: usize, g: usize) -> usize {
+    // block_range(size, ranks, r).start = size * r / ranks: invert, then step to the right block.
+    let mut r = ((g as u128 * ranks as u128) / size.max(1) as u128) as usize;
+    r = r.min(ranks - 1);
+    while r > 0 && block_range(size, ranks, r).start > g {
+        r -= 1;
+    }
+    while r + 1 < ranks && block_range(size, ranks, r).end <= g {
+        r += 1;
+    }
+    r
+}
+
+/// Sends `sends[p]` (64-bit words) to rank `p`; returns what each rank sent here.
+pub(crate) fn exchange_words(
+    comm: &dyn Communicator,
+    sends: Vec<Vec<u64>>,
+) -> Result<Vec<Vec<u64>>> {
+    // Each send is converted and freed in turn: the words and their bytes never all coexist.
+    let bytes: Vec<Vec<u8>> = sends
+        .into_iter()
+        .map(|w| bytemuck::cast_slice(&w).to_vec())
+        .collect();
+    Ok(comm
+        .all_to_all_v(bytes)?
+        .into_iter()
+        .map(|b| bytemuck::pod_collect_to_vec(&b))
+        .collect())
+}
+
+/// The rows of elements `ids` (global numbers of a set of `size`, in any order) from their home
+/// ranks, in the order of `ids`: `block` is this rank's home rows, `row` bytes each.
+pub(crate) fn fetch(
+    comm: &dyn Communicator,
+    size: usize,
+    ids: &[u64],
+    block: &[u8],
+    row: usize,
+) -> Result<Vec<u8>> {
+    let (ranks, rank) = (comm.size(), comm.rank());
+    let mut asks: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+    for &g in ids {
+        asks[holder(size, ranks, g as usize)].push(g);
+    }
+    let asked = exchange_words(comm, asks)?;
+    let start = block_range(size, ranks, rank).start;
+    let replies = asked
+        .into_iter()
+        .enumerate()
+        .map(|(p, ids)| {
+            let mut r = Vec::with_capacity(ids.len() * row);
+            for g in ids {
+                let at = (g as usize).wrapping_sub(start);
+                r.extend_from_slice(block.get(at * row..(at + 1) * row).ok_or_else(|| {
+                    MpiError::Op2(op2_core::Op2Error::Communication {
+                        reason: format!(
+                            "rank {p} asked for element {g}, outside this rank's home block"
+                        ),
+                    })
+                })?);
+            }
+            Ok(r)
+        })
+        .collect::<Result<Vec<Vec<u8>>>>()?;
+    let got = comm.all_to_all_v(replies)?;
+    let mut next = vec![0usize; ranks];
+    let mut out = Vec::with_capacity(ids.len() * row);
+    for &g in ids {
+        let h = holder(size, ranks, g as usize);
+        let at = next[h];
+        next[h] += 1;
+        out.extend_from_slice(got[h].get(at * row..(at + 1) * row).ok_or_else(|| {
+            MpiError::Op2(op2_core::Op2Error::Communication {
+                reason: format!("rank {h} sent fewer rows than asked"),
+            })
+        })?);
+    }
+    Ok(out)
+}
+
+/// The parts of `ids` (global numbers of a set of `size`), asked of their home ranks, whose
+/// home parts are `home`.
+pub(crate) fn fetch_parts(
+    comm: &dyn Communicator,
+    size: usize,
+    ids: &[u64],
+    home: &[u32],
+) -> Result<Vec<u32>> {
+    let bytes = fetch(comm, size, ids, bytemuck::cast_slice(home), 4)?;
+    Ok(bytemuck::pod_collect_to_vec(&bytes))
+}
+
+/// Sorted, unique.
+fn unique(mut v: Vec<u64>) -> Vec<u64> {
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Map rows as fetched: `arity` values of `width` bytes per row.
+struct Rows {
+    width: usize,
+    arity: usize,
+    bytes: Vec<u8>,
+}
+
+impl Rows {
+    fn len(&self) -> usize {
+        self.bytes.len() / (self.width * self.arity).max(1)
+    }
+
+    /// Value `k` of row `r` (checked non-negative when the mesh was handed in).
+    fn get(&self, r: usize, k: usize) -> u64 {
+        let at = (r * self.arity + k) * self.width;
+        let b = &self.bytes[at..at + self.width];
+        if self.width == 4 {
+            i32::from_ne_bytes(b.try_into().expect("4 bytes")) as u64
+        } else {
+            i64::from_ne_bytes(b.try_into().expect("8 bytes")) as u64
+        }
+    }
+
+    fn row(&self, r: usize) -> impl Iterator<Item = u64> + '_ {
+        (0..self.arity).map(move |k| self.get(r, k))
+    }
+}
+
+/// What a rank holds after the distributed construction.
+pub(crate) struct Built {
+    pub(crate) layout: RankLayout,
+}
+
+impl MeshBuilder {
+    /// Turns the mesh as handed in into home slices ([`Input::Slices`]): with
+    /// [`Input::Everywhere`] each rank keeps its block and drops the rest; with [`Input::Root`]
+    /// rank 0 sends each rank its block.
+    pub(crate) fn into_slices(mut self, comm: &dyn Communicator) -> Result<MeshBuilder> {
+        let (ranks, rank) = (comm.size(), comm.rank());
+        let input = self.input;
+        for m in &mut self.maps {
+            let size = self.sets[m.from].size;
+            let row = m.arity * m.values.width();
+            let bytes = m.values.as_bytes();
+            let slice = match input {
+                Input::Slices => continue,
+                Input::Everywhere => {
+                    let b = block_range(size, ranks, rank);
+                    bytes[b.start * row..b.end * row].to_vec()
+                }
+                Input::Root => scatter_blocks(comm, bytes, size, row)?,
+            };
+            m.values = m.values.same_width_from(&slice);
+        }
+        for d in &mut self.dats {
+            let size = self.sets[d.set].size;
+            let row = d.dim * d.dtype.size();
+            d.bytes = match input {
+                Input::Slices => continue,
+                Input::Everywhere => {
+                    let b = block_range(size, ranks, rank);
+                    d.bytes[b.start * row..b.end * row].to_vec()
+                }
+                Input::Root => scatter_blocks(comm, &d.bytes, size, row)?,
+            };
+        }
+        self.input = Input::Slices;
+        Ok(self)
+    }
+
+    /// Checks every rank's slice of every map against its target set (collective): every rank
+    /// reports the same first bad value (lowest map, then lowest entry), whichever rank holds it.
+    pub(crate) fn check_slice_values(&self, comm: &dyn Communicator) -> Result<()> {
+        let (ranks, rank) = (comm.size(), comm.rank());
+        let mut first_bad = [u64::MAX; 3];
+        for (k, m) in self.maps.iter().enumerate() {
+            let size = self.sets[m.to].size as u64;
+            let start = block_range(self.sets[m.from].size, ranks, rank).start * m.arity;
+            if let Some(i) = (0..m.values.len()).find(|&i| {
+                let v = m.values.get(i);
+                v < 0 || v as u64 >= size
+            }) {
+                first_bad = [k as u64, (start + i) as u64, m.values.get(i) as u64];
+                break;
+            }
+        }
+        let all = comm.all_to_all_v(vec![bytemuck::cast_slice(&first_bad).to_vec(); ranks])?;
+        let worst = all
+            .iter()
+            .map(|b| bytemuck::pod_collect_to_vec::<u8, u64>(b))
+            .filter(|w| w.len() == 3)
+            .min_by_key(|w| (w[0], w[1]));
+        match worst {
+            Some(w) if w[0] != u64::MAX => {
+                let m = &self.maps[w[0] as usize];
+                let entry = w[1] as usize;
+                Err(MpiError::MapValueOutOfRange {
+                    map: m.name.clone(),
+                    entry,
+                    row: entry / m.arity,
+                    value: w[2] as i64,
+                    to: self.sets[m.to].name.clone(),
+                    size: self.sets[m.to].size,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Every set's parts on its home block, from the primary set's (`first`, with home parts
+    /// `first_parts`) by the majority rule of [`crate::partition::propagate`]: a set with maps
+    /// into partitioned sets takes the part most of its targets have; a set only reached from
+    /// partitioned sets the part most of the elements reaching it have; the rest stay home.
+    pub(crate) fn propagate_home(
+        &self,
+        comm: &dyn Communicator,
+        first: usize,
+        first_parts: Vec<u32>,
+    ) -> Result<Vec<Vec<u32>>> {
+        let (ranks, rank) = (comm.size(), comm.rank());
+        let nsets = self.sets.len();
+        let home = |s: usize| block_range(self.sets[s].size, ranks, rank);
+        let mut result: Vec<Option<Vec<u32>>> = vec![None; nsets];
+        result[first] = Some(first_parts);
+        loop {
+            let forward = (0..nsets).find(|&s| {
+                result[s].is_none()
+                    && self
+                        .maps
+                        .iter()
+                        .any(|m| m.from == s && result[m.to].is_some())
+            });
+            if let Some(s) = forward {
+                let n = home(s).len();
+                let mut counts: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
+                for m in self
+                    .maps
+                    .iter()
+                    .filter(|m| m.from == s && result[m.to].is_some())
+                {
+                    let ids = unique(
+                        (0..m.values.len())
+                            .map(|i| m.values.get(i) as u64)
+                            .collect(),
+                    );
+                    let to = result[m.to].as_ref().expect("filtered");
+                    let parts = fetch_parts(comm, self.sets[m.to].size, &ids, to)?;
+                    for (e, c) in counts.iter_mut().enumerate() {
+                        for k in 0..m.arity {
+                            let t = m.values.get(e * m.arity + k) as u64;
+                            let at = ids.binary_search(&t).expect("asked for");
+                            c.push((parts[at], 1));
+                        }
+                    }
+                }
+                let out = counts
+                    .into_iter()
+                    .map(|mut c| majority(&mut c).unwrap_or(rank as u32))
+                    .collect();
+                result[s] = Some(out);
+                continue;
+            }
+            let backward = (0..nsets).find(|&s| {
+                result[s].is_none()
+                    && self
+                        .maps
+                        .iter()
+                        .any(|m| m.to == s && result[m.from].is_some())
+            });
+            if let Some(s) = backward {
+                let size = self.sets[s].size;
+                // (target, part) pairs of this rank's rows, counted here first: a target is
+                // usually reached by several rows of the same slice.
+                let mut pairs: Vec<(u64, u32)> = Vec::new();
+                for m in self
+                    .maps
+                    .iter()
+                    .filter(|m| m.to == s && result[m.from].is_some())
+                {
+                    let from = result[m.from].as_ref().expect("filtered");
+                    for (e, &p) in from.iter().enumerate() {
+                        for k in 0..m.arity {
+                            pairs.push((m.values.get(e * m.arity + k) as u64, p));
+                        }
+                    }
+                }
+                pairs.sort_unstable();
+                let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+                let mut i = 0;
+                while i < pairs.len() {
+                    let (t, p) = pairs[i];
+                    let mut c = 0u64;
+                    while i < pairs.len() && pairs[i] == (t, p) {
+                        c += 1;
+                        i += 1;
+                    }
+                    let h = holder(size, ranks, t as usize);
+                    sends[h].push(t);
+                    sends[h].push((p as u64) << 32 | c.min(u32::MAX as u64));
+                }
+                drop(pairs);
+                let start = home(s).start;
+                let mut counts: Vec<Vec<(u32, u32)>> = vec![Vec::new(); home(s).len()];
+                for words in exchange_words(comm, sends)? {
+                    for w in words.chunks_exact(2) {
+                        let at = (w[0] as usize)
+                            .checked_sub(start)
+                            .filter(|&a| a < counts.len());
+                        let at = at.ok_or_else(|| {
+                            MpiError::Op2(op2_core::Op2Error::Communication {
+                                reason: format!("element {} sent to the wrong home rank", w[0]),
+                            })
+                        })?;
+                        counts[at].push(((w[1] >> 32) as u32, w[1] as u32));
+                    }
+                }
+                let out = counts
+                    .into_iter()
+                    .map(|mut c| majority(&mut c).unwrap_or(rank as u32))
+                    .collect();
+                result[s] = Some(out);
+                continue;
+            }
+            break;
+        }
+        Ok(result
+            .into_iter()
+            .enumerate()
+            .map(|(s, r)| r.unwrap_or_else(|| vec![rank as u32; home(s).len()]))
+            .collect())
+    }
+
+    /// This rank's sections of every set from every set's home parts (`parts`), with maps in
+    /// local numbers; `order` (the primary set, when renumbering) orders core and owned
+    /// elements for locality within this rank.
+    pub(crate) fn build_layout(
+        &self,
+        comm: &dyn Communicator,
+        parts: &[Vec<u32>],
+        order: Option<usize>,
+    ) -> Result<Built> {
+        let (ranks, rank) = (comm.size(), comm.rank());
+        let nsets = self.sets.len();
+        let size = |s: usize| self.sets[s].size;
+
+        // Owned elements, sorted: each home rank sends every element's number to its owner.
+        let mut owned: Vec<Vec<u64>> = Vec::with_capacity(nsets);
+        for (s, home_parts) in parts.iter().enumerate() {
+            let start = block_range(size(s), ranks, rank).start as u64;
+            let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+            for (i, &p) in home_parts.iter().enumerate() {
+                sends[p as usize].push(start + i as u64);
+            }
+            // Home blocks ascend with the rank, each in order: the concatenation is sorted.
+            owned.push(exchange_words(comm, sends)?.concat());
+        }
+        let is_owned = |s: usize, g: u64| owned[s].binary_search(&g).is_ok();
+
+        // The map rows of owned elements, from their home ranks.
+        let fetch_rows = |m: usize, ids: &[u64]| -> Result<Rows> {
+            let d = &self.maps[m];
+            let row = d.arity * d.values.width();
+            Ok(Rows {
+                width: d.values.width(),
+                arity: d.arity,
+                bytes: fetch(comm, size(d.from), ids, d.values.as_bytes(), row)?,
+            })
+        };
+        let owned_rows = (0..self.maps.len())
+            .map(|m| fetch_rows(m, &owned[self.maps[m].from]))
+            .collect::<Result<Vec<Rows>>>()?;
+
+        // Owners of what owned rows reach on other ranks.
+        let mut known: Vec<HashMap<u64, u32>> = vec![HashMap::new(); nsets];
+        let ask_owners =
+            |known: &mut Vec<HashMap<u64, u32>>, t: usize, ids: Vec<u64>| -> Result<()> {
+                let ids = unique(ids);
+                let p = fetch_parts(comm, size(t), &ids, &parts[t])?;
+                known[t].extend(ids.into_iter().zip(p));
+                Ok(())
+            };
+        for t in 0..nsets {
+            let mut foreign = Vec::new();
+            for (m, rows) in self.maps.iter().zip(&owned_rows) {
+                if m.to == t {
+                    foreign.extend(
+                        (0..rows.len())
+                            .flat_map(|r| rows.row(r))
+                            .filter(|&g| !is_owned(t, g)),
+                    );
+                }
+            }
+            ask_owners(&mut known, t, foreign)?;
+        }
+
+        // Core flags; owned elements that reach other ranks go to them as exec halo.
+        let mut core: Vec<Vec<bool>> = Vec::with_capacity(nsets);
+        let mut exec: Vec<Vec<(u32, u64)>> = Vec::with_capacity(nsets);
+        for (s, mine) in owned.iter().enumerate() {
+            let n = mine.len();
+            let mut flags = vec![true; n];
+            let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+            let mut others: Vec<u32> = Vec::new();
+            for (i, flag) in flags.iter_mut().enumerate() {
+                others.clear();
+                for (m, rows) in self.maps.iter().zip(&owned_rows) {
+                    if m.from != s {
+                        continue;
+                    }
+                    for g in rows.row(i) {
+                        if !is_owned(m.to, g) {
+                            others.push(known[m.to][&g]);
+                        }
+                    }
+                }
+                if !others.is_empty() {
+                    *flag = false;
+                    others.sort_unstable();
+                    others.dedup();
+                    for &p in &others {
+                        sends[p as usize].push(mine[i]);
+                    }
+                }
+            }
+            core.push(flags);
+            // By sender (the owner), each in ascending order: sorted by (owner, number).
+            exec.push(
+                exchange_words(comm, sends)?
+                    .into_iter()
+                    .enumerate()
+                    .flat_map(|(p, ids)| ids.into_iter().map(move |g| (p as u32, g)))
+                    .collect(),
+            );
+        }
+        let exec_ids: Vec<Vec<u64>> = exec
+            .iter()
+            .map(|e| e.iter().map(|&(_, g)| g).collect())
+            .collect();
+        let exec_rows = (0..self.maps.len())
+            .map(|m| fetch_rows(m, &exec_ids[self.maps[m].from]))
+            .collect::<Result<Vec<Rows>>>()?;
+        let exec_sorted: Vec<Vec<u64>> = exec_ids.iter().map(|e| unique(e.clone())).collect();
+
+        // Non-exec halo: reached by owned or exec rows, not held yet.
+        let mut nonexec: Vec<Vec<(u32, u64)>> = Vec::with_capacity(nsets);
+        for t in 0..nsets {
+            let mut reached = Vec::new();
+            for (m, (o, e)) in self.maps.iter().zip(owned_rows.iter().zip(&exec_rows)) {
+                if m.to == t {
+                    for rows in [o, e] {
+                        reached.extend((0..rows.len()).flat_map(|r| rows.row(r)).filter(|&g| {
+                            !is_owned(t, g) && exec_sorted[t].binary_search(&g).is_err()
+                        }));
+                    }
+                }
+            }
+            let reached = unique(reached);
+            let missing: Vec<u64> = reached
+                .iter()
+                .copied()
+                .filter(|g| !known[t].contains_key(g))
+                .collect();
+            ask_owners(&mut known, t, missing)?;
+            let mut halo: Vec<(u32, u64)> =
+                reached.into_iter().map(|g| (known[t][&g], g)).collect();
+            halo.sort_unstable();
+            nonexec.push(halo);
+        }
+        drop(known);
+
+        let sections = Sections {
+            owned: &owned,
+            core: &core,
+            exec: &exec,
+            nonexec: &nonexec,
+            owned_rows: &owned_rows,
+            exec_rows: &exec_rows,
+        };
+        let built = sections.assemble(self, rank, None)?;
+        match order {
+            None => Ok(built),
+            Some(first) => {
+                let keys = local_locality_order(self, &built.layout, first);
+                sections.assemble(self, rank, Some(&keys))
+            }
+        }
+    }
+}
+
+/// Everything the sections are made of, before local numbering.
+struct Sections<'a> {
+    owned: &'a [Vec<u64>],
+    core: &'a [Vec<bool>],
+    exec: &'a [Vec<(u32, u64)>],
+    nonexec: &'a [Vec<(u32, u64)>],
+    owned_rows: &'a [Rows],
+    exec_rows: &'a [Rows],
+}
+
+impl Sections<'_> {
+    /// Local numbers and maps. `keys`, when given, is a locality key per local element of the
+    /// unordered assembly (lower first) that orders the core and owned sections.
+    fn assemble(&self, b: &MeshBuilder, rank: usize, keys: Option<&[Vec<u32>]>) -> Result<Built> {
+        let nsets = self.owned.len();
+        let mut sets = Vec::with_capacity(nsets);
+        // Per set: the index into the owned list of every core and owned element, in local order.
+        let mut owned_order: Vec<Vec<usize>> = Vec::with_capacity(nsets);
+        for s in 0..nsets {
+            let (mut cores, mut rest): (Vec<usize>, Vec<usize>) =
+                (0..self.owned[s].len()).partition(|&i| self.core[s][i]);
+            if let Some(keys) = keys {
+                // Unordered local numbers: cores first, then the rest, each ascending.
+                let ncore = cores.len();
+                let mut at = vec![0usize; self.owned[s].len()];
+                for (l, &i) in cores.iter().chain(&rest).enumerate() {
+                    at[i] = l;
+                }
+                let key = |i: &usize| (keys[s][at[*i]], self.owned[s][*i]);
+                cores.sort_by_key(key);
+                rest.sort_by_key(key);
+                debug_assert_eq!(cores.len(), ncore);
+            }
+            let sizes = SetSizes {
+                core: cores.len(),
+                owned: rest.len(),
+                exec_halo: self.exec[s].len(),
+                nonexec_halo: self.nonexec[s].len(),
+            };
+            let total = sizes.core + sizes.owned + sizes.exec_halo + sizes.nonexec_halo;
+            if total > i32::MAX as usize {
+                return Err(MpiError::BadDeclaration(format!(
+                    "set `{}`: {total} elements on rank {rank}, past 32-bit local numbers",
+                    b.sets[s].name
+                )));
+            }
+            let mut global = Vec::with_capacity(total);
+            global.extend(cores.iter().chain(&rest).map(|&i| self.owned[s][i]));
+            global.extend(self.exec[s].iter().map(|&(_, g)| g));
+            global.extend(self.nonexec[s].iter().map(|&(_, g)| g));
+            let owners = self.exec[s]
+                .iter()
+                .chain(&self.nonexec[s])
+                .map(|&(p, _)| p)
+                .collect();
+            cores.extend(rest);
+            owned_order.push(cores);
+            sets.push(SetLayout {
+                sizes,
+                global,
+                owners,
+            });
+        }
+        let local: Vec<HashMap<u64, u32>> = sets
+            .iter()
+            .map(|s| {
+                s.global
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &g)| (g, i as u32))
+                    .collect()
+            })
+            .collect();
+        let mut maps = Vec::with_capacity(b.maps.len());
+        for (m, d) in b.maps.iter().enumerate() {
+            let (o, e) = (&self.owned_rows[m], &self.exec_rows[m]);
+            let rows = owned_order[d.from].len() + e.len();
+            let mut values = Vec::with_capacity(rows * d.arity);
+            let to = &local[d.to];
+            let mut push = |g: u64| -> Result<()> {
+                let l = to.get(&g).ok_or_else(|| MpiError::Invariant {
+                    rank,
+                    reason: format!(
+                        "map `{}`: target {g} of an executed row is not held",
+                        d.name
+                    ),
+                })?;
+                values.push(*l as i32);
+                Ok(())
+            };
+            for &i in &owned_order[d.from] {
+                o.row(i).try_for_each(&mut push)?;
+            }
+            for r in 0..e.len() {
+                e.row(r).try_for_each(&mut push)?;
+            }
+            maps.push(values);
+        }
+        Ok(Built {
+            layout: RankLayout { sets, maps },
+        })
+    }
+}
+
+/// A locality order of this rank's elements (op2-renumber's reverse Cuthill-McKee from set
+/// `first` over the local mesh, the other sets through the maps): a key per local element. Rows
+/// of non-exec halo elements are not held; they are given a row repeating one target, which
+/// joins nothing, so only held connectivity shapes the order.
+fn local_locality_order(b: &MeshBuilder, layout: &RankLayout, first: usize) -> Vec<Vec<u32>> {
+    let sizes: Vec<usize> = layout.sets.iter().map(|s| s.global.len()).collect();
+    let mut padded: Vec<(usize, usize, usize, Vec<i32>)> = Vec::new();
+    for (d, values) in b.maps.iter().zip(&layout.maps) {
+        let rows = sizes[d.from];
+        let held = values.len() / d.arity;
+        if rows > held && sizes[d.to] == 0 {
+            continue;
+        }
+        let mut v = values.clone();
+        v.resize(rows * d.arity, 0);
+        padded.push((d.from, d.to, d.arity, v));
+    }
+    let maps: Vec<op2_renumber::MapRef> = padded
+        .iter()
+        .map(|(from, to, arity, values)| op2_renumber::MapRef {
+            from: *from,
+            to: *to,
+            arity: *arity,
+            values,
+        })
+        .collect();
+    op2_renumber::locality_order(&sizes, &maps, first)
+        .expect("local maps hold local numbers of held elements")
+}
+
+/// Rank 0's rows of a set of `size` (`row` bytes each) sent out by home block: each rank gets
+/// its own block.
+fn scatter_blocks(
+    comm: &dyn Communicator,
+    bytes: &[u8],
+    size: usize,
+    row: usize,
+) -> Result<Vec<u8>> {
+    let ranks = comm.size();
+    let sends = if comm.rank() == 0 {
+        (0..ranks)
+            .map(|p| {
+                let b = block_range(size, ranks, p);
+                bytes[b.start * row..b.end * row].to_vec()
+            })
+            .collect()
+    } else {
+        vec![Vec::new(); ranks]
+    };
+    Ok(comm.all_to_all_v(sends)?.swap_remove(0))
+}
+
+/// Sums `v` over ranks.
+pub(crate) fn sum_u64(comm: &dyn Communicator, v: u64) -> Result<u64> {
+    let mut b = v.to_ne_bytes().to_vec();
+    comm.all_reduce(&mut b, DType::U64, ReduceOp::Sum)?;
+    Ok(u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+}
+
+/// Edges of the graph map `m` induces on its target set (targets of one row joined) whose ends
+/// have different owners, counted once each: every rank looks at the rows it owns, and sends
+/// each cut edge to the home rank of its lower end, which counts distinct ones.
+pub(crate) fn distributed_edge_cut(
+    b: &MeshBuilder,
+    comm: &dyn Communicator,
+    built: &Built,
+    m: usize,
+) -> Result<usize> {
+    let (ranks, rank) = (comm.size(), comm.rank());
+    let d = &b.maps[m];
+    let from = &built.layout.sets[d.from];
+    let to = &built.layout.sets[d.to];
+    let own = from.sizes.core + from.sizes.owned;
+    let values = &built.layout.maps[m];
+    let tsize = b.sets[d.to].size;
+    let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+    let owner = |l: usize| {
+        let o = to.sizes.core + to.sizes.owned;
+        if l < o { rank as u32 } else { to.owners[l - o] }
+    };
+    for row in values.chunks_exact(d.arity).take(own) {
+        for (i, &a) in row.iter().enumerate() {
+            for &c in &row[i + 1..] {
+                let (la, lc) = (a as usize, c as usize);
+                let (ga, gc) = (to.global[la], to.global[lc]);
+                if ga != gc && owner(la) != owner(lc) {
+                    let (lo, hi) = (ga.min(gc), ga.max(gc));
+                    let h = holder(tsize, ranks, lo as usize);
+                    sends[h].push(lo);
+                    sends[h].push(hi);
+                }
+            }
+        }
+    }
+    let mut edges: Vec<(u64, u64)> = exchange_words(comm, sends)?
+        .into_iter()
+        .flat_map(|w| w.chunks_exact(2).map(|p| (p[0], p[1])).collect::<Vec<_>>())
+        .collect();
+    edges.sort_unstable();
+    edges.dedup();
+    Ok(sum_u64(comm, edges.len() as u64)? as usize)
+}
