@@ -17,7 +17,7 @@
 //! cells, as OP2's `op_renumber`; across ranks each rank's part). A progress bar runs on stderr when it is a terminal, plain lines when it is not.
 //!
 //! Across MPI ranks (built with `--features mpi`): `mpirun -np N target/release/examples/airfoil
-//! [--partitioner metis|geometric|blocks] [--renumber]`. Every rank builds the mesh, it is
+//! [--partitioner metis|geometric|blocks|ptscotch] [--renumber]`. Every rank builds the mesh, it is
 //! partitioned collectively (from an HDF5 file each rank reads only its rows), rank 0 prints; the timing table then has the halo exchanges, bytes
 //! and time waiting per loop (summed, or the slowest rank's), and a table per Dat.
 
@@ -108,7 +108,7 @@ fn parse() -> Result<Options, String> {
                 }
             }
             "--help" | "-h" => {
-                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--save-q FILE] [--no-progress] [--shuffle SEED] [--renumber] [--partitioner metis|geometric|blocks] [--checkpoint FILE [--checkpoint-every N]]".into());
+                return Err("usage: airfoil [--iterations N] [--backend NAME] [--mesh FILE] [--ij I J] [--write-mesh FILE] [--vtk FILE] [--png FILE] [--save-q FILE] [--no-progress] [--shuffle SEED] [--renumber] [--partitioner metis|geometric|blocks|ptscotch] [--checkpoint FILE [--checkpoint-every N]]".into());
             }
             other => return Err(format!("unknown option `{other}` (try --help)")),
         }
@@ -139,9 +139,9 @@ fn parse() -> Result<Options, String> {
     }
     // Checked here, before any rank starts a collective step, so every rank stops alike.
     if let Some(p) = &o.partitioner {
-        if !["metis", "geometric", "blocks"].contains(&p.as_str()) {
+        if !["metis", "geometric", "blocks", "ptscotch"].contains(&p.as_str()) {
             return Err(format!(
-                "unknown partitioner `{p}` (one of metis, geometric, blocks)"
+                "unknown partitioner `{p}` (one of metis, geometric, blocks, ptscotch)"
             ));
         }
     }

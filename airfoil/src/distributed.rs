@@ -49,8 +49,12 @@ impl AirfoilHandles {
         ]
     }
 
-    /// The partitioner called `name` (one of [`PARTITIONERS`]).
+    /// The partitioner called `name` (one of [`PARTITIONERS`], or `ptscotch`: PT-Scotch on the
+    /// cells' dual graph, which runs on MPI ranks with the `ptscotch` feature only).
     pub fn partitioner(&self, name: &str) -> Option<Partitioner> {
+        if name == "ptscotch" {
+            return Some(Partitioner::PtScotch { map: self.pecell });
+        }
         PARTITIONERS
             .iter()
             .position(|p| *p == name)

@@ -11,7 +11,7 @@ use crate::mesh::{Input, MeshBuilder, block_range};
 use crate::partition::{
     Partitioner, TopoMap, Topology, bisection, blocks, edge_cut, metis, propagate,
 };
-use crate::setup::{distributed_edge_cut, holder};
+use crate::setup::{distributed_edge_cut, fetch};
 use op2_core::comm::Communicator;
 use op2_core::{DType, HaloNeighbour, Runtime, Set, SetHalo, SetSizes};
 use std::fmt;
@@ -242,18 +242,13 @@ impl MeshBuilder {
         let first = b.first_set_of(options);
         let home_parts = b.home_parts(comm, options)?;
         let order = (options.renumber && !b.sets.is_empty()).then_some(first);
-        let built = b.build_layout(comm, &home_parts, order)?;
-        drop(home_parts);
+        let built = b.build_layout(comm, home_parts, order)?;
         let cut_map = b.cut_map(options);
         let edge_cut = match cut_map {
             Some(m) => distributed_edge_cut(&b, comm, &built, m)?,
             None => 0,
         };
         let layout = built.layout;
-        // The map slices are done with; the dat slices are what halos and owners fetch from.
-        for m in &mut b.maps {
-            m.values = m.values.same_width_from(&[]);
-        }
         let halos = exchange_lists(comm, &layout)?;
         let blocks_of_dats = b
             .dats
@@ -608,56 +603,19 @@ impl MeshBuilder {
         }
     }
 
-    /// Every dat's values for this rank's local elements, fetched from the block holders.
+    /// Every dat's values for this rank's local elements, fetched from their home ranks.
     fn move_dat_rows(
         &self,
         comm: &dyn Communicator,
         layout: &RankLayout,
         dat_blocks: Vec<Vec<u8>>,
     ) -> Result<Vec<LocalDat>> {
-        let ranks = comm.size();
         let mut out = Vec::with_capacity(self.dats.len());
-        // Per set: which global rows each block holder must send here (asked once per set).
-        let mut asked: Vec<Option<Asked>> = vec![None; self.sets.len()];
         for (d, block) in self.dats.iter().zip(dat_blocks) {
-            let size = self.sets[d.set].size;
-            if asked[d.set].is_none() {
-                let mut wanted: Vec<Vec<u64>> = vec![Vec::new(); ranks];
-                for &g in &layout.sets[d.set].global {
-                    wanted[holder(size, ranks, g as usize)].push(g);
-                }
-                let requests = comm
-                    .all_to_all_v(wanted.iter().map(|w| u64s_to_bytes(w)).collect())?
-                    .iter()
-                    .map(|b| bytes_to_u64s(b))
-                    .collect();
-                asked[d.set] = Some((wanted, requests));
-            }
-            let (wanted, requests) = asked[d.set].as_ref().expect("just asked");
             let row = d.dim * d.dtype.size();
-            let mine = block_range(size, ranks, comm.rank());
-            let replies: Vec<Vec<u8>> = requests
-                .iter()
-                .map(|ids| {
-                    let mut r = Vec::with_capacity(ids.len() * row);
-                    for &g in ids {
-                        let at = g as usize - mine.start;
-                        r.extend_from_slice(&block[at * row..(at + 1) * row]);
-                    }
-                    r
-                })
-                .collect();
-            let got = comm.all_to_all_v(replies)?;
-            // Back into local order: rows from each holder arrive in the order asked.
-            let mut next = vec![0usize; ranks];
-            let mut bytes = Vec::with_capacity(layout.sets[d.set].global.len() * row);
-            for &g in &layout.sets[d.set].global {
-                let h = holder(size, ranks, g as usize);
-                let at = next[h];
-                next[h] += 1;
-                bytes.extend_from_slice(&got[h][at * row..(at + 1) * row]);
-            }
-            debug_assert!(next.iter().zip(wanted).all(|(n, w)| *n == w.len()));
+            let global = &layout.sets[d.set].global;
+            let bytes = fetch(comm, self.sets[d.set].size, global, &block, row)?;
+            drop(block);
             out.push(LocalDat {
                 name: d.name.clone(),
                 set: d.set,
@@ -670,9 +628,6 @@ impl MeshBuilder {
         Ok(out)
     }
 }
-
-/// Per set, the global rows this rank asks each block holder for, and those each rank asks it for.
-type Asked = (Vec<Vec<u64>>, Vec<Vec<u64>>);
 
 /// Per set, what this rank sends to and receives from each neighbour: it receives its halo
 /// elements from their owners (in local order) and asks each owner for them by global number;
@@ -696,11 +651,9 @@ fn exchange_lists(comm: &dyn Communicator, layout: &RankLayout) -> Result<Vec<Se
             }
         }
         let asked = comm.all_to_all_v(wanted.iter().map(|w| u64s_to_bytes(w)).collect())?;
-        let local: std::collections::HashMap<u64, u32> = s.global[..first_halo]
-            .iter()
-            .enumerate()
-            .map(|(i, &g)| (g, i as u32))
-            .collect();
+        drop(wanted);
+        let owned = &s.global[..first_halo];
+        let local = crate::setup::Lookup::new(owned);
         let mut neighbours = Vec::new();
         for (p, (recv, asked)) in receive.into_iter().zip(asked).enumerate() {
             let asked = bytes_to_u64s(&asked);
@@ -709,7 +662,7 @@ fn exchange_lists(comm: &dyn Communicator, layout: &RankLayout) -> Result<Vec<Se
                 .into_iter()
                 .skip(1)
                 .map(|g| {
-                    local.get(&g).copied().ok_or_else(|| {
+                    local.find(owned, g).ok_or_else(|| {
                         MpiError::Op2(op2_core::Op2Error::Communication {
                             reason: format!(
                                 "rank {p} asked for element {g}, which this rank does not own"

@@ -175,6 +175,8 @@ struct InFlight {
     expect: Vec<Option<usize>>,
     /// Kept alive (and unmoved: heap blocks) until the requests finish.
     buffers: Vec<Vec<u8>>,
+    /// Buffers of typed reductions (8-byte aligned for every element type).
+    words: Vec<Vec<u64>>,
     counts: Vec<Vec<Count>>,
     what: &'static str,
     deadline: Instant,
@@ -235,6 +237,7 @@ impl InFlight {
             if Instant::now() >= self.deadline {
                 // MPI may still use the buffers and count arrays: never free them.
                 std::mem::forget(std::mem::take(&mut self.buffers));
+                std::mem::forget(std::mem::take(&mut self.words));
                 std::mem::forget(std::mem::take(&mut self.counts));
                 self.requests.clear();
                 return Err(comm_error(format!(
@@ -257,6 +260,7 @@ impl Drop for InFlight {
         if !self.requests.is_empty() {
             // Dropped unfinished (an error elsewhere): the buffers must outlive MPI's use.
             std::mem::forget(std::mem::take(&mut self.buffers));
+            std::mem::forget(std::mem::take(&mut self.words));
             std::mem::forget(std::mem::take(&mut self.counts));
         }
     }
@@ -272,11 +276,59 @@ impl Inner {
             requests: Vec::new(),
             expect: Vec::new(),
             buffers: Vec::new(),
+            words: Vec::new(),
             counts: Vec::new(),
             what,
             deadline: Instant::now() + self.timeout,
             timeout: self.timeout,
         }
+    }
+
+    /// A reduction MPI combines itself (`MPI_Iallreduce`): used where the result does not depend
+    /// on the order of combining (integers; minimum and maximum), so it needs no gather of every
+    /// rank's values.
+    fn native_all_reduce(
+        &self,
+        values: &[u8],
+        dtype: DType,
+        reduce: ReduceOp,
+    ) -> op2_core::Result<InFlight> {
+        let len = values.len();
+        let mut send = vec![0u64; len.div_ceil(8).max(1)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut send)[..len].copy_from_slice(values);
+        let mut received = vec![0u64; send.len()];
+        let mut op = self.in_flight("all-reduce");
+        let operation = match reduce {
+            ReduceOp::Sum => mpi::collective::SystemOperation::sum(),
+            ReduceOp::Min => mpi::collective::SystemOperation::min(),
+            ReduceOp::Max => mpi::collective::SystemOperation::max(),
+        };
+        {
+            let world = self.lock();
+            macro_rules! start {
+                ($t:ty) => {{
+                    let n = len / std::mem::size_of::<$t>();
+                    let s: &[$t] = &bytemuck::cast_slice::<u64, $t>(&send)[..n];
+                    let r: &mut [$t] = &mut bytemuck::cast_slice_mut::<u64, $t>(&mut received)[..n];
+                    mpi::request::scope(|scope| {
+                        let request = world.0.immediate_all_reduce_into(scope, s, r, operation);
+                        // SAFETY: as in `all_gather` (the word buffers move into `op`).
+                        op.requests.push(unsafe { request.into_raw() }.0);
+                    });
+                }};
+            }
+            match dtype {
+                DType::F64 => start!(f64),
+                DType::F32 => start!(f32),
+                DType::I32 => start!(i32),
+                DType::U32 => start!(u32),
+                DType::I64 => start!(i64),
+                DType::U64 => start!(u64),
+            }
+        }
+        op.words.push(send);
+        op.words.push(received);
+        Ok(op)
     }
 
     /// Each rank's `values` (all the same length), concatenated in rank order.
@@ -314,6 +366,22 @@ struct MpiReduction {
     gather: MpiGather,
     dtype: DType,
     reduce: ReduceOp,
+}
+
+/// A reduction MPI combines itself.
+struct NativeReduction {
+    comm: Arc<Inner>,
+    len: usize,
+    op: InFlight,
+}
+
+impl PendingReduction for NativeReduction {
+    fn wait(mut self: Box<Self>) -> op2_core::Result<Vec<u8>> {
+        let comm = self.comm.clone();
+        self.op.finish(&comm)?;
+        let words = self.op.words.pop().unwrap_or_default();
+        Ok(bytemuck::cast_slice::<u64, u8>(&words)[..self.len].to_vec())
+    }
 }
 
 impl PendingReduction for MpiReduction {
@@ -390,6 +458,16 @@ impl Communicator for MpiCommunicator {
         dtype: DType,
         op: ReduceOp,
     ) -> op2_core::Result<Box<dyn PendingReduction>> {
+        // Floating-point sums depend on the order: combined here in rank order, so that the
+        // same number of ranks gives the same bits. Everything else is exact in any order.
+        let floating = matches!(dtype, DType::F64 | DType::F32);
+        if !(floating && op == ReduceOp::Sum) {
+            return Ok(Box::new(NativeReduction {
+                comm: self.inner.clone(),
+                len: values.len(),
+                op: self.inner.native_all_reduce(&values, dtype, op)?,
+            }));
+        }
         Ok(Box::new(MpiReduction {
             gather: MpiGather {
                 comm: self.inner.clone(),
@@ -468,6 +546,8 @@ impl Communicator for MpiCommunicator {
         let total: usize = receive_lens.iter().sum();
         count(total, "all-to-all")?;
         let mut send_buf: Vec<u8> = sends.concat();
+        // The pieces are copied: free them before the receive buffer is allocated.
+        drop(sends);
         if send_buf.is_empty() {
             send_buf.push(0);
         }
@@ -495,6 +575,8 @@ impl Communicator for MpiCommunicator {
         op.counts = vec![send_counts, receive_counts, send_displs, receive_displs];
         op.finish(me)?;
         let receive_buf = op.buffers.pop().unwrap_or_default();
+        // The send buffer goes before the pieces are copied out.
+        drop(op);
         let mut out = Vec::with_capacity(me.size);
         let mut at = 0;
         for n in receive_lens {

@@ -55,9 +55,36 @@ pub(crate) fn exchange_words(
         .collect())
 }
 
+/// Requests per round of [`fetch`]: bounds the memory a request takes in flight (its numbers
+/// and rows pass through a few buffers on the way) to a few MiB however many rows are asked.
+const FETCH_BATCH: usize = 1 << 18;
+
 /// The rows of elements `ids` (global numbers of a set of `size`, in any order) from their home
-/// ranks, in the order of `ids`: `block` is this rank's home rows, `row` bytes each.
+/// ranks, in the order of `ids`: `block` is this rank's home rows, `row` bytes each. Collective;
+/// asked in rounds of at most [`FETCH_BATCH`] numbers per rank.
 pub(crate) fn fetch(
+    comm: &dyn Communicator,
+    size: usize,
+    ids: &[u64],
+    block: &[u8],
+    row: usize,
+) -> Result<Vec<u8>> {
+    let mut rounds = (ids.len().div_ceil(FETCH_BATCH) as u64)
+        .to_ne_bytes()
+        .to_vec();
+    comm.all_reduce(&mut rounds, DType::U64, ReduceOp::Max)?;
+    let rounds = u64::from_ne_bytes(rounds.try_into().expect("8 bytes")) as usize;
+    let mut out = Vec::with_capacity(ids.len() * row);
+    for r in 0..rounds {
+        let lo = (r * FETCH_BATCH).min(ids.len());
+        let hi = ((r + 1) * FETCH_BATCH).min(ids.len());
+        out.extend(fetch_round(comm, size, &ids[lo..hi], block, row)?);
+    }
+    Ok(out)
+}
+
+/// One round of [`fetch`].
+fn fetch_round(
     comm: &dyn Communicator,
     size: usize,
     ids: &[u64],
@@ -124,6 +151,29 @@ fn unique(mut v: Vec<u64>) -> Vec<u64> {
     v
 }
 
+/// Local numbers by global number in 4 bytes per element (a hash map takes five times that):
+/// the local numbers sorted by the global number they hold, searched by bisection.
+pub(crate) struct Lookup {
+    order: Vec<u32>,
+}
+
+impl Lookup {
+    /// The lookup of a set whose local element `i` has global number `global[i]`.
+    pub(crate) fn new(global: &[u64]) -> Lookup {
+        let mut order: Vec<u32> = (0..global.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| global[i as usize]);
+        Lookup { order }
+    }
+
+    /// The local number of global element `g` (`global` as given to [`Lookup::new`]).
+    pub(crate) fn find(&self, global: &[u64], g: u64) -> Option<u32> {
+        self.order
+            .binary_search_by_key(&g, |&i| global[i as usize])
+            .ok()
+            .map(|k| self.order[k])
+    }
+}
+
 /// Map rows as fetched: `arity` values of `width` bytes per row.
 struct Rows {
     width: usize,
@@ -132,6 +182,14 @@ struct Rows {
 }
 
 impl Rows {
+    fn empty() -> Rows {
+        Rows {
+            width: 4,
+            arity: 1,
+            bytes: Vec::new(),
+        }
+    }
+
     fn len(&self) -> usize {
         self.bytes.len() / (self.width * self.arity).max(1)
     }
@@ -258,12 +316,14 @@ impl MeshBuilder {
             });
             if let Some(s) = forward {
                 let n = home(s).len();
-                let mut counts: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
-                for m in self
+                // Per map: the distinct targets of this rank's rows and their parts.
+                let maps: Vec<_> = self
                     .maps
                     .iter()
                     .filter(|m| m.from == s && result[m.to].is_some())
-                {
+                    .collect();
+                let mut asked: Vec<(Vec<u64>, Vec<u32>)> = Vec::with_capacity(maps.len());
+                for m in &maps {
                     let ids = unique(
                         (0..m.values.len())
                             .map(|i| m.values.get(i) as u64)
@@ -271,18 +331,20 @@ impl MeshBuilder {
                     );
                     let to = result[m.to].as_ref().expect("filtered");
                     let parts = fetch_parts(comm, self.sets[m.to].size, &ids, to)?;
-                    for (e, c) in counts.iter_mut().enumerate() {
+                    asked.push((ids, parts));
+                }
+                let mut counts: Vec<(u32, u32)> = Vec::new();
+                let mut out = Vec::with_capacity(n);
+                for e in 0..n {
+                    for (m, (ids, parts)) in maps.iter().zip(&asked) {
                         for k in 0..m.arity {
                             let t = m.values.get(e * m.arity + k) as u64;
                             let at = ids.binary_search(&t).expect("asked for");
-                            c.push((parts[at], 1));
+                            counts.push((parts[at], 1));
                         }
                     }
+                    out.push(majority(&mut counts).unwrap_or(rank as u32));
                 }
-                let out = counts
-                    .into_iter()
-                    .map(|mut c| majority(&mut c).unwrap_or(rank as u32))
-                    .collect();
                 result[s] = Some(out);
                 continue;
             }
@@ -295,9 +357,16 @@ impl MeshBuilder {
             });
             if let Some(s) = backward {
                 let size = self.sets[s].size;
-                // (target, part) pairs of this rank's rows, counted here first: a target is
-                // usually reached by several rows of the same slice.
-                let mut pairs: Vec<(u64, u32)> = Vec::new();
+                // (target, part) pairs of this rank's rows, packed as target * ranks + part in
+                // one word, counted here first: a target is usually reached by several rows of
+                // the same slice.
+                if (size as u128) * (ranks as u128) > u64::MAX as u128 {
+                    return Err(MpiError::BadDeclaration(format!(
+                        "set `{}` of {size} elements on {ranks} ranks: past 64-bit numbering",
+                        self.sets[s].name
+                    )));
+                }
+                let mut pairs: Vec<u64> = Vec::new();
                 for m in self
                     .maps
                     .iter()
@@ -306,7 +375,8 @@ impl MeshBuilder {
                     let from = result[m.from].as_ref().expect("filtered");
                     for (e, &p) in from.iter().enumerate() {
                         for k in 0..m.arity {
-                            pairs.push((m.values.get(e * m.arity + k) as u64, p));
+                            let t = m.values.get(e * m.arity + k) as u64;
+                            pairs.push(t * ranks as u64 + p as u64);
                         }
                     }
                 }
@@ -314,36 +384,49 @@ impl MeshBuilder {
                 let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
                 let mut i = 0;
                 while i < pairs.len() {
-                    let (t, p) = pairs[i];
+                    let key = pairs[i];
                     let mut c = 0u64;
-                    while i < pairs.len() && pairs[i] == (t, p) {
+                    while i < pairs.len() && pairs[i] == key {
                         c += 1;
                         i += 1;
                     }
+                    let (t, p) = (key / ranks as u64, key % ranks as u64);
                     let h = holder(size, ranks, t as usize);
                     sends[h].push(t);
-                    sends[h].push((p as u64) << 32 | c.min(u32::MAX as u64));
+                    sends[h].push(p << 32 | c.min(u32::MAX as u64));
                 }
                 drop(pairs);
-                let start = home(s).start;
-                let mut counts: Vec<Vec<(u32, u32)>> = vec![Vec::new(); home(s).len()];
+                let start = home(s).start as u64;
+                let n = home(s).len();
+                // (element, part, count), grouped by element.
+                let mut seen: Vec<(u32, u32, u32)> = Vec::new();
                 for words in exchange_words(comm, sends)? {
                     for w in words.chunks_exact(2) {
-                        let at = (w[0] as usize)
+                        let at = w[0]
                             .checked_sub(start)
-                            .filter(|&a| a < counts.len());
-                        let at = at.ok_or_else(|| {
-                            MpiError::Op2(op2_core::Op2Error::Communication {
-                                reason: format!("element {} sent to the wrong home rank", w[0]),
-                            })
-                        })?;
-                        counts[at].push(((w[1] >> 32) as u32, w[1] as u32));
+                            .filter(|&a| a < n as u64)
+                            .ok_or_else(|| {
+                                MpiError::Op2(op2_core::Op2Error::Communication {
+                                    reason: format!("element {} sent to the wrong home rank", w[0]),
+                                })
+                            })?;
+                        seen.push((at as u32, (w[1] >> 32) as u32, w[1] as u32));
                     }
                 }
-                let out = counts
-                    .into_iter()
-                    .map(|mut c| majority(&mut c).unwrap_or(rank as u32))
-                    .collect();
+                seen.sort_unstable();
+                let mut out = vec![rank as u32; n];
+                let mut counts: Vec<(u32, u32)> = Vec::new();
+                let mut i = 0;
+                while i < seen.len() {
+                    let e = seen[i].0;
+                    while i < seen.len() && seen[i].0 == e {
+                        counts.push((seen[i].1, seen[i].2));
+                        i += 1;
+                    }
+                    if let Some(p) = majority(&mut counts) {
+                        out[e as usize] = p;
+                    }
+                }
                 result[s] = Some(out);
                 continue;
             }
@@ -360,9 +443,9 @@ impl MeshBuilder {
     /// local numbers; `order` (the primary set, when renumbering) orders core and owned
     /// elements for locality within this rank.
     pub(crate) fn build_layout(
-        &self,
+        &mut self,
         comm: &dyn Communicator,
-        parts: &[Vec<u32>],
+        parts: Vec<Vec<u32>>,
         order: Option<usize>,
     ) -> Result<Built> {
         let (ranks, rank) = (comm.size(), comm.rank());
@@ -465,6 +548,10 @@ impl MeshBuilder {
         let exec_rows = (0..self.maps.len())
             .map(|m| fetch_rows(m, &exec_ids[self.maps[m].from]))
             .collect::<Result<Vec<Rows>>>()?;
+        // Every row this rank executes is here: the home slices of the maps are done with.
+        for m in &mut self.maps {
+            m.values = m.values.same_width_from(&[]);
+        }
         let exec_sorted: Vec<Vec<u64>> = exec_ids.iter().map(|e| unique(e.clone())).collect();
 
         // Non-exec halo: reached by owned or exec rows, not held yet.
@@ -493,74 +580,66 @@ impl MeshBuilder {
             nonexec.push(halo);
         }
         drop(known);
+        drop(parts);
 
         let sections = Sections {
-            owned: &owned,
-            core: &core,
-            exec: &exec,
-            nonexec: &nonexec,
-            owned_rows: &owned_rows,
-            exec_rows: &exec_rows,
+            owned,
+            core,
+            exec,
+            nonexec,
+            owned_rows,
+            exec_rows,
         };
-        let built = sections.assemble(self, rank, None)?;
-        match order {
-            None => Ok(built),
-            Some(first) => {
-                let keys = local_locality_order(self, &built.layout, first);
-                sections.assemble(self, rank, Some(&keys))
-            }
+        let mut built = sections.assemble(self, rank)?;
+        if let Some(first) = order {
+            let keys = local_locality_order(self, &built.layout, first);
+            reorder(self, &mut built.layout, &keys);
         }
+        Ok(built)
     }
 }
 
 /// Everything the sections are made of, before local numbering.
-struct Sections<'a> {
-    owned: &'a [Vec<u64>],
-    core: &'a [Vec<bool>],
-    exec: &'a [Vec<(u32, u64)>],
-    nonexec: &'a [Vec<(u32, u64)>],
-    owned_rows: &'a [Rows],
-    exec_rows: &'a [Rows],
+struct Sections {
+    owned: Vec<Vec<u64>>,
+    core: Vec<Vec<bool>>,
+    exec: Vec<Vec<(u32, u64)>>,
+    nonexec: Vec<Vec<(u32, u64)>>,
+    owned_rows: Vec<Rows>,
+    exec_rows: Vec<Rows>,
 }
 
-impl Sections<'_> {
-    /// Local numbers and maps. `keys`, when given, is a locality key per local element of the
-    /// unordered assembly (lower first) that orders the core and owned sections.
-    fn assemble(&self, b: &MeshBuilder, rank: usize, keys: Option<&[Vec<u32>]>) -> Result<Built> {
+impl Sections {
+    /// Local numbers and maps (core and owned elements in global order), freeing the rows as
+    /// they are translated.
+    fn assemble(mut self, b: &MeshBuilder, rank: usize) -> Result<Built> {
         let nsets = self.owned.len();
         let mut sets = Vec::with_capacity(nsets);
         // Per set: the index into the owned list of every core and owned element, in local order.
-        let mut owned_order: Vec<Vec<usize>> = Vec::with_capacity(nsets);
+        let mut owned_order: Vec<Vec<u32>> = Vec::with_capacity(nsets);
         for s in 0..nsets {
-            let (mut cores, mut rest): (Vec<usize>, Vec<usize>) =
-                (0..self.owned[s].len()).partition(|&i| self.core[s][i]);
-            if let Some(keys) = keys {
-                // Unordered local numbers: cores first, then the rest, each ascending.
-                let ncore = cores.len();
-                let mut at = vec![0usize; self.owned[s].len()];
-                for (l, &i) in cores.iter().chain(&rest).enumerate() {
-                    at[i] = l;
-                }
-                let key = |i: &usize| (keys[s][at[*i]], self.owned[s][*i]);
-                cores.sort_by_key(key);
-                rest.sort_by_key(key);
-                debug_assert_eq!(cores.len(), ncore);
-            }
-            let sizes = SetSizes {
-                core: cores.len(),
-                owned: rest.len(),
-                exec_halo: self.exec[s].len(),
-                nonexec_halo: self.nonexec[s].len(),
-            };
-            let total = sizes.core + sizes.owned + sizes.exec_halo + sizes.nonexec_halo;
+            let total = self.owned[s].len() + self.exec[s].len() + self.nonexec[s].len();
             if total > i32::MAX as usize {
                 return Err(MpiError::BadDeclaration(format!(
                     "set `{}`: {total} elements on rank {rank}, past 32-bit local numbers",
                     b.sets[s].name
                 )));
             }
+            let (mut cores, rest): (Vec<u32>, Vec<u32>) =
+                (0..self.owned[s].len() as u32).partition(|&i| self.core[s][i as usize]);
+            let sizes = SetSizes {
+                core: cores.len(),
+                owned: rest.len(),
+                exec_halo: self.exec[s].len(),
+                nonexec_halo: self.nonexec[s].len(),
+            };
             let mut global = Vec::with_capacity(total);
-            global.extend(cores.iter().chain(&rest).map(|&i| self.owned[s][i]));
+            global.extend(
+                cores
+                    .iter()
+                    .chain(&rest)
+                    .map(|&i| self.owned[s][i as usize]),
+            );
             global.extend(self.exec[s].iter().map(|&(_, g)| g));
             global.extend(self.nonexec[s].iter().map(|&(_, g)| g));
             let owners = self.exec[s]
@@ -570,41 +649,35 @@ impl Sections<'_> {
                 .collect();
             cores.extend(rest);
             owned_order.push(cores);
+            self.owned[s] = Vec::new();
+            self.core[s] = Vec::new();
             sets.push(SetLayout {
                 sizes,
                 global,
                 owners,
             });
         }
-        let local: Vec<HashMap<u64, u32>> = sets
-            .iter()
-            .map(|s| {
-                s.global
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &g)| (g, i as u32))
-                    .collect()
-            })
-            .collect();
+        let local: Vec<Lookup> = sets.iter().map(|s| Lookup::new(&s.global)).collect();
         let mut maps = Vec::with_capacity(b.maps.len());
         for (m, d) in b.maps.iter().enumerate() {
-            let (o, e) = (&self.owned_rows[m], &self.exec_rows[m]);
+            let o = std::mem::replace(&mut self.owned_rows[m], Rows::empty());
+            let e = std::mem::replace(&mut self.exec_rows[m], Rows::empty());
             let rows = owned_order[d.from].len() + e.len();
             let mut values = Vec::with_capacity(rows * d.arity);
-            let to = &local[d.to];
+            let (to, to_global) = (&local[d.to], &sets[d.to].global);
             let mut push = |g: u64| -> Result<()> {
-                let l = to.get(&g).ok_or_else(|| MpiError::Invariant {
+                let l = to.find(to_global, g).ok_or_else(|| MpiError::Invariant {
                     rank,
                     reason: format!(
                         "map `{}`: target {g} of an executed row is not held",
                         d.name
                     ),
                 })?;
-                values.push(*l as i32);
+                values.push(l as i32);
                 Ok(())
             };
             for &i in &owned_order[d.from] {
-                o.row(i).try_for_each(&mut push)?;
+                o.row(i as usize).try_for_each(&mut push)?;
             }
             for r in 0..e.len() {
                 e.row(r).try_for_each(&mut push)?;
@@ -614,6 +687,39 @@ impl Sections<'_> {
         Ok(Built {
             layout: RankLayout { sets, maps },
         })
+    }
+}
+
+/// Orders every set's core and owned sections by `keys` (a locality key per local element,
+/// ties by global number) and renumbers the maps to match.
+fn reorder(b: &MeshBuilder, layout: &mut RankLayout, keys: &[Vec<u32>]) {
+    // Per set: the old local number of each new position, and the new number of each old one.
+    let mut new_of: Vec<Vec<u32>> = Vec::with_capacity(layout.sets.len());
+    let mut old_at: Vec<Vec<u32>> = Vec::with_capacity(layout.sets.len());
+    for (set, key) in layout.sets.iter_mut().zip(keys) {
+        let z = set.sizes;
+        let total = set.global.len();
+        let mut order: Vec<u32> = (0..total as u32).collect();
+        let global = &set.global;
+        let by_key = |i: &u32| (key[*i as usize], global[*i as usize]);
+        order[..z.core].sort_by_key(by_key);
+        order[z.core..z.core + z.owned].sort_by_key(by_key);
+        let mut new = vec![0u32; total];
+        for (n, &o) in order.iter().enumerate() {
+            new[o as usize] = n as u32;
+        }
+        set.global = order.iter().map(|&o| set.global[o as usize]).collect();
+        new_of.push(new);
+        old_at.push(order);
+    }
+    for (d, values) in b.maps.iter().zip(&mut layout.maps) {
+        let rows = values.len() / d.arity;
+        let mut out = Vec::with_capacity(values.len());
+        for &old in &old_at[d.from][..rows] {
+            let row = &values[old as usize * d.arity..(old as usize + 1) * d.arity];
+            out.extend(row.iter().map(|&v| new_of[d.to][v as usize] as i32));
+        }
+        *values = out;
     }
 }
 

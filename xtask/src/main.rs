@@ -22,6 +22,8 @@
 //!   [--partitioner metis,geometric,blocks] [--hdf5]`: Airfoil under `mpirun` at each rank count,
 //!   backend and partitioner (from OP2's HDF5 file read in slices, with VTK and PNG output, under
 //!   `--hdf5`); fails unless every run prints OP2-Common's residuals (see `mpi.rs`).
+//! - `cargo xtask setup-scaling [--cells N] [--ranks 1,2,4,8] [--partitioner geometric,ptscotch,metis]`:
+//!   the distributed setup's memory, time and cut per rank count and partitioner (see `mpi.rs`).
 //! - `cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]`: every backend
 //!   (or the named ones) against the sequential reference, each in its own process; prints a table
 //!   of case x backend.
@@ -97,6 +99,13 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         check: "pkg-config --exists PETSc",
         packages: &["libpetsc-real-dev", "pkg-config"],
         why: "op2-la's `petsc` feature solves with PETSc's KSP; its tests compare the native solvers with it",
+        required: true,
+    },
+    SystemDep {
+        what: "PT-Scotch (library and headers)",
+        check: "test -f /usr/include/scotch/ptscotch.h || test -f /usr/include/ptscotch.h",
+        packages: &["libptscotch-dev"],
+        why: "op2-mpi's `ptscotch` feature partitions on the distributed graph; its tests run it under mpirun",
         required: true,
     },
     SystemDep {
@@ -331,11 +340,12 @@ fn main() -> ExitCode {
         Some("bench-python") => python_bench(1000),
         Some("gpu-check") => gpu::run(&args[1..]),
         Some("airfoil-mpi") => mpi::airfoil(&args[1..]),
+        Some("setup-scaling") => mpi::setup_scaling(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("chaos") => chaos::run_chaos(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask bench-la [--repeats N] [--assembly-n N]\n       cargo xtask python\n       cargo xtask bench-python\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S] [--max-set N]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]\n       cargo xtask chaos [--crashes N] [--seed S] [--ij I J] [--iterations N] [--every N] [--no-mpi]"
+                "usage: cargo xtask test [--install-deps]\n       cargo xtask deps [--install]\n       cargo xtask conformance [--backend NAME]... [--require NAME]... [--random N]\n       cargo xtask bench [--iterations N] [--ij I J] [--backend NAME]... [--shuffle SEED] [--renumber]\n       cargo xtask bench-la [--repeats N] [--assembly-n N]\n       cargo xtask python\n       cargo xtask bench-python\n       cargo xtask gpu-check [--bundle [DIR] | --run DIR]\n       cargo xtask fuzz [--seconds N] [--backend LABEL]... [--seed S] [--max-set N]\n       cargo xtask airfoil-mpi [--iterations N] [--ranks 1,2,3,4] [--backend seq,openmp] [--partitioner metis,geometric,blocks] [--ij I J] [--renumber] [--hdf5]\n       cargo xtask setup-scaling [--cells N] [--ranks 1,2,4,8] [--partitioner geometric,ptscotch,metis]\n       cargo xtask chaos [--crashes N] [--seed S] [--ij I J] [--iterations N] [--every N] [--no-mpi]"
             );
             Err("unknown or missing command".into())
         }
@@ -534,6 +544,8 @@ fn test(args: &[String]) -> Result<(), String> {
         "airfoil/hdf5".to_string(),
         // PETSc beside the native solvers (op2-la's comparison tests, la-bench).
         "op2/petsc".to_string(),
+        // PT-Scotch's distributed partitioner in op2-mpi's mpirun and memory tests.
+        "op2/ptscotch".to_string(),
         "airfoil/petsc".to_string(),
     ]);
     let ws_features = ws_features.join(",");

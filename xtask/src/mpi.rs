@@ -235,3 +235,90 @@ pub fn airfoil(args: &[String]) -> Result<(), String> {
         Err(failed.join("\n"))
     }
 }
+
+/// `cargo xtask setup-scaling [--cells N] [--ranks 1,2,4,8] [--partitioner geometric,ptscotch,metis]`:
+/// op2-mpi's `setup-scaling` (release, with PT-Scotch) under `mpirun` at each rank count with
+/// each partitioner, tabulated: the largest and mean peak memory per rank during the setup,
+/// the kernel's high-water mark, the setup time, the edge cut and the largest cell halo.
+pub fn setup_scaling(args: &[String]) -> Result<(), String> {
+    let mut cells = 2_000_000usize;
+    let mut ranks = vec!["1".to_string(), "2".into(), "4".into(), "8".into()];
+    let mut partitioners = vec!["geometric".to_string(), "ptscotch".into(), "metis".into()];
+    let mut i = 0;
+    while i < args.len() {
+        let value = args.get(i + 1);
+        match args[i].as_str() {
+            "--cells" => {
+                cells = value
+                    .and_then(|v| v.parse().ok())
+                    .ok_or("--cells takes a number")?
+            }
+            "--ranks" => ranks = list(value, "--ranks")?,
+            "--partitioner" => partitioners = list(value, "--partitioner")?,
+            other => return Err(format!("unknown option `{other}`")),
+        }
+        i += 2;
+    }
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "op2-mpi",
+        "--features",
+        "ptscotch",
+        "--bin",
+        "setup-scaling",
+    ]))?;
+    let exe = root().join("target/release/setup-scaling");
+    let mb = |f: &std::collections::HashMap<&str, &str>, k: &str| -> String {
+        f.get(k)
+            .and_then(|v| v.parse::<f64>().ok())
+            .map_or("-".into(), |b| format!("{:.1}", b / 1048576.0))
+    };
+    println!(
+        "\n| partitioner | ranks | peak max (MB) | peak mean (MB) | RSS high-water max (MB) | setup (s) | edge cut | largest cell halo |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut connectivity = String::new();
+    for p in &partitioners {
+        for r in &ranks {
+            let n: usize = r.parse().map_err(|_| format!("bad rank count `{r}`"))?;
+            let out = mpirun(n, 900)
+                .env("OP2_MPI_TIMEOUT", "800")
+                .arg(&exe)
+                .args(["--cells", &cells.to_string(), "--partitioner", p])
+                .output()
+                .map_err(|e| format!("mpirun: {e}"))?;
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let Some(line) = stdout.lines().find(|l| l.starts_with("setup ")) else {
+                return Err(format!(
+                    "{p} at {n} ranks gave no figures:\n{stdout}\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            };
+            let f: std::collections::HashMap<&str, &str> = line
+                .split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .collect();
+            if f.get("owned_ok") != Some(&"true") {
+                return Err(format!("{p} at {n} ranks lost elements: {line}"));
+            }
+            connectivity = format!(
+                "{} cells; maps as handed in (32-bit): {} MB",
+                f.get("cells").unwrap_or(&"?"),
+                mb(&f, "connectivity_bytes")
+            );
+            println!(
+                "| {p} | {n} | {} | {} | {} | {} | {} | {} |",
+                mb(&f, "peak_max"),
+                mb(&f, "peak_mean"),
+                mb(&f, "hwm_max"),
+                f.get("seconds").unwrap_or(&"-"),
+                f.get("edge_cut").unwrap_or(&"-"),
+                f.get("largest_halo").unwrap_or(&"-"),
+            );
+        }
+    }
+    println!("\n{connectivity}");
+    Ok(())
+}
