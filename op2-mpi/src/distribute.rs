@@ -202,7 +202,7 @@ impl MeshBuilder {
     }
 
     /// The partition step without a runtime: this rank's part as plain data. No rank holds more
-    /// than its share of the mesh at any point (see [`crate::setup`]), except with
+    /// than its share of the mesh at any point (docs/05-ranks.md), except with
     /// [`Partitioner::Metis`], which partitions on rank 0, and the input itself when it is
     /// [`Input::Everywhere`] or [`Input::Root`].
     pub fn distribute(self, comm: &dyn Communicator, options: &Options) -> Result<Distributed> {
@@ -242,7 +242,8 @@ impl MeshBuilder {
         let first = b.first_set_of(options);
         let home_parts = b.home_parts(comm, options)?;
         let order = (options.renumber && !b.sets.is_empty()).then_some(first);
-        let built = b.build_layout(comm, home_parts, order)?;
+        // Its last failures (a part past 32-bit local numbers) come after its last collective.
+        let built = agree(comm, b.build_layout(comm, home_parts, order))?;
         let cut_map = b.cut_map(options);
         let edge_cut = match cut_map {
             Some(m) => distributed_edge_cut(&b, comm, &built, m)?,

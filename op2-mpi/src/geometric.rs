@@ -27,12 +27,22 @@ fn order_key(x: f64) -> u64 {
     if b >> 63 == 1 { !b } else { b | 1 << 63 }
 }
 
+/// The double whose [`order_key`] is `k`.
+fn from_order_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// Combines `words` over ranks under `op` (integers: MPI combines them, exact in any order).
+fn all_reduce_words(comm: &dyn Communicator, words: &mut [u64], op: ReduceOp) -> Result<()> {
+    let mut bytes: Vec<u8> = bytemuck::cast_slice(words).to_vec();
+    comm.all_reduce(&mut bytes, DType::U64, op)?;
+    words.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, u64>(&bytes));
+    Ok(())
+}
+
 /// Sums `counts` over ranks.
 fn all_sum(comm: &dyn Communicator, counts: &mut [u64]) -> Result<()> {
-    let mut bytes: Vec<u8> = bytemuck::cast_slice(counts).to_vec();
-    comm.all_reduce(&mut bytes, DType::U64, ReduceOp::Sum)?;
-    counts.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, u64>(&bytes));
-    Ok(())
+    all_reduce_words(comm, counts, ReduceOp::Sum)
 }
 
 /// The part of each of this rank's points (`dim` coordinates each; global numbers `first_id..`)
@@ -72,21 +82,24 @@ pub(crate) fn bisection_distributed(
         }
         let na = active.len();
 
-        // Bounding boxes, then the axis of longest extent (the first on ties).
-        let mut lo = vec![f64::INFINITY; na * dim];
-        let mut hi = vec![f64::NEG_INFINITY; na * dim];
+        // Bounding boxes, then the axis of longest extent (the first on ties). The bounds
+        // travel as order keys, integers, whose minimum and maximum are those of the numbers.
+        let mut lo_keys = vec![u64::MAX; na * dim];
+        let mut hi_keys = vec![0u64; na * dim];
         for (i, &g) in of.iter().enumerate() {
             let a = slot[g as usize];
             if a != usize::MAX {
                 for x in 0..dim {
-                    let v = coords[i * dim + x];
-                    lo[a * dim + x] = lo[a * dim + x].min(v);
-                    hi[a * dim + x] = hi[a * dim + x].max(v);
+                    let k = order_key(coords[i * dim + x]);
+                    lo_keys[a * dim + x] = lo_keys[a * dim + x].min(k);
+                    hi_keys[a * dim + x] = hi_keys[a * dim + x].max(k);
                 }
             }
         }
-        comm.all_reduce_f64(&mut lo, ReduceOp::Min)?;
-        comm.all_reduce_f64(&mut hi, ReduceOp::Max)?;
+        all_reduce_words(comm, &mut lo_keys, ReduceOp::Min)?;
+        all_reduce_words(comm, &mut hi_keys, ReduceOp::Max)?;
+        let lo: Vec<f64> = lo_keys.into_iter().map(from_order_key).collect();
+        let hi: Vec<f64> = hi_keys.into_iter().map(from_order_key).collect();
         let axis: Vec<usize> = (0..na)
             .map(|a| {
                 let mut best = (0, f64::NEG_INFINITY);
@@ -185,5 +198,8 @@ mod tests {
             assert!(order_key(w[0]) < order_key(w[1]), "{} < {}", w[0], w[1]);
         }
         assert_eq!(order_key(-0.0), order_key(0.0));
+        for x in xs {
+            assert_eq!(from_order_key(order_key(x)), x);
+        }
     }
 }

@@ -284,9 +284,8 @@ impl Inner {
         }
     }
 
-    /// A reduction MPI combines itself (`MPI_Iallreduce`): used where the result does not depend
-    /// on the order of combining (integers; minimum and maximum), so it needs no gather of every
-    /// rank's values.
+    /// A reduction MPI combines itself (`MPI_Iallreduce`), for integers: the result does not
+    /// depend on the order of combining, so it needs no gather of every rank's values.
     fn native_all_reduce(
         &self,
         values: &[u8],
@@ -294,6 +293,7 @@ impl Inner {
         reduce: ReduceOp,
     ) -> op2_core::Result<InFlight> {
         let len = values.len();
+        count(len, "all-reduce")?;
         let mut send = vec![0u64; len.div_ceil(8).max(1)];
         bytemuck::cast_slice_mut::<u64, u8>(&mut send)[..len].copy_from_slice(values);
         let mut received = vec![0u64; send.len()];
@@ -458,10 +458,11 @@ impl Communicator for MpiCommunicator {
         dtype: DType,
         op: ReduceOp,
     ) -> op2_core::Result<Box<dyn PendingReduction>> {
-        // Floating-point sums depend on the order: combined here in rank order, so that the
-        // same number of ranks gives the same bits. Everything else is exact in any order.
-        let floating = matches!(dtype, DType::F64 | DType::F32);
-        if !(floating && op == ReduceOp::Sum) {
+        // Floating-point values are combined here in rank order with op2-core's `combine`, so
+        // that every rank gets the same bits as one process would (sums depend on the order;
+        // MPI's minimum and maximum treat NaN and -0.0 their own way). Integers are exact in
+        // any order: MPI combines them, without a gather of every rank's values.
+        if !matches!(dtype, DType::F64 | DType::F32) {
             return Ok(Box::new(NativeReduction {
                 comm: self.inner.clone(),
                 len: values.len(),

@@ -18,7 +18,7 @@
 
 use crate::error::{MpiError, Result};
 use crate::layout::{RankLayout, SetLayout};
-use crate::mesh::{Input, MeshBuilder, block_range};
+use crate::mesh::{Input, MapDecl, MeshBuilder, block_range};
 use crate::partition::majority;
 use op2_core::comm::{Communicator, ReduceOp};
 use op2_core::{DType, SetSizes};
@@ -57,15 +57,15 @@ pub(crate) fn exchange_words(
 
 /// Requests per round of [`fetch`]: bounds the memory a request takes in flight (its numbers
 /// and rows pass through a few buffers on the way) to a few MiB however many rows are asked.
-const FETCH_BATCH: usize = 1 << 18;
+const FETCH_BATCH: usize = 1 << 16;
 
 /// The rows of elements `ids` (global numbers of a set of `size`, in any order) from their home
 /// ranks, in the order of `ids`: `block` is this rank's home rows, `row` bytes each. Collective;
 /// asked in rounds of at most [`FETCH_BATCH`] numbers per rank.
-pub(crate) fn fetch(
+pub(crate) fn fetch<T: Copy + Into<u64>>(
     comm: &dyn Communicator,
     size: usize,
-    ids: &[u64],
+    ids: &[T],
     block: &[u8],
     row: usize,
 ) -> Result<Vec<u8>> {
@@ -84,16 +84,17 @@ pub(crate) fn fetch(
 }
 
 /// One round of [`fetch`].
-fn fetch_round(
+fn fetch_round<T: Copy + Into<u64>>(
     comm: &dyn Communicator,
     size: usize,
-    ids: &[u64],
+    ids: &[T],
     block: &[u8],
     row: usize,
 ) -> Result<Vec<u8>> {
     let (ranks, rank) = (comm.size(), comm.rank());
     let mut asks: Vec<Vec<u64>> = vec![Vec::new(); ranks];
     for &g in ids {
+        let g: u64 = g.into();
         asks[holder(size, ranks, g as usize)].push(g);
     }
     let asked = exchange_words(comm, asks)?;
@@ -120,7 +121,7 @@ fn fetch_round(
     let mut next = vec![0usize; ranks];
     let mut out = Vec::with_capacity(ids.len() * row);
     for &g in ids {
-        let h = holder(size, ranks, g as usize);
+        let h = holder(size, ranks, g.into() as usize);
         let at = next[h];
         next[h] += 1;
         out.extend_from_slice(got[h].get(at * row..(at + 1) * row).ok_or_else(|| {
@@ -134,10 +135,10 @@ fn fetch_round(
 
 /// The parts of `ids` (global numbers of a set of `size`), asked of their home ranks, whose
 /// home parts are `home`.
-pub(crate) fn fetch_parts(
+pub(crate) fn fetch_parts<T: Copy + Into<u64>>(
     comm: &dyn Communicator,
     size: usize,
-    ids: &[u64],
+    ids: &[T],
     home: &[u32],
 ) -> Result<Vec<u32>> {
     let bytes = fetch(comm, size, ids, bytemuck::cast_slice(home), 4)?;
@@ -316,32 +317,53 @@ impl MeshBuilder {
             });
             if let Some(s) = forward {
                 let n = home(s).len();
-                // Per map: the distinct targets of this rank's rows and their parts.
+                // Per map in turn: the distinct targets of this rank's rows, their parts
+                // asked of the home ranks, then the part of every entry (the numbers dropped).
                 let maps: Vec<_> = self
                     .maps
                     .iter()
                     .filter(|m| m.from == s && result[m.to].is_some())
                     .collect();
-                let mut asked: Vec<(Vec<u64>, Vec<u32>)> = Vec::with_capacity(maps.len());
+                let mut entry_parts: Vec<Vec<u32>> = Vec::with_capacity(maps.len());
                 for m in &maps {
-                    let ids = unique(
-                        (0..m.values.len())
-                            .map(|i| m.values.get(i) as u64)
-                            .collect(),
-                    );
                     let to = result[m.to].as_ref().expect("filtered");
-                    let parts = fetch_parts(comm, self.sets[m.to].size, &ids, to)?;
-                    asked.push((ids, parts));
+                    let size = self.sets[m.to].size;
+                    let values = &m.values;
+                    let parts = if size <= u32::MAX as usize {
+                        let mut ids: Vec<u32> =
+                            (0..values.len()).map(|i| values.get(i) as u32).collect();
+                        ids.sort_unstable();
+                        ids.dedup();
+                        let p = fetch_parts(comm, size, &ids, to)?;
+                        (0..values.len())
+                            .map(|i| {
+                                p[ids
+                                    .binary_search(&(values.get(i) as u32))
+                                    .expect("asked for")]
+                            })
+                            .collect()
+                    } else {
+                        let ids = unique((0..values.len()).map(|i| values.get(i) as u64).collect());
+                        let p = fetch_parts(comm, size, &ids, to)?;
+                        (0..values.len())
+                            .map(|i| {
+                                p[ids
+                                    .binary_search(&(values.get(i) as u64))
+                                    .expect("asked for")]
+                            })
+                            .collect()
+                    };
+                    entry_parts.push(parts);
                 }
                 let mut counts: Vec<(u32, u32)> = Vec::new();
                 let mut out = Vec::with_capacity(n);
                 for e in 0..n {
-                    for (m, (ids, parts)) in maps.iter().zip(&asked) {
-                        for k in 0..m.arity {
-                            let t = m.values.get(e * m.arity + k) as u64;
-                            let at = ids.binary_search(&t).expect("asked for");
-                            counts.push((parts[at], 1));
-                        }
+                    for (m, parts) in maps.iter().zip(&entry_parts) {
+                        counts.extend(
+                            parts[e * m.arity..(e + 1) * m.arity]
+                                .iter()
+                                .map(|&p| (p, 1)),
+                        );
                     }
                     out.push(majority(&mut counts).unwrap_or(rank as u32));
                 }
@@ -465,9 +487,12 @@ impl MeshBuilder {
         }
         let is_owned = |s: usize, g: u64| owned[s].binary_search(&g).is_ok();
 
-        // The map rows of owned elements, from their home ranks.
-        let fetch_rows = |m: usize, ids: &[u64]| -> Result<Rows> {
-            let d = &self.maps[m];
+        // Set by set (every rank in the same order): the map rows of its owned elements from
+        // their home ranks, the owners of the targets on other ranks, the exec halo it sends,
+        // and the rows of the exec halo it receives; then the home slices of its maps go, so
+        // that one set's rows and the next set's slices are never all held at once.
+        let fetch_rows = |maps: &[MapDecl], m: usize, ids: &[u64]| -> Result<Rows> {
+            let d = &maps[m];
             let row = d.arity * d.values.width();
             Ok(Rows {
                 width: d.values.width(),
@@ -475,50 +500,38 @@ impl MeshBuilder {
                 bytes: fetch(comm, size(d.from), ids, d.values.as_bytes(), row)?,
             })
         };
-        let owned_rows = (0..self.maps.len())
-            .map(|m| fetch_rows(m, &owned[self.maps[m].from]))
-            .collect::<Result<Vec<Rows>>>()?;
-
-        // Owners of what owned rows reach on other ranks.
+        let nmaps = self.maps.len();
+        let mut owned_rows: Vec<Rows> = (0..nmaps).map(|_| Rows::empty()).collect();
+        let mut exec_rows: Vec<Rows> = (0..nmaps).map(|_| Rows::empty()).collect();
         let mut known: Vec<HashMap<u64, u32>> = vec![HashMap::new(); nsets];
-        let ask_owners =
-            |known: &mut Vec<HashMap<u64, u32>>, t: usize, ids: Vec<u64>| -> Result<()> {
-                let ids = unique(ids);
-                let p = fetch_parts(comm, size(t), &ids, &parts[t])?;
-                known[t].extend(ids.into_iter().zip(p));
-                Ok(())
-            };
-        for t in 0..nsets {
-            let mut foreign = Vec::new();
-            for (m, rows) in self.maps.iter().zip(&owned_rows) {
-                if m.to == t {
-                    foreign.extend(
-                        (0..rows.len())
-                            .flat_map(|r| rows.row(r))
-                            .filter(|&g| !is_owned(t, g)),
-                    );
-                }
-            }
-            ask_owners(&mut known, t, foreign)?;
-        }
-
-        // Core flags; owned elements that reach other ranks go to them as exec halo.
         let mut core: Vec<Vec<bool>> = Vec::with_capacity(nsets);
         let mut exec: Vec<Vec<(u32, u64)>> = Vec::with_capacity(nsets);
         for (s, mine) in owned.iter().enumerate() {
-            let n = mine.len();
-            let mut flags = vec![true; n];
+            let from_s: Vec<usize> = (0..nmaps).filter(|&m| self.maps[m].from == s).collect();
+            for &m in &from_s {
+                owned_rows[m] = fetch_rows(&self.maps, m, mine)?;
+                let t = self.maps[m].to;
+                let rows = &owned_rows[m];
+                let foreign = unique(
+                    (0..rows.len())
+                        .flat_map(|r| rows.row(r))
+                        .filter(|&g| !is_owned(t, g) && !known[t].contains_key(&g))
+                        .collect(),
+                );
+                let p = fetch_parts(comm, size(t), &foreign, &parts[t])?;
+                known[t].extend(foreign.into_iter().zip(p));
+            }
+            // Core flags; owned elements that reach other ranks go to them as exec halo.
+            let mut flags = vec![true; mine.len()];
             let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
             let mut others: Vec<u32> = Vec::new();
             for (i, flag) in flags.iter_mut().enumerate() {
                 others.clear();
-                for (m, rows) in self.maps.iter().zip(&owned_rows) {
-                    if m.from != s {
-                        continue;
-                    }
-                    for g in rows.row(i) {
-                        if !is_owned(m.to, g) {
-                            others.push(known[m.to][&g]);
+                for &m in &from_s {
+                    let to = self.maps[m].to;
+                    for g in owned_rows[m].row(i) {
+                        if !is_owned(to, g) {
+                            others.push(known[to][&g]);
                         }
                     }
                 }
@@ -533,26 +546,31 @@ impl MeshBuilder {
             }
             core.push(flags);
             // By sender (the owner), each in ascending order: sorted by (owner, number).
-            exec.push(
-                exchange_words(comm, sends)?
-                    .into_iter()
-                    .enumerate()
-                    .flat_map(|(p, ids)| ids.into_iter().map(move |g| (p as u32, g)))
-                    .collect(),
-            );
+            let received: Vec<(u32, u64)> = exchange_words(comm, sends)?
+                .into_iter()
+                .enumerate()
+                .flat_map(|(p, ids)| ids.into_iter().map(move |g| (p as u32, g)))
+                .collect();
+            let ids: Vec<u64> = received.iter().map(|&(_, g)| g).collect();
+            for &m in &from_s {
+                exec_rows[m] = fetch_rows(&self.maps, m, &ids)?;
+                // Every row of this map that runs here is here.
+                let d = &mut self.maps[m];
+                d.values = d.values.same_width_from(&[]);
+            }
+            exec.push(received);
         }
-        let exec_ids: Vec<Vec<u64>> = exec
+        let exec_sorted: Vec<Vec<u64>> = exec
             .iter()
-            .map(|e| e.iter().map(|&(_, g)| g).collect())
+            .map(|e| unique(e.iter().map(|&(_, g)| g).collect()))
             .collect();
-        let exec_rows = (0..self.maps.len())
-            .map(|m| fetch_rows(m, &exec_ids[self.maps[m].from]))
-            .collect::<Result<Vec<Rows>>>()?;
-        // Every row this rank executes is here: the home slices of the maps are done with.
-        for m in &mut self.maps {
-            m.values = m.values.same_width_from(&[]);
-        }
-        let exec_sorted: Vec<Vec<u64>> = exec_ids.iter().map(|e| unique(e.clone())).collect();
+        let ask_owners =
+            |known: &mut Vec<HashMap<u64, u32>>, t: usize, ids: Vec<u64>| -> Result<()> {
+                let ids = unique(ids);
+                let p = fetch_parts(comm, size(t), &ids, &parts[t])?;
+                known[t].extend(ids.into_iter().zip(p));
+                Ok(())
+            };
 
         // Non-exec halo: reached by owned or exec rows, not held yet.
         let mut nonexec: Vec<Vec<(u32, u64)>> = Vec::with_capacity(nsets);

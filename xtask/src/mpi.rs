@@ -276,7 +276,7 @@ pub fn setup_scaling(args: &[String]) -> Result<(), String> {
             .map_or("-".into(), |b| format!("{:.1}", b / 1048576.0))
     };
     println!(
-        "\n| partitioner | ranks | peak max (MB) | peak mean (MB) | RSS high-water max (MB) | setup (s) | edge cut | largest cell halo |"
+        "\n| partitioner | ranks | peak max (MiB) | peak mean (MiB) | RSS growth max (MiB) | setup (s) | edge cut | largest cell halo |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     let mut connectivity = String::new();
@@ -304,7 +304,7 @@ pub fn setup_scaling(args: &[String]) -> Result<(), String> {
                 return Err(format!("{p} at {n} ranks lost elements: {line}"));
             }
             connectivity = format!(
-                "{} cells; maps as handed in (32-bit): {} MB",
+                "{} cells; maps as handed in (32-bit): {} MiB",
                 f.get("cells").unwrap_or(&"?"),
                 mb(&f, "connectivity_bytes")
             );
