@@ -105,6 +105,11 @@ impl Mpi {
                 size: world.size() as usize,
                 comm: Mutex::new(World(world)),
                 timeout,
+                max_message: std::env::var("OP2_MPI_MAX_MESSAGE")
+                    .ok()
+                    .and_then(|s| s.trim().parse::<usize>().ok())
+                    .filter(|&n| n > 0)
+                    .map_or(i32::MAX as usize, |n| n.min(i32::MAX as usize)),
             }),
         });
         Ok(Mpi {
@@ -137,6 +142,9 @@ struct Inner {
     size: usize,
     comm: Mutex<World>,
     timeout: Duration,
+    /// The most bytes one rank sends or receives in one all-to-all round: MPI's 32-bit count,
+    /// or `OP2_MPI_MAX_MESSAGE` (bytes), which the tests set low to exercise the split.
+    max_message: usize,
 }
 
 impl fmt::Debug for MpiCommunicator {
@@ -331,6 +339,76 @@ impl Inner {
         Ok(op)
     }
 
+    /// One `MPI_Ialltoallv` of `sends`, receiving `receive_lens[p]` bytes from each rank `p`.
+    fn all_to_all_round(
+        &self,
+        sends: Vec<Vec<u8>>,
+        receive_lens: &[usize],
+    ) -> op2_core::Result<Vec<Vec<u8>>> {
+        let send_counts = sends
+            .iter()
+            .map(|s| count(s.len(), "all-to-all"))
+            .collect::<op2_core::Result<Vec<Count>>>()?;
+        let receive_counts = receive_lens
+            .iter()
+            .map(|&n| count(n, "all-to-all"))
+            .collect::<op2_core::Result<Vec<Count>>>()?;
+        let displacements = |c: &[Count]| -> op2_core::Result<Vec<Count>> {
+            let mut at = 0usize;
+            c.iter()
+                .map(|&n| {
+                    let d = count(at, "all-to-all")?;
+                    at += n as usize;
+                    Ok(d)
+                })
+                .collect()
+        };
+        let send_displs = displacements(&send_counts)?;
+        let receive_displs = displacements(&receive_counts)?;
+        let total: usize = receive_lens.iter().sum();
+        count(total, "all-to-all")?;
+        count(sends.iter().map(Vec::len).sum(), "all-to-all")?;
+        let mut send_buf: Vec<u8> = sends.concat();
+        // The pieces are copied: free them before the receive buffer is allocated.
+        drop(sends);
+        if send_buf.is_empty() {
+            send_buf.push(0);
+        }
+        let mut receive_buf = buffer(total);
+        let mut op = self.in_flight("all-to-all");
+        {
+            let world = self.lock();
+            let send = Partition::new(&send_buf[..], &send_counts[..], &send_displs[..]);
+            let mut receive = PartitionMut::new(
+                &mut receive_buf[..],
+                &receive_counts[..],
+                &receive_displs[..],
+            );
+            mpi::request::scope(|scope| {
+                let request =
+                    world
+                        .0
+                        .immediate_all_to_all_varcount_into(scope, &send, &mut receive);
+                // SAFETY: as in `all_gather`; the count arrays move into `op` too.
+                op.requests.push(unsafe { request.into_raw() }.0);
+            });
+        }
+        op.buffers.push(send_buf);
+        op.buffers.push(receive_buf);
+        op.counts = vec![send_counts, receive_counts, send_displs, receive_displs];
+        op.finish(self)?;
+        let receive_buf = op.buffers.pop().unwrap_or_default();
+        // The send buffer goes before the pieces are copied out.
+        drop(op);
+        let mut out = Vec::with_capacity(self.size);
+        let mut at = 0;
+        for &n in receive_lens {
+            out.push(receive_buf[at..at + n].to_vec());
+            at += n;
+        }
+        Ok(out)
+    }
+
     /// Each rank's `values` (all the same length), concatenated in rank order.
     fn all_gather(&self, values: Vec<u8>, what: &'static str) -> op2_core::Result<InFlight> {
         count(values.len() * self.size, what)?;
@@ -497,10 +575,20 @@ impl Communicator for MpiCommunicator {
                 me.size
             )));
         }
-        // First the sizes, then the bytes.
-        let mut sizes = Vec::with_capacity(me.size * 8);
+        // MPI counts bytes in 32-bit integers: per round each pair moves at most `chunk` bytes,
+        // so that no rank sends or receives more than the limit in one round.
+        let chunk = (me.max_message / me.size).max(1);
+        let my_rounds = sends
+            .iter()
+            .map(|s| s.len().div_ceil(chunk))
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        // First the sizes (and how many rounds each rank's largest message needs), then the bytes.
+        let mut sizes = Vec::with_capacity(me.size * 16);
         for s in &sends {
             sizes.extend_from_slice(&(s.len() as u64).to_ne_bytes());
+            sizes.extend_from_slice(&(my_rounds as u64).to_ne_bytes());
         }
         let mut counts_op = me.in_flight("all-to-all (sizes)");
         let mut received_sizes = vec![0u8; sizes.len()];
@@ -519,70 +607,27 @@ impl Communicator for MpiCommunicator {
         counts_op.buffers.push(received_sizes);
         counts_op.finish(me)?;
         let received_sizes = counts_op.buffers.pop().unwrap_or_default();
-        let receive_lens: Vec<usize> = received_sizes
+        let words: Vec<usize> = received_sizes
             .chunks_exact(8)
             .map(|c| u64::from_ne_bytes(c.try_into().unwrap()) as usize)
             .collect();
-
-        let send_counts = sends
-            .iter()
-            .map(|s| count(s.len(), "all-to-all"))
-            .collect::<op2_core::Result<Vec<Count>>>()?;
-        let receive_counts = receive_lens
-            .iter()
-            .map(|&n| count(n, "all-to-all"))
-            .collect::<op2_core::Result<Vec<Count>>>()?;
-        let displacements = |c: &[Count]| -> op2_core::Result<Vec<Count>> {
-            let mut at = 0usize;
-            c.iter()
-                .map(|&n| {
-                    let d = count(at, "all-to-all")?;
-                    at += n as usize;
-                    Ok(d)
-                })
-                .collect()
-        };
-        let send_displs = displacements(&send_counts)?;
-        let receive_displs = displacements(&receive_counts)?;
-        let total: usize = receive_lens.iter().sum();
-        count(total, "all-to-all")?;
-        let mut send_buf: Vec<u8> = sends.concat();
-        // The pieces are copied: free them before the receive buffer is allocated.
-        drop(sends);
-        if send_buf.is_empty() {
-            send_buf.push(0);
+        let receive_lens: Vec<usize> = words.iter().step_by(2).copied().collect();
+        // Every rank sees every rank's round count: all agree on the largest.
+        let rounds = words.iter().skip(1).step_by(2).copied().max().unwrap_or(1);
+        if rounds <= 1 {
+            return me.all_to_all_round(sends, &receive_lens);
         }
-        let mut receive_buf = buffer(total);
-        let mut op = me.in_flight("all-to-all");
-        {
-            let world = me.lock();
-            let send = Partition::new(&send_buf[..], &send_counts[..], &send_displs[..]);
-            let mut receive = PartitionMut::new(
-                &mut receive_buf[..],
-                &receive_counts[..],
-                &receive_displs[..],
-            );
-            mpi::request::scope(|scope| {
-                let request =
-                    world
-                        .0
-                        .immediate_all_to_all_varcount_into(scope, &send, &mut receive);
-                // SAFETY: as in `all_gather`; the count arrays move into `op` too.
-                op.requests.push(unsafe { request.into_raw() }.0);
-            });
-        }
-        op.buffers.push(send_buf);
-        op.buffers.push(receive_buf);
-        op.counts = vec![send_counts, receive_counts, send_displs, receive_displs];
-        op.finish(me)?;
-        let receive_buf = op.buffers.pop().unwrap_or_default();
-        // The send buffer goes before the pieces are copied out.
-        drop(op);
-        let mut out = Vec::with_capacity(me.size);
-        let mut at = 0;
-        for n in receive_lens {
-            out.push(receive_buf[at..at + n].to_vec());
-            at += n;
+        let mut out: Vec<Vec<u8>> = receive_lens
+            .iter()
+            .map(|&n| Vec::with_capacity(n))
+            .collect();
+        for r in 0..rounds {
+            let piece = |len: usize| (r * chunk).min(len)..((r + 1) * chunk).min(len);
+            let pieces = sends.iter().map(|s| s[piece(s.len())].to_vec()).collect();
+            let lens: Vec<usize> = receive_lens.iter().map(|&n| piece(n).len()).collect();
+            for (o, got) in out.iter_mut().zip(me.all_to_all_round(pieces, &lens)?) {
+                o.extend_from_slice(&got);
+            }
         }
         Ok(out)
     }
