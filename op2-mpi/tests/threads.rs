@@ -556,3 +556,69 @@ fn empty_meshes_and_empty_sets_distribute_to_nothing() {
     });
     assert_eq!(results, vec![(0, 2); 3]);
 }
+
+#[test]
+fn maps_with_64_bit_numbers_distribute_as_32_bit_ones_do() {
+    let mesh = strip(40);
+    for choice in [0, 2] {
+        let results = on_ranks(3, Duration::from_secs(30), |rank, comm| {
+            let narrow = declare(&mesh, Input::Slices, 3, rank);
+            let options = options_for(&narrow, choice, choice == 2);
+            let want = narrow.builder.distribute(&*comm, &options)?;
+            // The same mesh with every map handed in as i64.
+            let mut wide = MeshBuilder::new(Input::Slices);
+            let sets: Vec<_> = mesh
+                .sets
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| wide.decl_set(n, &format!("set{i}")).unwrap())
+                .collect();
+            for (i, (from, to, arity, values)) in mesh.maps.iter().enumerate() {
+                let r = block_range(mesh.sets[*from], 3, rank);
+                let v: Vec<i64> = values[r.start * arity..r.end * arity]
+                    .iter()
+                    .map(|&x| x as i64)
+                    .collect();
+                wide.decl_map_i64(sets[*from], sets[*to], *arity, v, &format!("map{i}"))
+                    .unwrap();
+            }
+            let mut coords = None;
+            for (i, (set, dim, values)) in mesh.dats.iter().enumerate() {
+                let r = block_range(mesh.sets[*set], 3, rank);
+                let d = wide
+                    .decl_dat(
+                        sets[*set],
+                        *dim,
+                        &values[r.start * dim..r.end * dim],
+                        &format!("dat{i}"),
+                    )
+                    .unwrap();
+                coords.get_or_insert(d);
+            }
+            let r = block_range(mesh.sets[0], 3, rank);
+            wide.decl_dat(sets[0], 1, &mesh.ints[r], "ints").unwrap();
+            let options = if choice == 2 {
+                Options::new(Partitioner::Geometric {
+                    coords: coords.unwrap(),
+                })
+                .renumber(true)
+            } else {
+                Options::new(Partitioner::Blocks)
+            };
+            let got = wide.distribute(&*comm, &options)?;
+            Ok::<_, MpiError>((want, got))
+        });
+        for r in results {
+            let (want, got) = r.unwrap();
+            for (w, g) in want.sets.iter().zip(&got.sets) {
+                assert_eq!(w, g);
+            }
+            for (w, g) in want.maps.iter().zip(&got.maps) {
+                assert_eq!(w, g);
+            }
+            for (w, g) in want.dats.iter().zip(&got.dats) {
+                assert_eq!(w.bytes, g.bytes);
+            }
+        }
+    }
+}
