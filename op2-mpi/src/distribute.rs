@@ -243,13 +243,12 @@ impl MeshBuilder {
         let home_parts = b.home_parts(comm, options)?;
         let order = (options.renumber && !b.sets.is_empty()).then_some(first);
         // Its last failures (a part past 32-bit local numbers) come after its last collective.
-        let built = agree(comm, b.build_layout(comm, home_parts, order))?;
+        let layout = agree(comm, b.build_layout(comm, home_parts, order))?;
         let cut_map = b.cut_map(options);
         let edge_cut = match cut_map {
-            Some(m) => distributed_edge_cut(&b, comm, &built, m)?,
+            Some(m) => distributed_edge_cut(&b, comm, &layout, m)?,
             None => 0,
         };
-        let layout = built.layout;
         let halos = exchange_lists(comm, &layout)?;
         let blocks_of_dats = b
             .dats

@@ -5,7 +5,7 @@
 //! axes at the same points, with ties between equal coordinates broken by global number.
 
 use crate::error::Result;
-use op2_core::DType;
+use crate::setup::all_reduce_words;
 use op2_core::comm::{Communicator, ReduceOp};
 
 /// A node of the bisection tree still being split, or a leaf.
@@ -30,14 +30,6 @@ fn order_key(x: f64) -> u64 {
 /// The double whose [`order_key`] is `k`.
 fn from_order_key(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
-}
-
-/// Combines `words` over ranks under `op` (integers: MPI combines them, exact in any order).
-fn all_reduce_words(comm: &dyn Communicator, words: &mut [u64], op: ReduceOp) -> Result<()> {
-    let mut bytes: Vec<u8> = bytemuck::cast_slice(words).to_vec();
-    comm.all_reduce(&mut bytes, DType::U64, op)?;
-    words.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, u64>(&bytes));
-    Ok(())
 }
 
 /// Sums `counts` over ranks.

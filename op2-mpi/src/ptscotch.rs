@@ -7,7 +7,7 @@
 
 use crate::error::{MpiError, Result};
 use crate::mesh::{MeshBuilder, block_range};
-use crate::setup::{exchange_words, holder, sum_u64};
+use crate::setup::{exchange_pairs, holder, sum_u64};
 use op2_core::comm::Communicator;
 
 fn failed(reason: impl Into<String>) -> MpiError {
@@ -51,12 +51,7 @@ pub(crate) fn home_graph(
         sends[h].push(a);
         sends[h].push(c);
     }
-    let mut pairs: Vec<(u64, u64)> = exchange_words(comm, sends)?
-        .into_iter()
-        .flat_map(|w| w.chunks_exact(2).map(|p| (p[0], p[1])).collect::<Vec<_>>())
-        .collect();
-    pairs.sort_unstable();
-    pairs.dedup();
+    let pairs = exchange_pairs(comm, sends)?;
     let home = block_range(n, ranks, rank);
     let mut xadj = vec![0usize; home.len() + 1];
     for &(a, _) in &pairs {

@@ -18,7 +18,7 @@
 
 use crate::error::{MpiError, Result};
 use crate::layout::{RankLayout, SetLayout};
-use crate::mesh::{Input, MapDecl, MeshBuilder, block_range};
+use crate::mesh::{Input, MapDecl, MapValues, MeshBuilder, block_range};
 use crate::partition::majority;
 use op2_core::comm::{Communicator, ReduceOp};
 use op2_core::{DType, SetSizes};
@@ -69,11 +69,9 @@ pub(crate) fn fetch<T: Copy + Into<u64>>(
     block: &[u8],
     row: usize,
 ) -> Result<Vec<u8>> {
-    let mut rounds = (ids.len().div_ceil(FETCH_BATCH) as u64)
-        .to_ne_bytes()
-        .to_vec();
-    comm.all_reduce(&mut rounds, DType::U64, ReduceOp::Max)?;
-    let rounds = u64::from_ne_bytes(rounds.try_into().expect("8 bytes")) as usize;
+    let mut rounds = [ids.len().div_ceil(FETCH_BATCH) as u64];
+    all_reduce_words(comm, &mut rounds, ReduceOp::Max)?;
+    let rounds = rounds[0] as usize;
     let mut out = Vec::with_capacity(ids.len() * row);
     for r in 0..rounds {
         let lo = (r * FETCH_BATCH).min(ids.len());
@@ -145,8 +143,28 @@ pub(crate) fn fetch_parts<T: Copy + Into<u64>>(
     Ok(bytemuck::pod_collect_to_vec(&bytes))
 }
 
+/// The part of every entry of `values` (a map slice into a set of `size` whose home parts are
+/// `home`), asked of the home ranks once per distinct target, numbers held as `T`.
+fn parts_of_entries<T: Copy + Ord + Into<u64>>(
+    comm: &dyn Communicator,
+    size: usize,
+    values: &MapValues,
+    home: &[u32],
+    narrow: impl Fn(i64) -> T,
+) -> Result<Vec<u32>> {
+    let ids = unique((0..values.len()).map(|i| narrow(values.get(i))).collect());
+    let parts = fetch_parts(comm, size, &ids, home)?;
+    Ok((0..values.len())
+        .map(|i| {
+            parts[ids
+                .binary_search(&narrow(values.get(i)))
+                .expect("asked for")]
+        })
+        .collect())
+}
+
 /// Sorted, unique.
-fn unique(mut v: Vec<u64>) -> Vec<u64> {
+fn unique<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v.sort_unstable();
     v.dedup();
     v
@@ -209,11 +227,6 @@ impl Rows {
     fn row(&self, r: usize) -> impl Iterator<Item = u64> + '_ {
         (0..self.arity).map(move |k| self.get(r, k))
     }
-}
-
-/// What a rank holds after the distributed construction.
-pub(crate) struct Built {
-    pub(crate) layout: RankLayout,
 }
 
 impl MeshBuilder {
@@ -329,29 +342,11 @@ impl MeshBuilder {
                     let to = result[m.to].as_ref().expect("filtered");
                     let size = self.sets[m.to].size;
                     let values = &m.values;
+                    // Numbers of sets that fit 32 bits are asked as such: half the memory.
                     let parts = if size <= u32::MAX as usize {
-                        let mut ids: Vec<u32> =
-                            (0..values.len()).map(|i| values.get(i) as u32).collect();
-                        ids.sort_unstable();
-                        ids.dedup();
-                        let p = fetch_parts(comm, size, &ids, to)?;
-                        (0..values.len())
-                            .map(|i| {
-                                p[ids
-                                    .binary_search(&(values.get(i) as u32))
-                                    .expect("asked for")]
-                            })
-                            .collect()
+                        parts_of_entries(comm, size, values, to, |v| v as u32)?
                     } else {
-                        let ids = unique((0..values.len()).map(|i| values.get(i) as u64).collect());
-                        let p = fetch_parts(comm, size, &ids, to)?;
-                        (0..values.len())
-                            .map(|i| {
-                                p[ids
-                                    .binary_search(&(values.get(i) as u64))
-                                    .expect("asked for")]
-                            })
-                            .collect()
+                        parts_of_entries(comm, size, values, to, |v| v as u64)?
                     };
                     entry_parts.push(parts);
                 }
@@ -469,7 +464,7 @@ impl MeshBuilder {
         comm: &dyn Communicator,
         parts: Vec<Vec<u32>>,
         order: Option<usize>,
-    ) -> Result<Built> {
+    ) -> Result<RankLayout> {
         let (ranks, rank) = (comm.size(), comm.rank());
         let nsets = self.sets.len();
         let size = |s: usize| self.sets[s].size;
@@ -608,12 +603,12 @@ impl MeshBuilder {
             owned_rows,
             exec_rows,
         };
-        let mut built = sections.assemble(self, rank)?;
+        let mut layout = sections.assemble(self, rank)?;
         if let Some(first) = order {
-            let keys = local_locality_order(self, &built.layout, first);
-            reorder(self, &mut built.layout, &keys);
+            let keys = local_locality_order(self, &layout, first);
+            reorder(self, &mut layout, &keys);
         }
-        Ok(built)
+        Ok(layout)
     }
 }
 
@@ -630,7 +625,7 @@ struct Sections {
 impl Sections {
     /// Local numbers and maps (core and owned elements in global order), freeing the rows as
     /// they are translated.
-    fn assemble(mut self, b: &MeshBuilder, rank: usize) -> Result<Built> {
+    fn assemble(mut self, b: &MeshBuilder, rank: usize) -> Result<RankLayout> {
         let nsets = self.owned.len();
         let mut sets = Vec::with_capacity(nsets);
         // Per set: the index into the owned list of every core and owned element, in local order.
@@ -702,9 +697,7 @@ impl Sections {
             }
             maps.push(values);
         }
-        Ok(Built {
-            layout: RankLayout { sets, maps },
-        })
+        Ok(RankLayout { sets, maps })
     }
 }
 
@@ -795,9 +788,35 @@ fn scatter_blocks(
 
 /// Sums `v` over ranks.
 pub(crate) fn sum_u64(comm: &dyn Communicator, v: u64) -> Result<u64> {
-    let mut b = v.to_ne_bytes().to_vec();
-    comm.all_reduce(&mut b, DType::U64, ReduceOp::Sum)?;
-    Ok(u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+    let mut w = [v];
+    all_reduce_words(comm, &mut w, ReduceOp::Sum)?;
+    Ok(w[0])
+}
+
+/// Combines `words` over ranks under `op` (integers: MPI combines them, exact in any order).
+pub(crate) fn all_reduce_words(
+    comm: &dyn Communicator,
+    words: &mut [u64],
+    op: ReduceOp,
+) -> Result<()> {
+    let mut bytes: Vec<u8> = bytemuck::cast_slice(words).to_vec();
+    comm.all_reduce(&mut bytes, DType::U64, op)?;
+    words.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, u64>(&bytes));
+    Ok(())
+}
+
+/// Sends `sends[p]` (pairs of words, flattened) to rank `p`; every pair received, sorted, once.
+pub(crate) fn exchange_pairs(
+    comm: &dyn Communicator,
+    sends: Vec<Vec<u64>>,
+) -> Result<Vec<(u64, u64)>> {
+    let mut pairs: Vec<(u64, u64)> = exchange_words(comm, sends)?
+        .into_iter()
+        .flat_map(|w| w.chunks_exact(2).map(|p| (p[0], p[1])).collect::<Vec<_>>())
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    Ok(pairs)
 }
 
 /// Edges of the graph map `m` induces on its target set (targets of one row joined) whose ends
@@ -806,15 +825,15 @@ pub(crate) fn sum_u64(comm: &dyn Communicator, v: u64) -> Result<u64> {
 pub(crate) fn distributed_edge_cut(
     b: &MeshBuilder,
     comm: &dyn Communicator,
-    built: &Built,
+    layout: &RankLayout,
     m: usize,
 ) -> Result<usize> {
     let (ranks, rank) = (comm.size(), comm.rank());
     let d = &b.maps[m];
-    let from = &built.layout.sets[d.from];
-    let to = &built.layout.sets[d.to];
+    let from = &layout.sets[d.from];
+    let to = &layout.sets[d.to];
     let own = from.sizes.core + from.sizes.owned;
-    let values = &built.layout.maps[m];
+    let values = &layout.maps[m];
     let tsize = b.sets[d.to].size;
     let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
     let owner = |l: usize| {
@@ -835,11 +854,6 @@ pub(crate) fn distributed_edge_cut(
             }
         }
     }
-    let mut edges: Vec<(u64, u64)> = exchange_words(comm, sends)?
-        .into_iter()
-        .flat_map(|w| w.chunks_exact(2).map(|p| (p[0], p[1])).collect::<Vec<_>>())
-        .collect();
-    edges.sort_unstable();
-    edges.dedup();
+    let edges = exchange_pairs(comm, sends)?;
     Ok(sum_u64(comm, edges.len() as u64)? as usize)
 }
