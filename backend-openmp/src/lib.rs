@@ -6,7 +6,7 @@
 
 #![warn(missing_docs)]
 
-use op2_codegen::{JitCompiler, JitFunction, OpenMpCodegen};
+use op2_codegen::{HostListLoop, HostOptions, JitCompiler, JitFunction, OpenMpCodegen};
 use op2_core::{
     Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, Op2Error,
     PreparedLoop, Result, Setting, SettingKind,
@@ -77,6 +77,7 @@ type Wrapper = unsafe extern "C" fn(
 /// The OpenMP backend.
 pub struct OpenMpBackend {
     jit: JitCompiler,
+    options: HostOptions,
     shared: Arc<Shared>,
 }
 
@@ -108,6 +109,7 @@ impl OpenMpBackend {
         })?;
         Ok(OpenMpBackend {
             jit,
+            options: HostOptions::from_config(config),
             shared: Arc::new(Shared {
                 planner: CachedPlanner::new(StrategyChoice::default()),
                 block_size: config.part_size,
@@ -159,13 +161,14 @@ impl Backend for OpenMpBackend {
     }
 
     fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
-        let unit = OpenMpCodegen.emit(sig, &())?;
+        let unit = OpenMpCodegen.emit(sig, &self.options)?;
         let f = self.jit.load(&unit)?;
         // SAFETY: the entry point was generated with exactly the `Wrapper` signature.
         let wrapper: Wrapper = unsafe { std::mem::transmute::<*const c_void, Wrapper>(f.as_ptr()) };
         Ok(Arc::new(OpenMpLoop {
             wrapper,
             statics: (!sig.consts.is_empty()).then_some(f),
+            list: HostListLoop::load(f, sig)?,
             coloured: self.shared.planner.strategy(sig) == Strategy::Colour,
             shared: self.shared.clone(),
         }))
@@ -209,6 +212,8 @@ struct OpenMpLoop {
     /// The library, when the wrapper copies Consts into its file-scope storage: runs of the same
     /// source from other runtimes must not overwrite them mid-loop.
     statics: Option<JitFunction>,
+    /// The same loop over element lists on the calling thread (tiles).
+    list: HostListLoop,
     /// Whether the loop modifies data through maps, and so needs a coloured plan.
     coloured: bool,
     shared: Arc<Shared>,
@@ -224,6 +229,10 @@ impl OpenMpLoop {
 }
 
 impl PreparedLoop for OpenMpLoop {
+    fn element_lists(&self) -> Option<&dyn op2_core::ElementListLoop> {
+        Some(&self.list)
+    }
+
     fn run(&self, inv: &LoopInvocation<'_>) -> Result<()> {
         if inv.start >= inv.end {
             return Ok(());

@@ -3,7 +3,7 @@
 
 #![warn(missing_docs)]
 
-use op2_codegen::{CCodegen, JitCompiler, JitFunction};
+use op2_codegen::{CCodegen, HostListLoop, HostOptions, JitCompiler, JitFunction};
 use op2_core::{
     Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, PreparedLoop, Result,
 };
@@ -17,6 +17,7 @@ type Wrapper =
 /// The sequential backend.
 pub struct SeqBackend {
     jit: JitCompiler,
+    options: HostOptions,
 }
 
 impl SeqBackend {
@@ -24,6 +25,7 @@ impl SeqBackend {
     pub fn new(config: &Config) -> Result<Self> {
         Ok(SeqBackend {
             jit: JitCompiler::new(config, &[])?,
+            options: HostOptions::from_config(config),
         })
     }
 }
@@ -49,13 +51,14 @@ impl Backend for SeqBackend {
     }
 
     fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
-        let unit = CCodegen.emit(sig, &())?;
+        let unit = CCodegen.emit(sig, &self.options)?;
         let f = self.jit.load(&unit)?;
         // SAFETY: the entry point was generated with exactly the `Wrapper` signature.
         let wrapper: Wrapper = unsafe { std::mem::transmute::<*const c_void, Wrapper>(f.as_ptr()) };
         Ok(Arc::new(SeqLoop {
             wrapper,
             statics: (!sig.consts.is_empty()).then_some(f),
+            list: HostListLoop::load(f, sig)?,
         }))
     }
 }
@@ -65,9 +68,15 @@ struct SeqLoop {
     /// The library, when the wrapper copies Consts into its file-scope storage: runs of the same
     /// source from other runtimes must not overwrite them mid-loop.
     statics: Option<JitFunction>,
+    /// The same loop over element lists (tiles).
+    list: HostListLoop,
 }
 
 impl PreparedLoop for SeqLoop {
+    fn element_lists(&self) -> Option<&dyn op2_core::ElementListLoop> {
+        Some(&self.list)
+    }
+
     fn run(&self, inv: &LoopInvocation<'_>) -> Result<()> {
         if inv.start >= inv.end {
             return Ok(());

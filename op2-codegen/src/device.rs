@@ -1271,9 +1271,10 @@ pub(crate) fn emit_host_stub(
         }
     }
     emit_reduction_init(s, sig);
-    // Elements that may run as SIMD lanes (see `simd_batched`): clang, which CPU OpenCL
-    // implementations such as PoCL compile with, then vectorises the loop, gathers and all.
-    if crate::emit::simd_batched(sig) {
+    // Elements that may run as SIMD lanes (see `simd_reads_only`: lanes that increment
+    // through maps could hit one element): clang, which CPU OpenCL implementations such as
+    // PoCL compile with, then vectorises the loop, gathers and all.
+    if crate::emit::simd_reads_only(sig) {
         s.push_str("  #pragma clang loop vectorize(assume_safety)\n");
     }
     let _ = writeln!(

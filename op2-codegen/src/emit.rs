@@ -9,15 +9,52 @@ use std::fmt::Write;
 /// The wrapper is the library's only exported symbol (everything else is compiled hidden).
 pub const WRAPPER_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) void NAME(int64_t op2_start, int64_t op2_end, void *const *op2_args, const int32_t *const *op2_maps, const void *const *op2_consts)";
 
+/// The C signature of the element-list entry point every host unit exports beside its wrapper
+/// (its name is [`list_symbol`]): runs the element ranges `op2_ranges[2 r]..op2_ranges[2 r + 1]`
+/// for `r` in `0..op2_nranges`, then the elements `op2_elems[0..op2_nelems]`, in that order, on
+/// the calling thread, with the same args, maps and consts as the wrapper (ranges, and the
+/// list, in SIMD batches where the loop allows: ranges keep direct data contiguous, a list
+/// keeps batches full where a tile's elements are scattered). Sparse tiling runs a
+/// tile's share of each loop through it, tiles on several threads at once: a null `op2_consts`
+/// leaves the Consts as the last call with them set them, so that concurrent calls only read
+/// the library's file-scope storage. Reductions go into the arg's own buffer (a tile's partial).
+pub const LIST_SIGNATURE: &str = "__attribute__((visibility(\"default\"))) void NAME(const uint32_t *op2_ranges, int64_t op2_nranges, const uint32_t *op2_elems, int64_t op2_nelems, void *const *op2_args, const int32_t *const *op2_maps, const void *const *op2_consts)";
+
+/// The symbol of a host unit's element-list entry point (see [`LIST_SIGNATURE`]).
+pub fn list_symbol(kernel: &str) -> String {
+    format!("op2_list_{kernel}")
+}
+
+/// How the host emitters shape a loop beyond its signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostOptions {
+    /// Whether loops that allow it run in SIMD batches ([`emit_element_loop`]); off, every
+    /// element runs alone (`OP2_SIMD=0`, to measure what the batches gain).
+    pub simd: bool,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions { simd: true }
+    }
+}
+
+impl HostOptions {
+    /// The options a runtime's configuration asks for.
+    pub fn from_config(config: &op2_core::Config) -> Self {
+        HostOptions { simd: config.simd }
+    }
+}
+
 /// Emits plain C99 for the host backends.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CCodegen;
 
 impl Codegen for CCodegen {
-    type Options = ();
+    type Options = HostOptions;
     type Unit = GeneratedUnit;
 
-    fn emit(&self, sig: &LoopSignature, _options: &()) -> op2_core::Result<GeneratedUnit> {
+    fn emit(&self, sig: &LoopSignature, options: &HostOptions) -> op2_core::Result<GeneratedUnit> {
         let entry = format!("op2_wrap_{}", sig.kernel.name());
         let mut s = String::new();
         let _ = writeln!(
@@ -29,55 +66,91 @@ impl Codegen for CCodegen {
         emit_consts(&mut s, sig, "static");
         emit_kernel(&mut s, sig, HOST_INLINE);
         let _ = writeln!(s, "{} {{", WRAPPER_SIGNATURE.replace("NAME", &entry));
-        emit_wrapper_prologue(&mut s, sig);
-        emit_row_vectors(&mut s, sig, "  ");
-        // Reductions accumulate in a local copy: the kernel's pointers are all `double *` (say), so
-        // through the Global's own buffer the compiler must assume every Dat store may change the
-        // sum, and keeps it in memory. A local whose address never escapes the unit stays in
-        // registers, and the loop vectorises. Each reduction arg is its own contribution (a Global
-        // passed twice with INC counts both): sums start from zero and are added to the Global
-        // at the end, MIN and MAX start from its value and are combined with it at the end.
-        // A Global too large for the stack (a histogram, say) is reduced in place: on one thread
-        // the kernel's additions into it, and MIN and MAX lowering it, mean the same.
-        let reductions: Vec<usize> = reduction_args(sig)
-            .into_iter()
-            .filter(|&i| reduces_locally(&sig.args[i]))
-            .collect();
-        let mut call = kernel_call_args(sig, "op2_n");
-        for &i in &reductions {
-            let a = &sig.args[i];
-            let _ = writeln!(s, "  {} op2_arg{i}_l[{}];", a.dtype.c_name(), a.dim);
-            let init = match a.access {
-                Access::Inc => format!("({})0", a.dtype.c_name()),
-                _ => format!("op2_arg{i}[op2_k]"),
-            };
-            let _ = writeln!(
-                s,
-                "  for (int op2_k = 0; op2_k < {}; op2_k++) op2_arg{i}_l[op2_k] = {init};",
-                a.dim
-            );
-            call[i] = format!("(void *)op2_arg{i}_l");
-        }
-        emit_element_loop(&mut s, sig, &call, "op2_start", "op2_end", "  ");
-        for &i in &reductions {
-            let _ = writeln!(
-                s,
-                "  for (int op2_k = 0; op2_k < {}; op2_k++) {}",
-                sig.args[i].dim,
-                combine_into(
-                    sig.args[i].access,
-                    &format!("op2_arg{i}[op2_k]"),
-                    &format!("op2_arg{i}_l[op2_k]")
-                )
-            );
-        }
+        emit_sequential_body(&mut s, sig, options.simd, false);
         s.push_str("}\n");
+        emit_list_entry(&mut s, sig, options.simd);
         Ok(GeneratedUnit {
             source: s,
             entry,
             kernel: sig.kernel.name().into(),
         })
     }
+}
+
+/// The body of the sequential wrapper or (`ranges`) of the element-list entry.
+fn emit_sequential_body(s: &mut String, sig: &LoopSignature, simd: bool, ranges: bool) {
+    emit_wrapper_prologue(s, sig, ranges);
+    emit_row_vectors(s, sig, "  ");
+    // Reductions accumulate in a local copy: the kernel's pointers are all `double *` (say), so
+    // through the Global's own buffer the compiler must assume every Dat store may change the
+    // sum, and keeps it in memory. A local whose address never escapes the unit stays in
+    // registers, and the loop vectorises. Each reduction arg is its own contribution (a Global
+    // passed twice with INC counts both): sums start from zero and are added to the Global
+    // at the end, MIN and MAX start from its value and are combined with it at the end.
+    // A Global too large for the stack (a histogram, say) is reduced in place: on one thread
+    // the kernel's additions into it, and MIN and MAX lowering it, mean the same.
+    let reductions: Vec<usize> = reduction_args(sig)
+        .into_iter()
+        .filter(|&i| reduces_locally(&sig.args[i]))
+        .collect();
+    let mut call = kernel_call_args(sig, "op2_n");
+    for &i in &reductions {
+        let a = &sig.args[i];
+        let _ = writeln!(s, "  {} op2_arg{i}_l[{}];", a.dtype.c_name(), a.dim);
+        let init = match a.access {
+            Access::Inc => format!("({})0", a.dtype.c_name()),
+            _ => format!("op2_arg{i}[op2_k]"),
+        };
+        let _ = writeln!(
+            s,
+            "  for (int op2_k = 0; op2_k < {}; op2_k++) op2_arg{i}_l[op2_k] = {init};",
+            a.dim
+        );
+        call[i] = format!("(void *)op2_arg{i}_l");
+    }
+    if ranges {
+        s.push_str(
+            "  for (int64_t op2_r = 0; op2_r < op2_nranges; op2_r++) {\n    \
+             const int64_t op2_lo = op2_ranges[2 * op2_r], op2_hi = op2_ranges[2 * op2_r + 1];\n",
+        );
+        emit_element_loop(s, sig, &call, "op2_lo", "op2_hi", "    ", simd, None);
+        s.push_str("  }\n");
+        emit_element_loop(
+            s,
+            sig,
+            &call,
+            "0",
+            "op2_nelems",
+            "  ",
+            simd,
+            Some("op2_elems"),
+        );
+    } else {
+        emit_element_loop(s, sig, &call, "op2_start", "op2_end", "  ", simd, None);
+    }
+    for &i in &reductions {
+        let _ = writeln!(
+            s,
+            "  for (int op2_k = 0; op2_k < {}; op2_k++) {}",
+            sig.args[i].dim,
+            combine_into(
+                sig.args[i].access,
+                &format!("op2_arg{i}[op2_k]"),
+                &format!("op2_arg{i}_l[op2_k]")
+            )
+        );
+    }
+}
+
+/// The element-list entry point ([`LIST_SIGNATURE`]).
+pub(crate) fn emit_list_entry(s: &mut String, sig: &LoopSignature, simd: bool) {
+    let _ = writeln!(
+        s,
+        "\n{} {{",
+        LIST_SIGNATURE.replace("NAME", &list_symbol(sig.kernel.name()))
+    );
+    emit_sequential_body(s, sig, simd, true);
+    s.push_str("}\n");
 }
 
 /// Elements a batched loop runs at once (see [`emit_element_loop`]): two vectors of doubles on
@@ -88,12 +161,27 @@ pub(crate) const SIMD_BATCH: usize = 8;
 /// OpenMP worker's may be small): Dats of very large dim run one element at a time.
 const MAX_LANE_BYTES: usize = 16 * 1024;
 
-/// Whether a loop's elements may run as SIMD lanes, in batches: every arg that writes is direct
-/// and the only arg on its data (so no lane reads or writes what another lane writes), nothing is
-/// written through maps or into Globals, and no arg passes whole rows (arrays of pointers do not
-/// vectorise). The indirect data such a loop reads does not change during it, so it can be
-/// gathered into lane arrays ahead of the kernel; those arrays must be small
-/// ([`MAX_LANE_BYTES`]).
+/// Whether a loop's elements may run as SIMD lanes with nothing written through maps (the
+/// OpenCL host path vectorises such loops with `assume_safety`): every arg that writes is
+/// direct and the only arg on its data (so no lane reads or writes what another lane writes),
+/// nothing is written through maps or into Globals, and no arg passes whole rows (arrays of
+/// pointers do not vectorise).
+pub(crate) fn simd_reads_only(sig: &LoopSignature) -> bool {
+    simd_batched(sig)
+        && !sig
+            .args
+            .iter()
+            .any(|a| matches!(a.kind, ArgKind::Indirect { .. }) && a.access.writes())
+}
+
+/// Whether a host loop's elements may run as SIMD lanes, in batches ([`emit_element_loop`]):
+/// as [`simd_reads_only`] allows, and also with increments through maps (OP2's vectorised CPU
+/// scheme): each lane adds into its own zeroed lane array, and the lanes' increments are added
+/// to the Dat afterwards, one lane after another, so lanes that hit the same element do not
+/// lose increments. An incremented Dat must appear in no arg other than increments through
+/// maps (a lane must not read what another lane's increment changes). The indirect data the
+/// loop reads does not change during it, so it can be gathered into lane arrays ahead of the
+/// kernel; those arrays must be small ([`MAX_LANE_BYTES`]).
 pub(crate) fn simd_batched(sig: &LoopSignature) -> bool {
     let lane_bytes: usize = sig
         .args
@@ -101,11 +189,21 @@ pub(crate) fn simd_batched(sig: &LoopSignature) -> bool {
         .filter(|a| matches!(a.kind, ArgKind::Indirect { .. }))
         .map(|a| SIMD_BATCH * a.dim * a.dtype.size())
         .sum();
+    let only_incs_through_maps = |i: usize| {
+        sig.data.iter().zip(&sig.args).all(|(&d, b)| {
+            d != sig.data[i]
+                || (matches!(b.kind, ArgKind::Indirect { .. }) && b.access == Access::Inc)
+        })
+    };
     lane_bytes <= MAX_LANE_BYTES
         && sig.args.iter().enumerate().all(|(i, a)| match a.kind {
             ArgKind::Row { .. } => false,
             ArgKind::Global => !a.access.is_reduction(),
-            ArgKind::Indirect { .. } => !a.access.writes(),
+            ArgKind::Indirect { .. } => match a.access {
+                Access::Read => true,
+                Access::Inc => only_incs_through_maps(i),
+                _ => false,
+            },
             ArgKind::Direct => {
                 !a.access.writes()
                     || sig
@@ -120,10 +218,16 @@ pub(crate) fn simd_batched(sig: &LoopSignature) -> bool {
 /// The loop over elements `lo..hi` (C expressions) calling the kernel with `call` (the args'
 /// expressions for element `op2_n`). Loops that [`simd_batched`] allows run in batches of
 /// [`SIMD_BATCH`]: each indirect arg's values are first copied into a lane array (a gather the
-/// compiler need not prove safe), then the kernel runs once per lane under `omp simd`, so that
-/// arithmetic the kernel spells per element (Airfoil's `adt_calc`: five square roots and two
-/// divisions per cell) runs on whole vectors; the remainder runs one element at a time. Results
-/// are the same bits: lanes compute what the elements would, and nothing is summed across them.
+/// compiler need not prove safe), or zeroed for increments, then the kernel runs once per lane
+/// under `omp simd`, so that arithmetic the kernel spells per element (Airfoil's `adt_calc`:
+/// five square roots and two divisions per cell; `res_calc`: two divisions per edge) runs on
+/// whole vectors; then each lane's increments are added to the Dats, lane by lane and arg by
+/// arg, the order one element at a time adds them in. The remainder runs one element at a
+/// time. Results are the same bits as element by element for kernels that add into each
+/// component of an increment once (as OP2's do): a lane's `0 + f` is `f`, added to the Dat
+/// in the same order. A kernel adding twice into one component rounds `r + (a + b)` where
+/// element by element gives `(r + a) + b`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn emit_element_loop(
     s: &mut String,
     sig: &LoopSignature,
@@ -131,17 +235,26 @@ pub(crate) fn emit_element_loop(
     lo: &str,
     hi: &str,
     indent: &str,
+    simd: bool,
+    list: Option<&str>,
 ) {
     let kernel = kernel_symbol(sig.kernel.name());
+    // Positions `lo..hi` are the elements themselves, or index the element list `list`.
+    let element = |position: &str| match list {
+        Some(elems) => format!("(int64_t){elems}[{position}]"),
+        None => format!("({position})"),
+    };
     let plain = |s: &mut String, from: &str, indent: &str| {
         let _ = writeln!(
             s,
-            "{indent}for (int64_t op2_n = {from}; op2_n < {hi}; op2_n++) {{"
+            "{indent}for (int64_t op2_p = {from}; op2_p < {hi}; op2_p++) {{\n\
+             {indent}  const int64_t op2_n = {};",
+            element("op2_p")
         );
         emit_gathers(s, sig, "op2_n", &format!("{indent}  "));
         let _ = writeln!(s, "{indent}  {kernel}({});\n{indent}}}", call.join(", "));
     };
-    if !simd_batched(sig) {
+    if !(simd && simd_batched(sig)) {
         plain(s, lo, indent);
         return;
     }
@@ -151,38 +264,102 @@ pub(crate) fn emit_element_loop(
         "{indent}int64_t op2_b0 = {lo};\n\
          {indent}for (; op2_b0 + {w} <= {hi}; op2_b0 += {w}) {{"
     );
+    // Component-major lanes when the kernel could be rewritten for them: the gathers then
+    // fill whole vectors (one per component) and the kernel loads them as such.
+    let soa = lanes_kernel(sig).is_some();
     let mut lanes = call.to_vec();
     let mut gather = String::new();
+    let mut scatter = String::new();
     for (i, a) in sig.args.iter().enumerate() {
         if let ArgKind::Indirect { map, arity, index } = a.kind {
             let (t, d) = (a.dtype.c_name(), a.dim);
-            let _ = writeln!(s, "{indent}  {t} op2_arg{i}_g[{w}][{d}];");
+            let row = format!(
+                "(int64_t)op2_map{map}[{} * {arity} + {index}] * {d}",
+                element("op2_b0 + op2_l")
+            );
+            let lane = if soa {
+                let _ = writeln!(s, "{indent}  {t} op2_arg{i}_g[{d}][{w}];");
+                lanes[i] = format!("(void *)&op2_arg{i}_g[0][op2_l]");
+                "op2_arg{i}_g[op2_k][op2_l]".replace("{i}", &i.to_string())
+            } else {
+                let _ = writeln!(s, "{indent}  {t} op2_arg{i}_g[{w}][{d}];");
+                lanes[i] = format!("(void *)op2_arg{i}_g[op2_l]");
+                "op2_arg{i}_g[op2_l][op2_k]".replace("{i}", &i.to_string())
+            };
+            let value = if a.access == Access::Inc {
+                let _ = writeln!(
+                    scatter,
+                    "{indent}    for (int op2_k = 0; op2_k < {d}; op2_k++) op2_arg{i}[{row} + op2_k] += {lane};"
+                );
+                format!("({t})0")
+            } else {
+                format!("op2_arg{i}[{row} + op2_k]")
+            };
+            // Component by component, lanes innermost: with component-major lanes each
+            // component's gather is one vector (a hardware gather where there is one).
             let _ = writeln!(
                 gather,
-                "{indent}    for (int op2_k = 0; op2_k < {d}; op2_k++) op2_arg{i}_g[op2_l][op2_k] = \
-                 op2_arg{i}[(int64_t)op2_map{map}[op2_n * {arity} + {index}] * {d} + op2_k];"
+                "{indent}  for (int op2_k = 0; op2_k < {d}; op2_k++) {{\n\
+                 {indent}    #pragma omp simd\n\
+                 {indent}    for (int op2_l = 0; op2_l < {w}; op2_l++) {lane} = {value};\n\
+                 {indent}  }}"
             );
-            lanes[i] = format!("(void *)op2_arg{i}_g[op2_l]");
         }
     }
-    if !gather.is_empty() {
-        let _ = write!(
-            s,
-            "{indent}  for (int op2_l = 0; op2_l < {w}; op2_l++) {{\n\
-             {indent}    const int64_t op2_n = op2_b0 + op2_l;\n{gather}{indent}  }}\n"
-        );
-    }
+    s.push_str(&gather);
+    let kernel_called = if soa {
+        lanes_symbol(sig.kernel.name())
+    } else {
+        kernel.clone()
+    };
     let _ = writeln!(
         s,
         "{indent}  #pragma omp simd\n\
          {indent}  for (int op2_l = 0; op2_l < {w}; op2_l++) {{\n\
-         {indent}    const int64_t op2_n = op2_b0 + op2_l;\n\
-         {indent}    {kernel}({});\n\
-         {indent}  }}\n\
-         {indent}}}",
+         {indent}    const int64_t op2_n = {};\n\
+         {indent}    {kernel_called}({});\n\
+         {indent}  }}",
+        element("op2_b0 + op2_l"),
         lanes.join(", ")
     );
+    if !scatter.is_empty() {
+        // Lane by lane, in element order: lanes that hit one element add in turn.
+        let _ = write!(
+            s,
+            "{indent}  for (int op2_l = 0; op2_l < {w}; op2_l++) {{\n{scatter}{indent}  }}\n"
+        );
+    }
+    let _ = writeln!(s, "{indent}}}");
     plain(s, "op2_b0", indent);
+}
+
+/// The kernel rewritten for component-major lanes (see [`crate::lanes`]), from its name on,
+/// when the loop runs in SIMD batches and the rewrite applies: every arg gathered through a
+/// map (read, or incremented into a lane array) indexes its row with stride [`SIMD_BATCH`].
+pub(crate) fn lanes_kernel(sig: &LoopSignature) -> Option<String> {
+    if !simd_batched(sig) {
+        return None;
+    }
+    let strided: Vec<bool> = sig
+        .args
+        .iter()
+        .map(|a| matches!(a.kind, ArgKind::Indirect { .. }))
+        .collect();
+    if !strided.contains(&true) {
+        return None;
+    }
+    crate::lanes::strided_kernel(
+        sig.kernel.source(),
+        sig.kernel.name(),
+        &lanes_symbol(sig.kernel.name()),
+        &strided,
+        SIMD_BATCH,
+    )
+}
+
+/// The C symbol of the lane-strided copy of a kernel ([`lanes_kernel`]).
+fn lanes_symbol(name: &str) -> String {
+    format!("op2_lanes_{name}")
 }
 
 /// Largest reduction (in bytes) the host wrappers accumulate in a local array, on the stack of the
@@ -279,6 +456,11 @@ pub(crate) fn emit_kernel(s: &mut String, sig: &LoopSignature, inline: &str) {
     }
     s.push_str(sig.kernel.source());
     s.push('\n');
+    if inline == HOST_INLINE {
+        if let Some(lanes) = lanes_kernel(sig) {
+            let _ = writeln!(s, "static {inline} void {lanes}");
+        }
+    }
     close_user_names(s, sig);
     s.push('\n');
 }
@@ -303,14 +485,21 @@ pub(crate) fn emit_consts(s: &mut String, sig: &LoopSignature, storage: &str) {
     }
 }
 
-/// Copies consts in and names each arg's and map's pointer.
-pub(crate) fn emit_wrapper_prologue(s: &mut String, sig: &LoopSignature) {
+/// Copies consts in (`optional_consts`: only when `op2_consts` is not null) and names each
+/// arg's and map's pointer.
+pub(crate) fn emit_wrapper_prologue(s: &mut String, sig: &LoopSignature, optional_consts: bool) {
+    if optional_consts && !sig.consts.is_empty() {
+        s.push_str("  if (op2_consts) {\n");
+    }
     for (i, c) in sig.consts.iter().enumerate() {
         let _ = writeln!(
             s,
             "  __builtin_memcpy(&{0}, op2_consts[{i}], sizeof({0}));",
             const_symbol(&c.name)
         );
+    }
+    if optional_consts && !sig.consts.is_empty() {
+        s.push_str("  }\n");
     }
     for (i, a) in sig.args.iter().enumerate() {
         let _ = writeln!(
@@ -404,7 +593,7 @@ mod tests {
             n_maps: 1,
             data: vec![0, 1],
         };
-        let u = CCodegen.emit(&sig, &()).unwrap();
+        let u = CCodegen.emit(&sig, &HostOptions::default()).unwrap();
         assert_eq!(u.entry, "op2_wrap_midpoint");
         assert!(u.source.contains("static float op2_const_scale;"));
         assert!(u.source.contains("#define scale op2_const_scale"));
@@ -418,10 +607,10 @@ mod tests {
     }
 
     #[test]
-    fn loops_that_only_read_through_maps_run_in_simd_batches() {
+    fn loops_that_read_or_increment_through_maps_run_in_simd_batches() {
         let k = Kernel::new(
             "k",
-            "void k(const double *a, const double *b, double *o) {}",
+            "void k(const double *a, const double *b, double *o) { o[0] = a[0] + *b; }",
         )
         .unwrap();
         let arg = |kind, access| ArgSig {
@@ -447,31 +636,85 @@ mod tests {
             data,
         };
         let batched = sig(Access::Write, vec![0, 0, 1]);
-        assert!(simd_batched(&batched));
-        let src = CCodegen.emit(&batched, &()).unwrap().source;
-        assert!(src.contains("double op2_arg1_g[8][2];"), "{src}");
+        assert!(simd_batched(&batched) && simd_reads_only(&batched));
+        let src = CCodegen
+            .emit(&batched, &HostOptions::default())
+            .unwrap()
+            .source;
+        // Lanes component-major, gathered a component at a time.
+        assert!(src.contains("double op2_arg1_g[2][8];"), "{src}");
         assert!(src.contains(
-            "op2_arg1_g[op2_l][op2_k] = op2_arg1[(int64_t)op2_map0[op2_n * 2 + 1] * 2 + op2_k];"
-        ));
+            "op2_arg1_g[op2_k][op2_l] = op2_arg1[(int64_t)op2_map0[(op2_b0 + op2_l) * 2 + 1] * 2 + op2_k];"
+        ), "{src}");
         assert!(src.contains("#pragma omp simd"));
+        // The kernel rewritten for them, and called per lane.
         assert!(src.contains(
-            "op2_kernel_k((void *)op2_arg0_g[op2_l], (void *)op2_arg1_g[op2_l], (void *)(op2_arg2 + op2_n * 2));"
-        ));
-        // The remainder, one element at a time.
-        assert!(src.contains("for (int64_t op2_n = op2_b0; op2_n < op2_end; op2_n++) {"));
+            "static inline __attribute__((always_inline)) void op2_lanes_k(const double *a, const double *b, double *o) { o[0] = a[(0) * 8] + b[0]; }"
+        ), "{src}");
+        assert!(src.contains(
+            "op2_lanes_k((void *)&op2_arg0_g[0][op2_l], (void *)&op2_arg1_g[0][op2_l], (void *)(op2_arg2 + op2_n * 2));"
+        ), "{src}");
+        // The remainder, one element at a time, with the kernel as written.
+        assert!(src.contains("for (int64_t op2_p = op2_b0; op2_p < op2_end; op2_p++) {"));
+        assert!(
+            src.contains("op2_kernel_k((void *)(op2_arg0 + (int64_t)op2_map0[op2_n * 2 + 0] * 2)")
+        );
+        // The element-range entry: ranges, then a list whose batches gather through it.
+        assert!(src.contains("void op2_list_k(const uint32_t *op2_ranges"));
+        assert!(
+            src.contains("op2_map0[(int64_t)op2_elems[op2_b0 + op2_l] * 2 + 1]"),
+            "{src}"
+        );
+        // Without SIMD, one element at a time.
+        let plain = CCodegen
+            .emit(&batched, &HostOptions { simd: false })
+            .unwrap()
+            .source;
+        assert!(!plain.contains("omp simd"));
+        // A kernel the rewrite cannot follow keeps lane-major lanes.
+        let mut opaque = batched.clone();
+        opaque.kernel = Kernel::new(
+            "k",
+            "static double f(const double *p) { return p[1]; }\n\
+             void k(const double *a, const double *b, double *o) { o[0] = f(a); }",
+        )
+        .unwrap();
+        let src = CCodegen
+            .emit(&opaque, &HostOptions::default())
+            .unwrap()
+            .source;
+        assert!(src.contains("double op2_arg1_g[8][2];") && !src.contains("op2_lanes_k"));
         // Written data that another arg reads through the map: lanes would see stale values.
         assert!(!simd_batched(&sig(Access::Rw, vec![0, 0, 0])));
-        // Writes through maps, reductions and whole rows stay one element at a time.
-        let mut inc = sig(Access::Write, vec![0, 0, 1]);
+        // Increments through maps into data no other arg uses: zeroed lanes, then added lane
+        // by lane.
+        let mut inc = sig(Access::Write, vec![0, 1, 2]);
         inc.args[1].access = Access::Inc;
-        assert!(!simd_batched(&inc));
+        assert!(simd_batched(&inc) && !simd_reads_only(&inc));
+        let src = CCodegen.emit(&inc, &HostOptions::default()).unwrap().source;
+        assert!(
+            src.contains(
+                "for (int op2_l = 0; op2_l < 8; op2_l++) op2_arg1_g[op2_k][op2_l] = (double)0;"
+            ),
+            "{src}"
+        );
+        assert!(src.contains(
+            "for (int op2_k = 0; op2_k < 2; op2_k++) op2_arg1[(int64_t)op2_map0[(op2_b0 + op2_l) * 2 + 1] * 2 + op2_k] += op2_arg1_g[op2_k][op2_l];"
+        ), "{src}");
+        // An increment into data another arg reads stays one element at a time.
+        let mut inc_read = sig(Access::Write, vec![0, 0, 1]);
+        inc_read.args[1].access = Access::Inc;
+        assert!(!simd_batched(&inc_read));
         assert!(
             !CCodegen
-                .emit(&inc, &())
+                .emit(&inc_read, &HostOptions::default())
                 .unwrap()
                 .source
                 .contains("omp simd")
         );
+        let mut write_via = sig(Access::Write, vec![0, 1, 2]);
+        write_via.args[1].access = Access::Write;
+        assert!(!simd_batched(&write_via));
         let mut red = sig(Access::Write, vec![0, 0, 1]);
         red.args[2] = arg(ArgKind::Global, Access::Inc);
         assert!(!simd_batched(&red));

@@ -90,6 +90,8 @@ pub struct JitFunction {
     addr: usize,
     /// One per loaded library (never freed, like the library).
     statics: &'static Mutex<()>,
+    /// The library (never unloaded), for its other entry points.
+    library: &'static libloading::os::unix::Library,
 }
 
 impl PartialEq for JitFunction {
@@ -103,6 +105,25 @@ impl JitFunction {
     /// The raw address, to transmute into the entry point's `extern "C"` type.
     pub fn as_ptr(self) -> *const c_void {
         self.addr as *const c_void
+    }
+
+    /// The address of another exported entry point of the same library (a host unit's
+    /// element-list entry, say).
+    pub fn symbol(self, name: &str) -> Result<*const c_void> {
+        // SAFETY: the symbol is one we generated; callers transmute it to its known signature.
+        let addr = unsafe { self.library.get::<*const c_void>(name.as_bytes()) }.map_err(|e| {
+            Op2Error::Load {
+                path: std::path::PathBuf::from(name),
+                reason: e.to_string(),
+            }
+        })?;
+        Ok(*addr)
+    }
+
+    /// A number that orders [`JitFunction::lock_statics`] guards (the lock's address), so that
+    /// callers taking several take them in one order.
+    pub fn statics_key(self) -> usize {
+        std::ptr::from_ref(self.statics) as usize
     }
 
     /// Exclusive use of the library's file-scope storage (the Consts a wrapper copies in on
@@ -288,12 +309,12 @@ fn open(path: &Path, entry: &str) -> Result<JitFunction> {
         unsafe { libloading::os::unix::Library::open(Some(path), flags) }.map_err(load_err)?;
     // SAFETY: the symbol is the wrapper we generated; callers transmute it to its known signature.
     let addr = unsafe { lib.get::<*const c_void>(entry.as_bytes()) }.map_err(load_err)?;
-    let f = JitFunction {
-        addr: *addr as usize,
+    let addr = *addr as usize;
+    Ok(JitFunction {
+        addr,
         statics: Box::leak(Box::new(Mutex::new(()))),
-    };
-    std::mem::forget(lib);
-    Ok(f)
+        library: Box::leak(Box::new(lib)),
+    })
 }
 
 fn compiler_identity(cc: &str) -> Result<String> {

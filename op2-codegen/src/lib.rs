@@ -16,6 +16,8 @@ mod device;
 mod dialect;
 mod emit;
 mod jit;
+mod lanes;
+mod list;
 mod opencl;
 mod openmp;
 
@@ -32,9 +34,13 @@ pub use dialect::{
     ConstPassing, DEVICE_ENTRY, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, Dialect,
     FINISH_ENTRY, HostRange, KernelDecl,
 };
-pub use emit::{CCodegen, WRAPPER_SIGNATURE, const_symbol, kernel_symbol};
+pub use emit::{
+    CCodegen, HostOptions, LIST_SIGNATURE, WRAPPER_SIGNATURE, const_symbol, kernel_symbol,
+    list_symbol,
+};
 pub use jit::{
     HOST_LIBRARIES, JitCompiler, JitFunction, jit_stats, loaded_libraries, loaded_libraries_memory,
 };
+pub use list::HostListLoop;
 pub use opencl::{OpenCl, rewrite_params};
 pub use openmp::{OPENMP_WRAPPER_SIGNATURE, OpenMpCodegen};

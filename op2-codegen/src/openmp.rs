@@ -3,8 +3,9 @@
 //! partials for Global reductions combined in thread order.
 
 use crate::emit::{
-    HOST_INLINE, SIMD_BATCH, combine_into, emit_consts, emit_element_loop, emit_kernel,
-    emit_row_vectors, emit_wrapper_prologue, kernel_call_args, reduces_locally, reduction_args,
+    HOST_INLINE, HostOptions, SIMD_BATCH, combine_into, emit_consts, emit_element_loop,
+    emit_kernel, emit_list_entry, emit_row_vectors, emit_wrapper_prologue, kernel_call_args,
+    reduces_locally, reduction_args,
 };
 use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
@@ -26,10 +27,11 @@ const MIN_CHUNK: usize = 1024;
 pub struct OpenMpCodegen;
 
 impl Codegen for OpenMpCodegen {
-    type Options = ();
+    type Options = HostOptions;
     type Unit = GeneratedUnit;
 
-    fn emit(&self, sig: &LoopSignature, _options: &()) -> op2_core::Result<GeneratedUnit> {
+    fn emit(&self, sig: &LoopSignature, options: &HostOptions) -> op2_core::Result<GeneratedUnit> {
+        let simd = options.simd;
         let entry = format!("op2_omp_{}", sig.kernel.name());
         let reductions = reduction_args(sig);
         let mut call = kernel_call_args(sig, "op2_n");
@@ -47,7 +49,7 @@ impl Codegen for OpenMpCodegen {
         emit_consts(&mut s, sig, "static");
         emit_kernel(&mut s, sig, HOST_INLINE);
         let _ = writeln!(s, "{} {{", OPENMP_WRAPPER_SIGNATURE.replace("NAME", &entry));
-        emit_wrapper_prologue(&mut s, sig);
+        emit_wrapper_prologue(&mut s, sig, false);
         // One partial per thread and reduction (the backend allocates them, `nthreads * dim`
         // values per reduction arg, in reduction order), starting from the identity (INC) or the
         // current value (MIN, MAX: combining with it again changes nothing). Slots of threads the
@@ -125,14 +127,16 @@ impl Codegen for OpenMpCodegen {
                  for (int64_t op2_lo = op2_start; op2_lo < op2_end; op2_lo += op2_chunk) {{\n        \
                  const int64_t op2_hi = op2_end - op2_lo < op2_chunk ? op2_end : op2_lo + op2_chunk;"
             );
-            emit_element_loop(&mut s, sig, &call, "op2_lo", "op2_hi", "        ");
+            emit_element_loop(
+                &mut s, sig, &call, "op2_lo", "op2_hi", "        ", simd, None,
+            );
             s.push_str("      }\n");
         } else {
             s.push_str("      const int64_t op2_lo = op2_start + op2_len * op2_tid / op2_nt;\n");
             s.push_str(
                 "      const int64_t op2_hi = op2_start + op2_len * (op2_tid + 1) / op2_nt;\n",
             );
-            emit_element_loop(&mut s, sig, &call, "op2_lo", "op2_hi", "      ");
+            emit_element_loop(&mut s, sig, &call, "op2_lo", "op2_hi", "      ", simd, None);
         }
         s.push_str("    } else {\n");
         s.push_str("      for (int32_t op2_c = 0; op2_c < op2_ncolours; op2_c++) {\n");
@@ -153,7 +157,16 @@ impl Codegen for OpenMpCodegen {
         s.push_str("          int64_t op2_last = op2_first + op2_block_lengths[op2_blk];\n");
         s.push_str("          if (op2_first < op2_start) op2_first = op2_start;\n");
         s.push_str("          if (op2_last > op2_end) op2_last = op2_end;\n");
-        emit_element_loop(&mut s, sig, &call, "op2_first", "op2_last", "          ");
+        emit_element_loop(
+            &mut s,
+            sig,
+            &call,
+            "op2_first",
+            "op2_last",
+            "          ",
+            simd,
+            None,
+        );
         s.push_str("        }\n      }\n    }\n");
         for &i in reductions
             .iter()
@@ -181,6 +194,7 @@ impl Codegen for OpenMpCodegen {
             );
         }
         s.push_str("}\n");
+        emit_list_entry(&mut s, sig, simd);
         Ok(GeneratedUnit {
             source: s,
             entry,
@@ -223,7 +237,7 @@ mod tests {
             n_maps: 1,
             data: vec![0, 1, 2],
         };
-        let u = OpenMpCodegen.emit(&sig, &()).unwrap();
+        let u = OpenMpCodegen.emit(&sig, &HostOptions::default()).unwrap();
         let region = u.source.find("#pragma omp parallel").unwrap();
         // The row vector is declared inside the parallel region, so each thread has its own.
         assert!(u.source[region..].contains("double *op2_arg0_vec[2];"));
@@ -266,7 +280,10 @@ mod tests {
             n_maps: 1,
             data: vec![0, 1],
         };
-        let src = OpenMpCodegen.emit(&sig, &()).unwrap().source;
+        let src = OpenMpCodegen
+            .emit(&sig, &HostOptions::default())
+            .unwrap()
+            .source;
         // Plan blocks of a colour and chunks of unplanned runs both go to the first free thread.
         assert_eq!(
             src.matches("#pragma omp for schedule(dynamic, 1)").count(),

@@ -59,15 +59,15 @@ mod layering;
 pub use access::{Access, INC, MAX, MIN, READ, RW, WRITE};
 pub use arg::{Arg, ArgTarget, OP_ID, PerEntry, Via, op_arg_dat, op_arg_gbl};
 pub use backend::{
-    Backend, BackendMemory, Codegen, DataState, DeviceStats, GeneratedUnit, LoopInvocation,
-    MemoryOwner, PreparedLoop,
+    Backend, BackendMemory, Codegen, DataState, DeviceStats, ElementListLoop, GeneratedUnit,
+    LoopInvocation, MemoryOwner, PreparedLoop,
 };
 pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite, LoopLock};
 pub use comm::{
     Communicator, PendingExchange, PendingReduction, ReduceOp, SelfCommunicator,
     ThreadCommunicator, thread_communicators,
 };
-pub use config::{CheckpointConfig, CheckpointEvery, Config, LazyOptions};
+pub use config::{CheckpointConfig, CheckpointEvery, Config, LazyOptions, TilingMode};
 pub use dtype::{DType, HostBuffer, IntoValues, Scalar};
 pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};

@@ -154,6 +154,45 @@ pub struct BackendMemory {
 pub trait PreparedLoop: Send + Sync {
     /// Runs the loop over `inv.start..inv.end` of the iteration set.
     fn run(&self, inv: &LoopInvocation<'_>) -> Result<()>;
+
+    /// The same code run over lists of element ranges on the calling thread, when the backend has
+    /// it: the lazy graph's sparse tiling runs each tile's share of each loop of a chain
+    /// through it. `None` (the default): chains run loop by loop.
+    fn element_lists(&self) -> Option<&dyn ElementListLoop> {
+        None
+    }
+}
+
+/// A loop's code over a list of elements (see [`PreparedLoop::element_lists`]).
+pub trait ElementListLoop: Send + Sync {
+    /// Exclusive use of the storage the loop's Consts are copied into (shared by every runtime
+    /// of the process that runs the same code), for as long as list runs rely on Consts set by
+    /// [`ElementListLoop::run_ranges`] with `consts`; `None` when the loop has none. Callers
+    /// that hold several take them in the order of [`ElementListLoop::consts_key`].
+    fn lock_consts(&self) -> Option<std::sync::MutexGuard<'static, ()>>;
+
+    /// A number that orders the locks of [`ElementListLoop::lock_consts`] (0 when none).
+    fn consts_key(&self) -> usize;
+
+    /// Runs the element ranges `ranges` (`[start, end)` each), then the elements `elements`,
+    /// in that order, on the calling thread.
+    ///
+    /// # Safety
+    ///
+    /// `args`, `maps` and `consts` are as for [`PreparedLoop::run`]: one pointer per arg (a
+    /// reduction arg's points to where this run accumulates), per map slot and per Const, each
+    /// valid for every access the elements make. `consts: None` uses the Consts an
+    /// earlier call set, under the lock of [`ElementListLoop::lock_consts`]. Calls may run at
+    /// once on several threads only where their elements write no data another reads or
+    /// writes.
+    unsafe fn run_ranges(
+        &self,
+        ranges: &[[u32; 2]],
+        elements: &[u32],
+        args: &[*mut c_void],
+        maps: &[*const i32],
+        consts: Option<&[*const c_void]>,
+    );
 }
 
 /// One run of a prepared loop: the data behind the signature.

@@ -29,6 +29,14 @@ pub struct Config {
     pub part_size: Option<usize>,
     /// Threads for threaded backends (`OMP_NUM_THREADS`).
     pub num_threads: Option<usize>,
+    /// Whether the host backends' generated loops run elements in SIMD batches where a loop
+    /// allows it (`OP2_SIMD`, default on; `0` runs every element alone, to measure the gain).
+    pub simd: bool,
+    /// Elements of the first loop per tile when the lazy graph tiles a chain of loops
+    /// (`OP2_TILE_SIZE`; by default sized so that a tile's data fits a core's cache).
+    pub tile_size: Option<usize>,
+    /// When the lazy optimisation `tiling` tiles a chain (`OP2_TILING`, default `auto`).
+    pub tiling: TilingMode,
     /// The registered backends' own settings, by name, as the environment and the builder gave
     /// them (checked against their declarations).
     pub settings: SettingValues,
@@ -144,6 +152,9 @@ impl Default for Config {
             dump_gencode: None,
             part_size: None,
             num_threads: None,
+            simd: true,
+            tile_size: None,
+            tiling: TilingMode::Auto,
             settings: SettingValues::default(),
             checkpoint: None,
         }
@@ -208,6 +219,15 @@ impl Config {
         if let Some(v) = nonempty("OP2_PART_SIZE") {
             c.part_size = Some(parse_positive("OP2_PART_SIZE", &v)?);
         }
+        if let Some(v) = nonempty("OP2_SIMD") {
+            c.simd = parse_bool("OP2_SIMD", &v)?;
+        }
+        if let Some(v) = nonempty("OP2_TILE_SIZE") {
+            c.tile_size = Some(parse_positive("OP2_TILE_SIZE", &v)?);
+        }
+        if let Some(v) = nonempty("OP2_TILING") {
+            c.tiling = v.parse()?;
+        }
         if let Some(v) = nonempty("OMP_NUM_THREADS") {
             // OpenMP allows a list for nested levels; the first entry is the outer level.
             let first = v.split(',').next().unwrap_or("");
@@ -237,10 +257,39 @@ impl Config {
     }
 }
 
+/// When the lazy graph tiles a chain of loops (with the lazy optimisation `tiling` on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TilingMode {
+    /// Where it pays (`OP2_TILING=auto`): chains that move enough data, whose inspection finds
+    /// balanced tiles, and whose first runs, timed both ways, were faster tiled.
+    #[default]
+    Auto,
+    /// Every chain of two or more loops that has at least two tiles (`OP2_TILING=always`): for
+    /// testing and measuring.
+    Always,
+}
+
+impl std::str::FromStr for TilingMode {
+    type Err = Op2Error;
+
+    fn from_str(v: &str) -> Result<Self> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(TilingMode::Auto),
+            "always" => Ok(TilingMode::Always),
+            _ => Err(Op2Error::Config {
+                key: "OP2_TILING".into(),
+                value: v.into(),
+                reason: "expected auto or always (OP2_LAZY_OPT=-tiling turns tiling off)".into(),
+            }),
+        }
+    }
+}
+
 /// The lazy graph's optimisations (seed 002's future work), each on or off. `OP2_LAZY_OPT` is
 /// `all`, `none`, or a comma-separated list of names, each optionally prefixed with `-` to turn
 /// it off (applied in order after the defaults): `early_halo`, `successive_halo`,
-/// `sibling_fusion`, `chain_fusion`, `temporaries`. For example `OP2_LAZY_OPT=-chain_fusion`.
+/// `sibling_fusion`, `chain_fusion`, `temporaries`, `tiling`. For example
+/// `OP2_LAZY_OPT=-chain_fusion`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LazyOptions {
     /// An exchange of a Dat whose halo is up to date (nothing since the last exchange that ran
@@ -257,6 +306,10 @@ pub struct LazyOptions {
     /// Temporary Dats get their memory when their first loop runs and give it back to a pool
     /// when released, so the next temporary of that size reuses it.
     pub temporaries: bool,
+    /// A chain of loops forced together (one process, or between two halo exchanges) runs tile
+    /// by tile, each tile through every loop while its data is in cache (sparse tiling), where
+    /// an inspection finds that it pays.
+    pub tiling: bool,
 }
 
 impl LazyOptions {
@@ -267,6 +320,7 @@ impl LazyOptions {
         sibling_fusion: true,
         chain_fusion: true,
         temporaries: true,
+        tiling: true,
     };
     /// Every optimisation off: the graph as recorded.
     pub const NONE: LazyOptions = LazyOptions {
@@ -275,14 +329,16 @@ impl LazyOptions {
         sibling_fusion: false,
         chain_fusion: false,
         temporaries: false,
+        tiling: false,
     };
     /// The names `OP2_LAZY_OPT` takes, in the order of the fields.
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         "early_halo",
         "successive_halo",
         "sibling_fusion",
         "chain_fusion",
         "temporaries",
+        "tiling",
     ];
 
     fn flag(&mut self, name: &str) -> Option<&mut bool> {
@@ -292,6 +348,7 @@ impl LazyOptions {
             "sibling_fusion" => &mut self.sibling_fusion,
             "chain_fusion" => &mut self.chain_fusion,
             "temporaries" => &mut self.temporaries,
+            "tiling" => &mut self.tiling,
             _ => return None,
         })
     }

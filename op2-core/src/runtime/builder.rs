@@ -3,7 +3,7 @@
 
 use super::Runtime;
 use crate::comm::Communicator;
-use crate::config::{CheckpointConfig, CheckpointEvery, Config, LazyOptions};
+use crate::config::{CheckpointConfig, CheckpointEvery, Config, LazyOptions, TilingMode};
 use crate::error::{Op2Error, Result};
 use crate::registry::find_setting;
 use std::path::PathBuf;
@@ -21,6 +21,9 @@ pub struct RuntimeBuilder {
     dump_gencode: Option<PathBuf>,
     part_size: Option<usize>,
     num_threads: Option<usize>,
+    simd: Option<bool>,
+    tile_size: Option<usize>,
+    tiling: Option<TilingMode>,
     /// Backend settings by name, in the order given.
     settings: Vec<(String, String)>,
     /// The ranks the runtime runs with (default: one process).
@@ -84,6 +87,25 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Whether host loops run elements in SIMD batches where they can (overrides `OP2_SIMD`).
+    pub fn simd(mut self, on: bool) -> Self {
+        self.simd = Some(on);
+        self
+    }
+
+    /// Elements of a chain's first loop per tile when the lazy graph tiles loops (overrides
+    /// `OP2_TILE_SIZE`; tiling itself is the lazy optimisation `tiling`).
+    pub fn tile_size(mut self, n: usize) -> Self {
+        self.tile_size = Some(n);
+        self
+    }
+
+    /// When chains of loops are tiled (overrides `OP2_TILING`).
+    pub fn tiling(mut self, mode: TilingMode) -> Self {
+        self.tiling = Some(mode);
+        self
+    }
+
     /// A backend's own setting by name (`cuda_strategy`, `opencl_device`, ...; overrides its
     /// environment variable). [`crate::registry::known_settings`] lists them; an unknown name or
     /// a value the setting does not take is a [`Op2Error::Config`] at [`RuntimeBuilder::build`].
@@ -143,7 +165,20 @@ impl RuntimeBuilder {
         if let Some(v) = self.num_threads {
             c.num_threads = Some(v);
         }
-        for (key, v) in [("part_size", c.part_size), ("num_threads", c.num_threads)] {
+        if let Some(v) = self.simd {
+            c.simd = v;
+        }
+        if let Some(v) = self.tile_size {
+            c.tile_size = Some(v);
+        }
+        if let Some(v) = self.tiling {
+            c.tiling = v;
+        }
+        for (key, v) in [
+            ("part_size", c.part_size),
+            ("num_threads", c.num_threads),
+            ("tile_size", c.tile_size),
+        ] {
             if v == Some(0) {
                 return Err(Op2Error::Config {
                     key: key.into(),

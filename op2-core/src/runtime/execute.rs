@@ -98,6 +98,8 @@ pub struct RuntimeShared {
     pub(crate) pool: Mutex<super::temporaries::Pool>,
     /// Fused loops' code.
     pub(crate) fusions: Mutex<super::fusion::Fusions>,
+    /// Sparse tiling's inspections, by chain shape.
+    pub(crate) tilings: Mutex<super::tiling::TilingCache>,
     /// The runtime's own kernels for Dat algebra.
     pub(crate) algebra: Mutex<super::algebra::AlgebraKernels>,
 }
@@ -247,7 +249,52 @@ impl RuntimeShared {
         let mut comm_stuck = false;
         lock(&self.stats).schedule_seconds += started.elapsed().as_secs_f64();
         let mut queue: std::collections::VecDeque<Vec<(u64, Step)>> = order.into();
+        let tiling = self.config.lazy_opts.tiling;
         while let Some(group) = queue.pop_front() {
+            if tiling && stuck.is_empty() && !comm_stuck {
+                // A run of loop steps, one after another with nothing between them, may run
+                // tile by tile (sparse tiling); otherwise they go on one by one.
+                let mut chain: Vec<LoopStep> = Vec::new();
+                let mut nodes: Vec<u64> = Vec::new();
+                for g in std::iter::once(&group).chain(queue.iter()) {
+                    match g.as_slice() {
+                        [(n, Step::Loop(l))]
+                            if chain.len() < super::tiling::MAX_CHAIN
+                                && super::tiling::tileable(l)
+                                && super::tiling::joins(&chain, l) =>
+                        {
+                            chain.push(l.clone());
+                            nodes.push(*n);
+                        }
+                        _ => break,
+                    }
+                }
+                if chain.len() >= 2 {
+                    if let Some(run) = self.try_run_chain(&chain) {
+                        let mut rest: Vec<Vec<(u64, Step)>> = Vec::new();
+                        for _ in 1..chain.len() {
+                            rest.extend(queue.pop_front());
+                        }
+                        let mut st = lock(&self.state);
+                        for n in &nodes[..run.ran] {
+                            st.trace.remove(*n);
+                        }
+                        drop(st);
+                        lock(&self.stats).nodes_run += run.ran as u64;
+                        if let Err(e) = run.result {
+                            // The failed step stays pending; those after it go the usual way
+                            // (each runs unless it depends on the failure).
+                            first_error.get_or_insert(e);
+                            stuck.insert(nodes[run.ran]);
+                            // `rest[i]` is the chain's step `i + 1`.
+                            for g in rest.into_iter().skip(run.ran).rev() {
+                                queue.push_front(g);
+                            }
+                        }
+                        continue;
+                    }
+                }
+            }
             let communicates = group.iter().any(|(_, s)| s.communicates());
             let blocked = (comm_stuck && communicates)
                 || (!stuck.is_empty() && {

@@ -18,6 +18,7 @@ mod stats;
 mod steps;
 mod subset;
 mod temporaries;
+mod tiling;
 mod timing;
 mod validate;
 
@@ -154,6 +155,7 @@ impl Runtime {
                 stats: Mutex::new(LazyStats::default()),
                 pool: Mutex::new(temporaries::Pool::default()),
                 fusions: Mutex::new(fusion::Fusions::default()),
+                tilings: Mutex::new(tiling::TilingCache::default()),
                 algebra: Mutex::new(algebra::AlgebraKernels::new()),
             }),
         })

@@ -40,6 +40,20 @@ pub struct LazyStats {
     pub nodes_scheduled: u64,
     /// Halo receives waited for.
     pub receives: u64,
+    /// Chains of loops run tile by tile (sparse tiling).
+    pub tiled_chains: u64,
+    /// Loops those chains ran.
+    pub tiled_loops: u64,
+    /// Tiles those chains ran (a tile runs its share of every loop of its chain).
+    pub tiles_run: u64,
+    /// Levels those chains ran (a level's tiles run at once on the threads).
+    pub tile_levels: u64,
+    /// Chains inspected for tiling (each chain shape once; later runs reuse the inspection).
+    pub tiling_inspections: u64,
+    /// Of those, how many were refused as not paying (their loops run one by one).
+    pub tiling_refused: u64,
+    /// Seconds spent inspecting chains.
+    pub tiling_seconds: f64,
     /// Seconds between posting sends and needing their receives, summed over exchanges: the
     /// time messages travelled while other work ran.
     pub overlap_seconds: f64,

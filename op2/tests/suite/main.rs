@@ -21,6 +21,7 @@ mod per_entry;
 mod random_meshes;
 mod registry;
 mod subsets;
+mod tiling;
 
 /// Counts allocations per thread, for `memory`'s checks that declarations do not copy.
 #[global_allocator]

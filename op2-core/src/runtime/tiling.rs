@@ -1,0 +1,839 @@
+//! Sparse tiling of chains of pending loops (Strout's full sparse tiling, as Luporini et al.'s
+//! SLOPE applies it to unstructured meshes): a run of loops the lazy graph forces together is cut
+//! into tiles, each tile a piece of every loop, and each tile runs through the whole chain while
+//! its data is in cache, instead of every loop streaming all of its data from memory in turn.
+//!
+//! **Inspection.** The first loop's range is cut into blocks of consecutive elements (seed
+//! tiles). Each later loop's element joins the highest-numbered tile among those that touched
+//! the same data before it (through its own row or its maps), so that whatever an element
+//! depends on, or must not overtake, runs in its own tile or a lower one. Only data some loop
+//! of the chain writes counts (reading the same coordinates imposes no order), tracked per
+//! element of each set. Tiles are numbered so that neighbours differ: a first pass finds
+//! which seed tiles meet, a greedy colouring of that graph renumbers them colour by colour,
+//! and a second pass assigns the elements. A tile's level is one more than the highest level
+//! of any lower-numbered tile it shares written data with: tiles of one level share nothing,
+//! so threads run them at once, level after level. Correct by construction whatever the
+//! colouring found; the colouring only decides how many levels there are.
+//!
+//! **Execution.** Each tile runs its share of each loop, in chain order, through the
+//! backend's element-list code ([`crate::ElementListLoop`]). Global reductions accumulate per
+//! tile and are combined in tile order afterwards, so threads change nothing: a tiled chain
+//! gives the same bits on `seq` and `openmp`. The order of increments into one element can
+//! differ from loop by loop (its neighbours' tiles run in tile order, not element order), so
+//! results agree with untiled runs to rounding, not bit for bit.
+//!
+//! **Across ranks** tiles stop at the halo: a chain is a run of loop steps with no exchange
+//! between them, so a loop that needs a halo exchange of data an earlier loop wrote starts a
+//! new chain. Growing the exec halo with the chain's depth (SLOPE's way) would make every rank
+//! compute more redundantly and change the halo lists the distributed setup built.
+//!
+//! **When.** The lazy optimisation `tiling` (on by default) tiles a chain only where it pays:
+//! at least two loops on a backend with element-list code, moving more than
+//! [`MIN_CHAIN_BYTES`] (less stays in cache anyway), and an inspection whose largest tile is
+//! not many times the mean (a mesh in random order ties everything together) and, with
+//! threads, with enough tiles per level to keep them busy. Inspections are cached per chain
+//! shape; a refused shape is remembered too.
+
+use super::execute::{RuntimeShared, lock, step_carriers};
+use super::steps::LoopStep;
+use crate::access::Access;
+use crate::backend::ElementListLoop;
+use crate::carrier::CarrierKind;
+use crate::comm::{ReduceOp, combine};
+use crate::config::TilingMode;
+use crate::error::Result;
+use crate::signature::ArgKind;
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+/// Most loops one tiled chain runs.
+pub(crate) const MAX_CHAIN: usize = 16;
+
+/// Fewest bytes (OP2's count, summed over the chain's loops) a chain must move to be tiled:
+/// below it, what one loop leaves in cache is still there for the next.
+pub(crate) const MIN_CHAIN_BYTES: u64 = 8 << 20;
+
+/// Bytes of data a tile aims at when `OP2_TILE_SIZE` does not say: half of a core's L2 on
+/// common server parts, so that a tile's data survives from one loop to the next.
+const TILE_BYTES: u64 = 1 << 20;
+
+/// Bounds of the default tile size, in elements of the first loop.
+const TILE_ELEMENTS: (usize, usize) = (256, 1 << 16);
+
+/// Inspections (and refusals) kept; past this the cache starts again.
+const CACHE_ENTRIES: usize = 64;
+
+/// A tile's work may be at most this many times the mean before tiling is refused.
+const MAX_IMBALANCE: usize = 8;
+
+/// What an arg touches, for the dependences between tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Touch {
+    /// The element's own row.
+    Own,
+    /// Entry `index` of map slot `map`.
+    Via { map: usize, index: usize },
+    /// Every entry of map slot `map`.
+    Row { map: usize },
+}
+
+/// One loop of a chain as far as tiling is concerned.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct LoopShape {
+    set: u64,
+    start: usize,
+    end: usize,
+    /// The map in each slot (by id).
+    maps: Vec<u64>,
+    /// Args on data some loop of the chain writes.
+    touches: Vec<Touch>,
+}
+
+/// What identifies an inspection: the loops' shapes and the tile size.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ChainKey {
+    loops: Vec<LoopShape>,
+    tile_size: usize,
+    threads: usize,
+}
+
+/// An inspected chain: which elements of each loop each tile runs, and the levels.
+#[derive(Debug)]
+pub(crate) struct Tiling {
+    tiles: usize,
+    /// Per loop: each tile's elements, `pieces[offsets[t]..offsets[t + 1]]`, in element order.
+    loops: Vec<(Vec<u32>, Pieces)>,
+    /// Tiles by level; a level's tiles share no written data.
+    levels: Vec<Vec<u32>>,
+}
+
+impl Tiling {
+    /// Tiles and levels, for the stats.
+    pub(crate) fn shape(&self) -> (usize, usize) {
+        (self.tiles, self.levels.len())
+    }
+}
+
+/// A loop's elements in tiles: as ranges where a tile's elements are mostly consecutive (a
+/// range runs in SIMD batches with its direct data contiguous), as a list where they are
+/// scattered (Airfoil's edges along a tile's border alternate between two tiles: ranges of a
+/// few edges would leave SIMD batches empty).
+#[derive(Debug)]
+enum Pieces {
+    Ranges(Vec<[u32; 2]>),
+    Elements(Vec<u32>),
+}
+
+/// Below this many elements per range on average, a loop's tiles are lists.
+const MIN_MEAN_RANGE: usize = 32;
+
+/// Runs of each kind a chain shape is timed for before the faster is chosen.
+const TRIALS: usize = 3;
+
+/// Tiling is kept only where its median time is below this share of running loop by loop.
+const MUST_GAIN: f64 = 0.97;
+
+/// What is known of one chain shape.
+struct Entry {
+    /// The inspection (`None`: refused).
+    tiling: Option<Arc<Tiling>>,
+    /// Seconds of timed runs loop by loop, and tiled.
+    untiled: Vec<f64>,
+    tiled: Vec<f64>,
+    /// Once timed: whether tiling won.
+    choice: Option<bool>,
+}
+
+/// Inspections and timings by chain shape.
+#[derive(Default)]
+pub(crate) struct TilingCache {
+    entries: HashMap<ChainKey, Entry>,
+}
+
+/// What became of a chain handed to [`RuntimeShared::try_run_chain`].
+pub(crate) struct ChainRun {
+    /// How many of its steps ran, from the first (all of them unless one failed).
+    pub(crate) ran: usize,
+    /// The first failure (the step after the `ran` ones).
+    pub(crate) result: Result<()>,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Whether a loop step can be part of a tiled chain: its backend runs element lists, its set
+/// is a plain one (subsets and extruded sets run through maps and columns of their own), and
+/// its Globals are read or reduced.
+pub(crate) fn tileable(step: &LoopStep) -> bool {
+    let rec = &step.record;
+    rec.prepared.element_lists().is_some()
+        && !rec.set.is_subset()
+        && rec.set.extrusion().is_none()
+        && rec.sig.args.iter().all(|a| {
+            a.kind != ArgKind::Global || a.access == Access::Read || a.access.is_reduction()
+        })
+}
+
+/// Whether `next` may join `chain`: every Global both use is read by both, or reduced by both
+/// the same way (reductions are combined after the whole chain ran, so no loop may read what
+/// another reduces, and MIN after INC, say, would start from the wrong value).
+pub(crate) fn joins(chain: &[LoopStep], next: &LoopStep) -> bool {
+    let globals = |s: &LoopStep| -> Vec<(u64, Access)> {
+        s.record
+            .sig
+            .args
+            .iter()
+            .zip(&s.record.carriers)
+            .filter(|(a, _)| a.kind == ArgKind::Global)
+            .map(|(a, c)| (c.id, a.access))
+            .collect()
+    };
+    let theirs: Vec<(u64, Access)> = chain.iter().flat_map(globals).collect();
+    globals(next).iter().all(|&(id, access)| {
+        theirs
+            .iter()
+            .all(|&(other, theirs)| other != id || theirs == access)
+    })
+}
+
+/// Pointers handed to the threads running tiles. The data behind them is locked for the whole
+/// chain, and tiles of one level write disjoint elements.
+struct Shared<T>(T);
+// SAFETY: see the type's comment; every pointer stays valid until the threads are joined.
+unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// The pointers (a method, so that closures capture the wrapper, not its field).
+    fn get(&self) -> &T {
+        &self.0
+    }
+}
+
+impl RuntimeShared {
+    /// Runs `steps` (a chain of tileable loop steps, in program order) tile by tile, or loop
+    /// by loop while timing both ways, or returns `None` (nothing ran) when tiling does not pay
+    /// or cannot start (data borrowed by the program): the caller then runs them one by one.
+    /// A chain shape is inspected once; its first runs alternate loop by loop and tiled
+    /// ([`TRIALS`] each), and from then on it runs the faster way.
+    pub(crate) fn try_run_chain(&self, steps: &[LoopStep]) -> Option<ChainRun> {
+        let always = self.config.tiling == TilingMode::Always;
+        let bytes: u64 = steps.iter().map(|s| s.record.bytes).sum();
+        if steps.len() < 2 || (!always && bytes < MIN_CHAIN_BYTES) || steps[0].range.is_empty() {
+            return None;
+        }
+        let threads = self.backend.host_threads(&self.config).max(1);
+        let tile_size = self.config.tile_size.unwrap_or_else(|| {
+            let per_element = steps[0].record.bytes.max(1) * steps.len() as u64
+                / steps[0].range.len().max(1) as u64;
+            ((TILE_BYTES / per_element.max(1)) as usize).clamp(TILE_ELEMENTS.0, TILE_ELEMENTS.1)
+        });
+        let key = chain_key(steps, tile_size, threads);
+        let known = lock(&self.tilings)
+            .entries
+            .get(&key)
+            .map(|e| (e.tiling.clone(), e.choice, e.untiled.len() <= e.tiled.len()));
+        let (tiling, choice, untiled_next) = match known {
+            Some(k) => k,
+            None => {
+                let started = Instant::now();
+                let t = inspect(steps, &key, threads, !always).map(Arc::new);
+                let mut stats = lock(&self.stats);
+                stats.tiling_inspections += 1;
+                stats.tiling_seconds += started.elapsed().as_secs_f64();
+                if t.is_none() {
+                    stats.tiling_refused += 1;
+                }
+                drop(stats);
+                let mut cache = lock(&self.tilings);
+                if cache.entries.len() >= CACHE_ENTRIES {
+                    cache.entries.clear();
+                }
+                cache.entries.insert(
+                    key.clone(),
+                    Entry {
+                        tiling: t.clone(),
+                        untiled: Vec::new(),
+                        tiled: Vec::new(),
+                        choice: None,
+                    },
+                );
+                (t, None, true)
+            }
+        };
+        let tiling = tiling?;
+        let choice = if always { Some(true) } else { choice };
+        match choice {
+            Some(false) => None,
+            Some(true) => self.run_tiled(steps, &tiling, threads).map(|_| ChainRun {
+                ran: steps.len(),
+                result: Ok(()),
+            }),
+            None if untiled_next => {
+                // A timed run loop by loop, as the caller would run it.
+                let started = Instant::now();
+                for (k, step) in steps.iter().enumerate() {
+                    if let Err(e) = self.run_loop(step) {
+                        return Some(ChainRun {
+                            ran: k,
+                            result: Err(e),
+                        });
+                    }
+                }
+                self.note_trial(&key, false, started.elapsed().as_secs_f64());
+                Some(ChainRun {
+                    ran: steps.len(),
+                    result: Ok(()),
+                })
+            }
+            None => {
+                let seconds = self.run_tiled(steps, &tiling, threads)?;
+                self.note_trial(&key, true, seconds);
+                Some(ChainRun {
+                    ran: steps.len(),
+                    result: Ok(()),
+                })
+            }
+        }
+    }
+
+    /// Records a timed run of a chain shape, and chooses once both ways have their trials.
+    fn note_trial(&self, key: &ChainKey, tiled: bool, seconds: f64) {
+        let mut cache = lock(&self.tilings);
+        let Some(e) = cache.entries.get_mut(key) else {
+            return;
+        };
+        if tiled {
+            e.tiled.push(seconds);
+        } else {
+            e.untiled.push(seconds);
+        }
+        if e.tiled.len() >= TRIALS && e.untiled.len() >= TRIALS {
+            let wins = median(&e.tiled) < MUST_GAIN * median(&e.untiled);
+            e.choice = Some(wins);
+            drop(cache);
+            let mut stats = lock(&self.stats);
+            if !wins {
+                stats.tiling_refused += 1;
+            }
+        }
+    }
+
+    /// Runs the chain tile by tile; the seconds it took, or `None` (nothing ran) when its data
+    /// cannot be locked.
+    fn run_tiled(&self, steps: &[LoopStep], tiling: &Tiling, threads: usize) -> Option<f64> {
+        let lists: Vec<&dyn ElementListLoop> = steps
+            .iter()
+            .map(|s| s.record.prepared.element_lists())
+            .collect::<Option<_>>()?;
+        // Every carrier of the chain locked once, for writing where any loop writes it.
+        let carriers: Vec<Vec<Arc<crate::carrier::Carrier>>> =
+            steps.iter().map(step_carriers).collect();
+        let mut writes: HashMap<u64, bool> = HashMap::new();
+        for (s, cs) in steps.iter().zip(&carriers) {
+            for (a, c) in s.record.sig.args.iter().zip(cs) {
+                *writes.entry(c.id).or_default() |= a.access.writes();
+            }
+            for c in &s.record.consts {
+                writes.entry(c.id).or_default();
+            }
+        }
+        let mut locked = Vec::new();
+        let all = carriers
+            .iter()
+            .flatten()
+            .chain(steps.iter().flat_map(|s| &s.record.consts));
+        for c in all {
+            if !locked.iter().any(|(id, _)| *id == c.id) {
+                match c.lock_for_loop("tiled loops", writes[&c.id]) {
+                    Ok(g) => locked.push((c.id, g)),
+                    Err(_) => return None,
+                }
+            }
+        }
+        let mut pointer = |id: u64| {
+            locked
+                .iter_mut()
+                .find(|(i, _)| *i == id)
+                .expect("locked above")
+                .1
+                .pointer()
+        };
+        let args: Vec<Vec<*mut c_void>> = carriers
+            .iter()
+            .map(|cs| cs.iter().map(|c| pointer(c.id)).collect())
+            .collect();
+        let consts: Vec<Vec<*const c_void>> = steps
+            .iter()
+            .map(|s| {
+                s.record
+                    .consts
+                    .iter()
+                    .map(|c| pointer(c.id).cast_const())
+                    .collect()
+            })
+            .collect();
+        let maps: Vec<Vec<*const i32>> = steps
+            .iter()
+            .map(|s| s.record.maps.iter().map(|m| m.values().as_ptr()).collect())
+            .collect();
+        // Per loop, per reduction arg: each tile's partial (sums from zero, MIN and MAX from the
+        // Global's value).
+        let tiles = tiling.tiles;
+        let mut partials: Vec<Vec<(usize, Vec<u8>)>> = Vec::with_capacity(steps.len());
+        for (j, s) in steps.iter().enumerate() {
+            let mut mine = Vec::new();
+            for i in s.record.sig.reduction_args() {
+                let a = &s.record.sig.args[i];
+                let width = a.dim * a.dtype.size();
+                let start: Vec<u8> = if a.access == Access::Inc {
+                    vec![0; width]
+                } else {
+                    // SAFETY: the Global is locked above and holds `dim` values.
+                    unsafe { std::slice::from_raw_parts(args[j][i] as *const u8, width) }.to_vec()
+                };
+                mine.push((i, start.repeat(tiles)));
+            }
+            partials.push(mine);
+        }
+        // The Consts: set once per loop under its library's lock, taken in one order.
+        let mut keyed: Vec<(usize, usize)> = lists
+            .iter()
+            .enumerate()
+            .map(|(j, l)| (l.consts_key(), j))
+            .filter(|(k, _)| *k != 0)
+            .collect();
+        keyed.sort_unstable();
+        keyed.dedup_by_key(|(k, _)| *k);
+        let _const_guards: Vec<_> = keyed
+            .iter()
+            .filter_map(|&(_, j)| lists[j].lock_consts())
+            .collect();
+        for (j, l) in lists.iter().enumerate() {
+            // SAFETY: no elements; the pointers are the loop's own, locked above.
+            unsafe { l.run_ranges(&[], &[], &args[j], &maps[j], Some(&consts[j])) };
+        }
+        let nanos: Vec<AtomicU64> = steps.iter().map(|_| AtomicU64::new(0)).collect();
+        let partial_ptrs: Vec<Vec<(usize, *mut u8, usize)>> = partials
+            .iter_mut()
+            .zip(steps)
+            .map(|(ps, s)| {
+                ps.iter_mut()
+                    .map(|(i, buf)| {
+                        let a = &s.record.sig.args[*i];
+                        (*i, buf.as_mut_ptr(), a.dim * a.dtype.size())
+                    })
+                    .collect()
+            })
+            .collect();
+        let work = Shared((&args, &maps, &partial_ptrs, &lists));
+        let run_tile = |t: usize| {
+            let (args, maps, partial_ptrs, lists) = *work.get();
+            let mut mine: Vec<*mut c_void> = Vec::new();
+            for (j, (offsets, pieces)) in tiling.loops.iter().enumerate() {
+                let (lo, hi) = (offsets[t] as usize, offsets[t + 1] as usize);
+                if lo == hi {
+                    continue;
+                }
+                let (ranges, elems) = match pieces {
+                    Pieces::Ranges(r) => (&r[lo..hi], &[][..]),
+                    Pieces::Elements(e) => (&[][..], &e[lo..hi]),
+                };
+                mine.clear();
+                mine.extend_from_slice(&args[j]);
+                for &(i, base, width) in &partial_ptrs[j] {
+                    // SAFETY: each tile's partial is its own `width` bytes of the buffer.
+                    mine[i] = unsafe { base.add(t * width) }.cast();
+                }
+                let started = Instant::now();
+                // SAFETY: the data is locked for the chain, the Consts were set above under
+                // their locks, and tiles running at once (one level) write disjoint elements.
+                unsafe { lists[j].run_ranges(ranges, elems, &mine, &maps[j], None) };
+                nanos[j].fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            }
+        };
+        let started = Instant::now();
+        let widest = tiling.levels.iter().map(Vec::len).max().unwrap_or(0);
+        let n = threads.min(widest).max(1);
+        if n == 1 {
+            for level in &tiling.levels {
+                for &t in level {
+                    run_tile(t as usize);
+                }
+            }
+        } else {
+            let next: Vec<AtomicUsize> =
+                tiling.levels.iter().map(|_| AtomicUsize::new(0)).collect();
+            let barrier = Barrier::new(n);
+            let worker = || {
+                for (level, counter) in tiling.levels.iter().zip(&next) {
+                    loop {
+                        let k = counter.fetch_add(1, Ordering::Relaxed);
+                        match level.get(k) {
+                            Some(&t) => run_tile(t as usize),
+                            None => break,
+                        }
+                    }
+                    barrier.wait();
+                }
+            };
+            std::thread::scope(|scope| {
+                for _ in 1..n {
+                    scope.spawn(worker);
+                }
+                worker();
+            });
+        }
+        let wall = started.elapsed().as_secs_f64();
+        // Reductions: every tile's partial folded into the arg's target, in tile order.
+        for ((s, ps), cs) in steps.iter().zip(&partials).zip(&carriers) {
+            for (i, buf) in ps {
+                let a = &s.record.sig.args[*i];
+                let op = match a.access {
+                    Access::Min => ReduceOp::Min,
+                    Access::Max => ReduceOp::Max,
+                    _ => ReduceOp::Sum,
+                };
+                let width = a.dim * a.dtype.size();
+                let target = locked
+                    .iter_mut()
+                    .find(|(id, _)| *id == cs[*i].id)
+                    .expect("locked above")
+                    .1
+                    .bytes_mut()
+                    .expect("reduction targets are locked for writing");
+                for part in buf.chunks_exact(width) {
+                    combine(target, part, a.dtype, op);
+                }
+            }
+        }
+        drop(locked);
+        // Time is shared among the loops by the time their tiles took.
+        let spent: Vec<u64> = nanos.iter().map(|n| n.load(Ordering::Relaxed)).collect();
+        let total = spent.iter().sum::<u64>().max(1) as f64;
+        for ((s, cs), ns) in steps.iter().zip(&carriers).zip(&spent) {
+            self.backend.loop_done(cs);
+            self.loop_step_done(s, wall * *ns as f64 / total);
+        }
+        let mut stats = lock(&self.stats);
+        stats.tiled_chains += 1;
+        stats.tiled_loops += steps.len() as u64;
+        let (tiles, levels) = tiling.shape();
+        stats.tiles_run += tiles as u64;
+        stats.tile_levels += levels as u64;
+        Some(wall)
+    }
+}
+
+/// The chain's shape: per loop its set, range, maps and the args on data the chain writes.
+fn chain_key(steps: &[LoopStep], tile_size: usize, threads: usize) -> ChainKey {
+    let written: HashSet<u64> = steps
+        .iter()
+        .flat_map(|s| {
+            s.record
+                .sig
+                .args
+                .iter()
+                .zip(&s.record.carriers)
+                .filter(|(a, c)| a.access.writes() && !matches!(c.kind(), CarrierKind::Global))
+                .map(|(_, c)| c.id)
+        })
+        .collect();
+    let loops = steps
+        .iter()
+        .map(|s| {
+            let rec = &s.record;
+            let touches = rec
+                .sig
+                .args
+                .iter()
+                .zip(&rec.carriers)
+                .filter(|(_, c)| written.contains(&c.id))
+                .filter_map(|(a, _)| match a.kind {
+                    ArgKind::Direct => Some(Touch::Own),
+                    ArgKind::Indirect { map, index, .. } => Some(Touch::Via { map, index }),
+                    ArgKind::Row { map, .. } => Some(Touch::Row { map }),
+                    ArgKind::Global => None,
+                })
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>();
+            let mut touches = touches;
+            touches.sort_by_key(|t| format!("{t:?}"));
+            LoopShape {
+                set: rec.set.id(),
+                start: s.range.start,
+                end: s.range.end,
+                maps: rec.maps.iter().map(|m| m.id()).collect(),
+                touches,
+            }
+        })
+        .collect();
+    ChainKey {
+        loops,
+        tile_size,
+        threads,
+    }
+}
+
+/// How an arg reaches a tracked element: the element itself (`None`), or map values, the
+/// map's arity and the entries used.
+type Reach<'a> = Option<(&'a [i32], usize, std::ops::Range<usize>)>;
+
+/// A loop's touches resolved to tracked sets and map values.
+struct Resolved<'a> {
+    start: usize,
+    end: usize,
+    /// Per touch: the tracked set's slot, and how to reach it.
+    touches: Vec<(usize, Reach<'a>)>,
+}
+
+impl Resolved<'_> {
+    /// Calls `f(slot, target)` for every tracked element element `e` touches.
+    #[inline]
+    fn each(&self, e: usize, mut f: impl FnMut(usize, usize)) {
+        for (slot, via) in &self.touches {
+            match via {
+                None => f(*slot, e),
+                Some((values, arity, entries)) => {
+                    for k in entries.clone() {
+                        f(*slot, values[e * arity + k] as usize);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Inspects a chain (see the module's comment); `None` when there would be one tile, or
+/// (`strict`) when the tiling would not pay.
+fn inspect(steps: &[LoopStep], key: &ChainKey, threads: usize, strict: bool) -> Option<Tiling> {
+    // Tracked sets: every set a touch lands in, each element holding the highest tile so far.
+    let mut slots: Vec<(u64, usize)> = Vec::new();
+    let mut slot_of = |id: u64, size: usize| match slots.iter().position(|(s, _)| *s == id) {
+        Some(i) => i,
+        None => {
+            slots.push((id, size));
+            slots.len() - 1
+        }
+    };
+    let loops: Vec<Resolved<'_>> = steps
+        .iter()
+        .zip(&key.loops)
+        .map(|(s, shape)| {
+            let rec = &s.record;
+            let touches = shape
+                .touches
+                .iter()
+                .map(|t| match *t {
+                    Touch::Own => (slot_of(rec.set.id(), rec.set.total_size()), None),
+                    Touch::Via { map, index } => {
+                        let m = &rec.maps[map];
+                        (
+                            slot_of(m.to().id(), m.to().total_size()),
+                            Some((m.values(), m.arity(), index..index + 1)),
+                        )
+                    }
+                    Touch::Row { map } => {
+                        let m = &rec.maps[map];
+                        (
+                            slot_of(m.to().id(), m.to().total_size()),
+                            Some((m.values(), m.arity(), 0..m.arity())),
+                        )
+                    }
+                })
+                .collect();
+            Resolved {
+                start: s.range.start,
+                end: s.range.end,
+                touches,
+            }
+        })
+        .collect();
+    let seed_len = loops[0].end - loops[0].start;
+    let blocks = seed_len.div_ceil(key.tile_size);
+    if blocks < 2 {
+        return None;
+    }
+    // First pass, blocks in their own order: which seed tiles meet.
+    let identity: Vec<u32> = (0..blocks as u32).collect();
+    let keys = propagate(&loops, &slots, &identity, key.tile_size);
+    let mut low: Vec<Vec<u32>> = slots.iter().map(|(_, n)| vec![u32::MAX; *n]).collect();
+    let mut high: Vec<Vec<u32>> = slots.iter().map(|(_, n)| vec![0; *n]).collect();
+    for (l, ks) in loops.iter().zip(&keys) {
+        for (e, &k) in (l.start..l.end).zip(ks) {
+            l.each(e, |s, t| {
+                low[s][t] = low[s][t].min(k);
+                high[s][t] = high[s][t].max(k);
+            });
+        }
+    }
+    let mut neighbours: Vec<Vec<u32>> = vec![Vec::new(); blocks];
+    for (lo, hi) in low.iter().zip(&high) {
+        for (&a, &b) in lo.iter().zip(hi) {
+            if a != u32::MAX && a != b {
+                neighbours[a as usize].push(b);
+                neighbours[b as usize].push(a);
+            }
+        }
+    }
+    drop((low, high, keys));
+    // Greedy colouring, then tiles numbered colour by colour.
+    let mut colour = vec![u32::MAX; blocks];
+    for b in 0..blocks {
+        let nb = &mut neighbours[b];
+        nb.sort_unstable();
+        nb.dedup();
+        let used: HashSet<u32> = nb.iter().map(|&n| colour[n as usize]).collect();
+        colour[b] = (0..).find(|c| !used.contains(c)).expect("a free colour");
+    }
+    let mut order: Vec<u32> = (0..blocks as u32).collect();
+    order.sort_by_key(|&b| (colour[b as usize], b));
+    let mut renumbered = vec![0u32; blocks];
+    for (new, &b) in order.iter().enumerate() {
+        renumbered[b as usize] = new as u32;
+    }
+    // Second pass: the elements of every loop in their tiles.
+    let keys = propagate(&loops, &slots, &renumbered, key.tile_size);
+    let tiles = blocks;
+    let mut per_loop = Vec::with_capacity(loops.len());
+    for (l, ks) in loops.iter().zip(&keys) {
+        let mut offsets = vec![0u32; tiles + 1];
+        for &k in ks {
+            offsets[k as usize + 1] += 1;
+        }
+        for t in 0..tiles {
+            offsets[t + 1] += offsets[t];
+        }
+        let mut fill = offsets.clone();
+        let mut elements = vec![0u32; ks.len()];
+        for (e, &k) in (l.start..l.end).zip(ks) {
+            elements[fill[k as usize] as usize] = e as u32;
+            fill[k as usize] += 1;
+        }
+        per_loop.push((offsets, elements));
+    }
+    drop(keys);
+    // Does it pay: no tile many times the mean.
+    let work = |t: usize| -> usize {
+        per_loop
+            .iter()
+            .map(|(o, _)| (o[t + 1] - o[t]) as usize)
+            .sum()
+    };
+    let total: usize = (0..tiles).map(work).sum();
+    let biggest = (0..tiles).map(work).max().unwrap_or(0);
+    if strict && biggest > MAX_IMBALANCE * total.div_ceil(tiles).max(1) {
+        return None;
+    }
+    // Levels: one above every lower tile sharing written data.
+    let mut reached: Vec<Vec<i32>> = slots.iter().map(|(_, n)| vec![-1; *n]).collect();
+    let mut level_of = vec![0u32; tiles];
+    for t in 0..tiles {
+        let mut level = 0i32;
+        for (l, (offsets, elements)) in loops.iter().zip(&per_loop) {
+            for &e in &elements[offsets[t] as usize..offsets[t + 1] as usize] {
+                l.each(e as usize, |s, x| level = level.max(reached[s][x] + 1));
+            }
+        }
+        for (l, (offsets, elements)) in loops.iter().zip(&per_loop) {
+            for &e in &elements[offsets[t] as usize..offsets[t + 1] as usize] {
+                l.each(e as usize, |s, x| reached[s][x] = reached[s][x].max(level));
+            }
+        }
+        level_of[t] = level as u32;
+    }
+    let depth = level_of.iter().max().map_or(0, |&l| l as usize + 1);
+    let mut levels: Vec<Vec<u32>> = vec![Vec::new(); depth];
+    for (t, &l) in level_of.iter().enumerate() {
+        levels[l as usize].push(t as u32);
+    }
+    if strict && threads > 1 && tiles < 2 * threads * depth {
+        return None;
+    }
+    let loops = per_loop
+        .into_iter()
+        .map(|(offsets, elements)| {
+            let mut run_offsets = Vec::with_capacity(tiles + 1);
+            let mut runs: Vec<[u32; 2]> = Vec::new();
+            run_offsets.push(0);
+            for t in 0..tiles {
+                let first = runs.len();
+                for &e in &elements[offsets[t] as usize..offsets[t + 1] as usize] {
+                    let open = runs.len() > first;
+                    match runs.last_mut() {
+                        Some(r) if open && r[1] == e => r[1] = e + 1,
+                        _ => runs.push([e, e + 1]),
+                    }
+                }
+                run_offsets.push(runs.len() as u32);
+            }
+            if runs.len() * MIN_MEAN_RANGE > elements.len() {
+                (offsets, Pieces::Elements(elements))
+            } else {
+                runs.shrink_to_fit();
+                (run_offsets, Pieces::Ranges(runs))
+            }
+        })
+        .collect();
+    let t = Tiling {
+        tiles,
+        loops,
+        levels,
+    };
+    if std::env::var_os("OP2_TILING_DEBUG").is_some() {
+        eprintln!(
+            "tiling: {} tiles of {} seed elements, {} levels {:?}, ranges per loop {:?}, offsets {:?}",
+            t.tiles,
+            key.tile_size,
+            t.levels.len(),
+            t.levels.iter().map(Vec::len).collect::<Vec<_>>(),
+            t.loops
+                .iter()
+                .map(|l| matches!(l.1, Pieces::Ranges(_)))
+                .collect::<Vec<_>>(),
+            t.loops.iter().map(|l| l.0.len()).collect::<Vec<_>>()
+        );
+    }
+    Some(t)
+}
+
+/// Each loop's elements' tiles: the first loop's from its block's number in `seed`, every
+/// element of a later loop the highest tile that touched its data in an earlier loop.
+fn propagate(
+    loops: &[Resolved<'_>],
+    slots: &[(u64, usize)],
+    seed: &[u32],
+    tile_size: usize,
+) -> Vec<Vec<u32>> {
+    let mut last: Vec<Vec<u32>> = slots.iter().map(|(_, n)| vec![0; *n]).collect();
+    let mut keys = Vec::with_capacity(loops.len());
+    for (j, l) in loops.iter().enumerate() {
+        let len = l.end - l.start;
+        let mut ks = vec![0u32; len];
+        for (i, k) in ks.iter_mut().enumerate() {
+            let mut tile = if j == 0 { seed[i / tile_size] } else { 0 };
+            l.each(l.start + i, |s, t| tile = tile.max(last[s][t]));
+            *k = tile;
+        }
+        if j > 0 && l.touches.is_empty() {
+            // Nothing orders this loop: spread it over the tiles, for balance.
+            let tiles = seed.len();
+            for (i, k) in ks.iter_mut().enumerate() {
+                *k = (i * tiles / len.max(1)) as u32;
+            }
+        }
+        for (i, &k) in ks.iter().enumerate() {
+            l.each(l.start + i, |s, t| last[s][t] = last[s][t].max(k));
+        }
+        keys.push(ks);
+    }
+    keys
+}
