@@ -40,6 +40,11 @@ impl Backend for SeqBackend {
         1
     }
 
+    /// The reference: tiling (which changes the order increments arrive in) only when asked.
+    fn keeps_operation_order(&self) -> bool {
+        true
+    }
+
     /// The generated C points into the Dats themselves.
     fn walks_columns(&self) -> bool {
         true

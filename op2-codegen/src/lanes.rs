@@ -83,6 +83,37 @@ fn is_identifier(text: &str) -> bool {
         .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
 }
 
+/// Whether a word starts or names a type (C's, `<stdint.h>`'s and the usual qualifiers).
+fn is_type_word(t: &str) -> bool {
+    matches!(
+        t,
+        "double"
+            | "float"
+            | "int"
+            | "long"
+            | "short"
+            | "char"
+            | "unsigned"
+            | "signed"
+            | "const"
+            | "static"
+            | "register"
+            | "volatile"
+            | "struct"
+            | "size_t"
+            | "int8_t"
+            | "int16_t"
+            | "int32_t"
+            | "int64_t"
+            | "uint8_t"
+            | "uint16_t"
+            | "uint32_t"
+            | "uint64_t"
+            | "bool"
+            | "_Bool"
+    )
+}
+
 /// The index of the token closing the bracket opened at `open` (`(`, `[` or `{`).
 fn closing(src: &str, toks: &[Token], open: usize) -> Option<usize> {
     let text = |t: &Token| &src[t.start..t.end];
@@ -169,18 +200,57 @@ pub(crate) fn strided_kernel(
         .filter(|(_, s)| **s)
         .map(|(p, _)| p.0.as_str())
         .collect();
+    // A macro may spell a use the rewrite cannot see: any preprocessor line naming a target
+    // leaves the kernel alone.
+    let in_macro = src.lines().any(|l| {
+        l.trim_start().starts_with('#')
+            && tokens(&l.trim_start()[1..])
+                .iter()
+                .any(|t| targets.contains(&&l.trim_start()[1..][t.start..t.end]))
+    });
+    if in_macro {
+        return None;
+    }
     // Edits: (byte range replaced, replacement).
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let operand_end = |k: usize| {
         let t = text(k);
         is_identifier(t) || t.as_bytes()[0].is_ascii_digit() || t == ")" || t == "]"
     };
+    // Whether the identifier at `k` is being declared: after a type word (or its `*`s), or after
+    // a comma in a statement that starts with one.
+    let declares = |k: usize| {
+        let mut j = k - 1;
+        while text(j) == "*" {
+            j -= 1;
+        }
+        if is_type_word(text(j)) {
+            return true;
+        }
+        if text(k - 1) != "," {
+            return false;
+        }
+        let mut j = k - 1;
+        while j > body && !matches!(text(j - 1), ";" | "{" | "}") {
+            j -= 1;
+        }
+        is_type_word(text(j))
+    };
     let mut k = body + 1;
     while k < body_end {
         let t = text(k);
         let member = k > 0 && matches!(text(k - 1), "." | "->");
         if targets.contains(&t) && !member {
+            // A local of the same name (in an inner block) would be rewritten too.
+            if declares(k) {
+                return None;
+            }
             if text(k + 1) == "[" {
+                // `&p[i]` hands on a pointer into the row, which its user would step through
+                // without the stride.
+                if text(k - 1) == "&" && !operand_end(k - 2) {
+                    return None;
+                }
                 let end = closing(src, &toks, k + 1)?;
                 let inner = &src[toks[k + 1].end..toks[end].start];
                 edits.push((
@@ -252,6 +322,18 @@ mod tests {
         assert!(strided_kernel(two_d, "k", "k2", &[true], 8).is_none());
         let nested = "void k(double *q, int *i) { q[i[0]] = 1; }";
         assert!(strided_kernel(nested, "k", "k2", &[true, true], 8).is_none());
+        let address = "void k(double *q) { g(&q[1]); }";
+        assert!(strided_kernel(address, "k", "k2", &[true], 8).is_none());
+        let shadow = "void k(double *q) { q[0] = 1; { double x, q[2]; q[1] = 0; } }";
+        assert!(strided_kernel(shadow, "k", "k2", &[true], 8).is_none());
+        let shadow2 = "void k(double *q) { for (int i = 0; i < 2; i++) { double *q = 0; } }";
+        assert!(strided_kernel(shadow2, "k", "k2", &[true], 8).is_none());
+        let macro_use = "void k(double *q) {\n#define Q(i) q[i]\n Q(0) = 1; }";
+        assert!(strided_kernel(macro_use, "k", "k2", &[true], 8).is_none());
+        // A product is not a dereference.
+        let product = "void k(double *q, double *r) { r[0] = 2 * *q * q[1]; }";
+        let out = strided_kernel(product, "k", "k2", &[true, true], 4).unwrap();
+        assert!(out.contains("r[(0) * 4] = 2 * q[0] * q[(1) * 4];"), "{out}");
         // An unflagged parameter may be used any way at all.
         let free = "void k(double *q, double *p) { f(p); q[0] = 1; }";
         assert!(strided_kernel(free, "k", "k2", &[true, false], 8).is_some());

@@ -73,16 +73,25 @@ fn triad(threads: usize) -> f64 {
     3.0 * 8.0 * N as f64 / best / 1e9
 }
 
-/// One configuration to run: backend, threads, and for CUDA the strategy.
+/// One configuration to run: backend, threads, for CUDA the strategy, and whether host loops
+/// run in SIMD batches and chains are tiled (`None`: the default, tiling where it pays).
 struct Config {
     label: String,
     backend: &'static str,
     threads: usize,
     strategy: Option<&'static str>,
+    simd: bool,
+    tiling: Option<op2::TilingMode>,
 }
 
 fn run_op2(mesh: &Mesh, c: &Config, iters: usize, sync: bool) -> Result<Row, String> {
-    let mut b = op2::builder().backend(c.backend).num_threads(c.threads);
+    let mut b = op2::builder()
+        .backend(c.backend)
+        .num_threads(c.threads)
+        .simd(c.simd);
+    if let Some(t) = c.tiling {
+        b = b.tiling(t);
+    }
     if let Some(s) = c.strategy {
         b = b
             .setting("cuda_strategy", s)
@@ -90,9 +99,12 @@ fn run_op2(mesh: &Mesh, c: &Config, iters: usize, sync: bool) -> Result<Row, Str
     }
     let rt = b.build().map_err(|e| e.to_string())?;
     let a = Airfoil::new(&rt, mesh, &Constants::default()).map_err(|e| e.to_string())?;
-    // Warm-up outside the timing: compiling, planning, first touch. Then restart from scratch so
-    // the residual after `iters` iterations is comparable with the reference.
-    a.step().map_err(|e| e.to_string())?;
+    // Warm-up outside the timing: compiling, planning, first touch, and the timed trials by
+    // which automatic tiling decides (three runs each way per chain). Then restart from
+    // scratch so the residual after `iters` iterations is comparable with the reference.
+    for _ in 0..8 {
+        a.step().map_err(|e| e.to_string())?;
+    }
     a.reset(&Constants::default()).map_err(|e| e.to_string())?;
     rt.reset_timings();
     let t = Instant::now();
@@ -581,21 +593,35 @@ fn main() {
         backend,
         threads,
         strategy: None,
+        simd: true,
+        tiling: None,
     };
-    let mut configs = vec![host("seq", "seq", 1)];
+    let scalar = |label: &str, backend: &'static str, threads: usize| Config {
+        simd: false,
+        ..host(label, backend, threads)
+    };
+    let tiled = |label: &str, backend: &'static str, threads: usize| Config {
+        tiling: Some(op2::TilingMode::Always),
+        ..host(label, backend, threads)
+    };
+    let mut configs = vec![
+        host("seq", "seq", 1),
+        scalar("seq, no SIMD", "seq", 1),
+        tiled("seq, tiled", "seq", 1),
+    ];
     let mut threads: Vec<usize> = vec![1, 2];
     if cores > 2 {
         threads.push(cores);
     }
     configs.extend(threads.into_iter().map(|t| host("openmp", "openmp", t)));
+    configs.push(scalar("openmp, no SIMD", "openmp", 2));
+    configs.push(tiled("openmp, tiled", "openmp", 2));
     // The OpenCL device (PoCL's CPU device here: every core, as its own thread pool).
     configs.push(host("opencl", "opencl", cores));
     for strategy in ["colour", "atomics"] {
         configs.push(Config {
-            label: format!("cuda {strategy}"),
-            backend: "cuda",
-            threads: 1,
             strategy: Some(strategy),
+            ..host(&format!("cuda {strategy}"), "cuda", 1)
         });
     }
     if !only.is_empty() {
@@ -715,6 +741,43 @@ fn main() {
                 r.name,
                 halo / 1e6,
                 100.0 * wait
+            );
+        }
+    }
+    // Past the per-loop floor: what loop-at-a-time execution must move, at the 2-thread
+    // triad's rate, against the 2-thread rows; what SIMD batches and tiling change.
+    let row =
+        |name: &str, threads: usize| rows.iter().find(|r| r.name == name && r.threads == threads);
+    if let (Some(b), Some(t2)) = (bytes, triads.iter().find(|(t, _)| *t == 2).map(|p| p.1)) {
+        let floor = b / (t2 * 1e9) * 1e3;
+        println!("per-loop floor (bytes / 2-thread triad): {floor:.2} ms per iteration");
+        for name in ["openmp", "openmp, tiled", "openmp, no SIMD"] {
+            if let Some(r) = row(name, 2) {
+                println!(
+                    "  {name}, 2 threads: {:.2} ms = {:.3} x the floor",
+                    r.ms_per_iter,
+                    r.ms_per_iter / floor
+                );
+            }
+        }
+    }
+    for (threads, on, off) in [(1, "seq", "seq, no SIMD"), (2, "openmp", "openmp, no SIMD")] {
+        if let (Some(on), Some(off)) = (row(on, threads), row(off, threads)) {
+            println!(
+                "SIMD batches on {}: res_calc {:.3} x its scalar time, adt_calc {:.3}, iteration {:.3}",
+                on.name,
+                on.loop_ms[2] / off.loop_ms[2],
+                on.loop_ms[1] / off.loop_ms[1],
+                on.ms_per_iter / off.ms_per_iter
+            );
+        }
+    }
+    for (threads, on, off) in [(1, "seq, tiled", "seq"), (2, "openmp, tiled", "openmp")] {
+        if let (Some(on), Some(off)) = (row(on, threads), row(off, threads)) {
+            println!(
+                "tiled / default on {}: {:.3} per iteration",
+                off.name,
+                on.ms_per_iter / off.ms_per_iter
             );
         }
     }

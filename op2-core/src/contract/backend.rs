@@ -95,6 +95,14 @@ pub trait Backend: Send + Sync {
         true
     }
 
+    /// Whether the backend is a reference whose order of floating-point operations must not
+    /// change on its own: the lazy graph then tiles chains only when told to
+    /// (`OP2_TILING=always`), never because it measured a gain. The sequential reference says
+    /// yes.
+    fn keeps_operation_order(&self) -> bool {
+        false
+    }
+
     /// Transfer counters of a device backend; `None` for host backends.
     fn device_stats(&self) -> Option<DeviceStats> {
         None

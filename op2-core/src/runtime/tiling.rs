@@ -225,6 +225,9 @@ impl RuntimeShared {
     /// ([`TRIALS`] each), and from then on it runs the faster way.
     pub(crate) fn try_run_chain(&self, steps: &[LoopStep]) -> Option<ChainRun> {
         let always = self.config.tiling == TilingMode::Always;
+        if !always && self.backend.keeps_operation_order() {
+            return None;
+        }
         let bytes: u64 = steps.iter().map(|s| s.record.bytes).sum();
         if steps.len() < 2 || (!always && bytes < MIN_CHAIN_BYTES) || steps[0].range.is_empty() {
             return None;
@@ -318,6 +321,10 @@ impl RuntimeShared {
         if e.tiled.len() >= TRIALS && e.untiled.len() >= TRIALS {
             let wins = median(&e.tiled) < MUST_GAIN * median(&e.untiled);
             e.choice = Some(wins);
+            if !wins {
+                // The inspection is not needed again: its memory goes.
+                e.tiling = None;
+            }
             drop(cache);
             let mut stats = lock(&self.stats);
             if !wins {

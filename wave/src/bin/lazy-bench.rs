@@ -14,6 +14,9 @@
 //!    there too three runs each, alternating).
 //! 4. Airfoil on the standard mesh, off against on (likewise): ms and exchanges per iteration, in one
 //!    process (openmp, 2 threads) and across 2 MPI ranks.
+//! 5. Sparse tiling on the wave example (a 1000 x 1000 grid) and on Airfoil: every chain tiled
+//!    (`OP2_TILING=always`) against tiling off, the other optimisations on (alternating runs,
+//!    best of each), with the chains and tiles run.
 //!
 //! `lazy-bench [--elements N] [--reps R] [--wave-steps S] [--airfoil-iterations I]`
 
@@ -433,6 +436,82 @@ fn run(args: &Args) -> Result<(), String> {
     if part("airfoil") {
         airfoil_part(args, have_openmp)?;
     }
+    if part("tiling") {
+        tiling_part(args, have_openmp)?;
+    }
+    Ok(())
+}
+
+/// Tiling off against forced on, the other optimisations on: the wave example on a large grid
+/// and Airfoil, on openmp with 2 threads where built (else seq).
+fn tiling_part(args: &Args, have_openmp: bool) -> Result<(), String> {
+    let backend = if have_openmp { "openmp" } else { "seq" };
+    let build = |tiled: bool| -> Result<Runtime, String> {
+        let mut opts = LazyOptions::ALL;
+        opts.tiling = tiled;
+        op2::builder()
+            .backend(backend)
+            .num_threads(2)
+            .lazy_optimisations(opts)
+            .tiling(op2::TilingMode::Always)
+            .build()
+            .map_err(e2s)
+    };
+    let steps = (args.wave_steps / 10).max(10);
+    let (mut best, mut energy, mut tiled_stats) = ([f64::INFINITY; 2], [0.0; 2], None);
+    for which in [0, 1, 1, 0, 0, 1] {
+        let r = build(which == 1)?;
+        let w = Wave::new(&r, 1000).map_err(e2s)?;
+        for _ in 0..3 {
+            w.step().map_err(e2s)?;
+        }
+        r.flush().map_err(e2s)?;
+        let t = Instant::now();
+        for _ in 0..steps {
+            w.step().map_err(e2s)?;
+        }
+        r.flush().map_err(e2s)?;
+        best[which] = best[which].min(t.elapsed().as_secs_f64() * 1e3 / steps as f64);
+        energy[which] = w.energy().map_err(e2s)?;
+        if which == 1 {
+            tiled_stats = Some(r.lazy_stats());
+        }
+    }
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1e-300);
+    report(
+        &format!("wave 1000 x 1000, tiling ({backend} x2)"),
+        "step",
+        best,
+        close(energy[0], energy[1]),
+        "energies (to 1e-12)",
+    );
+    if let Some(s) = tiled_stats {
+        println!(
+            "  tiled: {} chains, {} loops, {} tiles in {} levels; {} inspections, {:.3} s",
+            s.tiled_chains,
+            s.tiled_loops,
+            s.tiles_run,
+            s.tile_levels,
+            s.tiling_inspections,
+            s.tiling_seconds
+        );
+    }
+    let mesh = Mesh::generate(STANDARD_IJ.0, STANDARD_IJ.1);
+    let (mut best, mut residual) = ([f64::INFINITY; 2], [0.0; 2]);
+    for which in [0, 1, 1, 0, 0, 1] {
+        let r = build(which == 1)?;
+        let a = Airfoil::new(&r, &mesh, &Constants::default()).map_err(e2s)?;
+        let (ms, _, res) = airfoil_run(&a, &r, args.airfoil_iterations)?;
+        best[which] = best[which].min(ms);
+        residual[which] = res;
+    }
+    report(
+        &format!("airfoil, tiling ({backend} x2)"),
+        "iteration",
+        best,
+        format!("{:.5e}", residual[0]) == format!("{:.5e}", residual[1]),
+        "residuals (to 6 digits)",
+    );
     Ok(())
 }
 
