@@ -28,7 +28,7 @@ pub fn list_symbol(kernel: &str) -> String {
 /// How the host emitters shape a loop beyond its signature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostOptions {
-    /// Whether loops that allow it run in SIMD batches ([`emit_element_loop`]); off, every
+    /// Whether loops that allow it run in SIMD batches (see `docs/03-backends.md`); off, every
     /// element runs alone (`OP2_SIMD=0`, to measure what the batches gain).
     pub simd: bool,
 }

@@ -27,12 +27,20 @@
 //! new chain. Growing the exec halo with the chain's depth (SLOPE's way) would make every rank
 //! compute more redundantly and change the halo lists the distributed setup built.
 //!
-//! **When.** The lazy optimisation `tiling` (on by default) tiles a chain only where it pays:
-//! at least two loops on a backend with element-list code, moving more than
-//! [`MIN_CHAIN_BYTES`] (less stays in cache anyway), and an inspection whose largest tile is
-//! not many times the mean (a mesh in random order ties everything together) and, with
-//! threads, with enough tiles per level to keep them busy. Inspections are cached per chain
-//! shape; a refused shape is remembered too.
+//! **Which loops.** Loops over plain sets (not subsets or extruded sets) on backends with
+//! element-range code (`seq`, `openmp`), writing through maps only by increments (with two
+//! elements writing one target, tiles would change which value is left), reading or reducing
+//! Globals; a Global that one loop reduces may appear in the others only reduced the same way.
+//! Not while checkpointing (it records the Globals each loop leaves).
+//!
+//! **When.** The lazy optimisation `tiling` (on by default) with `OP2_TILING=auto` tiles a
+//! chain only where it pays: at least two loops moving more than [`MIN_CHAIN_BYTES`] (less
+//! stays in cache anyway), an inspection whose largest tile is not many times the mean (a mesh
+//! in random order ties everything together) and, with threads, with enough tiles per level to
+//! keep them busy; then its first runs alternate loop by loop and tiled, timed, and the faster
+//! way is kept. The sequential reference never tiles by itself (its order of operations is the
+//! reference); `OP2_TILING=always` tiles every chain it can, on any host backend. Inspections
+//! are cached per chain shape.
 
 use super::execute::{RuntimeShared, lock, step_carriers};
 use super::steps::LoopStep;
@@ -62,6 +70,9 @@ const TILE_BYTES: u64 = 1 << 20;
 
 /// Bounds of the default tile size, in elements of the first loop.
 const TILE_ELEMENTS: (usize, usize) = (256, 1 << 16);
+
+/// Tiles a level should hold on average; with fewer, the seed tiles grow (see [`inspect`]).
+const TILES_PER_LEVEL: usize = 8;
 
 /// Inspections (and refusals) kept; past this the cache starts again.
 const CACHE_ENTRIES: usize = 64;
@@ -168,15 +179,21 @@ fn median(v: &[f64]) -> f64 {
 }
 
 /// Whether a loop step can be part of a tiled chain: its backend runs element lists, its set
-/// is a plain one (subsets and extruded sets run through maps and columns of their own), and
-/// its Globals are read or reduced.
+/// is a plain one (subsets and extruded sets run through maps and columns of their own), its
+/// Globals are read or reduced, and it writes through maps only by increments. (Two elements
+/// writing one target through a map leave the last one's value; tiles would change which is
+/// last, where increments only change the rounding.)
 pub(crate) fn tileable(step: &LoopStep) -> bool {
     let rec = &step.record;
     rec.prepared.element_lists().is_some()
         && !rec.set.is_subset()
         && rec.set.extrusion().is_none()
-        && rec.sig.args.iter().all(|a| {
-            a.kind != ArgKind::Global || a.access == Access::Read || a.access.is_reduction()
+        && rec.sig.args.iter().all(|a| match a.kind {
+            ArgKind::Global => a.access == Access::Read || a.access.is_reduction(),
+            ArgKind::Indirect { .. } | ArgKind::Row { .. } => {
+                matches!(a.access, Access::Read | Access::Inc)
+            }
+            ArgKind::Direct => true,
         })
 }
 
@@ -225,7 +242,9 @@ impl RuntimeShared {
     /// ([`TRIALS`] each), and from then on it runs the faster way.
     pub(crate) fn try_run_chain(&self, steps: &[LoopStep]) -> Option<ChainRun> {
         let always = self.config.tiling == TilingMode::Always;
-        if !always && self.backend.keeps_operation_order() {
+        // Checkpointing records the Globals each loop leaves, which a tiled chain only has
+        // once all of its loops ran.
+        if (!always && self.backend.keeps_operation_order()) || self.history.is_some() {
             return None;
         }
         let bytes: u64 = steps.iter().map(|s| s.record.bytes).sum();
@@ -664,14 +683,38 @@ fn inspect(steps: &[LoopStep], key: &ChainKey, threads: usize, strict: bool) -> 
             }
         })
         .collect();
+    // Tiles thinner than the chain's reach grow through each other, and levels get deep:
+    // larger tiles until a level holds [`TILES_PER_LEVEL`] of them on average, or too few tiles
+    // are left to split further. The thread count plays no part, so that every thread count
+    // runs the same tiles (and gives the same bits); it only decides whether to refuse.
+    let mut tile_size = key.tile_size;
+    let mut t = tile_with(&loops, &slots, tile_size, strict)?;
+    while t.tiles < TILES_PER_LEVEL * t.levels.len() && t.tiles >= 4 * TILES_PER_LEVEL {
+        tile_size *= 2;
+        t = tile_with(&loops, &slots, tile_size, strict)?;
+    }
+    if strict && threads > 1 && t.tiles < 2 * threads * t.levels.len() {
+        return None;
+    }
+    Some(t)
+}
+
+/// The tiling of resolved loops with seed blocks of `tile_size` elements: `None` when there
+/// would be one tile, or (`strict`) when its largest tile is many times the mean.
+fn tile_with(
+    loops: &[Resolved<'_>],
+    slots: &[(u64, usize)],
+    tile_size: usize,
+    strict: bool,
+) -> Option<Tiling> {
     let seed_len = loops[0].end - loops[0].start;
-    let blocks = seed_len.div_ceil(key.tile_size);
+    let blocks = seed_len.div_ceil(tile_size);
     if blocks < 2 {
         return None;
     }
     // First pass, blocks in their own order: which seed tiles meet.
     let identity: Vec<u32> = (0..blocks as u32).collect();
-    let keys = propagate(&loops, &slots, &identity, key.tile_size);
+    let keys = propagate(loops, slots, &identity, tile_size);
     let mut low: Vec<Vec<u32>> = slots.iter().map(|(_, n)| vec![u32::MAX; *n]).collect();
     let mut high: Vec<Vec<u32>> = slots.iter().map(|(_, n)| vec![0; *n]).collect();
     for (l, ks) in loops.iter().zip(&keys) {
@@ -708,7 +751,7 @@ fn inspect(steps: &[LoopStep], key: &ChainKey, threads: usize, strict: bool) -> 
         renumbered[b as usize] = new as u32;
     }
     // Second pass: the elements of every loop in their tiles.
-    let keys = propagate(&loops, &slots, &renumbered, key.tile_size);
+    let keys = propagate(loops, slots, &renumbered, tile_size);
     let tiles = blocks;
     let mut per_loop = Vec::with_capacity(loops.len());
     for (l, ks) in loops.iter().zip(&keys) {
@@ -762,9 +805,6 @@ fn inspect(steps: &[LoopStep], key: &ChainKey, threads: usize, strict: bool) -> 
     for (t, &l) in level_of.iter().enumerate() {
         levels[l as usize].push(t as u32);
     }
-    if strict && threads > 1 && tiles < 2 * threads * depth {
-        return None;
-    }
     let loops = per_loop
         .into_iter()
         .map(|(offsets, elements)| {
@@ -795,20 +835,6 @@ fn inspect(steps: &[LoopStep], key: &ChainKey, threads: usize, strict: bool) -> 
         loops,
         levels,
     };
-    if std::env::var_os("OP2_TILING_DEBUG").is_some() {
-        eprintln!(
-            "tiling: {} tiles of {} seed elements, {} levels {:?}, ranges per loop {:?}, offsets {:?}",
-            t.tiles,
-            key.tile_size,
-            t.levels.len(),
-            t.levels.iter().map(Vec::len).collect::<Vec<_>>(),
-            t.loops
-                .iter()
-                .map(|l| matches!(l.1, Pieces::Ranges(_)))
-                .collect::<Vec<_>>(),
-            t.loops.iter().map(|l| l.0.len()).collect::<Vec<_>>()
-        );
-    }
     Some(t)
 }
 

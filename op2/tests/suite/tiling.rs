@@ -224,7 +224,8 @@ proptest! {
 }
 
 /// Real numbers on a structured quad mesh (Airfoil's shape of loops): tiled and loop by loop
-/// agree to rounding (increments into one cell may come in another order).
+/// agree to rounding (increments into one cell may come in another order), and tiled runs give
+/// the same bits on one thread and on several.
 #[test]
 fn tiled_chains_agree_with_loop_by_loop_runs_to_rounding() {
     let (nx, ny) = (37, 23);
@@ -300,6 +301,19 @@ fn tiled_chains_agree_with_loop_by_loop_runs_to_rounding() {
             assert_eq!(s.tiled_chains, 1, "{s:?}");
             assert_eq!(s.tiled_loops, 6, "{s:?}");
         }
+        // The same tiles on the reference and on 3 OpenMP threads: the same bits.
+        if op2::backends().iter().any(|b| b.name == "openmp") {
+            let on = |backend: &str| {
+                op2::builder()
+                    .backend(backend)
+                    .num_threads(3)
+                    .tiling(TilingMode::Always)
+                    .tile_size(tile_size)
+                    .build()
+                    .unwrap()
+            };
+            assert_eq!(run(&on("seq")), run(&on("openmp")));
+        }
     }
 }
 
@@ -342,7 +356,7 @@ fn a_global_reduced_then_read_cuts_the_chain() {
 /// reject nonsense.
 #[test]
 fn small_chains_are_not_tiled_by_default_and_settings_are_checked() {
-    let rt = builder().build().unwrap();
+    let rt = builder().tiling(TilingMode::Auto).build().unwrap();
     let c = Chain {
         nodes: 100,
         e2n: (0..99).flat_map(|i| [i, i + 1]).collect(),
