@@ -65,6 +65,7 @@ impl Codegen for CCodegen {
         s.push_str("#include <stdint.h>\n#include <math.h>\n\n");
         emit_consts(&mut s, sig, "static");
         emit_kernel(&mut s, sig, HOST_INLINE);
+        emit_lanes_kernel(&mut s, sig, options.simd);
         let _ = writeln!(s, "{} {{", WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_sequential_body(&mut s, sig, options.simd, false);
         s.push_str("}\n");
@@ -333,6 +334,18 @@ pub(crate) fn emit_element_loop(
     plain(s, "op2_b0", indent);
 }
 
+/// The kernel's copy for component-major lanes ([`lanes_kernel`]), where the host unit runs
+/// SIMD batches (`simd`) and the rewrite applies; with the user's names open, as around the
+/// kernel itself.
+pub(crate) fn emit_lanes_kernel(s: &mut String, sig: &LoopSignature, simd: bool) {
+    if let Some(lanes) = lanes_kernel(sig).filter(|_| simd) {
+        open_user_names(s, sig, false);
+        let _ = writeln!(s, "static {HOST_INLINE} void {lanes}");
+        close_user_names(s, sig);
+        s.push('\n');
+    }
+}
+
 /// The kernel rewritten for component-major lanes (see [`crate::lanes`]), from its name on,
 /// when the loop runs in SIMD batches and the rewrite applies: every arg gathered through a
 /// map (read, or incremented into a lane array) indexes its row with stride [`SIMD_BATCH`].
@@ -456,11 +469,6 @@ pub(crate) fn emit_kernel(s: &mut String, sig: &LoopSignature, inline: &str) {
     }
     s.push_str(sig.kernel.source());
     s.push('\n');
-    if inline == HOST_INLINE {
-        if let Some(lanes) = lanes_kernel(sig) {
-            let _ = writeln!(s, "static {inline} void {lanes}");
-        }
-    }
     close_user_names(s, sig);
     s.push('\n');
 }

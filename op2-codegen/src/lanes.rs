@@ -60,14 +60,20 @@ fn tokens(src: &str) -> Vec<Token> {
                 i += if b[i] == b'\\' { 2 } else { 1 };
             }
             i = (i + 1).min(b.len());
-        } else if c.is_ascii_alphanumeric()
-            || c == b'_'
-            || c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)
-        {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
+        } else if word_byte(c) || c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            // Identifiers and numbers; bytes past ASCII (UTF-8 identifiers) stay inside the
+            // token, so that slicing at token bounds never splits a character.
+            while i < b.len() && (word_byte(b[i]) || b[i] == b'.') {
                 i += 1;
             }
-        } else if c == b'-' && b.get(i + 1) == Some(&b'>') {
+        } else if matches!(
+            (c, b.get(i + 1)),
+            (b'-', Some(b'>'))
+                | (b'+', Some(b'+'))
+                | (b'-', Some(b'-'))
+                | (b'&', Some(b'&'))
+                | (b'|', Some(b'|'))
+        ) {
             i += 2;
         } else {
             i += 1;
@@ -77,10 +83,49 @@ fn tokens(src: &str) -> Vec<Token> {
     out
 }
 
+/// Bytes of identifiers and numbers (past ASCII: UTF-8 identifiers, as GCC takes them).
+fn word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || !c.is_ascii()
+}
+
 fn is_identifier(text: &str) -> bool {
     text.as_bytes()
         .first()
-        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_' || !c.is_ascii())
+}
+
+/// Words that may stand before an identifier without declaring it.
+fn is_statement_word(t: &str) -> bool {
+    matches!(t, "return" | "case" | "sizeof" | "goto" | "else" | "do")
+}
+
+/// Words a flagged parameter's declaration may consist of besides its name, its one `*` or
+/// `[...]`: scalar types and qualifiers. Anything else (a typedef, a struct, parentheses, an
+/// attribute) leaves the kernel alone: the stride is counted in elements of a scalar type.
+fn is_parameter_word(t: &str) -> bool {
+    is_type_word(t) || matches!(t, "restrict" | "__restrict" | "__restrict__" | "*")
+}
+
+/// A parameter's name from its tokens (its last identifier at the top level); for a flagged
+/// parameter, `None` unless it is a scalar type with exactly one `*` or one `[...]` after the
+/// name.
+fn parameter_name<'a>(toks: &[&'a str], flagged: bool) -> Option<&'a str> {
+    let bracket = toks.iter().position(|t| *t == "[");
+    let head = &toks[..bracket.unwrap_or(toks.len())];
+    let name = *head.last()?;
+    if !flagged {
+        return head.iter().rev().find(|t| is_identifier(t)).copied();
+    }
+    if !is_identifier(name) || is_type_word(name) {
+        return None;
+    }
+    let stars = head.iter().filter(|t| **t == "*").count();
+    let words_ok = head[..head.len() - 1].iter().all(|t| is_parameter_word(t));
+    let one_level = match bracket {
+        None => stars == 1,
+        Some(b) => stars == 0 && toks.last() == Some(&"]") && !toks[b + 1..].contains(&"["),
+    };
+    (words_ok && one_level).then_some(name)
 }
 
 /// Whether a word starts or names a type (C's, `<stdint.h>`'s and the usual qualifiers).
@@ -160,55 +205,43 @@ pub(crate) fn strided_kernel(
         (close + 1 < toks.len() && text(close + 1) == "{").then_some((k + 1, close, close + 1))
     })?;
     let body_end = closing(src, &toks, body)?;
-    // Parameters: split at top-level commas; each one's name is its last identifier.
-    let mut params: Vec<(String, usize)> = Vec::new(); // (name, array declarators)
-    let mut depth = 0;
-    let (mut last_ident, mut brackets) = (None::<usize>, 0usize);
+    // Parameters: split at top-level commas; each one's name is its last identifier at the
+    // top level. A flagged one must be a scalar type with one `*` or one `[...]`.
+    let mut params: Vec<String> = Vec::new();
+    let mut start = open + 1;
+    let mut depth = 0i32;
     for k in open + 1..=close {
         let t = text(k);
-        match t {
-            "(" | "[" => {
-                if t == "[" && depth == 0 {
-                    brackets += 1;
-                }
-                depth += 1;
-            }
-            ")" | "]" if k != close => depth -= 1,
-            _ => {}
+        if k < close && matches!(t, "(" | "[") {
+            depth += 1;
+        } else if k < close && matches!(t, ")" | "]") {
+            depth -= 1;
         }
         if (t == "," && depth == 0) || k == close {
-            if let Some(id) = last_ident {
-                params.push((text(id).to_string(), brackets));
-            }
-            last_ident = None;
-            brackets = 0;
-        } else if depth == 0 && is_identifier(t) {
-            last_ident = Some(k);
+            let flagged = strided.get(params.len()).copied().unwrap_or(false);
+            let toks_of: Vec<&str> = (start..k).map(text).collect();
+            let name = parameter_name(&toks_of, flagged)?;
+            params.push(name.to_string());
+            start = k + 1;
         }
     }
     if params.len() != strided.len() {
         return None;
     }
-    for ((_, brackets), &s) in params.iter().zip(strided) {
-        if s && *brackets > 1 {
-            return None;
-        }
-    }
     let targets: Vec<&str> = params
         .iter()
         .zip(strided)
         .filter(|(_, s)| **s)
-        .map(|(p, _)| p.0.as_str())
+        .map(|(p, _)| p.as_str())
         .collect();
-    // A macro may spell a use the rewrite cannot see: any preprocessor line naming a target
-    // leaves the kernel alone.
-    let in_macro = src.lines().any(|l| {
-        l.trim_start().starts_with('#')
-            && tokens(&l.trim_start()[1..])
-                .iter()
-                .any(|t| targets.contains(&&l.trim_start()[1..][t.start..t.end]))
+    // A macro may spell a use the rewrite cannot see, and the copy comes after the whole
+    // source (an `#undef` at its end would leave the copy without the macro): any
+    // preprocessor line but `#include` leaves the kernel alone.
+    let preprocessed = src.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with('#') && !l[1..].trim_start().starts_with("include")
     });
-    if in_macro {
+    if preprocessed {
         return None;
     }
     // Edits: (byte range replaced, replacement).
@@ -220,6 +253,12 @@ pub(crate) fn strided_kernel(
     // Whether the identifier at `k` is being declared: after a type word (or its `*`s), or after
     // a comma in a statement that starts with one.
     let declares = |k: usize| {
+        // `T q` (`T` a word that is not a statement's) declares; so does `double *q`. (`a *q`
+        // with `a` a typedef cannot be told from a product: taken as one.)
+        let before = text(k - 1);
+        if is_type_word(before) || (is_identifier(before) && !is_statement_word(before)) {
+            return true;
+        }
         let mut j = k - 1;
         while text(j) == "*" {
             j -= 1;
@@ -234,24 +273,31 @@ pub(crate) fn strided_kernel(
         while j > body && !matches!(text(j - 1), ";" | "{" | "}") {
             j -= 1;
         }
-        is_type_word(text(j))
+        is_type_word(text(j)) || (is_identifier(text(j)) && is_identifier(text(j + 1)))
     };
     let mut k = body + 1;
     while k < body_end {
         let t = text(k);
-        let member = k > 0 && matches!(text(k - 1), "." | "->");
+        let member = matches!(text(k - 1), "." | "->");
         if targets.contains(&t) && !member {
             // A local of the same name (in an inner block) would be rewritten too.
             if declares(k) {
                 return None;
             }
             if text(k + 1) == "[" {
-                // `&p[i]` hands on a pointer into the row, which its user would step through
-                // without the stride.
-                if text(k - 1) == "&" && !operand_end(k - 2) {
+                // `&p[i]` (or `&(p[i])`) hands on a pointer into the row, which its user
+                // would step through without the stride.
+                let mut j = k - 1;
+                while text(j) == "(" {
+                    j -= 1;
+                }
+                if text(j) == "&" && !operand_end(j - 1) {
                     return None;
                 }
                 let end = closing(src, &toks, k + 1)?;
+                if end >= body_end {
+                    return None;
+                }
                 let inner = &src[toks[k + 1].end..toks[end].start];
                 edits.push((
                     toks[k].start,
@@ -262,7 +308,11 @@ pub(crate) fn strided_kernel(
                 k += 2;
                 continue;
             }
-            let deref = text(k - 1) == "*" && !operand_end(k - 2);
+            // `*p`, not followed by anything that would make it another expression (`*p++`
+            // steps the pointer).
+            let deref = text(k - 1) == "*"
+                && !operand_end(k - 2)
+                && !matches!(text(k + 1), "++" | "--" | "[" | "(" | "." | "->");
             if !deref {
                 return None;
             }
@@ -334,6 +384,52 @@ mod tests {
         let product = "void k(double *q, double *r) { r[0] = 2 * *q * q[1]; }";
         let out = strided_kernel(product, "k", "k2", &[true, true], 4).unwrap();
         assert!(out.contains("r[(0) * 4] = 2 * q[0] * q[(1) * 4];"), "{out}");
+        // Stepping the pointer, the address of a parenthesised row, a local of a typedef'd
+        // type, parameters that are not a scalar with one level, macros anywhere, `#undef`.
+        for (src, flags) in [
+            (
+                "void k(const double *q, double *o) { double a = *q++; o[0] = a; }",
+                &[true, false][..],
+            ),
+            ("void k(double *q) { g(&(q[1])); }", &[true]),
+            (
+                "void k(double *q) { q[0] = 1; { real q[2] = {1, 2}; h(q[1]); } }",
+                &[true],
+            ),
+            ("void k(const double (*q)[2]) { g(q[0][1]); }", &[true]),
+            ("void k(const vec2 *q) { g(q[1]); }", &[true]),
+            ("void k(double **q) { g(q[1][0]); }", &[true]),
+            ("void k(double q[2][2]) { g(q[1][0]); }", &[true]),
+            (
+                "#define LOAD(i) \\\n q[i]\nvoid k(const double *q, double *o) { o[0] = LOAD(1); }",
+                &[true, false],
+            ),
+            (
+                "#define SQ(x) ((x) * (x))\nvoid k(double *q) { q[0] = SQ(q[1]); }\n#undef SQ",
+                &[true],
+            ),
+        ] {
+            assert!(strided_kernel(src, "k", "k2", flags, 8).is_none(), "{src}");
+        }
+        // What the rewrite does take: `&&`, casts of rows, qualifiers, array parameters, a
+        // UTF-8 name elsewhere.
+        let ok = "#include <math.h>\nvoid k(const double *restrict q, double r[4], int n) {\n\
+                  double \u{3bb} = 2; if (n > 0 && q[0] > 0) r[1] += (float)q[1] * \u{3bb}; }";
+        let out = strided_kernel(ok, "k", "k2", &[true, true, false], 8).unwrap();
+        assert!(
+            out.contains(
+                "if (n > 0 && q[(0) * 8] > 0) r[(1) * 8] += (float)q[(1) * 8] * \u{3bb}; }"
+            ),
+            "{out}"
+        );
+        // Bytes past ASCII anywhere never split a character (no panic).
+        let _ = strided_kernel(
+            "void k(double *q) { \u{e9}q[0] = 1; \u{1F600} }",
+            "k",
+            "k2",
+            &[true],
+            8,
+        );
         // An unflagged parameter may be used any way at all.
         let free = "void k(double *q, double *p) { f(p); q[0] = 1; }";
         assert!(strided_kernel(free, "k", "k2", &[true, false], 8).is_some());

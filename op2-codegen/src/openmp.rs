@@ -4,8 +4,8 @@
 
 use crate::emit::{
     HOST_INLINE, HostOptions, SIMD_BATCH, combine_into, emit_consts, emit_element_loop,
-    emit_kernel, emit_list_entry, emit_row_vectors, emit_wrapper_prologue, kernel_call_args,
-    reduces_locally, reduction_args,
+    emit_kernel, emit_lanes_kernel, emit_list_entry, emit_row_vectors, emit_wrapper_prologue,
+    kernel_call_args, reduces_locally, reduction_args,
 };
 use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
@@ -48,6 +48,7 @@ impl Codegen for OpenMpCodegen {
         s.push_str("#include <stdint.h>\n#include <math.h>\n#include <omp.h>\n\n");
         emit_consts(&mut s, sig, "static");
         emit_kernel(&mut s, sig, HOST_INLINE);
+        emit_lanes_kernel(&mut s, sig, simd);
         let _ = writeln!(s, "{} {{", OPENMP_WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_wrapper_prologue(&mut s, sig, false);
         // One partial per thread and reduction (the backend allocates them, `nthreads * dim`

@@ -250,8 +250,13 @@ impl RuntimeShared {
         lock(&self.stats).schedule_seconds += started.elapsed().as_secs_f64();
         let mut queue: std::collections::VecDeque<Vec<(u64, Step)>> = order.into();
         let tiling = self.config.lazy_opts.tiling;
+        // Groups left of a chain that was offered for tiling and declined: its tails are not
+        // offered again (each would be a new shape to inspect and time, for the same answer).
+        let mut declined = 0usize;
         while let Some(group) = queue.pop_front() {
-            if tiling && stuck.is_empty() && !comm_stuck {
+            if declined > 0 {
+                declined -= 1;
+            } else if tiling && stuck.is_empty() && !comm_stuck {
                 // A run of loop steps, one after another with nothing between them, may run
                 // tile by tile (sparse tiling); otherwise they go on one by one.
                 let mut chain: Vec<LoopStep> = Vec::new();
@@ -293,6 +298,7 @@ impl RuntimeShared {
                         }
                         continue;
                     }
+                    declined = chain.len() - 1;
                 }
             }
             let communicates = group.iter().any(|(_, s)| s.communicates());
