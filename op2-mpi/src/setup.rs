@@ -320,15 +320,23 @@ impl MeshBuilder {
         let home = |s: usize| block_range(self.sets[s].size, ranks, rank);
         let mut result: Vec<Option<Vec<u32>>> = vec![None; nsets];
         result[first] = Some(first_parts);
-        loop {
-            let forward = (0..nsets).find(|&s| {
+        // The first set without parts that a map leads to from (`forward`: from it to) a set
+        // with parts.
+        let reached = |result: &[Option<Vec<u32>>], forward: bool| {
+            (0..nsets).find(|&s| {
                 result[s].is_none()
-                    && self
-                        .maps
-                        .iter()
-                        .any(|m| m.from == s && result[m.to].is_some())
-            });
-            if let Some(s) = forward {
+                    && self.maps.iter().any(|m| {
+                        let (here, there) = if forward {
+                            (m.from, m.to)
+                        } else {
+                            (m.to, m.from)
+                        };
+                        here == s && result[there].is_some()
+                    })
+            })
+        };
+        loop {
+            if let Some(s) = reached(&result, true) {
                 let n = home(s).len();
                 // Per map in turn: the distinct targets of this rank's rows, their parts
                 // asked of the home ranks, then the part of every entry (the numbers dropped).
@@ -365,14 +373,7 @@ impl MeshBuilder {
                 result[s] = Some(out);
                 continue;
             }
-            let backward = (0..nsets).find(|&s| {
-                result[s].is_none()
-                    && self
-                        .maps
-                        .iter()
-                        .any(|m| m.to == s && result[m.from].is_some())
-            });
-            if let Some(s) = backward {
+            if let Some(s) = reached(&result, false) {
                 let size = self.sets[s].size;
                 // (target, part) pairs of this rank's rows, packed as target * ranks + part in
                 // one word, counted here first: a target is usually reached by several rows of

@@ -9,7 +9,7 @@ use super::steps::{Exchange, LoopStep, Reduction, ReductionTarget, Step};
 use super::timing::{self, DatTraffic, HaloTraffic, LoopTiming};
 use crate::access::Access;
 use crate::backend::{Backend, LoopInvocation, PreparedLoop};
-use crate::carrier::{Carrier, CarrierKind, CarrierOwner};
+use crate::carrier::{Carrier, CarrierKind, CarrierOwner, LoopLock};
 use crate::comm::{Communicator, ReduceOp, combine};
 use crate::config::Config;
 use crate::dtype::HostBuffer;
@@ -20,6 +20,7 @@ use crate::set::Set;
 use crate::signature::LoopSignature;
 use crate::trace::{DataUse, Graph, section};
 use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -158,7 +159,33 @@ pub(crate) fn step_carriers(step: &LoopStep) -> Vec<Arc<Carrier>> {
         .collect()
 }
 
-fn reduce_op(access: Access) -> ReduceOp {
+/// Locks each carrier of `uses` (a carrier, and whether that use writes it) once, in order of
+/// first use: for writing where any of its uses writes, shared otherwise.
+pub(crate) fn lock_once<'a>(
+    uses: &[(&'a Arc<Carrier>, bool)],
+    kernel: &str,
+) -> Result<Vec<(u64, LoopLock<'a>)>> {
+    let mut locked = Vec::with_capacity(uses.len());
+    for (c, _) in uses {
+        if !locked.iter().any(|(id, _)| *id == c.id) {
+            let writes = uses.iter().any(|(d, w)| d.id == c.id && *w);
+            locked.push((c.id, c.lock_for_loop(kernel, writes)?));
+        }
+    }
+    Ok(locked)
+}
+
+/// The data pointer of carrier `id` among those [`lock_once`] locked.
+pub(crate) fn locked_pointer(locked: &mut [(u64, LoopLock<'_>)], id: u64) -> *mut c_void {
+    let (_, guard) = locked
+        .iter_mut()
+        .find(|(i, _)| *i == id)
+        .expect("every carrier was locked together");
+    guard.pointer()
+}
+
+/// The reduction an access folds partial results with.
+pub(crate) fn reduce_op(access: Access) -> ReduceOp {
     match access {
         Access::Min => ReduceOp::Min,
         Access::Max => ReduceOp::Max,
@@ -419,27 +446,21 @@ impl RuntimeShared {
         maps: &[Map],
         consts: &[Arc<Carrier>],
     ) -> Result<f64> {
-        let writes = |id: u64| {
-            sig.args
-                .iter()
-                .zip(carriers)
-                .any(|(a, c)| c.id == id && a.access.writes())
-        };
-        let mut locked = Vec::with_capacity(carriers.len() + consts.len());
-        for c in carriers.iter().chain(consts) {
-            if !locked.iter().any(|(id, _)| *id == c.id) {
-                locked.push((c.id, c.lock_for_loop(kernel, writes(c.id))?));
-            }
-        }
-        let mut pointer = |id: u64| {
-            let (_, guard) = locked
-                .iter_mut()
-                .find(|(i, _)| *i == id)
-                .expect("every carrier of the loop was locked just above");
-            guard.pointer()
-        };
-        let args: Vec<_> = carriers.iter().map(|c| pointer(c.id)).collect();
-        let const_ptrs: Vec<_> = consts.iter().map(|c| pointer(c.id).cast_const()).collect();
+        let uses: Vec<(&Arc<Carrier>, bool)> = carriers
+            .iter()
+            .zip(&sig.args)
+            .map(|(c, a)| (c, a.access.writes()))
+            .chain(consts.iter().map(|c| (c, false)))
+            .collect();
+        let mut locked = lock_once(&uses, kernel)?;
+        let args: Vec<_> = carriers
+            .iter()
+            .map(|c| locked_pointer(&mut locked, c.id))
+            .collect();
+        let const_ptrs: Vec<_> = consts
+            .iter()
+            .map(|c| locked_pointer(&mut locked, c.id).cast_const())
+            .collect();
         let started = Instant::now();
         prepared.run(&LoopInvocation {
             sig,

@@ -42,12 +42,12 @@
 //! reference); `OP2_TILING=always` tiles every chain it can, on any host backend. Inspections
 //! are cached per chain shape.
 
-use super::execute::{RuntimeShared, lock, step_carriers};
+use super::execute::{RuntimeShared, lock, lock_once, locked_pointer, reduce_op, step_carriers};
 use super::steps::LoopStep;
 use crate::access::Access;
 use crate::backend::ElementListLoop;
 use crate::carrier::CarrierKind;
-use crate::comm::{ReduceOp, combine};
+use crate::comm::combine;
 use crate::config::TilingMode;
 use crate::error::Result;
 use crate::signature::ArgKind;
@@ -113,7 +113,7 @@ const CACHE_ENTRIES: usize = 64;
 const MAX_IMBALANCE: usize = 8;
 
 /// What an arg touches, for the dependences between tiles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Touch {
     /// The element's own row.
     Own,
@@ -394,36 +394,18 @@ impl RuntimeShared {
         // Every carrier of the chain locked once, for writing where any loop writes it.
         let carriers: Vec<Vec<Arc<crate::carrier::Carrier>>> =
             steps.iter().map(step_carriers).collect();
-        let mut writes: HashMap<u64, bool> = HashMap::new();
-        for (s, cs) in steps.iter().zip(&carriers) {
-            for (a, c) in s.record.sig.args.iter().zip(cs) {
-                *writes.entry(c.id).or_default() |= a.access.writes();
-            }
-            for c in &s.record.consts {
-                writes.entry(c.id).or_default();
-            }
-        }
-        let mut locked = Vec::new();
-        let all = carriers
+        let uses: Vec<(&Arc<crate::carrier::Carrier>, bool)> = steps
             .iter()
-            .flatten()
-            .chain(steps.iter().flat_map(|s| &s.record.consts));
-        for c in all {
-            if !locked.iter().any(|(id, _)| *id == c.id) {
-                match c.lock_for_loop("tiled loops", writes[&c.id]) {
-                    Ok(g) => locked.push((c.id, g)),
-                    Err(_) => return None,
-                }
-            }
-        }
-        let mut pointer = |id: u64| {
-            locked
-                .iter_mut()
-                .find(|(i, _)| *i == id)
-                .expect("locked above")
-                .1
-                .pointer()
-        };
+            .zip(&carriers)
+            .flat_map(|(s, cs)| {
+                cs.iter()
+                    .zip(&s.record.sig.args)
+                    .map(|(c, a)| (c, a.access.writes()))
+                    .chain(s.record.consts.iter().map(|c| (c, false)))
+            })
+            .collect();
+        let mut locked = lock_once(&uses, "tiled loops").ok()?;
+        let mut pointer = |id: u64| locked_pointer(&mut locked, id);
         let args: Vec<Vec<*mut c_void>> = carriers
             .iter()
             .map(|cs| cs.iter().map(|c| pointer(c.id)).collect())
@@ -569,11 +551,7 @@ impl RuntimeShared {
         for ((s, ps), cs) in steps.iter().zip(&partials).zip(&carriers) {
             for (i, buf) in ps {
                 let a = &s.record.sig.args[*i];
-                let op = match a.access {
-                    Access::Min => ReduceOp::Min,
-                    Access::Max => ReduceOp::Max,
-                    _ => ReduceOp::Sum,
-                };
+                let op = reduce_op(a.access);
                 let width = a.dim * a.dtype.size();
                 let target = locked
                     .iter_mut()
@@ -636,11 +614,10 @@ fn chain_key(steps: &[LoopStep], tile_size: usize, threads: usize) -> ChainKey {
                     ArgKind::Row { map, .. } => Some(Touch::Row { map }),
                     ArgKind::Global => None,
                 })
-                .collect::<HashSet<_>>()
-                .into_iter()
                 .collect::<Vec<_>>();
             let mut touches = touches;
-            touches.sort_by_key(|t| format!("{t:?}"));
+            touches.sort_unstable();
+            touches.dedup();
             LoopShape {
                 set: rec.set.id(),
                 start: s.range.start,
