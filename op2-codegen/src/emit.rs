@@ -63,6 +63,7 @@ impl Codegen for CCodegen {
             sig.kernel.name()
         );
         s.push_str("#include <stdint.h>\n#include <math.h>\n\n");
+        crate::rows::emit_row_transposes(&mut s, sig, options.simd);
         emit_consts(&mut s, sig, "static");
         emit_kernel(&mut s, sig, HOST_INLINE);
         emit_lanes_kernel(&mut s, sig, options.simd);
@@ -271,6 +272,7 @@ pub(crate) fn emit_element_loop(
     let mut lanes = call.to_vec();
     let mut gather = String::new();
     let mut scatter = String::new();
+    let mut rows_out = String::new();
     for (i, a) in sig.args.iter().enumerate() {
         if let ArgKind::Indirect { map, arity, index } = a.kind {
             let (t, d) = (a.dtype.c_name(), a.dim);
@@ -278,6 +280,15 @@ pub(crate) fn emit_element_loop(
                 "(int64_t)op2_map{map}[{} * {arity} + {index}] * {d}",
                 element("op2_b0 + op2_l")
             );
+            // Whole rows in and out, turned around by shuffles (see `crate::rows`).
+            let by_rows = soa && crate::rows::transposable(a);
+            if by_rows {
+                let _ = writeln!(
+                    s,
+                    "{indent}  int64_t op2_arg{i}_o[{w}];\n\
+                     {indent}  for (int op2_l = 0; op2_l < {w}; op2_l++) op2_arg{i}_o[op2_l] = {row};"
+                );
+            }
             let lane = if soa {
                 let _ = writeln!(s, "{indent}  {t} op2_arg{i}_g[{d}][{w}];");
                 lanes[i] = format!("(void *)&op2_arg{i}_g[0][op2_l]");
@@ -288,11 +299,45 @@ pub(crate) fn emit_element_loop(
                 "op2_arg{i}_g[op2_l][op2_k]".replace("{i}", &i.to_string())
             };
             let value = if a.access == Access::Inc {
-                let _ = writeln!(
-                    scatter,
-                    "{indent}    for (int op2_k = 0; op2_k < {d}; op2_k++) op2_arg{i}[{row} + op2_k] += {lane};"
-                );
+                if by_rows {
+                    let _ = writeln!(
+                        rows_out,
+                        "{indent}  {} op2_arg{i}_v[{w}];\n{indent}  {}",
+                        crate::rows::row_type(a),
+                        crate::rows::rows_call(
+                            a,
+                            &format!("op2_arg{i}_g"),
+                            &format!("op2_arg{i}_v")
+                        )
+                    );
+                    let _ = writeln!(
+                        scatter,
+                        "{indent}    {}",
+                        crate::rows::add_call(
+                            a,
+                            &format!("op2_arg{i} + op2_arg{i}_o[op2_l]"),
+                            &format!("op2_arg{i}_v[op2_l]")
+                        )
+                    );
+                } else {
+                    let _ = writeln!(
+                        scatter,
+                        "{indent}    for (int op2_k = 0; op2_k < {d}; op2_k++) op2_arg{i}[{row} + op2_k] += {lane};"
+                    );
+                }
                 format!("({t})0")
+            } else if by_rows {
+                let _ = writeln!(
+                    gather,
+                    "{indent}  {}",
+                    crate::rows::gather_call(
+                        a,
+                        &format!("op2_arg{i}_g"),
+                        &format!("op2_arg{i}"),
+                        &format!("op2_arg{i}_o")
+                    )
+                );
+                continue;
             } else {
                 format!("op2_arg{i}[{row} + op2_k]")
             };
@@ -323,6 +368,7 @@ pub(crate) fn emit_element_loop(
         element("op2_b0 + op2_l"),
         lanes.join(", ")
     );
+    s.push_str(&rows_out);
     if !scatter.is_empty() {
         // Lane by lane, in element order: lanes that hit one element add in turn.
         let _ = write!(
@@ -649,12 +695,33 @@ mod tests {
             .emit(&batched, &HostOptions::default())
             .unwrap()
             .source;
-        // Lanes component-major, gathered a component at a time.
+        // Lanes component-major; rows of 2 gathered whole and transposed.
         assert!(src.contains("double op2_arg1_g[2][8];"), "{src}");
-        assert!(src.contains(
-            "op2_arg1_g[op2_k][op2_l] = op2_arg1[(int64_t)op2_map0[(op2_b0 + op2_l) * 2 + 1] * 2 + op2_k];"
-        ), "{src}");
+        assert!(
+            src.contains("op2_arg1_o[op2_l] = (int64_t)op2_map0[(op2_b0 + op2_l) * 2 + 1] * 2;"),
+            "{src}"
+        );
+        assert!(
+            src.contains("op2_rows_in2_double(op2_arg1_g, op2_arg1, op2_arg1_o);"),
+            "{src}"
+        );
+        assert!(src.contains("static inline __attribute__((always_inline)) void op2_rows_in2_double(double op2_g[2][8]"), "{src}");
+        // Before the user's code, so that none of its macros reach the transposes.
+        assert!(src.find("op2_rows_in2_double").unwrap() < src.find("void k(").unwrap());
         assert!(src.contains("#pragma omp simd"));
+        // Rows of 3 have no whole-row vector: a component at a time.
+        let mut three = batched.clone();
+        for a in &mut three.args {
+            a.dim = 3;
+        }
+        let src3 = CCodegen
+            .emit(&three, &HostOptions::default())
+            .unwrap()
+            .source;
+        assert!(src3.contains(
+            "op2_arg1_g[op2_k][op2_l] = op2_arg1[(int64_t)op2_map0[(op2_b0 + op2_l) * 2 + 1] * 3 + op2_k];"
+        ), "{src3}");
+        assert!(!src3.contains("op2_rows_"), "{src3}");
         // The kernel rewritten for them, and called per lane.
         assert!(src.contains(
             "static inline __attribute__((always_inline)) void op2_lanes_k(const double *a, const double *b, double *o) { o[0] = a[(0) * 8] + b[0]; }"
@@ -678,7 +745,7 @@ mod tests {
             .emit(&batched, &HostOptions { simd: false })
             .unwrap()
             .source;
-        assert!(!plain.contains("omp simd"));
+        assert!(!plain.contains("omp simd") && !plain.contains("op2_rows_"));
         // A kernel the rewrite cannot follow keeps lane-major lanes.
         let mut opaque = batched.clone();
         opaque.kernel = Kernel::new(
@@ -706,9 +773,28 @@ mod tests {
             ),
             "{src}"
         );
-        assert!(src.contains(
-            "for (int op2_k = 0; op2_k < 2; op2_k++) op2_arg1[(int64_t)op2_map0[(op2_b0 + op2_l) * 2 + 1] * 2 + op2_k] += op2_arg1_g[op2_k][op2_l];"
-        ), "{src}");
+        // Rows of 2: the lanes transposed into rows, each added whole in lane order.
+        assert!(src.contains("op2_row2_double op2_arg1_v[8];"), "{src}");
+        assert!(
+            src.contains("op2_rows_out2_double(op2_arg1_g, op2_arg1_v);"),
+            "{src}"
+        );
+        assert!(
+            src.contains("op2_rows_add2_double(op2_arg1 + op2_arg1_o[op2_l], op2_arg1_v[op2_l]);"),
+            "{src}"
+        );
+        // Rows of 3: component by component.
+        let mut inc3 = inc.clone();
+        for a in &mut inc3.args {
+            a.dim = 3;
+        }
+        let src3 = CCodegen
+            .emit(&inc3, &HostOptions::default())
+            .unwrap()
+            .source;
+        assert!(src3.contains(
+            "for (int op2_k = 0; op2_k < 3; op2_k++) op2_arg1[(int64_t)op2_map0[(op2_b0 + op2_l) * 2 + 1] * 3 + op2_k] += op2_arg1_g[op2_k][op2_l];"
+        ), "{src3}");
         // An increment into data another arg reads stays one element at a time.
         let mut inc_read = sig(Access::Write, vec![0, 0, 1]);
         inc_read.args[1].access = Access::Inc;

@@ -20,6 +20,7 @@ mod lanes;
 mod list;
 mod opencl;
 mod openmp;
+mod rows;
 
 pub use cache::{
     ArtefactKind, CacheSource, CacheStats, CompileCache, MemoryLayer, cache_stats, dump_source,

@@ -162,3 +162,169 @@ proptest! {
         prop_assert_eq!(outi.to_vec().unwrap(), e_outi);
     }
 }
+
+/// Values for [`row_transposes_match_plain_rust`], with the arithmetic the kernel does on them
+/// (wrapping for integers, so that plain Rust and C agree on every bit).
+trait RowValue: op2::Scalar + Copy + PartialEq + std::fmt::Debug {
+    const C: &'static str;
+    fn from_small(v: i32) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn add(self, o: Self) -> Self;
+    fn sub(self, o: Self) -> Self;
+}
+
+macro_rules! row_value {
+    ($t:ty, $c:expr, float) => {
+        impl RowValue for $t {
+            const C: &'static str = $c;
+            // Sevenths: sums of them round, so a changed order of additions shows.
+            fn from_small(v: i32) -> Self {
+                v as $t / 7.0
+            }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
+        }
+    };
+    ($t:ty, $c:expr, int) => {
+        impl RowValue for $t {
+            const C: &'static str = $c;
+            fn from_small(v: i32) -> Self {
+                v as $t
+            }
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+        }
+    };
+}
+row_value!(f64, "double", float);
+row_value!(f32, "float", float);
+row_value!(i32, "int32_t", int);
+row_value!(i64, "int64_t", int);
+
+/// Two rows read and two incremented through one map (the same Dat twice, at the first and last
+/// slot, as Airfoil's `res_calc` does), with SIMD batches on or off, and the row transposes by
+/// shuffles or (`shuffles` false) by plain loops; the Dats' values after the loop.
+fn rows_loop<T: RowValue>(
+    m: &RandomMesh,
+    simd: bool,
+    shuffles: bool,
+    dim: usize,
+) -> (Vec<T>, Vec<T>) {
+    let mut builder = op2_test_support::builder().simd(simd);
+    if !shuffles {
+        builder = builder.cflags(["-DOP2_NO_SHUFFLES"]);
+    }
+    let rt = builder.build().expect("runtime on the suite's backend");
+    let a = m.arity;
+    let nodes = rt.decl_set(m.nodes, "nodes").unwrap();
+    let edges = rt.decl_set(m.edges, "edges").unwrap();
+    let e2n = rt
+        .decl_map(&edges, &nodes, a, m.map.clone(), "e2n")
+        .unwrap();
+    let small = |i: usize| T::from_small((i as i32 * 37 + 11) % 101 - 50);
+    let v: Vec<T> = (0..m.nodes * dim).map(small).collect();
+    let w: Vec<T> = (0..m.edges * dim).map(|i| small(i + 5)).collect();
+    let acc0: Vec<T> = (0..m.nodes * dim).map(|i| small(i + 3)).collect();
+    let v = rt.decl_dat(&nodes, dim, &v, "v").unwrap();
+    let w = rt.decl_dat(&edges, dim, &w, "w").unwrap();
+    let acc = rt.decl_dat(&nodes, dim, &acc0, "acc").unwrap();
+    let t = T::C;
+    let k = Kernel::new(
+        "rows",
+        &format!(
+            "void rows(const {t} *p, const {t} *q, const {t} *w, {t} *x, {t} *y) {{
+               for (int k = 0; k < {dim}; k++) {{ x[k] += p[k] * w[k]; y[k] += q[k] - w[k]; }} }}"
+        ),
+    )
+    .unwrap();
+    let last = a - 1;
+    rt.par_loop(
+        &k,
+        &edges,
+        [
+            v.arg_via(&e2n, m.index, READ),
+            v.arg_via(&e2n, last, READ),
+            w.arg(READ),
+            acc.arg_via(&e2n, 0, INC),
+            acc.arg_via(&e2n, last, INC),
+        ],
+    )
+    .unwrap();
+    (v.to_vec().unwrap(), acc.to_vec().unwrap())
+}
+
+/// The same loop in plain Rust, element by element and arg by arg.
+fn rows_expected<T: RowValue>(m: &RandomMesh, dim: usize) -> Vec<T> {
+    let small = |i: usize| T::from_small((i as i32 * 37 + 11) % 101 - 50);
+    let v: Vec<T> = (0..m.nodes * dim).map(small).collect();
+    let w: Vec<T> = (0..m.edges * dim).map(|i| small(i + 5)).collect();
+    let mut acc: Vec<T> = (0..m.nodes * dim).map(|i| small(i + 3)).collect();
+    let a = m.arity;
+    for e in 0..m.edges {
+        let (p, q) = (
+            m.map[e * a + m.index] as usize,
+            m.map[e * a + a - 1] as usize,
+        );
+        let (x, y) = (m.map[e * a] as usize, q);
+        for k in 0..dim {
+            acc[x * dim + k] = acc[x * dim + k].add(v[p * dim + k].mul(w[e * dim + k]));
+            acc[y * dim + k] = acc[y * dim + k].add(v[q * dim + k].sub(w[e * dim + k]));
+        }
+    }
+    acc
+}
+
+fn rows_case<T: RowValue>(m: &RandomMesh, dim: usize) -> Result<(), TestCaseError> {
+    let expected = rows_expected::<T>(m, dim);
+    // The host backends' C compiler also runs the transposes spelled as plain loops.
+    let host = ["seq", "openmp"].contains(&op2_test_support::backend().as_str());
+    for (simd, shuffles) in [(true, true), (true, !host), (false, true)] {
+        let (_, acc) = rows_loop::<T>(m, simd, shuffles, dim);
+        prop_assert_eq!(
+            &acc,
+            &expected,
+            "{} dim {} simd {} shuffles {}",
+            T::C,
+            dim,
+            simd,
+            shuffles
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Rows of 2 and 4 components move between the Dats and the SIMD batches' lanes whole,
+    /// transposed by shuffles; other dims one component at a time. Every dim, four dtypes, set
+    /// sizes around the batch width, lanes incrementing one node: the same bits as plain Rust
+    /// adding element by element, with batches on and off.
+    #[test]
+    fn row_transposes_match_plain_rust(
+        m in random_mesh(),
+        dim in prop::sample::select(vec![1usize, 2, 3, 4, 5, 8]),
+        dtype in 0..4,
+    ) {
+        match dtype {
+            0 => rows_case::<f64>(&m, dim)?,
+            1 => rows_case::<f32>(&m, dim)?,
+            2 => rows_case::<i32>(&m, dim)?,
+            _ => rows_case::<i64>(&m, dim)?,
+        }
+    }
+}
