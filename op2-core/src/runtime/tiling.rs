@@ -147,8 +147,8 @@ pub(crate) struct ChainKey {
 #[derive(Debug)]
 pub(crate) struct Tiling {
     tiles: usize,
-    /// Per loop: each tile's elements, `pieces[offsets[t]..offsets[t + 1]]`, in element order.
-    loops: Vec<(Vec<u32>, Pieces)>,
+    /// Per loop: each tile's elements.
+    loops: Vec<Pieces>,
     /// Tiles by level; a level's tiles share no written data.
     levels: Vec<Vec<u32>>,
 }
@@ -160,18 +160,23 @@ impl Tiling {
     }
 }
 
-/// A loop's elements in tiles: as ranges where a tile's elements are mostly consecutive (a
-/// range runs in SIMD batches with its direct data contiguous), as a list where they are
-/// scattered (Airfoil's edges along a tile's border alternate between two tiles: ranges of a
-/// few edges would leave SIMD batches empty).
+/// A loop's elements in tiles: each tile's runs of consecutive elements at least [`MIN_RUN`]
+/// long as ranges (a range runs in SIMD batches with its direct data contiguous), and the rest
+/// as a list (Airfoil's edges along a tile's border alternate between two tiles: ranges of one
+/// or two edges would leave SIMD batches empty). A tile runs its ranges, then its list.
 #[derive(Debug)]
-enum Pieces {
-    Ranges(Vec<[u32; 2]>),
-    Elements(Vec<u32>),
+struct Pieces {
+    /// Tile `t`'s ranges are `ranges[range_offsets[t]..range_offsets[t + 1]]`.
+    range_offsets: Vec<u32>,
+    ranges: Vec<[u32; 2]>,
+    /// Tile `t`'s listed elements are `elements[element_offsets[t]..element_offsets[t + 1]]`.
+    element_offsets: Vec<u32>,
+    elements: Vec<u32>,
 }
 
-/// Below this many elements per range on average, a loop's tiles are lists.
-const MIN_MEAN_RANGE: usize = 32;
+/// Runs of consecutive elements shorter than this go into a tile's list: two SIMD batches, so
+/// that a range's one-at-a-time remainder is at most a third of it.
+const MIN_RUN: u32 = 16;
 
 /// Runs of each kind a chain shape is timed for before the faster is chosen.
 const TRIALS: usize = 3;
@@ -492,15 +497,11 @@ impl RuntimeShared {
         let run_tile = |t: usize| {
             let (args, maps, partial_ptrs, lists) = *work.get();
             let mut mine: Vec<*mut c_void> = Vec::new();
-            for (j, (offsets, pieces)) in tiling.loops.iter().enumerate() {
-                let (lo, hi) = (offsets[t] as usize, offsets[t + 1] as usize);
-                if lo == hi {
+            for (j, pieces) in tiling.loops.iter().enumerate() {
+                let (ranges, elems) = pieces.of(t);
+                if ranges.is_empty() && elems.is_empty() {
                     continue;
                 }
-                let (ranges, elems) = match pieces {
-                    Pieces::Ranges(r) => (&r[lo..hi], &[][..]),
-                    Pieces::Elements(e) => (&[][..], &e[lo..hi]),
-                };
                 mine.clear();
                 mine.extend_from_slice(&args[j]);
                 for &(i, base, width) in &partial_ptrs[j] {
@@ -782,12 +783,12 @@ fn tile_with(
     // Second pass: each loop's elements in their tiles, kept as ranges or a list as soon as
     // the loop is done (only one loop's tile numbers are held at a time).
     let tiles = blocks;
-    let mut per_loop: Vec<(Vec<u32>, Pieces)> = Vec::with_capacity(loops.len());
+    let mut per_loop: Vec<Pieces> = Vec::with_capacity(loops.len());
     propagate(loops, slots, &renumbered, tile_size, |l, keys| {
         per_loop.push(pieces(l, keys, tiles));
     });
     // Does it pay: no tile many times the mean.
-    let work = |t: usize| -> usize { per_loop.iter().map(|(o, p)| p.count(&o[t..t + 2])).sum() };
+    let work = |t: usize| -> usize { per_loop.iter().map(|p| p.count(t)).sum() };
     let total: usize = (0..tiles).map(work).sum();
     let biggest = (0..tiles).map(work).max().unwrap_or(0);
     if strict && biggest > MAX_IMBALANCE * total.div_ceil(tiles).max(1) {
@@ -796,19 +797,19 @@ fn tile_with(
     // Levels: one above every lower tile sharing written data.
     let mut reached: Vec<Vec<i32>> = slots.iter().map(|(_, n)| vec![-1; *n]).collect();
     let mut level_of = vec![0u32; tiles];
-    for t in 0..tiles {
+    for (t, level_t) in level_of.iter_mut().enumerate() {
         let mut level = 0i32;
-        for (l, (offsets, p)) in loops.iter().zip(&per_loop) {
-            p.each(&offsets[t..t + 2], |e| {
+        for (l, p) in loops.iter().zip(&per_loop) {
+            p.each(t, |e| {
                 l.each(e, |s, x| level = level.max(reached[s][x] + 1));
             });
         }
-        for (l, (offsets, p)) in loops.iter().zip(&per_loop) {
-            p.each(&offsets[t..t + 2], |e| {
+        for (l, p) in loops.iter().zip(&per_loop) {
+            p.each(t, |e| {
                 l.each(e, |s, x| reached[s][x] = reached[s][x].max(level));
             });
         }
-        level_of[t] = level as u32;
+        *level_t = level as u32;
     }
     let depth = level_of.iter().max().map_or(0, |&l| l as usize + 1);
     let mut levels: Vec<Vec<u32>> = vec![Vec::new(); depth];
@@ -822,9 +823,9 @@ fn tile_with(
     })
 }
 
-/// A loop's elements by tile (`keys`: each element's tile), as ranges, or as a list where
-/// ranges would be short.
-fn pieces(l: &Resolved<'_>, keys: &[u32], tiles: usize) -> (Vec<u32>, Pieces) {
+/// A loop's elements by tile (`keys`: each element's tile), runs of [`MIN_RUN`] or more as
+/// ranges and the rest as a list, each in element order.
+fn pieces(l: &Resolved<'_>, keys: &[u32], tiles: usize) -> Pieces {
     let mut offsets = vec![0u32; tiles + 1];
     for &k in keys {
         offsets[k as usize + 1] += 1;
@@ -833,54 +834,65 @@ fn pieces(l: &Resolved<'_>, keys: &[u32], tiles: usize) -> (Vec<u32>, Pieces) {
         offsets[t + 1] += offsets[t];
     }
     let mut fill = offsets.clone();
-    let mut elements = vec![0u32; keys.len()];
+    let mut sorted = vec![0u32; keys.len()];
     for (e, &k) in (l.start..l.end).zip(keys) {
-        elements[fill[k as usize] as usize] = e as u32;
+        sorted[fill[k as usize] as usize] = e as u32;
         fill[k as usize] += 1;
     }
     drop(fill);
-    let mut run_offsets = Vec::with_capacity(tiles + 1);
-    let mut runs: Vec<[u32; 2]> = Vec::new();
-    run_offsets.push(0);
+    let mut p = Pieces {
+        range_offsets: Vec::with_capacity(tiles + 1),
+        ranges: Vec::new(),
+        element_offsets: Vec::with_capacity(tiles + 1),
+        elements: Vec::new(),
+    };
+    p.range_offsets.push(0);
+    p.element_offsets.push(0);
     for t in 0..tiles {
-        let first = runs.len();
-        for &e in &elements[offsets[t] as usize..offsets[t + 1] as usize] {
-            let open = runs.len() > first;
-            match runs.last_mut() {
-                Some(r) if open && r[1] == e => r[1] = e + 1,
-                _ => runs.push([e, e + 1]),
+        let mine = &sorted[offsets[t] as usize..offsets[t + 1] as usize];
+        let mut i = 0;
+        while i < mine.len() {
+            let mut j = i + 1;
+            while j < mine.len() && mine[j] == mine[j - 1] + 1 {
+                j += 1;
             }
+            if (j - i) as u32 >= MIN_RUN {
+                p.ranges.push([mine[i], mine[j - 1] + 1]);
+            } else {
+                p.elements.extend_from_slice(&mine[i..j]);
+            }
+            i = j;
         }
-        run_offsets.push(runs.len() as u32);
+        p.range_offsets.push(p.ranges.len() as u32);
+        p.element_offsets.push(p.elements.len() as u32);
     }
-    if runs.len() * MIN_MEAN_RANGE > elements.len() {
-        (offsets, Pieces::Elements(elements))
-    } else {
-        runs.shrink_to_fit();
-        (run_offsets, Pieces::Ranges(runs))
-    }
+    p.ranges.shrink_to_fit();
+    p.elements.shrink_to_fit();
+    p
 }
 
 impl Pieces {
-    /// How many elements pieces `bounds[0]..bounds[1]` hold.
-    fn count(&self, bounds: &[u32]) -> usize {
-        let (lo, hi) = (bounds[0] as usize, bounds[1] as usize);
-        match self {
-            Pieces::Ranges(r) => r[lo..hi].iter().map(|r| (r[1] - r[0]) as usize).sum(),
-            Pieces::Elements(_) => hi - lo,
-        }
+    /// Tile `t`'s ranges and listed elements.
+    fn of(&self, t: usize) -> (&[[u32; 2]], &[u32]) {
+        let r = self.range_offsets[t] as usize..self.range_offsets[t + 1] as usize;
+        let e = self.element_offsets[t] as usize..self.element_offsets[t + 1] as usize;
+        (&self.ranges[r], &self.elements[e])
     }
 
-    /// Calls `f` with every element of pieces `bounds[0]..bounds[1]`.
-    fn each(&self, bounds: &[u32], mut f: impl FnMut(usize)) {
-        let (lo, hi) = (bounds[0] as usize, bounds[1] as usize);
-        match self {
-            Pieces::Ranges(r) => r[lo..hi]
-                .iter()
-                .flat_map(|r| r[0]..r[1])
-                .for_each(|e| f(e as usize)),
-            Pieces::Elements(e) => e[lo..hi].iter().for_each(|&e| f(e as usize)),
-        }
+    /// How many elements tile `t` runs.
+    fn count(&self, t: usize) -> usize {
+        let (ranges, elements) = self.of(t);
+        ranges.iter().map(|r| (r[1] - r[0]) as usize).sum::<usize>() + elements.len()
+    }
+
+    /// Calls `f` with every element of tile `t`, in the order the tile runs them.
+    fn each(&self, t: usize, mut f: impl FnMut(usize)) {
+        let (ranges, elements) = self.of(t);
+        ranges
+            .iter()
+            .flat_map(|r| r[0]..r[1])
+            .chain(elements.iter().copied())
+            .for_each(|e| f(e as usize));
     }
 }
 
