@@ -274,6 +274,29 @@ pub(crate) fn emit_element_loop(
     let mut scatter = String::new();
     let mut rows_out = String::new();
     for (i, a) in sig.args.iter().enumerate() {
+        if soa && crate::rows::direct_rows(a) {
+            // A direct row read by every lane: gathered whole like one through a map (its rows
+            // are consecutive, but a vector load of a component across lanes is strided).
+            let (t, d) = (a.dtype.c_name(), a.dim);
+            let _ = writeln!(
+                s,
+                "{indent}  int64_t op2_arg{i}_o[{w}];\n\
+                 {indent}  for (int op2_l = 0; op2_l < {w}; op2_l++) op2_arg{i}_o[op2_l] = {} * {d};\n\
+                 {indent}  {t} op2_arg{i}_g[{d}][{w}];",
+                element("op2_b0 + op2_l")
+            );
+            lanes[i] = format!("(void *)&op2_arg{i}_g[0][op2_l]");
+            let _ = writeln!(
+                gather,
+                "{indent}  {}",
+                crate::rows::gather_call(
+                    a,
+                    &format!("op2_arg{i}_g"),
+                    &format!("op2_arg{i}"),
+                    &format!("op2_arg{i}_o")
+                )
+            );
+        }
         if let ArgKind::Indirect { map, arity, index } = a.kind {
             let (t, d) = (a.dtype.c_name(), a.dim);
             let row = format!(
@@ -394,7 +417,8 @@ pub(crate) fn emit_lanes_kernel(s: &mut String, sig: &LoopSignature, simd: bool)
 
 /// The kernel rewritten for component-major lanes (see [`crate::lanes`]), from its name on,
 /// when the loop runs in SIMD batches and the rewrite applies: every arg gathered through a
-/// map (read, or incremented into a lane array) indexes its row with stride [`SIMD_BATCH`].
+/// map (read, or incremented into a lane array), and every direct arg gathered as rows
+/// ([`crate::rows::direct_rows`]), indexes its row with stride [`SIMD_BATCH`].
 pub(crate) fn lanes_kernel(sig: &LoopSignature) -> Option<String> {
     if !simd_batched(sig) {
         return None;
@@ -402,7 +426,7 @@ pub(crate) fn lanes_kernel(sig: &LoopSignature) -> Option<String> {
     let strided: Vec<bool> = sig
         .args
         .iter()
-        .map(|a| matches!(a.kind, ArgKind::Indirect { .. }))
+        .map(|a| matches!(a.kind, ArgKind::Indirect { .. }) || crate::rows::direct_rows(a))
         .collect();
     if !strided.contains(&true) {
         return None;
@@ -709,6 +733,22 @@ mod tests {
         // Before the user's code, so that none of its macros reach the transposes.
         assert!(src.find("op2_rows_in2_double").unwrap() < src.find("void k(").unwrap());
         assert!(src.contains("#pragma omp simd"));
+        // A direct row read: gathered whole as well, from consecutive elements.
+        let mut direct = batched.clone();
+        direct.args[2].access = Access::Read;
+        let srcd = CCodegen
+            .emit(&direct, &HostOptions::default())
+            .unwrap()
+            .source;
+        assert!(
+            srcd.contains("op2_arg2_o[op2_l] = (op2_b0 + op2_l) * 2;"),
+            "{srcd}"
+        );
+        assert!(
+            srcd.contains("op2_rows_in2_double(op2_arg2_g, op2_arg2, op2_arg2_o);"),
+            "{srcd}"
+        );
+        assert!(srcd.contains("(void *)&op2_arg2_g[0][op2_l]);"), "{srcd}");
         // Rows of 3 have no whole-row vector: a component at a time.
         let mut three = batched.clone();
         for a in &mut three.args {

@@ -29,6 +29,13 @@ pub(crate) fn transposable(a: &ArgSig) -> bool {
         && matches!(a.dim, 2 | 4)
 }
 
+/// Whether a direct arg's lanes are gathered as rows too: read, with 2 or 4 components. Its
+/// values for 8 consecutive elements are contiguous, but the kernel reads them a component at a
+/// time across lanes (a strided load); gathered into component-major lanes, each is one vector.
+pub(crate) fn direct_rows(a: &ArgSig) -> bool {
+    matches!(a.kind, ArgKind::Direct) && a.access == Access::Read && matches!(a.dim, 2 | 4)
+}
+
 /// The C type of one row of `a` (a vector of `dim` values), declared by [`emit_row_transposes`].
 pub(crate) fn row_type(a: &ArgSig) -> String {
     format!("op2_row{}_{}", a.dim, a.dtype.c_name())
@@ -61,7 +68,11 @@ pub(crate) fn emit_row_transposes(s: &mut String, sig: &LoopSignature, simd: boo
         return;
     }
     let mut seen: Vec<(usize, &str)> = Vec::new();
-    for a in sig.args.iter().filter(|a| transposable(a)) {
+    for a in sig
+        .args
+        .iter()
+        .filter(|a| transposable(a) || direct_rows(a))
+    {
         let key = (a.dim, a.dtype.c_name());
         if seen.contains(&key) {
             continue;
