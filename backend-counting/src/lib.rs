@@ -71,6 +71,10 @@ impl Backend for CountingBackend {
         self.inner.uses_openmp_threads()
     }
 
+    fn run_team(&self, n: usize, work: &(dyn Fn(usize, usize) + Sync)) -> bool {
+        self.inner.run_team(n, work)
+    }
+
     fn gather_rows(&self, carrier: &Carrier, rows: &[u32], out: &mut [u8]) -> op2::Result<()> {
         self.inner.gather_rows(carrier, rows, out)
     }

@@ -15,7 +15,7 @@ use op2_plan::{
     CachedPlanner, PlanArg, PlanDetail, PlanRequest, Planner, Strategy, StrategyChoice,
 };
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Largest block of an OpenMP plan unless `OP2_PART_SIZE` says otherwise. Threads never stage data,
 /// so unlike a GPU block nothing bounds a block but load balance, and bigger blocks keep more of
@@ -79,6 +79,40 @@ pub struct OpenMpBackend {
     jit: JitCompiler,
     options: HostOptions,
     shared: Arc<Shared>,
+    /// [`TEAM_SOURCE`]'s entry point, compiled the first time a team is asked for.
+    team: OnceLock<Option<Team>>,
+}
+
+/// `op2_omp_team(n, f, ctx)`: calls `f(ctx, thread, team)` on every thread of an OpenMP team of
+/// up to `n` threads.
+type Team = unsafe extern "C" fn(i32, extern "C" fn(*mut c_void, i32, i32), *mut c_void);
+
+/// The C behind [`Backend::run_team`]: one parallel region calling back into Rust.
+const TEAM_SOURCE: &str = "/* op2-rs: a team of OpenMP threads for work beside the loops */\n\
+#include <omp.h>\n\
+#include <stdint.h>\n\
+__attribute__((visibility(\"default\"))) void op2_omp_team(int32_t op2_n, void (*op2_f)(void *, int32_t, int32_t), void *op2_ctx) {\n\
+  #pragma omp parallel num_threads(op2_n)\n\
+  op2_f(op2_ctx, omp_get_thread_num(), omp_get_num_threads());\n\
+}\n";
+
+/// What [`team_thread`] is handed: the work, and the first panic of any thread (a panic may not
+/// unwind through OpenMP's C frames).
+struct TeamWork<'a> {
+    work: &'a (dyn Fn(usize, usize) + Sync),
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+}
+
+extern "C" fn team_thread(ctx: *mut c_void, t: i32, team: i32) {
+    // SAFETY: `run_team` passes a `TeamWork` that outlives the parallel region.
+    let w = unsafe { &*(ctx as *const TeamWork<'_>) };
+    let run = || (w.work)(t.max(0) as usize, team.max(1) as usize);
+    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        w.panic
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(p);
+    }
 }
 
 /// What every prepared loop of one backend shares.
@@ -110,6 +144,7 @@ impl OpenMpBackend {
         Ok(OpenMpBackend {
             jit,
             options: HostOptions::from_config(config),
+            team: OnceLock::new(),
             shared: Arc::new(Shared {
                 planner: CachedPlanner::new(StrategyChoice::default()),
                 block_size: config.part_size,
@@ -153,6 +188,40 @@ impl Backend for OpenMpBackend {
         true
     }
 
+    fn run_team(&self, n: usize, work: &(dyn Fn(usize, usize) + Sync)) -> bool {
+        let team = self.team.get_or_init(|| {
+            let unit = op2_core::GeneratedUnit {
+                source: TEAM_SOURCE.into(),
+                entry: "op2_omp_team".into(),
+                kernel: "op2_omp_team".into(),
+            };
+            let f = self.jit.load(&unit).ok()?;
+            // SAFETY: the entry point is `TEAM_SOURCE`'s, with exactly the `Team` signature.
+            Some(unsafe { std::mem::transmute::<*const c_void, Team>(f.as_ptr()) })
+        });
+        let Some(team) = *team else {
+            return false;
+        };
+        let ctx = TeamWork {
+            work,
+            panic: Mutex::new(None),
+        };
+        let n = i32::try_from(n.max(1)).unwrap_or(i32::MAX);
+        // SAFETY: `ctx` lives until the parallel region has ended, and `team_thread` lets no
+        // panic out.
+        unsafe {
+            team(
+                n,
+                team_thread,
+                (&ctx as *const TeamWork<'_>).cast_mut().cast(),
+            )
+        };
+        if let Some(p) = ctx.panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            std::panic::resume_unwind(p);
+        }
+        true
+    }
+
     /// The cached plans (block colours only) and the compiled loops.
     fn memory(&self) -> Vec<op2_core::BackendMemory> {
         let mut m = self.shared.planner.memory(|_| 0);
@@ -178,6 +247,42 @@ impl Backend for OpenMpBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_team_runs_the_work_once_on_each_of_its_threads_and_passes_panics_on() {
+        let config = op2_core::RuntimeBuilder::default().config().unwrap();
+        let backend = match OpenMpBackend::new(&config) {
+            Ok(b) => b,
+            Err(e) => return eprintln!("no OpenMP here: {e}"),
+        };
+        let seen: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
+        let teams = AtomicUsize::new(0);
+        let ran = backend.run_team(3, &|t, team| {
+            seen[t].fetch_add(1, Ordering::Relaxed);
+            teams.store(team, Ordering::Relaxed);
+        });
+        assert!(ran);
+        let team = teams.load(Ordering::Relaxed);
+        assert!((1..=3).contains(&team));
+        for (t, s) in seen.iter().enumerate() {
+            assert_eq!(
+                s.load(Ordering::Relaxed),
+                usize::from(t < team),
+                "thread {t}"
+            );
+        }
+        // A panic on a team thread comes back to the caller, not through OpenMP's frames.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            backend.run_team(2, &|t, _| assert!(t > 0, "thread zero gives up"))
+        }));
+        let message = caught.unwrap_err();
+        let text = message
+            .downcast_ref::<&str>()
+            .map(|m| m.to_string())
+            .or_else(|| message.downcast_ref::<String>().cloned());
+        assert_eq!(text.as_deref(), Some("thread zero gives up"));
+    }
 
     #[test]
     fn small_loops_run_on_fewer_threads() {

@@ -54,7 +54,7 @@ use crate::signature::ArgKind;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Instant;
 
 /// Most loops one tiled chain runs.
@@ -527,8 +527,11 @@ impl RuntimeShared {
         } else {
             let next: Vec<AtomicUsize> =
                 tiling.levels.iter().map(|_| AtomicUsize::new(0)).collect();
-            let barrier = Barrier::new(n);
-            let worker = || {
+            // The team the backend starts may be smaller than asked: the barrier waits for
+            // as many threads as there are.
+            let barrier: OnceLock<Barrier> = OnceLock::new();
+            let worker = |_: usize, team: usize| {
+                let barrier = barrier.get_or_init(|| Barrier::new(team));
                 for (level, counter) in tiling.levels.iter().zip(&next) {
                     loop {
                         let k = counter.fetch_add(1, Ordering::Relaxed);
@@ -540,12 +543,16 @@ impl RuntimeShared {
                     barrier.wait();
                 }
             };
-            std::thread::scope(|scope| {
-                for _ in 1..n {
-                    scope.spawn(worker);
-                }
-                worker();
-            });
+            // On the backend's own threads where it has them (OpenMP's); else std threads.
+            if !self.backend.run_team(n, &worker) {
+                std::thread::scope(|scope| {
+                    for t in 1..n {
+                        let worker = &worker;
+                        scope.spawn(move || worker(t, n));
+                    }
+                    worker(0, n);
+                });
+            }
         }
         let wall = started.elapsed().as_secs_f64();
         // Reductions: every tile's partial folded into the arg's target, in tile order.
