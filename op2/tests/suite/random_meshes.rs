@@ -1,7 +1,7 @@
 //! Property tests: random meshes and loops on the reference backend against the same computation done
 //! independently in plain Rust.
 
-use op2::{INC, Kernel, MAX, MIN, READ, WRITE};
+use op2::{INC, Kernel, MAX, MIN, READ, TilingMode, WRITE};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -167,16 +167,21 @@ proptest! {
 /// (wrapping for integers, so that plain Rust and C agree on every bit).
 trait RowValue: op2::Scalar + Copy + PartialEq + std::fmt::Debug {
     const C: &'static str;
+    /// The relative rounding of one addition: 0 for integers, whose sums are exact in any order.
+    const EPS: f64;
     fn from_small(v: i32) -> Self;
     fn mul(self, o: Self) -> Self;
     fn add(self, o: Self) -> Self;
     fn sub(self, o: Self) -> Self;
+    fn magnitude(self) -> f64;
+    fn as_f64(self) -> f64;
 }
 
 macro_rules! row_value {
     ($t:ty, $c:expr, float) => {
         impl RowValue for $t {
             const C: &'static str = $c;
+            const EPS: f64 = <$t>::EPSILON as f64;
             // Sevenths: sums of them round, so a changed order of additions shows.
             fn from_small(v: i32) -> Self {
                 v as $t / 7.0
@@ -190,11 +195,19 @@ macro_rules! row_value {
             fn sub(self, o: Self) -> Self {
                 self - o
             }
+            fn magnitude(self) -> f64 {
+                f64::from(self).abs()
+            }
+            fn as_f64(self) -> f64 {
+                f64::from(self)
+            }
         }
     };
     ($t:ty, $c:expr, int) => {
         impl RowValue for $t {
             const C: &'static str = $c;
+            const EPS: f64 = 0.0;
+            // Negative values wrap for the unsigned types: large values, still exact.
             fn from_small(v: i32) -> Self {
                 v as $t
             }
@@ -207,6 +220,12 @@ macro_rules! row_value {
             fn sub(self, o: Self) -> Self {
                 self.wrapping_sub(o)
             }
+            fn magnitude(self) -> f64 {
+                0.0
+            }
+            fn as_f64(self) -> f64 {
+                self as f64
+            }
         }
     };
 }
@@ -214,19 +233,53 @@ row_value!(f64, "double", float);
 row_value!(f32, "float", float);
 row_value!(i32, "int32_t", int);
 row_value!(i64, "int64_t", int);
+row_value!(u32, "uint32_t", int);
+row_value!(u64, "uint64_t", int);
 
-/// Two rows read and two incremented through one map (the same Dat twice, at the first and last
-/// slot, as Airfoil's `res_calc` does), with SIMD batches on or off, and the row transposes by
-/// shuffles or (`shuffles` false) by plain loops; the Dats' values after the loop.
-fn rows_loop<T: RowValue>(
-    m: &RandomMesh,
+/// How [`rows_loop`] runs: SIMD batches on or off, the row transposes by shuffles or (`shuffles`
+/// false) by plain loops, and tiled (a chain of two loops in tiles of this many elements) or not.
+#[derive(Debug, Clone, Copy)]
+struct RowsRun {
     simd: bool,
     shuffles: bool,
-    dim: usize,
-) -> (Vec<T>, Vec<T>) {
-    let mut builder = op2_test_support::builder().simd(simd);
-    if !shuffles {
+    tile: Option<usize>,
+}
+
+/// The kernel of [`rows_loop`]: two rows read, one direct row, two rows incremented.
+fn rows_kernel<T: RowValue>(dim: usize) -> Kernel {
+    let t = T::C;
+    Kernel::new(
+        "rows",
+        &format!(
+            "void rows(const {t} *p, const {t} *q, const {t} *w, {t} *x, {t} *y) {{
+               for (int k = 0; k < {dim}; k++) {{ x[k] += p[k] * w[k]; y[k] += q[k] - w[k]; }} }}"
+        ),
+    )
+    .unwrap()
+}
+
+/// The starting values of [`rows_loop`]'s Dats: `v` on nodes, `w` on edges, the increments'
+/// targets `acc` and (tiled) `out` on nodes.
+fn rows_start<T: RowValue>(m: &RandomMesh, dim: usize) -> [Vec<T>; 4] {
+    let small = |i: usize| T::from_small((i as i32 * 37 + 11) % 101 - 50);
+    [
+        (0..m.nodes * dim).map(small).collect(),
+        (0..m.edges * dim).map(|i| small(i + 5)).collect(),
+        (0..m.nodes * dim).map(|i| small(i + 3)).collect(),
+        (0..m.nodes * dim).map(|i| small(i + 7)).collect(),
+    ]
+}
+
+/// Two rows read and two incremented through one map (the same Dat twice, at the first and last
+/// slot, as Airfoil's `res_calc` does); tiled, a second loop then reads the incremented Dat through
+/// the map and increments a third. The incremented Dat's values after the loop (the third's, tiled).
+fn rows_loop<T: RowValue>(m: &RandomMesh, run: RowsRun, dim: usize) -> Vec<T> {
+    let mut builder = op2_test_support::builder().simd(run.simd);
+    if !run.shuffles {
         builder = builder.cflags(["-DOP2_NO_SHUFFLES"]);
+    }
+    if let Some(tile) = run.tile {
+        builder = builder.tiling(TilingMode::Always).tile_size(tile);
     }
     let rt = builder.build().expect("runtime on the suite's backend");
     let a = m.arity;
@@ -235,45 +288,55 @@ fn rows_loop<T: RowValue>(
     let e2n = rt
         .decl_map(&edges, &nodes, a, m.map.clone(), "e2n")
         .unwrap();
-    let small = |i: usize| T::from_small((i as i32 * 37 + 11) % 101 - 50);
-    let v: Vec<T> = (0..m.nodes * dim).map(small).collect();
-    let w: Vec<T> = (0..m.edges * dim).map(|i| small(i + 5)).collect();
-    let acc0: Vec<T> = (0..m.nodes * dim).map(|i| small(i + 3)).collect();
+    let [v, w, acc, out] = rows_start::<T>(m, dim);
     let v = rt.decl_dat(&nodes, dim, &v, "v").unwrap();
     let w = rt.decl_dat(&edges, dim, &w, "w").unwrap();
-    let acc = rt.decl_dat(&nodes, dim, &acc0, "acc").unwrap();
-    let t = T::C;
-    let k = Kernel::new(
-        "rows",
-        &format!(
-            "void rows(const {t} *p, const {t} *q, const {t} *w, {t} *x, {t} *y) {{
-               for (int k = 0; k < {dim}; k++) {{ x[k] += p[k] * w[k]; y[k] += q[k] - w[k]; }} }}"
-        ),
-    )
-    .unwrap();
+    let acc = rt.decl_dat(&nodes, dim, &acc, "acc").unwrap();
+    let k = rows_kernel::<T>(dim);
     let last = a - 1;
-    rt.par_loop(
-        &k,
-        &edges,
-        [
-            v.arg_via(&e2n, m.index, READ),
-            v.arg_via(&e2n, last, READ),
-            w.arg(READ),
-            acc.arg_via(&e2n, 0, INC),
-            acc.arg_via(&e2n, last, INC),
-        ],
-    )
-    .unwrap();
-    (v.to_vec().unwrap(), acc.to_vec().unwrap())
+    let step = |from: &op2::Dat<T>, to: &op2::Dat<T>| {
+        rt.par_loop(
+            &k,
+            &edges,
+            [
+                from.arg_via(&e2n, m.index, READ),
+                from.arg_via(&e2n, last, READ),
+                w.arg(READ),
+                to.arg_via(&e2n, 0, INC),
+                to.arg_via(&e2n, last, INC),
+            ],
+        )
+        .unwrap();
+    };
+    step(&v, &acc);
+    if run.tile.is_none() {
+        return acc.to_vec().unwrap();
+    }
+    let out = rt.decl_dat(&nodes, dim, &out, "out").unwrap();
+    step(&acc, &out);
+    let out = out.to_vec().unwrap();
+    if matches!(rt.backend_name(), "seq" | "openmp") && run.tile.is_some_and(|t| m.edges > t) {
+        // The chain did run in tiles (one tile would be no tiling), through element lists
+        // where runs are short.
+        let s = rt.lazy_stats();
+        assert_eq!((s.tiled_chains, s.tiled_loops), (1, 2), "{s:?}");
+    }
+    out
 }
 
-/// The same loop in plain Rust, element by element and arg by arg.
-fn rows_expected<T: RowValue>(m: &RandomMesh, dim: usize) -> Vec<T> {
-    let small = |i: usize| T::from_small((i as i32 * 37 + 11) % 101 - 50);
-    let v: Vec<T> = (0..m.nodes * dim).map(small).collect();
-    let w: Vec<T> = (0..m.edges * dim).map(|i| small(i + 5)).collect();
-    let mut acc: Vec<T> = (0..m.nodes * dim).map(|i| small(i + 3)).collect();
+/// One loop of [`rows_loop`] in plain Rust, element by element and arg by arg; beside each sum,
+/// how many additions made it and the magnitudes of its start and terms together (the scale of
+/// its rounding in another order).
+fn rows_step<T: RowValue>(
+    m: &RandomMesh,
+    dim: usize,
+    v: &[T],
+    w: &[T],
+    acc: &mut [T],
+) -> (Vec<f64>, Vec<f64>) {
     let a = m.arity;
+    let mut adds = vec![0.0; acc.len()];
+    let mut size: Vec<f64> = acc.iter().map(|x| x.magnitude()).collect();
     for e in 0..m.edges {
         let (p, q) = (
             m.map[e * a + m.index] as usize,
@@ -281,27 +344,90 @@ fn rows_expected<T: RowValue>(m: &RandomMesh, dim: usize) -> Vec<T> {
         );
         let (x, y) = (m.map[e * a] as usize, q);
         for k in 0..dim {
-            acc[x * dim + k] = acc[x * dim + k].add(v[p * dim + k].mul(w[e * dim + k]));
-            acc[y * dim + k] = acc[y * dim + k].add(v[q * dim + k].sub(w[e * dim + k]));
+            let dx = v[p * dim + k].mul(w[e * dim + k]);
+            let dy = v[q * dim + k].sub(w[e * dim + k]);
+            acc[x * dim + k] = acc[x * dim + k].add(dx);
+            acc[y * dim + k] = acc[y * dim + k].add(dy);
+            for (i, d) in [(x * dim + k, dx), (y * dim + k, dy)] {
+                adds[i] += 1.0;
+                size[i] += d.magnitude();
+            }
         }
     }
-    acc
+    (adds, size)
 }
 
-fn rows_case<T: RowValue>(m: &RandomMesh, dim: usize) -> Result<(), TestCaseError> {
-    let expected = rows_expected::<T>(m, dim);
-    // The host backends' C compiler also runs the transposes spelled as plain loops.
-    let host = ["seq", "openmp"].contains(&op2_test_support::backend().as_str());
-    for (simd, shuffles) in [(true, true), (true, !host), (false, true)] {
-        let (_, acc) = rows_loop::<T>(m, simd, shuffles, dim);
-        prop_assert_eq!(
-            &acc,
-            &expected,
-            "{} dim {} simd {} shuffles {}",
+/// [`rows_loop`] in plain Rust: the values and, for each, how far another order of additions may
+/// move it (0 for integers).
+fn rows_expected<T: RowValue>(m: &RandomMesh, dim: usize, tiled: bool) -> (Vec<T>, Vec<f64>) {
+    let [v, w, mut acc, mut out] = rows_start::<T>(m, dim);
+    let (adds, size) = rows_step(m, dim, &v, &w, &mut acc);
+    let slack: Vec<f64> = (0..acc.len()).map(|i| adds[i] * size[i] * T::EPS).collect();
+    if !tiled {
+        return (acc, slack);
+    }
+    let (adds2, size2) = rows_step(m, dim, &acc, &w, &mut out);
+    // Each term of the second loop carries its input's error times at most the largest weight
+    // (50/7).
+    let carried = 8.0 * slack.iter().cloned().fold(0.0, f64::max);
+    let slack2 = (0..out.len())
+        .map(|i| adds2[i] * (size2[i] * T::EPS + carried))
+        .collect();
+    (out, slack2)
+}
+
+fn rows_case<T: RowValue>(m: &RandomMesh, dim: usize, tile: usize) -> Result<(), TestCaseError> {
+    let backend = op2_test_support::backend();
+    // The host backends add a node's increments in element order, as plain Rust does, so their
+    // sums keep every bit; the device backends add them in their own order.
+    let host = ["seq", "openmp"].contains(&backend.as_str());
+    let mut runs = vec![
+        RowsRun {
+            simd: true,
+            shuffles: true,
+            tile: None,
+        },
+        RowsRun {
+            simd: false,
+            shuffles: true,
+            tile: None,
+        },
+    ];
+    if host {
+        // The host backends' C compiler also runs the transposes spelled as plain loops, and
+        // they run element lists (tiles) through the batches.
+        runs.push(RowsRun {
+            simd: true,
+            shuffles: false,
+            tile: None,
+        });
+        runs.push(RowsRun {
+            simd: true,
+            shuffles: true,
+            tile: Some(tile),
+        });
+        runs.push(RowsRun {
+            simd: true,
+            shuffles: false,
+            tile: Some(tile),
+        });
+    }
+    for run in runs {
+        let (expected, slack) = rows_expected::<T>(m, dim, run.tile.is_some());
+        let got = rows_loop::<T>(m, run, dim);
+        // Tiles run a loop's elements in another order, and so do the device backends.
+        let exact = host && run.tile.is_none();
+        let agree = |(i, (g, e)): (usize, (&T, &T))| {
+            g == e || (!exact && (g.as_f64() - e.as_f64()).abs() <= 2.0 * slack[i])
+        };
+        prop_assert!(
+            got.len() == expected.len() && got.iter().zip(&expected).enumerate().all(agree),
+            "{} dim {} {:?}: got {:?}, plain Rust {:?}",
             T::C,
             dim,
-            simd,
-            shuffles
+            run,
+            got,
+            expected
         );
     }
     Ok(())
@@ -311,20 +437,24 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     /// Rows of 2 and 4 components move between the Dats and the SIMD batches' lanes whole,
-    /// transposed by shuffles; other dims one component at a time. Every dim, four dtypes, set
-    /// sizes around the batch width, lanes incrementing one node: the same bits as plain Rust
-    /// adding element by element, with batches on and off.
+    /// transposed by shuffles; other dims one component at a time. Every dim, six dtypes, set
+    /// sizes around the batch width, lanes incrementing one node, and element lists (tiles of a
+    /// chain of two such loops): the same bits as plain Rust adding element by element (within
+    /// rounding for floats added in another order), with batches on and off.
     #[test]
     fn row_transposes_match_plain_rust(
         m in random_mesh(),
         dim in prop::sample::select(vec![1usize, 2, 3, 4, 5, 8]),
-        dtype in 0..4,
+        dtype in 0..6,
+        tile in 1usize..24,
     ) {
         match dtype {
-            0 => rows_case::<f64>(&m, dim)?,
-            1 => rows_case::<f32>(&m, dim)?,
-            2 => rows_case::<i32>(&m, dim)?,
-            _ => rows_case::<i64>(&m, dim)?,
+            0 => rows_case::<f64>(&m, dim, tile)?,
+            1 => rows_case::<f32>(&m, dim, tile)?,
+            2 => rows_case::<i32>(&m, dim, tile)?,
+            3 => rows_case::<i64>(&m, dim, tile)?,
+            4 => rows_case::<u32>(&m, dim, tile)?,
+            _ => rows_case::<u64>(&m, dim, tile)?,
         }
     }
 }
