@@ -268,13 +268,15 @@ pub(crate) fn emit_element_loop(
     );
     // Component-major lanes when the kernel could be rewritten for them: the gathers then
     // fill whole vectors (one per component) and the kernel loads them as such.
-    let soa = lanes_kernel(sig).is_some();
+    let strided = lanes_kernel(sig).map(|l| l.strided);
+    let soa = strided.is_some();
     let mut lanes = call.to_vec();
     let mut gather = String::new();
     let mut scatter = String::new();
     let mut rows_out = String::new();
     for (i, a) in sig.args.iter().enumerate() {
-        if soa && crate::rows::direct_rows(a) {
+        let direct_row = strided.as_ref().is_some_and(|st| st[i]) && crate::rows::direct_rows(a);
+        if direct_row {
             // A direct row read by every lane: gathered whole like one through a map (its rows
             // are consecutive, but a vector load of a component across lanes is strided).
             let (t, d) = (a.dtype.c_name(), a.dim);
@@ -409,35 +411,59 @@ pub(crate) fn emit_element_loop(
 pub(crate) fn emit_lanes_kernel(s: &mut String, sig: &LoopSignature, simd: bool) {
     if let Some(lanes) = lanes_kernel(sig).filter(|_| simd) {
         open_user_names(s, sig, false);
-        let _ = writeln!(s, "static {HOST_INLINE} void {lanes}");
+        let _ = writeln!(s, "static {HOST_INLINE} void {}", lanes.source);
         close_user_names(s, sig);
         s.push('\n');
     }
 }
 
-/// The kernel rewritten for component-major lanes (see [`crate::lanes`]), from its name on,
-/// when the loop runs in SIMD batches and the rewrite applies: every arg gathered through a
-/// map (read, or incremented into a lane array), and every direct arg gathered as rows
-/// ([`crate::rows::direct_rows`]), indexes its row with stride [`SIMD_BATCH`].
-pub(crate) fn lanes_kernel(sig: &LoopSignature) -> Option<String> {
+/// The kernel rewritten for component-major lanes (see [`crate::lanes`]), and which of its args
+/// the rewrite strides.
+pub(crate) struct Lanes {
+    /// The rewritten kernel, from its name on.
+    pub(crate) source: String,
+    /// Per arg: whether it indexes its row with stride [`SIMD_BATCH`] in `source`.
+    pub(crate) strided: Vec<bool>,
+}
+
+/// The kernel rewritten for component-major lanes (see [`crate::lanes`]) when the loop runs in
+/// SIMD batches and the rewrite applies: every arg gathered through a map (read, or incremented
+/// into a lane array) indexes its row with stride [`SIMD_BATCH`], and so does every direct arg
+/// gathered as rows ([`crate::rows::direct_rows`]) where the kernel lets it. A direct row the
+/// kernel uses in a way the rewrite does not cover (handed on, `&q[i]`) stays in place, so that
+/// it does not cost the indirect args their lanes.
+pub(crate) fn lanes_kernel(sig: &LoopSignature) -> Option<Lanes> {
     if !simd_batched(sig) {
         return None;
     }
-    let strided: Vec<bool> = sig
+    let indirect: Vec<bool> = sig
         .args
         .iter()
-        .map(|a| matches!(a.kind, ArgKind::Indirect { .. }) || crate::rows::direct_rows(a))
+        .map(|a| matches!(a.kind, ArgKind::Indirect { .. }))
         .collect();
-    if !strided.contains(&true) {
-        return None;
+    let with_rows: Vec<bool> = sig
+        .args
+        .iter()
+        .zip(&indirect)
+        .map(|(a, &i)| i || crate::rows::direct_rows(a))
+        .collect();
+    let mut tries = vec![with_rows];
+    if tries[0] != indirect {
+        tries.push(indirect);
     }
-    crate::lanes::strided_kernel(
-        sig.kernel.source(),
-        sig.kernel.name(),
-        &lanes_symbol(sig.kernel.name()),
-        &strided,
-        SIMD_BATCH,
-    )
+    tries
+        .into_iter()
+        .filter(|strided| strided.contains(&true))
+        .find_map(|strided| {
+            let source = crate::lanes::strided_kernel(
+                sig.kernel.source(),
+                sig.kernel.name(),
+                &lanes_symbol(sig.kernel.name()),
+                &strided,
+                SIMD_BATCH,
+            )?;
+            Some(Lanes { source, strided })
+        })
 }
 
 /// The C symbol of the lane-strided copy of a kernel ([`lanes_kernel`]).
@@ -749,6 +775,25 @@ mod tests {
             "{srcd}"
         );
         assert!(srcd.contains("(void *)&op2_arg2_g[0][op2_l]);"), "{srcd}");
+        // A direct row the kernel hands on stays in place, and the rows through the map keep
+        // their lanes.
+        let mut handed = direct.clone();
+        handed.kernel = Kernel::new(
+            "k",
+            "static double first(const double *x) { return x[0]; }\n\
+             void k(const double *a, const double *b, const double *o) { first(o) + a[0] + *b; }",
+        )
+        .unwrap();
+        let lanes = lanes_kernel(&handed).expect("lanes for the args through the map");
+        assert_eq!(lanes.strided, [true, true, false]);
+        let srch = CCodegen
+            .emit(&handed, &HostOptions::default())
+            .unwrap()
+            .source;
+        assert!(srch.contains(
+            "op2_lanes_k((void *)&op2_arg0_g[0][op2_l], (void *)&op2_arg1_g[0][op2_l], (void *)(op2_arg2 + op2_n * 2));"
+        ), "{srch}");
+        assert!(!srch.contains("op2_arg2_g"), "{srch}");
         // Rows of 3 have no whole-row vector: a component at a time.
         let mut three = batched.clone();
         for a in &mut three.args {

@@ -64,14 +64,15 @@ pub(crate) fn add_call(a: &ArgSig, p: &str, v: &str) -> String {
 /// batches are off, or the loop has no [`transposable`] arg). Emitted before the user's code, so
 /// that no macro of theirs can reach into it.
 pub(crate) fn emit_row_transposes(s: &mut String, sig: &LoopSignature, simd: bool) {
-    if !simd || crate::emit::lanes_kernel(sig).is_none() {
+    let Some(lanes) = crate::emit::lanes_kernel(sig).filter(|_| simd) else {
         return;
-    }
+    };
     let mut seen: Vec<(usize, &str)> = Vec::new();
-    for a in sig
+    for (a, _) in sig
         .args
         .iter()
-        .filter(|a| transposable(a) || direct_rows(a))
+        .zip(&lanes.strided)
+        .filter(|(a, strided)| transposable(a) || (**strided && direct_rows(a)))
     {
         let key = (a.dim, a.dtype.c_name());
         if seen.contains(&key) {
