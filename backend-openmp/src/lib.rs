@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 use op2_codegen::{HostListLoop, HostOptions, JitCompiler, JitFunction, OpenMpCodegen};
+use op2_core::backend::FirstPanic;
 use op2_core::{
     Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, Op2Error,
     PreparedLoop, Result, Setting, SettingKind,
@@ -15,7 +16,7 @@ use op2_plan::{
     CachedPlanner, PlanArg, PlanDetail, PlanRequest, Planner, Strategy, StrategyChoice,
 };
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// Largest block of an OpenMP plan unless `OP2_PART_SIZE` says otherwise. Threads never stage data,
 /// so unlike a GPU block nothing bounds a block but load balance, and bigger blocks keep more of
@@ -100,19 +101,14 @@ __attribute__((visibility(\"default\"))) void op2_omp_team(int32_t op2_n, void (
 /// unwind through OpenMP's C frames).
 struct TeamWork<'a> {
     work: &'a (dyn Fn(usize, usize) + Sync),
-    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    panicked: FirstPanic,
 }
 
 extern "C" fn team_thread(ctx: *mut c_void, t: i32, team: i32) {
     // SAFETY: `run_team` passes a `TeamWork` that outlives the parallel region.
     let w = unsafe { &*(ctx as *const TeamWork<'_>) };
-    let run = || (w.work)(t.max(0) as usize, team.max(1) as usize);
-    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
-        w.panic
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert(p);
-    }
+    w.panicked
+        .run(|| (w.work)(t.max(0) as usize, team.max(1) as usize));
 }
 
 /// What every prepared loop of one backend shares.
@@ -204,7 +200,7 @@ impl Backend for OpenMpBackend {
         };
         let ctx = TeamWork {
             work,
-            panic: Mutex::new(None),
+            panicked: FirstPanic::default(),
         };
         let n = i32::try_from(n.max(1)).unwrap_or(i32::MAX);
         // SAFETY: `ctx` lives until the parallel region has ended, and `team_thread` lets no
@@ -216,9 +212,7 @@ impl Backend for OpenMpBackend {
                 (&ctx as *const TeamWork<'_>).cast_mut().cast(),
             )
         };
-        if let Some(p) = ctx.panic.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            std::panic::resume_unwind(p);
-        }
+        ctx.panicked.resume();
         true
     }
 

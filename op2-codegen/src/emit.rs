@@ -739,12 +739,11 @@ mod tests {
             n_maps: 1,
             data,
         };
+        let emit =
+            |sig: &LoopSignature| CCodegen.emit(sig, &HostOptions::default()).unwrap().source;
         let batched = sig(Access::Write, vec![0, 0, 1]);
         assert!(simd_batched(&batched) && simd_reads_only(&batched));
-        let src = CCodegen
-            .emit(&batched, &HostOptions::default())
-            .unwrap()
-            .source;
+        let src = emit(&batched);
         // Lanes component-major; rows of 2 gathered whole and transposed.
         assert!(src.contains("double op2_arg1_g[2][8];"), "{src}");
         assert!(
@@ -762,10 +761,7 @@ mod tests {
         // A direct row read: gathered whole as well, from consecutive elements.
         let mut direct = batched.clone();
         direct.args[2].access = Access::Read;
-        let srcd = CCodegen
-            .emit(&direct, &HostOptions::default())
-            .unwrap()
-            .source;
+        let srcd = emit(&direct);
         assert!(
             srcd.contains("op2_arg2_o[op2_l] = (op2_b0 + op2_l) * 2;"),
             "{srcd}"
@@ -786,10 +782,7 @@ mod tests {
         .unwrap();
         let lanes = lanes_kernel(&handed).expect("lanes for the args through the map");
         assert_eq!(lanes.strided, [true, true, false]);
-        let srch = CCodegen
-            .emit(&handed, &HostOptions::default())
-            .unwrap()
-            .source;
+        let srch = emit(&handed);
         assert!(srch.contains(
             "op2_lanes_k((void *)&op2_arg0_g[0][op2_l], (void *)&op2_arg1_g[0][op2_l], (void *)(op2_arg2 + op2_n * 2));"
         ), "{srch}");
@@ -799,10 +792,7 @@ mod tests {
         for a in &mut three.args {
             a.dim = 3;
         }
-        let src3 = CCodegen
-            .emit(&three, &HostOptions::default())
-            .unwrap()
-            .source;
+        let src3 = emit(&three);
         assert!(src3.contains(
             "op2_arg1_g[op2_k][op2_l] = op2_arg1[(int64_t)op2_map0[(op2_b0 + op2_l) * 2 + 1] * 3 + op2_k];"
         ), "{src3}");
@@ -839,10 +829,7 @@ mod tests {
              void k(const double *a, const double *b, double *o) { o[0] = f(a); }",
         )
         .unwrap();
-        let src = CCodegen
-            .emit(&opaque, &HostOptions::default())
-            .unwrap()
-            .source;
+        let src = emit(&opaque);
         assert!(src.contains("double op2_arg1_g[8][2];") && !src.contains("op2_lanes_k"));
         // Written data that another arg reads through the map: lanes would see stale values.
         assert!(!simd_batched(&sig(Access::Rw, vec![0, 0, 0])));
@@ -851,7 +838,7 @@ mod tests {
         let mut inc = sig(Access::Write, vec![0, 1, 2]);
         inc.args[1].access = Access::Inc;
         assert!(simd_batched(&inc) && !simd_reads_only(&inc));
-        let src = CCodegen.emit(&inc, &HostOptions::default()).unwrap().source;
+        let src = emit(&inc);
         assert!(
             src.contains(
                 "for (int op2_l = 0; op2_l < 8; op2_l++) op2_arg1_g[op2_k][op2_l] = (double)0;"
@@ -873,10 +860,7 @@ mod tests {
         for a in &mut inc3.args {
             a.dim = 3;
         }
-        let src3 = CCodegen
-            .emit(&inc3, &HostOptions::default())
-            .unwrap()
-            .source;
+        let src3 = emit(&inc3);
         assert!(src3.contains(
             "for (int op2_k = 0; op2_k < 3; op2_k++) op2_arg1[(int64_t)op2_map0[(op2_b0 + op2_l) * 2 + 1] * 3 + op2_k] += op2_arg1_g[op2_k][op2_l];"
         ), "{src3}");
@@ -884,13 +868,7 @@ mod tests {
         let mut inc_read = sig(Access::Write, vec![0, 0, 1]);
         inc_read.args[1].access = Access::Inc;
         assert!(!simd_batched(&inc_read));
-        assert!(
-            !CCodegen
-                .emit(&inc_read, &HostOptions::default())
-                .unwrap()
-                .source
-                .contains("omp simd")
-        );
+        assert!(!emit(&inc_read).contains("omp simd"));
         let mut write_via = sig(Access::Write, vec![0, 1, 2]);
         write_via.args[1].access = Access::Write;
         assert!(!simd_batched(&write_via));

@@ -8,8 +8,49 @@ use crate::map::Map;
 use crate::rows::{check_range, check_rows, gather_rows, row_bytes};
 use crate::set::Set;
 use crate::signature::LoopSignature;
+use std::any::Any;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The first panic among threads working together ([`Backend::run_team`]'s team, sparse
+/// tiling's tiles), kept to be raised again on the thread that started them. A panic must not
+/// unwind through C frames (an OpenMP parallel region), and a thread unwinding past a barrier
+/// would leave the others waiting at it for ever: each piece of work runs under
+/// [`FirstPanic::run`], and once one panicked the pieces left are skipped.
+#[derive(Default)]
+pub struct FirstPanic {
+    failed: AtomicBool,
+    payload: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+impl FirstPanic {
+    /// Runs `f` unless a piece of work panicked already; keeps its panic if it does.
+    pub fn run(&self, f: impl FnOnce()) {
+        if self.failed.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+            self.failed.store(true, Ordering::Relaxed);
+            self.payload
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .get_or_insert(payload);
+        }
+    }
+
+    /// Goes on with the panic kept, if any, on the calling thread.
+    pub fn resume(self) {
+        let payload = self
+            .payload
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(payload) = payload {
+            resume_unwind(payload);
+        }
+    }
+}
 
 /// An execution backend: turns loop signatures into runnable code and runs it.
 pub trait Backend: Send + Sync {
@@ -309,4 +350,50 @@ pub struct DeviceStats {
     pub bytes_to_device: u64,
     /// Bytes copied device to host.
     pub bytes_to_host: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A team whose one thread panics in a tile still meets at every barrier (no hang), skips
+    /// the tiles left, and the panic reaches the caller.
+    #[test]
+    fn a_panicking_tile_ends_the_team_and_reaches_the_caller() {
+        let levels = 5;
+        let panicked = FirstPanic::default();
+        let barrier = Barrier::new(3);
+        let ran = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for thread in 0..3 {
+                let (panicked, barrier, ran) = (&panicked, &barrier, &ran);
+                scope.spawn(move || {
+                    for level in 0..levels {
+                        panicked.run(|| {
+                            assert!(!(thread == 1 && level == 2), "tile failed");
+                            ran.fetch_add(1, Ordering::Relaxed);
+                        });
+                        barrier.wait();
+                    }
+                });
+            }
+        });
+        // Levels 0 and 1 ran on all three threads, level 2 on at most the two others.
+        let ran = ran.load(Ordering::Relaxed);
+        assert!((6..=8).contains(&ran), "{ran}");
+        let err = catch_unwind(AssertUnwindSafe(|| panicked.resume())).unwrap_err();
+        let message = err.downcast_ref::<&str>().copied().unwrap_or_default();
+        assert_eq!(message, "tile failed");
+    }
+
+    #[test]
+    fn a_team_without_panics_resumes_quietly() {
+        let panicked = FirstPanic::default();
+        let mut ran = false;
+        panicked.run(|| ran = true);
+        assert!(ran);
+        panicked.resume();
+    }
 }

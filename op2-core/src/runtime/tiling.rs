@@ -45,18 +45,16 @@
 use super::execute::{RuntimeShared, lock, lock_once, locked_pointer, reduce_op, step_carriers};
 use super::steps::LoopStep;
 use crate::access::Access;
-use crate::backend::ElementListLoop;
+use crate::backend::{ElementListLoop, FirstPanic};
 use crate::carrier::CarrierKind;
 use crate::comm::combine;
 use crate::config::TilingMode;
 use crate::error::Result;
 use crate::signature::ArgKind;
-use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::Instant;
 
 /// Most loops one tiled chain runs.
@@ -256,40 +254,6 @@ pub(crate) fn joins(chain: &[LoopStep], next: &LoopStep) -> bool {
             .iter()
             .all(|&(other, theirs)| other != id || theirs == access)
     })
-}
-
-/// The first panic among a team's threads running tiles. A thread unwinding out of its levels
-/// would leave the others waiting at the next barrier for ever; instead each tile runs under
-/// [`FirstPanic::run`], the team skips the tiles left and still meets at every barrier, and the
-/// panic goes on from the calling thread once the team is done ([`FirstPanic::resume`]).
-#[derive(Default)]
-struct FirstPanic {
-    failed: AtomicBool,
-    payload: Mutex<Option<Box<dyn Any + Send>>>,
-}
-
-impl FirstPanic {
-    /// Runs `f` unless a thread of the team panicked already; keeps its panic if it does.
-    fn run(&self, f: impl FnOnce()) {
-        if self.failed.load(Ordering::Relaxed) {
-            return;
-        }
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-            self.failed.store(true, Ordering::Relaxed);
-            lock(&self.payload).get_or_insert(payload);
-        }
-    }
-
-    /// Goes on with the panic kept, if any.
-    fn resume(self) {
-        let payload = self
-            .payload
-            .into_inner()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(payload) = payload {
-            resume_unwind(payload);
-        }
-    }
 }
 
 /// Pointers handed to the threads running tiles. The data behind them is locked for the whole
@@ -566,6 +530,9 @@ impl RuntimeShared {
             // The team the backend starts may be smaller than asked: the barrier waits for
             // as many threads as there are.
             let barrier: OnceLock<Barrier> = OnceLock::new();
+            // A thread unwinding out of its levels would leave the others waiting at the next
+            // barrier for ever: a panicking tile ends the team's work instead, and the panic
+            // goes on from here once the team is done.
             let panicked = FirstPanic::default();
             let worker = |_: usize, team: usize| {
                 let barrier = barrier.get_or_init(|| Barrier::new(team));
@@ -971,49 +938,5 @@ fn propagate(
             l.each(l.start + i, |s, t| last[s][t] = last[s][t].max(k));
         }
         visit(l, &ks);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A team whose one thread panics in a tile still meets at every barrier (no hang), skips
-    /// the tiles left, and the panic reaches the caller.
-    #[test]
-    fn a_panicking_tile_ends_the_team_and_reaches_the_caller() {
-        let levels = 5;
-        let panicked = FirstPanic::default();
-        let barrier = Barrier::new(3);
-        let ran = AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            for thread in 0..3 {
-                let (panicked, barrier, ran) = (&panicked, &barrier, &ran);
-                scope.spawn(move || {
-                    for level in 0..levels {
-                        panicked.run(|| {
-                            assert!(!(thread == 1 && level == 2), "tile failed");
-                            ran.fetch_add(1, Ordering::Relaxed);
-                        });
-                        barrier.wait();
-                    }
-                });
-            }
-        });
-        // Levels 0 and 1 ran on all three threads, level 2 on at most the two others.
-        let ran = ran.load(Ordering::Relaxed);
-        assert!((6..=8).contains(&ran), "{ran}");
-        let err = catch_unwind(AssertUnwindSafe(|| panicked.resume())).unwrap_err();
-        let message = err.downcast_ref::<&str>().copied().unwrap_or_default();
-        assert_eq!(message, "tile failed");
-    }
-
-    #[test]
-    fn a_team_without_panics_resumes_quietly() {
-        let panicked = FirstPanic::default();
-        let mut ran = false;
-        panicked.run(|| ran = true);
-        assert!(ran);
-        panicked.resume();
     }
 }
