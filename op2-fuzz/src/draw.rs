@@ -15,15 +15,23 @@
 //!   statements, reading what earlier statements wrote through another arg (pointers alias);
 //! - **fill**: WRITE args of any kind, each component written the same value by every element.
 //!
+//! Extruded sets (cells and nodes over one plain base set, one node-layer count for every
+//! column or one per column, some columns empty) take part like any set: Dats on them, maps
+//! from them with offsets per layer or a plain row per element, loops over them in every layer
+//! or only the bottom or top one. Such a loop also reaches Dats on the base directly and through
+//! maps from the base (a column's row at every layer); those are never local, since every cell
+//! of a column touches them.
+//!
 //! Values kernels compute from are those no element changes (read Dats, READ Globals, Consts) and
 //! local Dats at the element itself. Globals: READ (the value before the loop) and one kind of
 //! reduction per loop (INC, MIN or MAX), each possibly passed several times.
 
 use crate::expr::{FExpr, IExpr, Operand, Value};
 use crate::program::{
-    ArgSpec, DatSpec, LoopSpec, MapSpec, Path, Place, Program, SmallSpec, Step, Stmt, Ty, Update,
+    ArgSpec, Columns, DatSpec, LoopSpec, MapSpec, Path, Place, Program, SmallSpec, Step, Stmt, Ty,
+    Update,
 };
-use op2::Access;
+use op2::{Access, Region};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -59,6 +67,14 @@ pub struct MapGene {
     seed: u32,
 }
 
+/// An extruded mesh's numbers: cells and nodes over one base set.
+#[derive(Debug, Clone)]
+pub struct ColumnGene {
+    base: u8,
+    layers: u8,
+    seed: u32,
+}
+
 /// A Dat's numbers.
 #[derive(Debug, Clone)]
 pub struct DatGene {
@@ -91,6 +107,7 @@ pub struct ArgGene {
 #[derive(Debug, Clone)]
 pub struct LoopGene {
     set: u8,
+    region: u8,
     args: Vec<ArgGene>,
     body: Vec<u8>,
 }
@@ -111,6 +128,7 @@ pub enum StepGene {
 #[derive(Debug, Clone)]
 pub struct Genome {
     sets: Vec<u16>,
+    columns: Vec<ColumnGene>,
     maps: Vec<MapGene>,
     dats: Vec<DatGene>,
     globals: Vec<SmallGene>,
@@ -158,14 +176,28 @@ pub fn genomes(shape: Shape) -> impl Strategy<Value = Genome> {
             index,
             access,
         });
-    let looped = (any::<u8>(), vec(arg, 1..=7), vec(any::<u8>(), 0..400))
-        .prop_map(|(set, args, body)| StepGene::Loop(LoopGene { set, args, body }));
+    let looped = (
+        any::<u8>(),
+        any::<u8>(),
+        vec(arg, 1..=7),
+        vec(any::<u8>(), 0..400),
+    )
+        .prop_map(|(set, region, args, body)| {
+            StepGene::Loop(LoopGene {
+                set,
+                region,
+                args,
+                body,
+            })
+        });
+    let column = (any::<u8>(), any::<u8>(), any::<u32>())
+        .prop_map(|(base, layers, seed)| ColumnGene { base, layers, seed });
     let host =
         (any::<u8>(), any::<u16>(), any::<u32>()).prop_map(|(k, a, b)| StepGene::Host(k, a, b));
     // `Skip` first: proptest shrinks a `prop_oneof` towards its first choice.
     let step = prop_oneof![1 => Just(StepGene::Skip), 12 => looped, 3 => host];
     (
-        vec(any::<u16>(), 2..=4),
+        (vec(any::<u16>(), 2..=4), vec(column, 0..=2)),
         vec(map, 1..=5),
         vec(dat, 2..=8),
         vec(small(), 0..=3),
@@ -173,15 +205,18 @@ pub fn genomes(shape: Shape) -> impl Strategy<Value = Genome> {
         vec(step, shape.min_steps..=shape.max_steps),
         any::<u8>(),
     )
-        .prop_map(|(sets, maps, dats, globals, consts, steps, flags)| Genome {
-            sets,
-            maps,
-            dats,
-            globals,
-            consts,
-            steps,
-            flags,
-        })
+        .prop_map(
+            |((sets, columns), maps, dats, globals, consts, steps, flags)| Genome {
+                sets,
+                columns,
+                maps,
+                dats,
+                globals,
+                consts,
+                steps,
+                flags,
+            },
+        )
 }
 
 /// A well-mixed 64-bit value from a seed and a position (splitmix64).
@@ -250,7 +285,32 @@ enum Role {
 
 /// Turns any genome into a valid program.
 pub fn decode(g: &Genome, shape: Shape) -> Program {
-    let sets: Vec<usize> = g.sets.iter().map(|&s| set_size(s, shape.max_set)).collect();
+    let mut sets: Vec<usize> = g.sets.iter().map(|&s| set_size(s, shape.max_set)).collect();
+    let mut columns: Vec<Option<Columns>> = vec![None; sets.len()];
+    // Each extruded mesh: its cells, then its nodes, after the plain sets.
+    let plain = sets.len();
+    for c in &g.columns {
+        let base = c.base as usize % plain;
+        let nb = sets[base];
+        let uniform = c.layers % 2 == 0;
+        let layers: Vec<usize> = if uniform {
+            vec![2 + (c.layers as usize / 2) % 5; nb]
+        } else {
+            (0..nb)
+                .map(|b| 1 + mix(c.seed as u64, b as u64) as usize % 6)
+                .collect()
+        };
+        for cells in [true, false] {
+            let cols = Columns {
+                base,
+                layers: layers.clone(),
+                uniform,
+                cells,
+            };
+            sets.push(cols.total());
+            columns.push(Some(cols));
+        }
+    }
     let ns = sets.len();
     let maps: Vec<MapSpec> = g
         .maps
@@ -258,7 +318,8 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
         .filter_map(|m| {
             let (from, to) = (m.from as usize % ns, m.to as usize % ns);
             let (nf, nt) = (sets[from], sets[to]);
-            if nf > 0 && nt == 0 {
+            // Nothing to point at (an extruded map has bottom rows even for empty columns).
+            if (nf > 0 || columns[from].is_some()) && nt == 0 {
                 return None;
             }
             let arity = 1 + m.arity as usize % 4;
@@ -269,14 +330,46 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
                 1 + (m.spread as usize / 3) % nt.max(1)
             };
             let base = mix(m.seed as u64, u64::MAX) as usize % nt.max(1);
-            let values = (0..nf * arity)
-                .map(|i| ((mix(m.seed as u64, i as u64) as usize % spread + base) % nt) as i32)
-                .collect();
+            let pick = |i: usize, room: usize| {
+                ((mix(m.seed as u64, i as u64) as usize % spread + base) % room.max(1)) as i32
+            };
+            // Two thirds of the maps from an extruded set step by offsets per layer: each
+            // column's bottom row, each entry moving 0, 1 or 2 rows a layer where every layer
+            // stays inside the target.
+            if let Some(cols) = columns[from].as_ref().filter(|_| (m.arity / 4) % 3 != 0) {
+                let tallest = (0..cols.layers.len()).map(|b| cols.len(b)).max();
+                let offsets: Vec<i32> = (0..arity)
+                    .map(|j| {
+                        let o = mix(m.seed as u64, (1 << 40) + j as u64) as usize % 3;
+                        if o * tallest.unwrap_or(1).saturating_sub(1) < nt {
+                            o as i32
+                        } else {
+                            0
+                        }
+                    })
+                    .collect();
+                let values = (0..cols.layers.len() * arity)
+                    .map(|i| {
+                        let (b, j) = (i / arity, i % arity);
+                        let climb = offsets[j] as usize * cols.len(b).saturating_sub(1);
+                        pick(i, nt - climb.min(nt - 1))
+                    })
+                    .collect();
+                return Some(MapSpec {
+                    from,
+                    to,
+                    arity,
+                    values,
+                    offsets: Some(offsets),
+                });
+            }
+            let values = (0..nf * arity).map(|i| pick(i, nt)).collect();
             Some(MapSpec {
                 from,
                 to,
                 arity,
                 values,
+                offsets: None,
             })
         })
         .collect();
@@ -316,6 +409,7 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
         .collect();
     let mut p = Program {
         sets,
+        columns,
         maps,
         dats,
         globals,
@@ -379,12 +473,22 @@ const MAX_ARGS: usize = 8;
 
 fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
     let set = g.set as usize % p.sets.len();
+    let base = p.base_of(set);
+    // A loop over an extruded set: every layer (half the loops), the bottom or the top one.
+    let region = match (base, g.region % 4) {
+        (Some(_), 2) => Region::Bottom,
+        (Some(_), 3) => Region::Top,
+        _ => Region::All,
+    };
     let mut args: Vec<ArgSpec> = Vec::new();
     let mut dat_roles: Vec<Option<Role>> = vec![None; p.dats.len()];
     let mut global_reduction: Vec<Option<Access>> = vec![None; p.globals.len()];
+    // Maps from the set, and over an extruded set maps from its base too.
     let maps_to = |target: usize| -> Vec<usize> {
         (0..p.maps.len())
-            .filter(|&m| p.maps[m].from == set && p.maps[m].to == target)
+            .filter(|&m| {
+                (p.maps[m].from == set || Some(p.maps[m].from) == base) && p.maps[m].to == target
+            })
             .collect()
     };
     for a in g.args.iter().take(MAX_ARGS) {
@@ -399,14 +503,18 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
             args.push(ArgSpec::Global { global, access });
             continue;
         }
+        // Direct: on the set, or on the base of an extruded one (the column's row).
+        let direct_on = |d: usize| p.dats[d].set == set || Some(p.dats[d].set) == base;
         let candidates: Vec<usize> = (0..p.dats.len())
-            .filter(|&d| p.dats[d].set == set || !maps_to(p.dats[d].set).is_empty())
+            .filter(|&d| direct_on(d) || !maps_to(p.dats[d].set).is_empty())
             .collect();
         if candidates.is_empty() {
             continue;
         }
         let dat = candidates[a.obj as usize % candidates.len()];
-        let direct = p.dats[dat].set == set;
+        let direct = direct_on(dat);
+        // Only a Dat on the set itself is the element's own: a base row is its whole column's.
+        let own = p.dats[dat].set == set;
         let through = maps_to(p.dats[dat].set);
         let pick_map = || through[a.map as usize % through.len()];
         let mut path = match a.what % 4 {
@@ -424,7 +532,7 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
         let role = *dat_roles[dat].get_or_insert(match a.access % 5 {
             0 => Role::Read,
             1 => Role::Increment,
-            3 if direct => Role::Local,
+            3 if own => Role::Local,
             4 => Role::Fill,
             _ => Role::Update([Update::Add, Update::Max, Update::Min][(a.access as usize / 5) % 3]),
         });
@@ -454,6 +562,7 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
         args,
         body: Vec::new(),
         own_pointers,
+        region,
     };
     let role_of = |a: &ArgSpec| match *a {
         ArgSpec::Dat { dat, .. } => dat_roles[dat],

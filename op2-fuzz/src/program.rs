@@ -3,7 +3,7 @@
 //! runner read it; printing it gives a program a person can rebuild by hand.
 
 use crate::expr::{Operand, Value};
-use op2::Access;
+use op2::{Access, Region};
 use std::fmt::{self, Write};
 
 /// Element type of a Dat, Global or Const.
@@ -42,6 +42,39 @@ impl Ty {
     }
 }
 
+/// The columns of an extruded set (PyOP2's `ExtrudedSet`) over a plain set: element `k` of
+/// column `b` is element `start(b) + k`.
+#[derive(Debug, Clone)]
+pub struct Columns {
+    /// The base set (a plain one).
+    pub base: usize,
+    /// Node layers per base element.
+    pub layers: Vec<usize>,
+    /// Declared with one count for every column (all `layers` are equal).
+    pub uniform: bool,
+    /// The cells between the node layers (`layers - 1` per column), else the node layers.
+    pub cells: bool,
+}
+
+impl Columns {
+    /// Elements in column `b`.
+    pub fn len(&self, b: usize) -> usize {
+        self.layers[b] - usize::from(self.cells)
+    }
+
+    /// Elements in every column.
+    pub fn total(&self) -> usize {
+        (0..self.layers.len()).map(|b| self.len(b)).sum()
+    }
+
+    /// Each element's column and layer, in element order.
+    pub fn elements(&self) -> Vec<(usize, usize)> {
+        (0..self.layers.len())
+            .flat_map(|b| (0..self.len(b)).map(move |k| (b, k)))
+            .collect()
+    }
+}
+
 /// A map between two sets.
 #[derive(Debug, Clone)]
 pub struct MapSpec {
@@ -51,8 +84,13 @@ pub struct MapSpec {
     pub to: usize,
     /// Entries per row.
     pub arity: usize,
-    /// `from size * arity` values, each below the target set's size.
+    /// `from size * arity` values, each below the target set's size; for a map with offsets,
+    /// each column's bottom row (`base size * arity` values).
     pub values: Vec<i32>,
+    /// For a map from an extruded set declared with `decl_extruded_map`: how far each entry
+    /// moves per layer (layer `k` of column `b` reaches `values[b * arity + j] + k *
+    /// offsets[j]`).
+    pub offsets: Option<Vec<i32>>,
 }
 
 /// A Dat: `dim` values of `ty` per element of `set`.
@@ -178,6 +216,8 @@ pub struct LoopSpec {
     /// The kernel copies each parameter into a pointer of its own before using it (OpenCL then
     /// needs private copies of the args).
     pub own_pointers: bool,
+    /// Which layers of an extruded set it runs (`All` for plain sets).
+    pub region: Region,
 }
 
 /// One step of a program.
@@ -211,6 +251,8 @@ pub enum Step {
 pub struct Program {
     /// Set sizes.
     pub sets: Vec<usize>,
+    /// Per set, its columns when it is extruded (such sets come after their base).
+    pub columns: Vec<Option<Columns>>,
     /// Maps.
     pub maps: Vec<MapSpec>,
     /// Dats.
@@ -232,6 +274,62 @@ pub struct Program {
 /// The name of Const `k` in kernels.
 pub fn const_name(k: usize) -> String {
     format!("cst{k}")
+}
+
+/// One element a loop runs: its number in the loop's set, and for an extruded set its column
+/// and layer (for a plain set, the element and 0).
+#[derive(Debug, Clone, Copy)]
+pub struct Element {
+    /// Number in the set.
+    pub e: usize,
+    /// Column (base element).
+    pub b: usize,
+    /// Layer in the column.
+    pub k: usize,
+}
+
+impl Program {
+    /// The base set of `set` when it is extruded.
+    pub fn base_of(&self, set: usize) -> Option<usize> {
+        self.columns[set].as_ref().map(|c| c.base)
+    }
+
+    /// The elements loop `l` runs, in order: its region's.
+    pub fn elements(&self, l: &LoopSpec) -> Vec<Element> {
+        let Some(cols) = &self.columns[l.set] else {
+            return (0..self.sets[l.set])
+                .map(|e| Element { e, b: e, k: 0 })
+                .collect();
+        };
+        let all = cols
+            .elements()
+            .into_iter()
+            .enumerate()
+            .map(|(e, (b, k))| Element { e, b, k });
+        match l.region {
+            Region::Bottom => all.filter(|x| x.k == 0).collect(),
+            Region::Top => all.filter(|x| x.k + 1 == cols.len(x.b)).collect(),
+            _ => all.collect(),
+        }
+    }
+
+    /// The row of Dat `dat` that element `x` of a loop over `set` reaches through `path`
+    /// (entry `entry` of a whole row): direct on the set or on its base, through a map from the
+    /// set (with offsets or plain) or from its base (the column's row at every layer).
+    pub fn row(&self, set: usize, dat: usize, path: Path, x: Element, entry: usize) -> usize {
+        let (map, j) = match path {
+            Path::Direct if self.dats[dat].set == set => return x.e,
+            Path::Direct => return x.b,
+            Path::Via { map, index } => (map, index),
+            Path::Row { map } => (map, entry),
+        };
+        let m = &self.maps[map];
+        match (&m.offsets, m.from == set) {
+            (Some(off), true) => (m.values[x.b * m.arity + j] + x.k as i32 * off[j]) as usize,
+            (None, true) => m.values[x.e * m.arity + j] as usize,
+            _ => m.values[x.b * m.arity + j] as usize,
+        }
+    }
 }
 
 impl LoopSpec {
@@ -389,7 +487,20 @@ impl fmt::Display for Program {
                 .map_or("the backend's".to_string(), |b| b.to_string())
         )?;
         for (i, n) in self.sets.iter().enumerate() {
-            writeln!(f, "  set s{i}: {n} elements")?;
+            match &self.columns[i] {
+                None => writeln!(f, "  set s{i}: {n} elements")?,
+                Some(c) => writeln!(
+                    f,
+                    "  set s{i}: {n} elements, the {} of columns over s{} with node layers {}",
+                    if c.cells { "cells" } else { "nodes" },
+                    c.base,
+                    if c.uniform {
+                        c.layers.first().map_or("-".into(), |l| l.to_string())
+                    } else {
+                        format!("{:?}", c.layers)
+                    }
+                )?,
+            }
         }
         for (i, m) in self.maps.iter().enumerate() {
             let shown: Vec<String> = m.values.iter().take(24).map(|v| v.to_string()).collect();
@@ -398,9 +509,13 @@ impl fmt::Display for Program {
             } else {
                 String::new()
             };
+            let offsets = m
+                .offsets
+                .as_ref()
+                .map_or(String::new(), |o| format!(", offsets {o:?}, bottom rows"));
             writeln!(
                 f,
-                "  map m{i}: s{} -> s{}, arity {}, values [{}{more}]",
+                "  map m{i}: s{} -> s{}, arity {}{offsets}, values [{}{more}]",
                 m.from,
                 m.to,
                 m.arity,
@@ -456,9 +571,14 @@ impl fmt::Display for Program {
                             }
                         })
                         .collect();
+                    let region = if l.region == Region::All {
+                        String::new()
+                    } else {
+                        format!(" ({:?})", l.region)
+                    };
                     writeln!(
                         f,
-                        "  step {n}: par_loop {} over s{}: [{}]",
+                        "  step {n}: par_loop {} over s{}{region}: [{}]",
                         l.name,
                         l.set,
                         args.join(", ")

@@ -3,7 +3,7 @@
 //! What it observes at each host read, and at the end, is what every backend must observe.
 
 use crate::expr::{Approx, Operand, Value};
-use crate::program::{ArgSpec, LoopSpec, Path, Program, SmallSpec, Step, Ty, Update};
+use crate::program::{ArgSpec, Element, LoopSpec, Program, SmallSpec, Step, Ty, Update};
 use op2::Access;
 
 /// Values a program shows the host at one point: a Dat or Global read between loops or at the end.
@@ -168,25 +168,11 @@ impl State<'_> {
         self.globals[g].observe(what, spec.dim)
     }
 
-    fn item(&self, path: Path, e: usize, entry: usize) -> usize {
-        match path {
-            Path::Direct => e,
-            Path::Via { map, index } => {
-                let m = &self.p.maps[map];
-                m.values[e * m.arity + index] as usize
-            }
-            Path::Row { map } => {
-                let m = &self.p.maps[map];
-                m.values[e * m.arity + entry] as usize
-            }
-        }
-    }
-
-    fn loc(&self, l: &LoopSpec, e: usize, arg: usize, entry: usize, comp: usize) -> Loc {
+    fn loc(&self, l: &LoopSpec, x: Element, arg: usize, entry: usize, comp: usize) -> Loc {
         match l.args[arg] {
             ArgSpec::Dat { dat, path, .. } => {
                 let dim = self.p.dats[dat].dim;
-                Loc::Dat(dat, self.item(path, e, entry) * dim + comp)
+                Loc::Dat(dat, self.p.row(l.set, dat, path, x, entry) * dim + comp)
             }
             ArgSpec::Global { global, access } => {
                 if access == Access::Read {
@@ -216,7 +202,7 @@ impl State<'_> {
                 _ => None,
             })
             .collect();
-        for e in 0..p.sets[l.set] {
+        for e in p.elements(l) {
             for s in &l.body {
                 let ty = l.arg_ty(p, s.place.arg);
                 let read = |o: &Operand, accs: &[Option<Store>]| -> Approx {

@@ -205,25 +205,39 @@ pub fn execute(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<Ve
 fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<Vec<f64>>, String> {
     let ctx = |what: String| move |e: op2::Op2Error| format!("{what}: {e}");
     let rt = runtime(t, p.lazy, p.block_size, cache).map_err(ctx("runtime".into()))?;
-    let sets: Vec<Set> = p
-        .sets
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| rt.decl_set(n, &format!("s{i}")))
-        .collect::<op2::Result<_>>()
-        .map_err(ctx("decl_set".into()))?;
+    // Extruded sets come after their base.
+    let mut sets: Vec<Set> = Vec::with_capacity(p.sets.len());
+    for (i, &n) in p.sets.iter().enumerate() {
+        let name = format!("s{i}");
+        let set = match &p.columns[i] {
+            None => rt.decl_set(n, &name),
+            Some(c) => {
+                let layers: op2::Layers = if c.uniform {
+                    c.layers.first().copied().unwrap_or(2).into()
+                } else {
+                    c.layers.clone().into()
+                };
+                if c.cells {
+                    rt.decl_extruded_set(&sets[c.base], layers, &name)
+                } else {
+                    rt.decl_extruded_nodes(&sets[c.base], layers, &name)
+                }
+            }
+        };
+        sets.push(set.map_err(ctx("decl_set".into()))?);
+    }
     let maps: Vec<Map> = p
         .maps
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            rt.decl_map(
-                &sets[m.from],
-                &sets[m.to],
-                m.arity,
-                m.values.clone(),
-                &format!("m{i}"),
-            )
+            let (from, to, name) = (&sets[m.from], &sets[m.to], format!("m{i}"));
+            match &m.offsets {
+                Some(o) => {
+                    rt.decl_extruded_map(from, to, m.arity, m.values.clone(), o.clone(), &name)
+                }
+                None => rt.decl_map(from, to, m.arity, m.values.clone(), &name),
+            }
         })
         .collect::<op2::Result<_>>()
         .map_err(ctx("decl_map".into()))?;
@@ -288,7 +302,7 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
                         ArgSpec::Global { global, access } => globals[global].arg(access),
                     })
                     .collect();
-                rt.par_loop(&k, &sets[l.set], args)
+                rt.par_loop_region(&k, &sets[l.set], l.region, args)
                     .map_err(at("par_loop"))?;
             }
             Step::ReadDat(d) => seen.push(dats[*d].read().map_err(at("read"))?),

@@ -116,7 +116,8 @@ pub trait Backend: Send + Sync {
     /// Whether the backend runs loops over extruded sets column by column: the runtime then
     /// hands it a loop over the base set whose kernel walks each column's layers, reaching
     /// data by pointer steps from each column's bottom row (so the pointers a kernel gets must
-    /// point into the Dats themselves, not into staged copies). Otherwise (the default) it
+    /// point into the Dats themselves, not into staged copies, SIMD lanes or gathered rows:
+    /// such a loop's kernel says so with [`crate::Kernel::steps_pointers`]). Otherwise (the default) it
     /// gets a loop over every extruded element with maps made for every layer.
     fn walks_columns(&self) -> bool {
         false

@@ -38,6 +38,9 @@ struct KernelInner {
     parts: Vec<(Kernel, Vec<usize>)>,
     /// Whether `par_loop` compares its parameters' array bounds with the args.
     checks_bounds: bool,
+    /// Whether the kernel reaches data by stepping the pointers it is handed (see
+    /// [`Kernel::steps_pointers`]).
+    steps_pointers: bool,
 }
 
 /// A kernel: a C99 function that works on one element. Cheap to clone; kernels are not tied to a runtime.
@@ -71,6 +74,7 @@ impl Kernel {
             identifiers,
             parts: Vec::new(),
             checks_bounds: true,
+            steps_pointers: false,
         })))
     }
 
@@ -101,6 +105,8 @@ impl Kernel {
     /// checks do not apply.
     pub(crate) fn fused(name: &str, source: String, parts: Vec<(Kernel, Vec<usize>)>) -> Self {
         let (identifiers, params) = read_source(&source, name);
+        // A kernel calling a column walk steps pointers through it.
+        let steps_pointers = parts.iter().any(|(k, _)| k.steps_pointers());
         Kernel(Arc::new(KernelInner {
             id: NEXT_KERNEL_ID.fetch_add(1, Ordering::Relaxed),
             name: name.into(),
@@ -109,6 +115,7 @@ impl Kernel {
             identifiers,
             parts,
             checks_bounds: true,
+            steps_pointers,
         }))
     }
 
@@ -116,6 +123,27 @@ impl Kernel {
     /// code's prefix, so that it can clash with no user name.
     pub(crate) fn internal(name: &str, source: String) -> Self {
         Kernel::fused(name, source, Vec::new())
+    }
+
+    /// A kernel the runtime writes to walk the columns of an extruded set: it reaches the cells
+    /// above each column's bottom row by stepping the pointers it is handed (see
+    /// [`Kernel::steps_pointers`]).
+    pub(crate) fn column_walk(name: &str, source: String) -> Self {
+        let inner = Arc::try_unwrap(Kernel::internal(name, source).0)
+            .unwrap_or_else(|_| unreachable!("just made"));
+        Kernel(Arc::new(KernelInner {
+            steps_pointers: true,
+            ..inner
+        }))
+    }
+
+    /// Whether the kernel reaches data beyond the rows it is handed by stepping their pointers
+    /// (the runtime's column walks over extruded sets, and kernels that call one): every pointer
+    /// it gets must then point into the Dat itself, never into a copy of the row, so a code
+    /// generator must not stage, gather or batch its args into lane arrays. A walk handed a
+    /// copy steps off the copy's end (wrong cells, or a crash).
+    pub fn steps_pointers(&self) -> bool {
+        self.0.steps_pointers
     }
 
     /// For a kernel that runs fused loops: the loops' kernels in call order, each with the

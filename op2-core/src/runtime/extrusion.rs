@@ -421,6 +421,8 @@ impl Runtime {
         let mut call = Vec::new();
         let mut setup = String::new();
         let mut lowered = Vec::with_capacity(args.len() + 1);
+        // Whether some arg is reached by stepping its pointer from layer to layer.
+        let mut steps = false;
         // Whether some arg increments through an extruded map (so layers touch shared values).
         let increments = args.iter().any(|a| {
             a.access == Access::Inc
@@ -435,6 +437,7 @@ impl Runtime {
                     let on_set = matches!(carrier.kind(), CarrierKind::Dat(s) if s == set);
                     match via.clone() {
                         Via::Direct if on_set => {
+                            steps = true;
                             *via = Via::Entry(self.column_starts(set)?, 0);
                             params.push(format!("{ctype} *{p}"));
                             call.push(format!("(void *)({p} + (long long)op2_k * {dim})"));
@@ -444,6 +447,7 @@ impl Runtime {
                             call.push(format!("(void *){p}"));
                         }
                         Via::Entry(m, j) if m.from() == set => {
+                            steps = true;
                             let step =
                                 m.offsets().expect("extruded")[j as usize] as i64 * dim as i64;
                             *via = Via::Entry(self.bottom_rows(&m)?, j);
@@ -451,6 +455,7 @@ impl Runtime {
                             call.push(format!("(void *)({p} + (long long)op2_k * {step})"));
                         }
                         Via::Row(m) if m.from() == set => {
+                            steps = true;
                             let offsets = m.offsets().expect("extruded");
                             *via = Via::Row(self.bottom_rows(&m)?);
                             params.push(format!("{ctype} **{p}"));
@@ -520,9 +525,13 @@ impl Runtime {
         let _ = writeln!(src, "    {}({});", kernel.name(), call.join(", "));
         src.push_str("  }\n}\n");
         src.push_str(&super::per_entry::end_part(kernel));
-        let k = lock(&self.shared.state)
-            .extruded
-            .kernel(src.clone(), || Kernel::internal(&name, src));
+        let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
+            if steps {
+                Kernel::column_walk(&name, src)
+            } else {
+                Kernel::internal(&name, src)
+            }
+        });
         Ok((k, base, lowered))
     }
 
@@ -747,7 +756,8 @@ impl Runtime {
     }
 
     /// An arg of a loop over the interior facets of `cells`, over `facets`: a map from the
-    /// cells becomes the facet's map (the lower cell's row, then the upper cell's).
+    /// cells, with offsets or plain, becomes the facet's map (the lower cell's row, then the
+    /// upper cell's).
     fn facet_arg(&self, kernel: &Kernel, cells: &Set, facets: &Set, mut a: Arg) -> Result<Arg> {
         if let ArgTarget::Dat { carrier, via } = &mut a.target {
             let on_cells = matches!(carrier.kind(), CarrierKind::Dat(s) if s == cells);
@@ -766,11 +776,11 @@ impl Runtime {
                         ),
                     });
                 }
-                Via::Entry(m, j) if m.from() == cells && m.offsets().is_some() => {
-                    *via = Via::Entry(self.facet_map(facets, &m)?, j);
+                Via::Entry(m, j) if m.from() == cells => {
+                    *via = Via::Entry(self.facet_map(cells, facets, &m)?, j);
                 }
-                Via::Row(m) if m.from() == cells && m.offsets().is_some() => {
-                    *via = Via::Row(self.facet_map(facets, &m)?);
+                Via::Row(m) if m.from() == cells => {
+                    *via = Via::Row(self.facet_map(cells, facets, &m)?);
                 }
                 _ => {}
             }
@@ -778,15 +788,34 @@ impl Runtime {
         Ok(a)
     }
 
-    /// `map` (from extruded cells) as a map from their interior facets: twice the arity, the
-    /// lower cell's row then the upper cell's.
-    fn facet_map(&self, facets: &Set, map: &Map) -> Result<Map> {
+    /// `map` (from the extruded cells `cells`) as a map from their interior facets: twice the
+    /// arity, the lower cell's row then the upper cell's. A map with offsets stays one (its
+    /// bottom rows doubled, the upper half one layer up); a plain map, with a row for every
+    /// cell, gets a row for every facet.
+    fn facet_map(&self, cells: &Set, facets: &Set, map: &Map) -> Result<Map> {
         let key = (FACET_ROWS, map.id(), facets.id());
         if let Some(m) = lock(&self.shared.state).extruded.maps.get(&key) {
             return Ok(m.clone());
         }
         let a = map.arity();
-        let offsets = map.offsets().expect("extruded");
+        let name = format!("{}@facets", map.name());
+        let Some(offsets) = map.offsets() else {
+            let (cx, fx) = (
+                cells.extrusion().expect("extruded"),
+                facets.extrusion().expect("extruded"),
+            );
+            let rows = map.values();
+            let values: Vec<i32> = (0..fx.base().exec_size())
+                .flat_map(|b| (0..fx.column_len(b)).map(move |k| cx.column_start(b) + k))
+                .flat_map(|lower| rows[lower * a..(lower + 2) * a].iter().copied())
+                .collect();
+            let m = Map::new(next_id(), facets, map.to(), 2 * a, values, &name)?;
+            lock(&self.shared.state)
+                .extruded
+                .maps
+                .insert(key, m.clone());
+            return Ok(m);
+        };
         let values: Vec<i32> = map
             .values()
             .chunks(a)
@@ -807,7 +836,7 @@ impl Runtime {
             2 * a,
             values,
             offsets.iter().chain(offsets).copied().collect(),
-            &format!("{}@facets", map.name()),
+            &name,
         )?;
         lock(&self.shared.state)
             .extruded

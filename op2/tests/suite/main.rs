@@ -12,6 +12,7 @@ mod classic;
 mod dat_algebra;
 mod distributed;
 mod extruded;
+mod extruded_args;
 mod hardening;
 mod laziness;
 mod lazy_graph;
