@@ -83,6 +83,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 failed = true;
                 "FAILED: cannot run here"
             }
+            // A crash (a signal, say SIGSEGV from generated code) ends the process before it
+            // can shrink or print the program: say so, and how to find and replay it.
+            None => {
+                failed = true;
+                use std::os::unix::process::ExitStatusExt;
+                let signal = status.signal().map_or("?".into(), |s| s.to_string());
+                eprintln!(
+                    "xtask: op2-fuzz crashed on {label} (signal {signal}) running the program after                      the last seed reported ok above; replay it with `target/debug/op2-fuzz run                      {label} --seed SEED --programs 1 --show`"
+                );
+                table.push(format!("{label:<24} FAILED: crashed (signal {signal})"));
+                continue;
+            }
             _ => {
                 failed = true;
                 "FAILED: found a difference (see above)"

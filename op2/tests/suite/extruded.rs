@@ -629,7 +629,8 @@ struct ChainColumns {
 
 /// The chain of the distributed tests extruded: each edge a column of `layers - 1` quads, each
 /// node a column of `layers` nodes; a node loop, a cell loop reading nodes through the extruded
-/// map (its halo exchanged) and one incrementing them (the exec halo's columns run again).
+/// map (its halo exchanged), a direct increment of the cells, and one incrementing the nodes
+/// (the exec halo's columns run again).
 fn extruded_chain(
     rt: &Runtime,
     part: crate::distributed::ChainPart,
@@ -669,6 +670,14 @@ fn extruded_chain(
         ),
         &cells,
         [x.arg_row(&c2n, READ), y.arg(WRITE)],
+    )
+    .unwrap();
+    // A direct INC on the cells alone (walked, it goes through each column's start and so
+    // runs the exec-halo columns too): once landed on the wrong cells.
+    rt.par_loop(
+        &kernel("bump", "void bump(double *y) { *y += 1.0; }"),
+        &cells,
+        [y.arg(INC)],
     )
     .unwrap();
     rt.par_loop(
