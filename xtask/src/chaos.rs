@@ -66,12 +66,68 @@ fn spawn(mut c: Command, log: &Path) -> Result<Child, String> {
         .map_err(|e| format!("starting airfoil: {e}"))
 }
 
-/// Kills the child's whole process group (mpirun and its ranks).
-fn kill_group(c: &mut Child) {
+/// Kills a whole job and returns once every process of it is gone: the child's process group
+/// (mpirun, or Airfoil alone) and every process descended from it. Open MPI starts each rank in
+/// a process group of its own, so a kill of mpirun's group alone left the ranks running: still
+/// writing checkpoints while the next job started on the same file (once, its ranks read the
+/// file before and after such a write and refused to restart).
+fn kill_job(c: &mut Child) {
+    // The ranks first, found while mpirun still holds them as its children.
+    let job = descendants(c.id());
+    for pid in &job {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
     let _ = Command::new("kill")
         .args(["-KILL", "--", &format!("-{}", c.id())])
         .status();
     let _ = c.wait();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while job.iter().any(|&pid| running(pid)) {
+        if Instant::now() >= deadline {
+            eprintln!("xtask: processes {job:?} of a killed job are still there after 60 s");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The parent and state of process `pid` (from `/proc/PID/stat`), while it exists.
+fn proc_stat(pid: u32) -> Option<(u32, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid ...`: the command may hold spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+/// Whether `pid` still runs (a zombie has ended: it only waits to be reaped).
+fn running(pid: u32) -> bool {
+    proc_stat(pid).is_some_and(|(_, state)| state != 'Z')
+}
+
+/// Every process descended from `root` (not `root` itself).
+fn descendants(root: u32) -> Vec<u32> {
+    let all: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter_map(|pid| proc_stat(pid).map(|(ppid, _)| (pid, ppid)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(all.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 /// What one row of the table found.
@@ -188,7 +244,7 @@ fn crash_loop(
                     // A temporary file this run started: it was writing a checkpoint.
                     let now = temporaries(ckpt);
                     mid_write += usize::from(now.iter().any(|t| !before.contains(t)));
-                    kill_group(&mut c);
+                    kill_job(&mut c);
                     kills += 1;
                     continue;
                 }
@@ -324,7 +380,7 @@ pub fn run_chaos(args: &[String]) -> Result<(), String> {
         let q = dir.join("q-half");
         let mut c = spawn(s.command(ranks, Some(&ckpt), &q), &dir.join("half.log"))?;
         std::thread::sleep(times.0 + times.1 / 2);
-        kill_group(&mut c);
+        kill_job(&mut c);
         let kept = std::fs::read(&ckpt).map_err(|e| format!("{}: {e}", ckpt.display()))?;
         for restart in [0usize, 3] {
             let label = if restart == 0 { 1 } else { restart };

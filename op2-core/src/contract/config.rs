@@ -52,6 +52,27 @@ pub struct CheckpointConfig {
     pub path: PathBuf,
     /// When a checkpoint is taken (`OP2_CHECKPOINT_EVERY`).
     pub every: CheckpointEvery,
+    /// How long a run waits for another job still holding the checkpoint (its lock file,
+    /// `<file>.lock`) before it gives up with [`Op2Error::CheckpointInUse`]
+    /// (`OP2_CHECKPOINT_LOCK_TIMEOUT`, seconds; default
+    /// [`CheckpointConfig::DEFAULT_LOCK_TIMEOUT`]): the ranks of a job killed a moment ago may
+    /// take that long to go.
+    pub lock_timeout: std::time::Duration,
+}
+
+impl CheckpointConfig {
+    /// The default [`CheckpointConfig::lock_timeout`]: 10 seconds.
+    pub const DEFAULT_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+    /// Checkpoints into `path` as often as `every` says, waiting the default time for the file's
+    /// lock.
+    pub fn new(path: impl Into<PathBuf>, every: CheckpointEvery) -> Self {
+        CheckpointConfig {
+            path: path.into(),
+            every,
+            lock_timeout: Self::DEFAULT_LOCK_TIMEOUT,
+        }
+    }
 }
 
 /// When a checkpoint is taken: always between two loops (the backup point), before the loop
@@ -234,16 +255,23 @@ impl Config {
             c.num_threads = Some(parse_positive("OMP_NUM_THREADS", first)?);
         }
         if let Some(v) = nonempty("OP2_CHECKPOINT") {
-            c.checkpoint = Some(CheckpointConfig {
-                path: PathBuf::from(v),
-                every: match nonempty("OP2_CHECKPOINT_EVERY") {
+            let mut ck = CheckpointConfig::new(
+                v,
+                match nonempty("OP2_CHECKPOINT_EVERY") {
                     Some(e) => e.parse()?,
                     None => CheckpointEvery::default(),
                 },
-            });
-        } else if let Some(v) = nonempty("OP2_CHECKPOINT_EVERY") {
+            );
+            if let Some(t) = nonempty("OP2_CHECKPOINT_LOCK_TIMEOUT") {
+                ck.lock_timeout = parse_seconds("OP2_CHECKPOINT_LOCK_TIMEOUT", &t)?;
+            }
+            c.checkpoint = Some(ck);
+        } else if let Some((key, v)) = ["OP2_CHECKPOINT_EVERY", "OP2_CHECKPOINT_LOCK_TIMEOUT"]
+            .into_iter()
+            .find_map(|k| nonempty(k).map(|v| (k, v)))
+        {
             return Err(Op2Error::Config {
-                key: "OP2_CHECKPOINT_EVERY".into(),
+                key: key.into(),
                 value: v,
                 reason: "set OP2_CHECKPOINT (the file) too".into(),
             });
@@ -401,6 +429,20 @@ fn parse_bool(key: &str, v: &str) -> Result<bool> {
         value: v.into(),
         reason: "expected 0 or 1".into(),
     })
+}
+
+fn parse_seconds(key: &str, v: &str) -> Result<std::time::Duration> {
+    let t = v.trim();
+    let t = t.strip_suffix('s').unwrap_or(t).trim();
+    t.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| Op2Error::Config {
+            key: key.into(),
+            value: v.into(),
+            reason: "expected seconds (`10`, `2.5`, `30s`)".into(),
+        })
 }
 
 fn parse_positive(key: &str, v: &str) -> Result<usize> {

@@ -594,6 +594,24 @@ pub enum Op2Error {
         /// The checkpoint file.
         path: PathBuf,
     },
+    /// Another job still holds the checkpoint (its lock file): a run of the same program that
+    /// is still going, or the ranks of one killed a moment ago that are not gone yet. Waited for
+    /// [`crate::CheckpointConfig::lock_timeout`]; nothing was read or written.
+    #[error(
+        "checkpoint {}: in use by another job ({holder}), which holds {}; waited {waited:?}          for it to end: stop it, or wait and start again",
+        path.display(),
+        lock.display()
+    )]
+    CheckpointInUse {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// Its lock file.
+        lock: PathBuf,
+        /// What the lock file says of its holder (its host and process id), when it says.
+        holder: String,
+        /// How long this run waited.
+        waited: std::time::Duration,
+    },
     /// Writing a checkpoint failed (the previous checkpoint is still valid).
     #[error("checkpoint {}: could not write it: {reason} (the previous checkpoint is kept)", path.display())]
     CheckpointWrite {

@@ -30,6 +30,7 @@ pub struct RuntimeBuilder {
     comm: Option<Arc<dyn Communicator>>,
     checkpoint: Option<PathBuf>,
     checkpoint_every: Option<CheckpointEvery>,
+    checkpoint_lock_timeout: Option<std::time::Duration>,
 }
 
 impl RuntimeBuilder {
@@ -135,6 +136,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How long to wait for another job still holding the checkpoint before giving up with
+    /// [`crate::Op2Error::CheckpointInUse`] (overrides `OP2_CHECKPOINT_LOCK_TIMEOUT`; default
+    /// 10 s).
+    pub fn checkpoint_lock_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.checkpoint_lock_timeout = Some(timeout);
+        self
+    }
+
     /// The configuration this builder would use.
     pub fn config(&self) -> Result<Config> {
         let mut c = Config::from_env()?;
@@ -188,11 +197,28 @@ impl RuntimeBuilder {
             }
         }
         if let Some(path) = &self.checkpoint {
-            let every = c.checkpoint.take().map(|ck| ck.every).unwrap_or_default();
-            c.checkpoint = Some(CheckpointConfig {
-                path: path.clone(),
-                every,
-            });
+            let ck = c.checkpoint.take();
+            let mut own = CheckpointConfig::new(
+                path.clone(),
+                ck.as_ref().map(|ck| ck.every.clone()).unwrap_or_default(),
+            );
+            if let Some(ck) = ck {
+                own.lock_timeout = ck.lock_timeout;
+            }
+            c.checkpoint = Some(own);
+        }
+        if let Some(t) = self.checkpoint_lock_timeout {
+            match &mut c.checkpoint {
+                Some(ck) => ck.lock_timeout = t,
+                None => {
+                    return Err(Op2Error::Config {
+                        key: "checkpoint_lock_timeout".into(),
+                        value: format!("{t:?}"),
+                        reason: "no checkpoint file (RuntimeBuilder::checkpoint or OP2_CHECKPOINT)"
+                            .into(),
+                    });
+                }
+            }
         }
         if let Some(every) = &self.checkpoint_every {
             if let Some(reason) = every.problem() {

@@ -510,25 +510,20 @@ fn checkpoint_misuse_is_a_typed_error() {
             .build(),
         Op2Error::Config { .. }
     );
-    // A directory that does not exist: the write fails, typed, at the next loop or the wait.
+    // A directory that does not exist: typed, when the runtime is built (its lock file cannot
+    // be made there, and neither could the checkpoint).
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("missing/dir/run.ckpt");
-    let rt = checkpointed(&path, CheckpointEvery::Loops(1));
-    let p = Program::declare(&rt, 4, &ring(4)).unwrap();
-    let mut seen = Vec::new();
-    let mut failed = None;
-    for op in [0, 1, 2, 0, 1, 2] {
-        if let Err(e) = p.run(&rt, op, &mut seen) {
-            failed = Some(e);
-            break;
-        }
-    }
-    let e = match failed {
-        Some(e) => e,
-        None => rt.checkpoint_wait().unwrap_err(),
-    };
+    let e = builder().checkpoint(&path).build().unwrap_err();
     assert!(matches!(e, Op2Error::CheckpointWrite { .. }), "{e}");
     assert!(e.to_string().contains("run.ckpt"), "{e}");
+    // A lock timeout without a file.
+    assert_err!(
+        builder()
+            .checkpoint_lock_timeout(std::time::Duration::from_secs(1))
+            .build(),
+        Op2Error::Config { .. }
+    );
     // Across ranks the saved Dats' sets need global numbers: without them, a typed error on
     // every rank at the backup point (no hang).
     let results = op2_test_support::on_ranks(2, std::time::Duration::from_secs(60), |_, comm| {
@@ -652,4 +647,116 @@ fn ranks_that_see_different_checkpoint_files_stop_together() {
         results[0]
     );
     assert!(results[1].is_err(), "rank 1 must stop too");
+}
+
+/// A restart while the job that writes the checkpoint is still there (the ranks of a killed job
+/// that are not gone yet, still writing): once, its ranks read the file at different moments,
+/// one before and one after that job replaced it, and the restart was refused ("the ranks do not
+/// see the same checkpoint file"). Now the restart waits for the other job's lock before any rank
+/// reads, and every rank reads the newer file. Made deterministic: rank 1 starts only after the
+/// other job has replaced the checkpoint.
+#[test]
+fn a_restart_waits_for_the_job_still_writing_its_checkpoint() {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.ckpt");
+    let ops = [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2];
+    // The first job: a checkpoint before loop 6 on disk, and it goes on.
+    let first = checkpointed(&path, CheckpointEvery::Loops(6));
+    let p = Program::declare(&first, 6, &ring(6)).unwrap();
+    let mut seen = Vec::new();
+    for &op in &ops[..8] {
+        p.run(&first, op, &mut seen).unwrap();
+    }
+    first.checkpoint_wait().unwrap();
+    let older = std::fs::read(&path).unwrap();
+    let (go, wait) = mpsc::channel::<()>();
+    let wait = std::sync::Mutex::new(wait);
+    let ended = std::sync::Mutex::new(None::<Instant>);
+    let results = std::thread::scope(|s| {
+        let restart = s.spawn(|| {
+            op2_test_support::on_ranks(2, Duration::from_secs(120), |rank, comm| {
+                if rank == 1 {
+                    // Rank 1 starts late: after the first job's next checkpoint.
+                    wait.lock().unwrap().recv().unwrap();
+                }
+                let rt = builder()
+                    .checkpoint(&path)
+                    .checkpoint_lock_timeout(Duration::from_secs(60))
+                    .communicator(comm)
+                    .build()?;
+                Ok::<_, Op2Error>((Instant::now(), rt.checkpoint_stats().is_some()))
+            })
+        });
+        // Rank 0 of the restart is waiting now; the first job writes its next checkpoint
+        // (before loop 12), replacing the file, and ends.
+        std::thread::sleep(Duration::from_millis(300));
+        for &op in &ops[8..] {
+            p.run(&first, op, &mut seen).unwrap();
+        }
+        first.checkpoint_wait().unwrap();
+        assert_ne!(
+            std::fs::read(&path).unwrap(),
+            older,
+            "the first job wrote again"
+        );
+        go.send(()).unwrap();
+        drop(p);
+        *ended.lock().unwrap() = Some(Instant::now());
+        drop(first);
+        restart.join().unwrap()
+    });
+    let ended = ended.lock().unwrap().expect("the first job ended");
+    for (rank, r) in results.into_iter().enumerate() {
+        let (built, _) = r.unwrap_or_else(|e| panic!("rank {rank}: {e}"));
+        assert!(
+            built >= ended,
+            "rank {rank} started before the first job ended"
+        );
+    }
+}
+
+/// A second job on a checkpoint another job holds waits for it, then stops with a typed error
+/// naming the holder (on every rank); once the holder is gone it starts.
+#[test]
+fn a_second_job_on_a_held_checkpoint_is_refused_by_name() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = a_checkpoint(dir.path());
+    let holder = builder().checkpoint(&path).build().unwrap();
+    let started = std::time::Instant::now();
+    let e = builder()
+        .checkpoint(&path)
+        .checkpoint_lock_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap_err();
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    match &e {
+        Op2Error::CheckpointInUse { holder, lock, .. } => {
+            assert!(
+                holder.contains(&format!("process {}", std::process::id())),
+                "{e}"
+            );
+            assert!(lock.to_string_lossy().ends_with("good.ckpt.lock"), "{e}");
+        }
+        other => panic!("{other}"),
+    }
+    // Across ranks every rank stops, none waits for ever.
+    let results = op2_test_support::on_ranks(2, Duration::from_secs(60), |_, comm| {
+        builder()
+            .checkpoint(&path)
+            .checkpoint_lock_timeout(Duration::from_millis(100))
+            .communicator(comm)
+            .build()
+            .map(|_| ())
+    });
+    assert!(
+        matches!(results[0], Err(Op2Error::CheckpointInUse { .. })),
+        "{:?}",
+        results[0]
+    );
+    assert!(results[1].is_err(), "rank 1 must stop too");
+    drop(holder);
+    builder().checkpoint(&path).build().unwrap();
 }

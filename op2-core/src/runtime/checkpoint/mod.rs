@@ -45,7 +45,7 @@ use crate::set::Set;
 use crate::signature::{ArgKind, ArgSig};
 use image::{Decl, GlobalValue, Image, SavedDat, hash_bytes};
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -238,6 +238,99 @@ pub(crate) struct Checkpointer {
     /// nor the declared, so every later loop fails with this.
     broken: Option<String>,
     stats: CheckpointStats,
+    /// Rank 0's hold on the checkpoint's lock file, for as long as this run may write it (see
+    /// [`take_lock`]); last, so that it is let go after everything else.
+    _lock: Option<std::fs::File>,
+}
+
+/// What an attempt at a lock found.
+enum Lock {
+    Taken,
+    /// Another open file holds it.
+    Busy,
+    /// The file system (or the platform) cannot lock.
+    Unsupported,
+}
+
+/// An exclusive `flock(2)` on `file`, without waiting. Unlike `fcntl` locks, a `flock` belongs to
+/// the open file, so two runtimes of one process exclude each other as two processes do.
+#[cfg(unix)]
+fn try_lock(file: &std::fs::File) -> Lock {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock only reads the descriptor, which `file` keeps open for the call.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        return Lock::Taken;
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::EWOULDBLOCK) => Lock::Busy,
+        Some(libc::EINTR) => try_lock(file),
+        _ => Lock::Unsupported,
+    }
+}
+
+#[cfg(not(unix))]
+fn try_lock(_file: &std::fs::File) -> Lock {
+    Lock::Unsupported
+}
+
+/// The lock file of the checkpoint `path`: `<path>.lock`, beside it.
+pub(crate) fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Takes the checkpoint's lock (an advisory lock on `<file>.lock`, which the system lets go
+/// when its holder's process ends, however it ends), waiting up to the configured time for
+/// another job to end: one still running, or the ranks of a job killed a moment ago, which may
+/// still be finishing a checkpoint of theirs. Taken before any rank reads the file and held
+/// while the run may write it, so that a job never reads a file another is replacing and two
+/// jobs never write one. `None` where the file system cannot lock (the run goes on unguarded,
+/// as before locks).
+fn take_lock(config: &CheckpointConfig) -> Result<Option<std::fs::File>> {
+    use std::io::Write;
+    let lock = lock_path(&config.path);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock)
+        .map_err(|e| Op2Error::CheckpointWrite {
+            path: config.path.clone(),
+            reason: format!("cannot open its lock file {}: {e}", lock.display()),
+        })?;
+    let start = Instant::now();
+    loop {
+        match try_lock(&file) {
+            Lock::Taken => break,
+            Lock::Busy if start.elapsed() < config.lock_timeout => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Lock::Busy => {
+                let said = std::fs::read_to_string(&lock).unwrap_or_default();
+                let said = said.trim();
+                return Err(Op2Error::CheckpointInUse {
+                    path: config.path.clone(),
+                    lock,
+                    holder: if said.is_empty() {
+                        "it has not said who it is".into()
+                    } else {
+                        said.into()
+                    },
+                    waited: start.elapsed(),
+                });
+            }
+            Lock::Unsupported => return Ok(None),
+        }
+    }
+    // Who holds it, for the message of a job that waits for it in vain.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let _ = file.set_len(0).and_then(|()| {
+        (&file).write_all(format!("process {} on {}\n", std::process::id(), host.trim()).as_bytes())
+    });
+    Ok(Some(file))
 }
 
 fn mismatch(path: &std::path::Path, what: String) -> Op2Error {
@@ -287,6 +380,14 @@ impl Checkpointer {
                 reason: "is a directory: name the checkpoint file".into(),
             });
         }
+        // Rank 0 holds the lock before any rank reads: then no job is replacing the file (the
+        // ranks of a killed job may still be writing one), and none will while this one runs.
+        let lock = if comm.rank() == 0 {
+            take_lock(&config)
+        } else {
+            Ok(None)
+        };
+        let lock = agree(comm, path, lock)?;
         let read = if path.exists() {
             Image::read(path).map(Some)
         } else {
@@ -324,6 +425,7 @@ impl Checkpointer {
             restored_at: None,
             writer: None,
             broken: None,
+            _lock: lock,
         })
     }
 
