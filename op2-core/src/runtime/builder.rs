@@ -211,12 +211,10 @@ impl RuntimeBuilder {
             match &mut c.checkpoint {
                 Some(ck) => ck.lock_timeout = t,
                 None => {
-                    return Err(Op2Error::Config {
-                        key: "checkpoint_lock_timeout".into(),
-                        value: format!("{t:?}"),
-                        reason: "no checkpoint file (RuntimeBuilder::checkpoint or OP2_CHECKPOINT)"
-                            .into(),
-                    });
+                    return Err(no_checkpoint_file(
+                        "checkpoint_lock_timeout",
+                        format!("{t:?}"),
+                    ));
                 }
             }
         }
@@ -230,14 +228,7 @@ impl RuntimeBuilder {
             }
             match &mut c.checkpoint {
                 Some(ck) => ck.every = every.clone(),
-                None => {
-                    return Err(Op2Error::Config {
-                        key: "checkpoint_every".into(),
-                        value: format!("{every:?}"),
-                        reason: "no checkpoint file (RuntimeBuilder::checkpoint or OP2_CHECKPOINT)"
-                            .into(),
-                    });
-                }
+                None => return Err(no_checkpoint_file("checkpoint_every", format!("{every:?}"))),
             }
         }
         for (name, value) in &self.settings {
@@ -254,5 +245,14 @@ impl RuntimeBuilder {
             Some(comm) => Runtime::with_communicator(config, comm),
             None => Runtime::with_config(config),
         }
+    }
+}
+
+/// A checkpoint setting given without a checkpoint file.
+fn no_checkpoint_file(key: &str, value: String) -> Op2Error {
+    Op2Error::Config {
+        key: key.into(),
+        value,
+        reason: "no checkpoint file (RuntimeBuilder::checkpoint or OP2_CHECKPOINT)".into(),
     }
 }
