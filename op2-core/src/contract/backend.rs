@@ -117,8 +117,8 @@ pub trait Backend: Send + Sync {
     /// hands it a loop over the base set whose kernel walks each column's layers, reaching
     /// data by pointer steps from each column's bottom row (so the pointers a kernel gets must
     /// point into the Dats themselves, not into staged copies, SIMD lanes or gathered rows:
-    /// such a loop's kernel says so with [`crate::Kernel::steps_pointers`]). Otherwise (the default) it
-    /// gets a loop over every extruded element with maps made for every layer.
+    /// such a loop's kernel says so with [`crate::Kernel::steps_pointers`]). Otherwise (the
+    /// default) it gets a loop over every extruded element with maps made for every layer.
     fn walks_columns(&self) -> bool {
         false
     }
