@@ -90,7 +90,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 use std::os::unix::process::ExitStatusExt;
                 let signal = status.signal().map_or("?".into(), |s| s.to_string());
                 eprintln!(
-                    "xtask: op2-fuzz crashed on {label} (signal {signal}) running the program after                      the last seed reported ok above; replay it with `target/debug/op2-fuzz run                      {label} --seed SEED --programs 1 --show`"
+                    "xtask: op2-fuzz crashed on {label} (signal {signal}) running the program after \
+                     the last seed reported ok above; replay it with `target/debug/op2-fuzz run \
+                     {label} --seed SEED --programs 1 --show`"
                 );
                 table.push(format!("{label:<24} FAILED: crashed (signal {signal})"));
                 continue;

@@ -85,12 +85,7 @@ impl Kernel {
     /// declared larger than the values an arg hands it (`double x[3]` for a Dat of dim 2) is
     /// still refused: the kernel could write past them.
     pub fn without_bound_checks(name: &str, source: &str) -> Result<Self> {
-        let k = Kernel::new(name, source)?;
-        let inner = Arc::try_unwrap(k.0).unwrap_or_else(|_| unreachable!("just made"));
-        Ok(Kernel(Arc::new(KernelInner {
-            checks_bounds: false,
-            ..inner
-        })))
+        Ok(Kernel::new(name, source)?.altered(|k| k.checks_bounds = false))
     }
 
     /// Whether `par_loop` compares parameters' array bounds with the args (see
@@ -129,12 +124,14 @@ impl Kernel {
     /// above each column's bottom row by stepping the pointers it is handed (see
     /// [`Kernel::steps_pointers`]).
     pub(crate) fn column_walk(name: &str, source: String) -> Self {
-        let inner = Arc::try_unwrap(Kernel::internal(name, source).0)
-            .unwrap_or_else(|_| unreachable!("just made"));
-        Kernel(Arc::new(KernelInner {
-            steps_pointers: true,
-            ..inner
-        }))
+        Kernel::internal(name, source).altered(|k| k.steps_pointers = true)
+    }
+
+    /// A kernel just made, changed by `change` before anyone else holds it.
+    fn altered(self, change: impl FnOnce(&mut KernelInner)) -> Self {
+        let mut inner = Arc::try_unwrap(self.0).unwrap_or_else(|_| unreachable!("just made"));
+        change(&mut inner);
+        Kernel(Arc::new(inner))
     }
 
     /// Whether the kernel reaches data beyond the rows it is handed by stepping their pointers

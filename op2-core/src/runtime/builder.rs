@@ -197,15 +197,11 @@ impl RuntimeBuilder {
             }
         }
         if let Some(path) = &self.checkpoint {
-            let ck = c.checkpoint.take();
-            let mut own = CheckpointConfig::new(
-                path.clone(),
-                ck.as_ref().map(|ck| ck.every.clone()).unwrap_or_default(),
-            );
-            if let Some(ck) = ck {
-                own.lock_timeout = ck.lock_timeout;
-            }
-            c.checkpoint = Some(own);
+            // The environment's other checkpoint settings stay.
+            let ck = c
+                .checkpoint
+                .get_or_insert_with(|| CheckpointConfig::new(path.clone(), Default::default()));
+            ck.path = path.clone();
         }
         if let Some(t) = self.checkpoint_lock_timeout {
             match &mut c.checkpoint {

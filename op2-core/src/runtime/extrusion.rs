@@ -793,55 +793,43 @@ impl Runtime {
     /// bottom rows doubled, the upper half one layer up); a plain map, with a row for every
     /// cell, gets a row for every facet.
     fn facet_map(&self, cells: &Set, facets: &Set, map: &Map) -> Result<Map> {
-        let key = (FACET_ROWS, map.id(), facets.id());
-        if let Some(m) = lock(&self.shared.state).extruded.maps.get(&key) {
-            return Ok(m.clone());
-        }
-        let a = map.arity();
-        let name = format!("{}@facets", map.name());
-        let Some(offsets) = map.offsets() else {
-            let (cx, fx) = (
-                cells.extrusion().expect("extruded"),
-                facets.extrusion().expect("extruded"),
-            );
-            let rows = map.values();
-            let values: Vec<i32> = (0..fx.base().exec_size())
-                .flat_map(|b| (0..fx.column_len(b)).map(move |k| cx.column_start(b) + k))
-                .flat_map(|lower| rows[lower * a..(lower + 2) * a].iter().copied())
-                .collect();
-            let m = Map::new(next_id(), facets, map.to(), 2 * a, values, &name)?;
-            lock(&self.shared.state)
-                .extruded
-                .maps
-                .insert(key, m.clone());
-            return Ok(m);
-        };
-        let values: Vec<i32> = map
-            .values()
-            .chunks(a)
-            .flat_map(|row| {
-                // Unchecked values (columns with no facet) may be anything: no overflow panic.
-                let upper: Vec<i32> = row
-                    .iter()
-                    .zip(offsets)
-                    .map(|(v, o)| v.wrapping_add(*o))
+        self.derived((FACET_ROWS, map.id(), facets.id()), || {
+            let a = map.arity();
+            let name = format!("{}@facets", map.name());
+            let Some(offsets) = map.offsets() else {
+                let (cx, fx) = (
+                    cells.extrusion().expect("extruded"),
+                    facets.extrusion().expect("extruded"),
+                );
+                let rows = map.values();
+                let values: Vec<i32> = (0..fx.base().exec_size())
+                    .flat_map(|b| (0..fx.column_len(b)).map(move |k| cx.column_start(b) + k))
+                    .flat_map(|lower| rows[lower * a..(lower + 2) * a].iter().copied())
                     .collect();
-                row.iter().copied().chain(upper).collect::<Vec<_>>()
-            })
-            .collect();
-        let m = Map::extruded(
-            next_id(),
-            facets,
-            map.to(),
-            2 * a,
-            values,
-            offsets.iter().chain(offsets).copied().collect(),
-            &name,
-        )?;
-        lock(&self.shared.state)
-            .extruded
-            .maps
-            .insert(key, m.clone());
-        Ok(m)
+                return Map::new(next_id(), facets, map.to(), 2 * a, values, &name);
+            };
+            let values: Vec<i32> = map
+                .values()
+                .chunks(a)
+                .flat_map(|row| {
+                    // Unchecked values (columns with no facet) may be anything: no overflow panic.
+                    let upper: Vec<i32> = row
+                        .iter()
+                        .zip(offsets)
+                        .map(|(v, o)| v.wrapping_add(*o))
+                        .collect();
+                    row.iter().copied().chain(upper).collect::<Vec<_>>()
+                })
+                .collect();
+            Map::extruded(
+                next_id(),
+                facets,
+                map.to(),
+                2 * a,
+                values,
+                offsets.iter().chain(offsets).copied().collect(),
+                &name,
+            )
+        })
     }
 }

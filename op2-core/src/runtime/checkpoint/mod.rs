@@ -275,7 +275,7 @@ fn try_lock(_file: &std::fs::File) -> Lock {
 }
 
 /// The lock file of the checkpoint `path`: `<path>.lock`, beside it.
-pub(crate) fn lock_path(path: &Path) -> PathBuf {
+fn lock_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
     PathBuf::from(name)
