@@ -1,6 +1,7 @@
 //! The real GPU through the CUDA driver API (cudarc, libcuda opened at run time). Everything runs
 //! on the context's legacy default stream, so launches, copies and frees are ordered without
-//! events; copies from and to pageable host memory wait for the launches queued before them.
+//! events; downloads and large uploads wait for the launches queued before them, small uploads
+//! (a Global's value) are queued behind them.
 
 use crate::gpu::{GpuBuffer, PackedArgs};
 use crate::nvrtc::Nvrtc;
@@ -9,7 +10,7 @@ use crate::{CUDA_THREADS, CudaSettings, DEFAULT_BLOCK_SIZE};
 use cudarc::driver::sys::{self, CUdevice_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DevicePtrMut, result};
 use cudarc::nvrtc::Ptx;
-use op2_codegen::{Cuda, DEVICE_ENTRY, DeviceUnit, Dialect, FINISH_ENTRY};
+use op2_codegen::{Cuda, DEVICE_ENTRY, DeviceOptions, DeviceUnit, Dialect, FINISH_ENTRY};
 use op2_core::{Config, Op2Error, Result};
 use op2_device::DeviceMemory;
 use op2_device::{Device, DeviceLimits, Entry, LaunchArg, LaunchShape};
@@ -32,6 +33,9 @@ fn driver_err(what: &str) -> impl Fn(result::DriverError) -> Op2Error + '_ {
     }
 }
 
+/// Uploads of at most this many bytes are queued in stream order (see `upload_at`).
+const STREAM_ORDERED_UPLOAD: usize = 64 * 1024;
+
 /// A GPU chosen by `OP2_CUDA_DEVICE`.
 pub struct DriverGpu {
     ctx: Arc<CudaContext>,
@@ -40,6 +44,7 @@ pub struct DriverGpu {
     limits: DeviceLimits,
     async_alloc: bool,
     ptx: PtxCompiler,
+    options: DeviceOptions,
 }
 
 /// A device allocation, freed in stream order.
@@ -133,6 +138,7 @@ impl DriverGpu {
             name: format!("{name} (compute capability {}.{})", cc.0, cc.1),
             async_alloc: ctx.has_async_alloc(),
             ptx: PtxCompiler::new(nvrtc, arch, config)?,
+            options: settings.device_options(),
             limits,
             ctx,
             stream,
@@ -186,9 +192,23 @@ impl DeviceMemory for DriverGpu {
 
     fn upload_at(&self, buffer: &DriverBuffer, offset: usize, host: &[u8]) -> Result<()> {
         self.bind("host-to-device copy")?;
-        // SAFETY: the buffer holds at least `offset + host.len()` bytes (callers allocate it so).
-        unsafe { result::memcpy_htod_sync(buffer.ptr + offset as u64, host) }
-            .map_err(driver_err("host-to-device copy"))
+        let dst = buffer.ptr + offset as u64;
+        // A synchronous copy from pageable memory first waits for everything queued (the
+        // driver's documented behaviour), so setting a Global between two loops (Airfoil's
+        // `rms` before each `update`) left the GPU idle until the host queued the next loop.
+        // Small copies go in stream order instead: from pageable memory the driver stages the
+        // bytes before it returns (or waits, as the synchronous copy does), so the host's
+        // buffer may change afterwards. Large ones (whole Dats) keep the synchronous copy.
+        // SAFETY: the buffer holds at least `offset + host.len()` bytes (callers allocate it
+        // so); `host` is pageable memory, never registered with the driver.
+        unsafe {
+            if host.len() <= STREAM_ORDERED_UPLOAD {
+                result::memcpy_htod_async(dst, host, std::ptr::null_mut())
+            } else {
+                result::memcpy_htod_sync(dst, host)
+            }
+        }
+        .map_err(driver_err("host-to-device copy"))
     }
 
     fn download_at(&self, buffer: &DriverBuffer, offset: usize, host: &mut [u8]) -> Result<()> {
@@ -216,6 +236,10 @@ impl Device for DriverGpu {
 
     fn limits(&self) -> DeviceLimits {
         self.limits
+    }
+
+    fn variants(&self) -> Vec<DeviceOptions> {
+        vec![self.options.clone()]
     }
 
     /// NVRTC compiles the unit to PTX (cached), and the driver loads it as a module of its own.

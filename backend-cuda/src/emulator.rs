@@ -10,7 +10,7 @@ use crate::nvrtc::Nvrtc;
 use crate::ptx::PtxCompiler;
 use crate::{CUDA_THREADS, DEFAULT_BLOCK_SIZE};
 use op2_codegen::{
-    CUDA_EMULATION_ENTRY, Cuda, DeviceUnit, Dialect, EMULATION_LAUNCH_FINISH,
+    CUDA_EMULATION_ENTRY, Cuda, DeviceOptions, DeviceUnit, Dialect, EMULATION_LAUNCH_FINISH,
     EMULATION_LAUNCH_STUB, EMULATION_SET_CONST, JitCompiler, emulation_source,
 };
 use op2_core::{Config, GeneratedUnit, Op2Error, Result};
@@ -101,6 +101,7 @@ pub struct EmulatedGpu {
     jit: JitCompiler,
     ptx: Option<PtxCompiler>,
     sync: bool,
+    options: DeviceOptions,
 }
 
 /// Emulated launches share each library's scheduler state, so one runs at a time in a process.
@@ -132,8 +133,13 @@ impl EmulatedGpu {
                 Some(PtxCompiler::new(nvrtc, arch, config)?)
             }
         };
-        let sync = crate::CudaSettings::from_config(config)?.sync;
-        Ok(EmulatedGpu { jit, ptx, sync })
+        let settings = crate::CudaSettings::from_config(config)?;
+        Ok(EmulatedGpu {
+            jit,
+            ptx,
+            sync: settings.sync,
+            options: settings.device_options(),
+        })
     }
 
     fn call(
@@ -272,6 +278,10 @@ impl Device for EmulatedGpu {
             wait_each_loop: self.sync,
             host_scheme: None,
         }
+    }
+
+    fn variants(&self) -> Vec<DeviceOptions> {
+        vec![self.options.clone()]
     }
 
     /// NVRTC too when asked (the PTX is not run, only checked), then the host compiler under the

@@ -3,6 +3,7 @@
 
 use crate::nvrtc::parse_arch;
 use crate::{DEFAULT_STRATEGY, Strategy};
+use op2_codegen::DeviceOptions;
 use op2_core::{Config, Op2Error, Result, Setting, SettingKind};
 use std::path::PathBuf;
 
@@ -37,6 +38,13 @@ pub const SETTINGS: &[Setting] = &[
         doc: "the NVRTC library, or the directory holding it",
     },
     Setting {
+        name: "cuda_stage_rows",
+        env: "OP2_CUDA_STAGE_ROWS",
+        kind: SettingKind::Flag,
+        default: "1",
+        doc: "copy small direct rows through shared memory in coalesced sweeps (0: each thread reads its own row)",
+    },
+    Setting {
         name: "cuda_sync",
         env: "OP2_CUDA_SYNC",
         kind: SettingKind::Flag,
@@ -58,6 +66,8 @@ pub struct CudaSettings {
     pub nvrtc: Option<PathBuf>,
     /// Wait for each loop.
     pub sync: bool,
+    /// Stage small direct rows through shared memory ([`op2_codegen::DeviceOptions::stage_direct_rows`]).
+    pub stage_rows: bool,
 }
 
 impl CudaSettings {
@@ -90,6 +100,17 @@ impl CudaSettings {
             arch,
             nvrtc: s.path("nvrtc"),
             sync: s.flag("cuda_sync")?.unwrap_or(false),
+            stage_rows: s.flag("cuda_stage_rows")?.unwrap_or(true),
         })
+    }
+
+    /// How this backend emits its units: tree reductions, and staged direct rows unless
+    /// turned off.
+    pub fn device_options(&self) -> DeviceOptions {
+        DeviceOptions {
+            tree_reductions: true,
+            stage_direct_rows: self.stage_rows,
+            ..DeviceOptions::default()
+        }
     }
 }

@@ -199,6 +199,8 @@ impl Device for OpenClDevice {
             private_copies,
             baked_consts,
             tree_reductions,
+            // OpenCL takes local memory as parameters; the stubs stage no direct rows there.
+            stage_direct_rows: false,
         })
         .collect()
     }

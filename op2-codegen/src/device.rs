@@ -678,6 +678,151 @@ fn row_private_copies(
     d.pass("", &format!("op2_arg{i}_cv"))
 }
 
+/// Largest row, in bytes, that a stub stages through shared memory: wider rows already fill
+/// whole sectors when each thread reads its own.
+const STAGED_ROW_BYTES: usize = 128;
+
+/// Shared memory the staged rows of one thread may take, in bytes: at the 256 threads of a
+/// direct launch a block then needs at most 48 KiB, what a launch may have without opting in.
+const STAGED_BYTES_PER_THREAD: usize = 192;
+
+/// A direct arg whose rows a flat stub stages through shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StagedRow {
+    /// The arg.
+    pub arg: usize,
+    /// Elements from one row's start to the next in shared memory: the dim, or one more when
+    /// the dim is even, so that the rows of neighbouring threads fall in different banks.
+    pub pitch: usize,
+}
+
+/// The direct args whose rows the direct and atomics stubs stage through shared memory
+/// ([`DeviceOptions::stage_direct_rows`]), in arg order.
+///
+/// Threads reading their own rows of a few values each read at a stride of the row, so every
+/// load and store instruction of a warp touches the rows of all its threads: four 8-byte loads
+/// of a 32-byte row fetch each sector four times, and stores write sectors in pieces. Staged,
+/// a block's rows are read and written once each, consecutive threads on consecutive values.
+/// Rows are staged when they have at least two values and at most [`STAGED_ROW_BYTES`], while
+/// a thread's rows fit in [`STAGED_BYTES_PER_THREAD`], and only when no other arg of the loop
+/// reaches the same data (a staged copy would not see that arg's writes, nor it the copy's).
+/// Rows are read in unless the arg is WRITE (the kernel writes every value: device backends do
+/// not even upload such a Dat) and written back unless it only reads.
+pub fn staged_direct_rows(
+    sig: &LoopSignature,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
+) -> Vec<StagedRow> {
+    if !options.stage_direct_rows || d.local_memory_params() {
+        return Vec::new();
+    }
+    let class = |i: usize| sig.data.get(i).copied().unwrap_or(i);
+    let mut staged = Vec::new();
+    let mut bytes = 0;
+    for (i, a) in sig.args.iter().enumerate() {
+        if a.kind != ArgKind::Direct || a.dim < 2 || a.dim * a.dtype.size() > STAGED_ROW_BYTES {
+            continue;
+        }
+        if (0..sig.args.len()).any(|j| j != i && class(j) == class(i)) {
+            continue;
+        }
+        let pitch = a.dim | 1;
+        let row = pitch * a.dtype.size();
+        if bytes + row > STAGED_BYTES_PER_THREAD {
+            continue;
+        }
+        bytes += row;
+        staged.push(StagedRow { arg: i, pitch });
+    }
+    staged
+}
+
+/// Shared memory a direct or atomics launch of `threads` threads needs for its staged rows
+/// (each area rounded up to 16 bytes, as the stub lays them out).
+pub fn direct_staging_bytes(
+    sig: &LoopSignature,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
+    threads: usize,
+) -> usize {
+    staged_direct_rows(sig, d, options)
+        .iter()
+        .map(|r| (r.pitch * sig.args[r.arg].dtype.size() * threads).next_multiple_of(16))
+        .sum()
+}
+
+/// Lays the staged rows out in shared memory and copies the block's rows in, every thread of
+/// the block taking part (so it comes before any thread leaves the element range), then waits.
+fn emit_staged_rows_in(s: &mut String, sig: &LoopSignature, d: &dyn Dialect, staged: &[StagedRow]) {
+    if staged.is_empty() {
+        return;
+    }
+    let wide = d.wide();
+    let _ = writeln!(
+        s,
+        "  const int op2_slid = {};\n  const int op2_slsize = {};\n  \
+         const int op2_sfirst = op2_start + {} * op2_slsize;\n  \
+         const int op2_srows = op2_end - op2_sfirst < op2_slsize ? op2_end - op2_sfirst : op2_slsize;\n  \
+         char *op2_stage = op2_shared;",
+        d.local_id(),
+        d.local_size(),
+        d.group_id()
+    );
+    for r in staged {
+        let (i, p) = (r.arg, r.pitch);
+        let a = &sig.args[i];
+        let (t, dim) = (a.dtype.c_name(), a.dim);
+        let _ = writeln!(
+            s,
+            "  {t} *op2_arg{i}_s = ({t} *)op2_stage;\n  \
+             op2_stage += OP2_ROUND_UP({p} * {} * op2_slsize);",
+            a.dtype.size()
+        );
+        if a.access != Access::Write {
+            let _ = writeln!(
+                s,
+                "  for (int op2_w = op2_slid; op2_w < op2_srows * {dim}; op2_w += op2_slsize) \
+                 op2_arg{i}_s[op2_w / {dim} * {p} + op2_w % {dim}] = op2_arg{i}[({wide})op2_sfirst * {dim} + op2_w];"
+            );
+        }
+    }
+    let _ = writeln!(s, "  {};", d.barrier());
+}
+
+/// After the kernel: waits for every thread, copies back the staged rows the kernel may have
+/// changed, and waits again before reductions reuse the shared memory.
+fn emit_staged_rows_out(
+    s: &mut String,
+    sig: &LoopSignature,
+    d: &dyn Dialect,
+    staged: &[StagedRow],
+) {
+    if staged.is_empty() {
+        return;
+    }
+    let (wide, barrier) = (d.wide(), d.barrier());
+    let _ = writeln!(s, "  {barrier};");
+    for r in staged.iter().filter(|r| sig.args[r.arg].access.writes()) {
+        let (i, p, dim) = (r.arg, r.pitch, sig.args[r.arg].dim);
+        let _ = writeln!(
+            s,
+            "  for (int op2_w = op2_slid; op2_w < op2_srows * {dim}; op2_w += op2_slsize) \
+             op2_arg{i}[({wide})op2_sfirst * {dim} + op2_w] = op2_arg{i}_s[op2_w / {dim} * {p} + op2_w % {dim}];"
+        );
+    }
+    if !reduction_args(sig).is_empty() {
+        let _ = writeln!(s, "  {barrier};");
+    }
+}
+
+/// What the kernel gets for arg `i` when its rows are staged.
+fn staged_row(staged: &[StagedRow], i: usize) -> Option<String> {
+    staged
+        .iter()
+        .find(|r| r.arg == i)
+        .map(|r| format!("op2_arg{i}_s + op2_slid * {}", r.pitch))
+}
+
 /// The head of a stub that runs one element per work-item over `op2_start..op2_end` (the direct
 /// and atomics stubs): its parameters (with each map's values and row count when `maps`), the
 /// reduction scratch, the work-item's element `op2_e` and the reduction accumulators. Returns
@@ -708,7 +853,8 @@ fn open_flat_stub(
         decls.push(format!("{}char *op2_scratch", d.shared()));
         params.push(StubParam::Scratch);
     }
-    s.push_str(&d.kernel_head(entry, &decls, reductions));
+    let staged = !staged_direct_rows(sig, d, options).is_empty();
+    s.push_str(&d.kernel_head(entry, &decls, reductions || staged));
     if reductions {
         let _ = writeln!(
             s,
@@ -722,6 +868,7 @@ fn open_flat_stub(
     }
     let _ = writeln!(s, "  const int op2_e = op2_start + {};", d.global_id());
     emit_reduction_init(s, sig);
+    emit_staged_rows_in(s, sig, d, &staged_direct_rows(sig, d, options));
     params
 }
 
@@ -739,6 +886,7 @@ pub(crate) fn emit_direct_stub(
         options.tree_reductions,
     );
     let order = open_flat_stub(s, sig, d, options, entry, false);
+    let staged = staged_direct_rows(sig, d, options);
     let wide = d.wide();
     let mut around = Around::default();
     let mut call = Vec::new();
@@ -746,6 +894,10 @@ pub(crate) fn emit_direct_stub(
         let src = match a.kind {
             ArgKind::Global if a.access.is_reduction() => {
                 call.push(d.pass("", &format!("op2_arg{i}_r")));
+                continue;
+            }
+            ArgKind::Direct if staged_row(&staged, i).is_some() => {
+                call.push(d.pass("", &staged_row(&staged, i).unwrap_or_default()));
                 continue;
             }
             ArgKind::Direct => format!("op2_arg{i} + ({wide})op2_e * {}", a.dim),
@@ -762,6 +914,7 @@ pub(crate) fn emit_direct_stub(
     call.extend(const_args(sig, d, options));
     let call = format!("{}({})", kernel_symbol(sig.kernel.name()), call.join(", "));
     let _ = writeln!(s, "  if (op2_e < op2_end) {};", around.wrap(&call));
+    emit_staged_rows_out(s, sig, d, &staged);
     emit_reduction_finish(s, sig, d.group_id(), tree, d);
     s.push_str("}\n");
     order
@@ -1112,6 +1265,7 @@ pub(crate) fn emit_atomic_stub(
         .expect("the atomics stub is emitted for dialects that have atomics");
     let (g, wide) = (d.global(), d.wide());
     let params = open_flat_stub(s, sig, d, options, DEVICE_ENTRY, true);
+    let staged = staged_direct_rows(sig, d, options);
     s.push_str("  if (op2_e < op2_end) {\n");
     let target = |map: usize, entry: usize| {
         format!("({wide})op2_map{map}[({wide}){entry} * op2_map{map}_rows + op2_e]")
@@ -1122,7 +1276,10 @@ pub(crate) fn emit_atomic_stub(
         let (t, dim) = (a.dtype.c_name(), a.dim);
         let increments = a.access == Access::Inc;
         match a.kind {
-            ArgKind::Direct => call.push(d.pass(g, &format!("op2_arg{i} + ({wide})op2_e * {dim}"))),
+            ArgKind::Direct => call.push(match staged_row(&staged, i) {
+                Some(row) => d.pass("", &row),
+                None => d.pass(g, &format!("op2_arg{i} + ({wide})op2_e * {dim}")),
+            }),
             ArgKind::Global if a.access.is_reduction() => {
                 call.push(d.pass("", &format!("op2_arg{i}_r")))
             }
@@ -1182,6 +1339,7 @@ pub(crate) fn emit_atomic_stub(
     );
     s.push_str(&atomics);
     s.push_str("  }\n");
+    emit_staged_rows_out(s, sig, d, &staged);
     emit_reduction_finish(s, sig, d.group_id(), true, d);
     s.push_str("}\n");
     params

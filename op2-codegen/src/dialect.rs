@@ -124,6 +124,12 @@ pub struct DeviceOptions {
     /// Combine reductions across a work-group with a tree (GPUs) rather than one work-item in
     /// order (CPU devices).
     pub tree_reductions: bool,
+    /// Direct and atomics stubs copy the rows of small direct args (a few values per element)
+    /// through shared memory, a block's rows in one coalesced sweep each way, instead of each
+    /// thread reading and writing its own row at a stride of the row's size (see
+    /// [`crate::staged_direct_rows`]). For dialects that take shared memory from the launch
+    /// (CUDA); ignored by the others.
+    pub stage_direct_rows: bool,
 }
 
 /// A kernel of a unit and its parameters' declarations.

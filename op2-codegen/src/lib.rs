@@ -30,7 +30,10 @@ pub use cuda::{
     CUDA_EMULATION_ENTRY, CUDA_EMULATION_PRELUDE, Cuda, EMULATION_LAUNCH_FINISH,
     EMULATION_LAUNCH_STUB, EMULATION_SET_CONST, emulation_source,
 };
-pub use device::{BlockLayout, StagingLayout, StagingMode, StubParam, private_bytes_per_item};
+pub use device::{
+    BlockLayout, StagedRow, StagingLayout, StagingMode, StubParam, direct_staging_bytes,
+    private_bytes_per_item, staged_direct_rows,
+};
 pub use dialect::{
     ConstPassing, DEVICE_ENTRY, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, Dialect,
     FINISH_ENTRY, HostRange, KernelDecl,

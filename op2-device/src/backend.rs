@@ -708,11 +708,21 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                 loaded = self.program(&stub, &consts)?;
                 const_buffers = self.const_buffers(&loaded.unit, &consts)?;
                 values.consts = &const_buffers;
+                // Staged direct rows take shared memory in proportion to the block: fewer
+                // threads (whole warps) where a block of the usual size would not fit.
+                let dialect = self.device().dialect();
+                let staged_per_thread =
+                    op2_codegen::direct_staging_bytes(&self.sig, dialect, &self.options, 1);
+                let fit = limits
+                    .local_memory
+                    .checked_div(staged_per_thread)
+                    .map_or(usize::MAX, |n| (n / 32 * 32).max(1));
                 let threads = sh.work_group(
                     self.kernel_name(),
                     limits
                         .direct_threads
-                        .min(self.device().max_threads(&loaded.program)),
+                        .min(self.device().max_threads(&loaded.program))
+                        .min(fit),
                     loaded.unit.private_bytes,
                 )?;
                 let groups = self.groups(inv.end - inv.start, threads)?;
@@ -721,10 +731,18 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                 partials = self.partials(values.slots)?;
                 values.partials = &partials;
                 let args = self.args(&loaded.unit.params, &values)?;
+                // The staged rows and the reductions' scratch share the block's memory, one
+                // after the other (the stub waits between them).
+                let local = values.scratch_bytes.max(op2_codegen::direct_staging_bytes(
+                    &self.sig,
+                    dialect,
+                    &self.options,
+                    threads,
+                ));
                 self.device().launch(
                     &loaded.program,
                     Entry::Stub,
-                    self.shape(groups, threads, values.scratch_bytes),
+                    self.shape(groups, threads, local),
                     &args,
                 )?;
             }
