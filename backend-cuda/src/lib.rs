@@ -2,8 +2,9 @@
 //! [`op2_codegen::Cuda`] dialect (a `__global__` stub around the user's kernel, inlined as a
 //! `__device__` function), compiled to PTX by NVRTC through the compile cache, loaded through the
 //! driver API (cudarc; libcuda opened at run time, so it builds and reports itself unusable
-//! anywhere). Two strategies keep indirect increments race-free (`OP2_CUDA_STRATEGY`): `colour`,
-//! OP2's scheme, and `atomics`, `atomicAdd` straight to global memory in one launch. Consts live
+//! anywhere). Three strategies keep indirect increments race-free (`OP2_CUDA_STRATEGY`): `colour`,
+//! OP2's scheme, `atomics`, `atomicAdd` straight to global memory in one launch, and
+//! `staged-atomics`, OP2's staging with `atomicAdd` into shared and then global memory. Consts live
 //! in `__constant__` memory; Global reductions finish on the device.
 //!
 //! Everything above the driver is [`op2_device::DeviceBackend`]'s: this crate is two
@@ -108,6 +109,10 @@ mod tests {
         assert_eq!(strategy(&c).unwrap(), Strategy::Colour);
         c.settings.set("cuda_strategy", "atomics");
         assert_eq!(strategy(&c).unwrap(), Strategy::Atomics);
+        c.settings.set("cuda_strategy", "staged-atomics");
+        let staged = CudaSettings::from_config(&c).unwrap();
+        assert_eq!(staged.strategy, Strategy::Colour);
+        assert!(staged.block_atomics && staged.device_options().block_atomics);
         c.settings.set("cuda_strategy", "magic");
         assert!(matches!(strategy(&c), Err(Op2Error::Config { .. })));
     }

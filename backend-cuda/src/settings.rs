@@ -19,9 +19,9 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "cuda_strategy",
         env: "OP2_CUDA_STRATEGY",
-        kind: SettingKind::OneOf(&["colour", "color", "atomics", "atomic"]),
+        kind: SettingKind::OneOf(&["colour", "color", "atomics", "atomic", "staged-atomics"]),
         default: "atomics",
-        doc: "how indirect increments stay race-free: plan colours with shared-memory staging, or atomicAdd",
+        doc: "how indirect increments stay race-free: plan colours with shared-memory staging, atomicAdd, or staging with atomicAdd into shared and then global memory",
     },
     Setting {
         name: "cuda_arch",
@@ -60,6 +60,9 @@ pub struct CudaSettings {
     pub device: usize,
     /// Strategy for indirect increments.
     pub strategy: Strategy,
+    /// With [`Strategy::Colour`]: increments added atomically into the staged copy and from it
+    /// to global memory, every block in one launch (`staged-atomics`).
+    pub block_atomics: bool,
     /// Compute capability NVRTC compiles for (e.g. 90), when set.
     pub arch: Option<i32>,
     /// Where NVRTC is, when set.
@@ -74,15 +77,17 @@ impl CudaSettings {
     /// Reads (and checks) the settings from `config`.
     pub fn from_config(config: &Config) -> Result<Self> {
         let s = &config.settings;
-        let strategy = match s.get("cuda_strategy").map(str::to_ascii_lowercase) {
-            None => DEFAULT_STRATEGY,
-            Some(v) if v == "colour" || v == "color" => Strategy::Colour,
-            Some(v) if v == "atomics" || v == "atomic" => Strategy::Atomics,
+        // `staged-atomics` plans and stages as `colour` does, with atomics instead of colours.
+        let (strategy, block_atomics) = match s.get("cuda_strategy").map(str::to_ascii_lowercase) {
+            None => (DEFAULT_STRATEGY, false),
+            Some(v) if v == "colour" || v == "color" => (Strategy::Colour, false),
+            Some(v) if v == "atomics" || v == "atomic" => (Strategy::Atomics, false),
+            Some(v) if v == "staged-atomics" => (Strategy::Colour, true),
             Some(v) => {
                 return Err(Op2Error::Config {
                     key: "cuda_strategy".into(),
                     value: v,
-                    reason: "expected `colour` or `atomics`".into(),
+                    reason: "expected `colour`, `atomics` or `staged-atomics`".into(),
                 });
             }
         };
@@ -97,6 +102,7 @@ impl CudaSettings {
         Ok(CudaSettings {
             device: s.number("cuda_device")?.unwrap_or(0),
             strategy,
+            block_atomics,
             arch,
             nvrtc: s.path("nvrtc"),
             sync: s.flag("cuda_sync")?.unwrap_or(false),
@@ -110,6 +116,7 @@ impl CudaSettings {
         DeviceOptions {
             tree_reductions: true,
             stage_direct_rows: self.stage_rows,
+            block_atomics: self.block_atomics,
             ..DeviceOptions::default()
         }
     }

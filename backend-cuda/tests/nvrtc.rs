@@ -61,6 +61,14 @@ op2_core::register_backend!(BackendFactory {
     settings: &[],
 });
 
+op2_core::register_backend!(BackendFactory {
+    name: "cuda-ptx-staged-atomics",
+    feature: "",
+    description: "test: cuda-emulator, staged-atomics strategy with 16-element blocks, every unit also through NVRTC",
+    create: |c| emulator(c, "staged-atomics", Some(16)),
+    settings: &[],
+});
+
 #[test]
 fn every_conformance_kernel_compiles_to_ptx_and_conforms() {
     std::hint::black_box(&backend_cuda::LINKED);
@@ -90,7 +98,12 @@ fn every_conformance_kernel_compiles_to_ptx_and_conforms() {
     let before = ptx_stats();
     let mut bad = Vec::new();
     let mut cases = 0;
-    for backend in ["cuda-ptx-colour", "cuda-ptx-colour-b16", "cuda-ptx-atomics"] {
+    for backend in [
+        "cuda-ptx-colour",
+        "cuda-ptx-colour-b16",
+        "cuda-ptx-atomics",
+        "cuda-ptx-staged-atomics",
+    ] {
         for r in run_suite(backend, 12) {
             cases += 1;
             if r.outcome != Outcome::Pass {

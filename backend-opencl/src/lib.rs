@@ -201,6 +201,7 @@ impl Device for OpenClDevice {
             tree_reductions,
             // OpenCL takes local memory as parameters; the stubs stage no direct rows there.
             stage_direct_rows: false,
+            block_atomics: false,
         })
         .collect()
     }

@@ -117,6 +117,12 @@ impl Dialect for Cuda {
         Some("op2_atomic_add")
     }
 
+    /// Each load of a loop over reduction partials otherwise waits for the one before it to come
+    /// back from memory (one block folds thousands of partials).
+    fn unroll_hint(&self) -> &'static str {
+        "#pragma unroll 4\n  "
+    }
+
     fn emit_consts(&self, s: &mut String, sig: &LoopSignature, _baked: Option<&[Vec<u8>]>) {
         // Symbols whatever the values: the device copies them in.
         emit_consts(s, sig, "__constant__");
@@ -326,7 +332,10 @@ static int op2_emu_run(void (*kernel)(void **), void **params, unsigned grid, un
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{BlockLayout, StagingLayout, StagingMode, StubParam};
+    use crate::device::{
+        BlockLayout, StagedRow, StagingLayout, StagingMode, StubParam, block_atomics,
+        direct_staging_bytes, staged_direct_rows,
+    };
     use crate::dialect::DeviceCodegen;
     use op2_core::{Access, ArgKind, ArgSig, Codegen, ConstSig, DType, Kernel};
 
@@ -433,6 +442,112 @@ mod tests {
         assert!(src.contains(
             "case 0: ::memcpy((void *)&op2_const_gam, op2_p[0], sizeof(op2_const_gam)); return 0;"
         ));
+    }
+
+    fn direct(access: Access, dim: usize) -> ArgSig {
+        ArgSig {
+            kind: ArgKind::Direct,
+            dtype: DType::F64,
+            dim,
+            access,
+        }
+    }
+
+    #[test]
+    fn small_direct_rows_are_staged_when_asked() {
+        let k = Kernel::new(
+            "upd",
+            "void upd(const double *a, double *b, double *c, const double *d, double *e) { b[0] = a[0] + c[0] + *d + e[1]; }",
+        )
+        .unwrap();
+        let sig = LoopSignature {
+            kernel: k,
+            // a (dim 4, READ), b (dim 4, WRITE), c (dim 1), d and e: one Dat passed twice.
+            args: vec![
+                direct(Access::Read, 4),
+                direct(Access::Write, 4),
+                direct(Access::Rw, 1),
+                direct(Access::Read, 2),
+                direct(Access::Rw, 2),
+            ],
+            consts: Vec::new(),
+            n_maps: 0,
+            data: vec![0, 1, 2, 3, 3],
+        };
+        let options = DeviceOptions {
+            tree_reductions: true,
+            stage_direct_rows: true,
+            ..DeviceOptions::default()
+        };
+        let staged = staged_direct_rows(&sig, &Cuda, &options);
+        assert_eq!(
+            staged,
+            [
+                StagedRow { arg: 0, pitch: 5 },
+                StagedRow { arg: 1, pitch: 5 }
+            ]
+        );
+        // Two areas of 5 doubles per thread, each rounded up to 16 bytes.
+        assert_eq!(direct_staging_bytes(&sig, &Cuda, &options, 3), 2 * 128);
+        assert_eq!(
+            direct_staging_bytes(&sig, &Cuda, &DeviceOptions::default(), 3),
+            0
+        );
+        let u = DeviceCodegen { dialect: &Cuda }
+            .emit(&sig, &(DeviceStub::Direct, options.clone()))
+            .unwrap();
+        let src = &u.unit.source;
+        // READ rows come in, WRITE rows only go out; the kernel gets the staged row.
+        assert!(
+            src.contains(
+                "op2_arg0_s[op2_w / 4 * 5 + op2_w % 4] = op2_arg0[(long)op2_sfirst * 4 + op2_w];"
+            ),
+            "{src}"
+        );
+        assert!(
+            !src.contains("op2_arg1_s[op2_w / 4 * 5 + op2_w % 4] = op2_arg1["),
+            "{src}"
+        );
+        assert!(src.contains(
+            "op2_arg1[(long)op2_sfirst * 4 + op2_w] = op2_arg1_s[op2_w / 4 * 5 + op2_w % 4];"
+        ));
+        assert!(!src.contains("op2_arg0[(long)op2_sfirst * 4 + op2_w] = "));
+        assert!(src.contains("(void *)(op2_arg1_s + op2_slid * 5)"));
+        assert!(src.contains("(void *)(op2_arg3 + (long)op2_e * 2)"));
+        assert!(src.contains("extern __shared__ __align__(16) char op2_shared[];"));
+        // The OpenCL dialect takes local memory as parameters: nothing is staged there.
+        assert!(staged_direct_rows(&sig, &crate::OpenCl, &options).is_empty());
+    }
+
+    #[test]
+    fn block_atomics_add_atomically_at_both_levels_in_one_launch() {
+        let sig = res_calc_like();
+        let layout = BlockLayout::of_signature(&sig, 256);
+        let options = DeviceOptions {
+            tree_reductions: true,
+            block_atomics: true,
+            ..DeviceOptions::default()
+        };
+        assert!(block_atomics(&sig, &layout, &Cuda, &options));
+        let u = DeviceCodegen { dialect: &Cuda }
+            .emit(&sig, &(DeviceStub::Planned(layout.clone()), options.clone()))
+            .unwrap();
+        let src = &u.unit.source;
+        assert!(
+            src.contains("op2_atomic_add(&op2_d[op2_k], op2_arg1_l[0 + op2_k]);"),
+            "{src}"
+        );
+        assert!(src.contains("op2_atomic_add(&op2_arg1[(long)op2_s1_map[op2_k / 1] * 1 + op2_k % 1], op2_s1[op2_k]);"), "{src}");
+        assert!(!src.contains("for (int op2_c = 0;"), "{src}");
+        // Without it: colours, plain additions.
+        let plain = emit(&sig, DeviceStub::Planned(layout.clone()));
+        assert!(plain.unit.source.contains("for (int op2_c = 0;"));
+        assert!(!plain.unit.source.contains("op2_atomic_add"));
+        // A loop that writes staged data other than by increments keeps its colours.
+        let mut rw = sig.clone();
+        rw.args[1].access = Access::Rw;
+        let rw_layout = BlockLayout::of_signature(&rw, 256);
+        assert!(!block_atomics(&rw, &rw_layout, &Cuda, &options));
     }
 
     #[test]

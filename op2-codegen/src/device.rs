@@ -212,6 +212,19 @@ impl BlockLayout {
     }
 }
 
+/// Whether a planned loop of this layout runs with atomics at both levels
+/// ([`DeviceOptions::block_atomics`]): asked for, the dialect has atomics, and only increments
+/// modify staged data (anything else needs the kernel to run colour by colour). Then all of a
+/// plan's blocks run in one launch: the host asks this too.
+pub fn block_atomics(
+    sig: &LoopSignature,
+    b: &BlockLayout,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
+) -> bool {
+    options.block_atomics && d.atomic_add().is_some() && !b.kernel_by_colour(sig)
+}
+
 /// One parameter of a generated device stub, in order; the backend sets them from this list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StubParam {
@@ -982,6 +995,12 @@ pub(crate) fn emit_planned_stub(
         options.tree_reductions,
     );
     let (g, sh, wide, barrier) = (d.global(), d.shared(), d.wide(), d.barrier());
+    // The dialect's atomic addition where blocks run with atomics at both levels.
+    let atomic_add = if block_atomics(sig, b, d, options) {
+        d.atomic_add()
+    } else {
+        None
+    };
     let mut decl: Vec<String> = vec![
         "const int op2_start".into(),
         "const int op2_end".into(),
@@ -1206,19 +1225,31 @@ pub(crate) fn emit_planned_stub(
         let privates: Vec<usize> = (0..sig.args.len())
             .filter(|&i| b.private_increment(sig, i))
             .collect();
-        if !privates.is_empty() {
+        if let (Some(add), true) = (atomic_add, !privates.is_empty()) {
+            // Each element adds its increments to the staged copy as soon as it has them.
+            s.push_str("    if (op2_active) {\n");
+            for &i in &privates {
+                let a = &sig.args[i];
+                let k = b.arg_staging[i].expect("indirect args are staged");
+                for (entry, off) in increment_entries(a) {
+                    let _ = writeln!(
+                        s,
+                        "      {{ {sh}{t} *op2_d = &{}; for (int op2_k = 0; op2_k < {d}; op2_k++) {add}(&op2_d[op2_k], op2_arg{i}_l[{off} + op2_k]); }}",
+                        staged_item(b, d, k, entry),
+                        t = a.dtype.c_name(),
+                        d = a.dim
+                    );
+                }
+            }
+            s.push_str("    }\n");
+        } else if !privates.is_empty() {
             s.push_str(
                 "    for (int op2_c = 0; op2_c < op2_ncol; op2_c++) {\n      if (op2_col == op2_c) {\n",
             );
             for i in privates {
                 let a = &sig.args[i];
                 let k = b.arg_staging[i].expect("indirect args are staged");
-                let entries: Vec<(usize, usize)> = match a.kind {
-                    ArgKind::Indirect { index, .. } => vec![(index, 0)],
-                    ArgKind::Row { arity, .. } => (0..arity).map(|j| (j, j * a.dim)).collect(),
-                    _ => unreachable!("only indirect args increment privately"),
-                };
-                for (entry, off) in entries {
+                for (entry, off) in increment_entries(a) {
                     let _ = writeln!(
                         s,
                         "        {{ {sh}{t} *op2_d = &{}; for (int op2_k = 0; op2_k < {d}; op2_k++) op2_d[op2_k] += op2_arg{i}_l[{off} + op2_k]; }}",
@@ -1236,20 +1267,31 @@ pub(crate) fn emit_planned_stub(
         let (dim, src) = (st.dim, st.source_arg);
         let target =
             format!("op2_arg{src}[({wide})op2_s{k}_map[op2_k / {dim}] * {dim} + op2_k % {dim}]");
-        let op = match st.mode {
-            StagingMode::Read | StagingMode::Global => continue,
-            StagingMode::Increment => "+=",
-            StagingMode::ReadWrite => "=",
+        let store = match (st.mode, atomic_add) {
+            (StagingMode::Read | StagingMode::Global, _) => continue,
+            // Blocks of every colour run at once: two may add to one item.
+            (StagingMode::Increment, Some(add)) => format!("{add}(&{target}, op2_s{k}[op2_k])"),
+            (StagingMode::Increment, None) => format!("{target} += op2_s{k}[op2_k]"),
+            (StagingMode::ReadWrite, _) => format!("{target} = op2_s{k}[op2_k]"),
         };
         let _ = writeln!(
             s,
-            "  for (int op2_k = op2_lid; op2_k < op2_s{k}_n * {dim}; op2_k += op2_lsize) \
-             {target} {op} op2_s{k}[op2_k];"
+            "  for (int op2_k = op2_lid; op2_k < op2_s{k}_n * {dim}; op2_k += op2_lsize) {store};"
         );
     }
     emit_reduction_finish(s, sig, "op2_slot", tree, d);
     s.push_str("}\n");
     order
+}
+
+/// The map entries an indirect INC arg adds to, each with its offset in the arg's private
+/// increments (`op2_arg{i}_l`).
+fn increment_entries(a: &ArgSig) -> Vec<(usize, usize)> {
+    match a.kind {
+        ArgKind::Indirect { index, .. } => vec![(index, 0)],
+        ArgKind::Row { arity, .. } => (0..arity).map(|j| (j, j * a.dim)).collect(),
+        _ => unreachable!("only indirect args increment privately"),
+    }
 }
 
 /// One element per work-item straight from global memory; indirect increments go to a private
@@ -1561,10 +1603,11 @@ pub(crate) fn emit_finish_kernel(
             };
             let _ = writeln!(
                 s,
-                "  {{\n  {t} op2_v = {init};\n  \
+                "  {{\n  {t} op2_v = {init};\n  {unroll}\
                  for (int op2_j = op2_lid; op2_j < op2_nparts; op2_j += op2_lsize) {{ \
                  {t} op2_x = op2_v, op2_y = op2_arg{i}_part[({wide})op2_j * {dim} + {k}]; op2_v = {combine}; }}",
-                dim = a.dim
+                dim = a.dim,
+                unroll = d.unroll_hint()
             );
             let apply = |r: &str| match a.access {
                 Access::Inc => format!("op2_arg{i}[{k}] += {r};"),

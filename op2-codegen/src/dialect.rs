@@ -5,8 +5,8 @@
 //! (HIP, SYCL, Metal) implements the trait and reuses every stub.
 
 use crate::device::{
-    BlockLayout, StubParam, emit_atomic_stub, emit_direct_stub, emit_finish_kernel, emit_host_stub,
-    emit_planned_stub, private_bytes_per_item,
+    BlockLayout, StubParam, block_atomics, emit_atomic_stub, emit_direct_stub, emit_finish_kernel,
+    emit_host_stub, emit_planned_stub, private_bytes_per_item,
 };
 use crate::emit::{const_symbol, reduction_args};
 use op2_core::{Codegen, GeneratedUnit, LoopSignature, Op2Error, Result};
@@ -67,8 +67,14 @@ pub trait Dialect: Send + Sync + fmt::Debug {
     /// How Consts reach kernels.
     fn const_passing(&self) -> ConstPassing;
     /// The function that adds atomically to global memory (`op2_atomic_add(T *, T)`, from the
-    /// prelude), when the dialect offers the atomics stub.
+    /// prelude), when the dialect offers the atomics stub. Where it also takes pointers into
+    /// shared memory (CUDA's generic pointers), [`DeviceOptions::block_atomics`] may be set.
     fn atomic_add(&self) -> Option<&'static str>;
+    /// What goes before a loop whose iterations' loads are independent, so that the compiler
+    /// issues several at once (a pragma and a line break; empty where none helps).
+    fn unroll_hint(&self) -> &'static str {
+        ""
+    }
     /// Declares the Consts (program-scope storage), or with `baked` their values as constants.
     fn emit_consts(&self, s: &mut String, sig: &LoopSignature, baked: Option<&[Vec<u8>]>);
     /// The user's kernel as this dialect compiles it, with the user's names open
@@ -130,6 +136,12 @@ pub struct DeviceOptions {
     /// [`crate::staged_direct_rows`]). For dialects that take shared memory from the launch
     /// (CUDA); ignored by the others.
     pub stage_direct_rows: bool,
+    /// Planned stubs whose kernel need not run colour by colour add their increments into the
+    /// block's staged copy atomically and add the copy back to global memory atomically, so
+    /// that every block runs in one launch and no element waits for its colour (see
+    /// [`crate::block_atomics`]). For dialects whose [`Dialect::atomic_add`] also adds into
+    /// shared memory.
+    pub block_atomics: bool,
 }
 
 /// A kernel of a unit and its parameters' declarations.
@@ -202,7 +214,12 @@ impl Codegen for DeviceCodegen<'_> {
             "/* op2-rs generated {}: loop over kernel `{name}` ({kind}) */",
             d.name()
         );
-        s.push_str(&d.prelude(*stub == DeviceStub::Atomic));
+        let atomics = match stub {
+            DeviceStub::Atomic => true,
+            DeviceStub::Planned(b) => block_atomics(sig, b, d, options),
+            _ => false,
+        };
+        s.push_str(&d.prelude(atomics));
         d.emit_consts(&mut s, sig, options.baked_consts.as_deref());
         s.push('\n');
         d.emit_user_kernel(&mut s, sig, stub, options)?;

@@ -836,6 +836,12 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                 };
                 planned = (self.device_plan(&plan, &layout, Some(&rebuild))?, plan);
                 let (device_plan, plan) = (&planned.0, &planned.1);
+                let all_at_once = op2_codegen::block_atomics(
+                    &self.sig,
+                    &layout,
+                    self.device().dialect(),
+                    &self.options,
+                );
                 loaded = self.program(&DeviceStub::Planned(layout), &consts)?;
                 const_buffers = self.const_buffers(&loaded.unit, &consts)?;
                 values.consts = &const_buffers;
@@ -852,7 +858,19 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                 values.partials = &partials;
                 values.plan = Some((plan, device_plan));
                 let local = values.staging_bytes + values.scratch_bytes;
-                self.launch_colours(&loaded, plan, &mut values, threads, local)?;
+                if all_at_once {
+                    // Increments are atomic at both levels: every block at once.
+                    values.block_offset = 0;
+                    let args = self.args(&loaded.unit.params, &values)?;
+                    self.device().launch(
+                        &loaded.program,
+                        Entry::Stub,
+                        self.shape(self.groups(plan.blocks(), 1)?, threads, local),
+                        &args,
+                    )?;
+                } else {
+                    self.launch_colours(&loaded, plan, &mut values, threads, local)?;
+                }
             }
         }
         if let Some(params) = &loaded.unit.finish_params {

@@ -210,12 +210,20 @@ pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
             // Both strategies, and colouring with small blocks so that every case's sets span
             // many blocks and block colours.
             let short = if name == "cuda" { "cuda" } else { "emu" };
-            let columns_of: [(&str, Vec<(&'static str, &'static str)>); 3] = [
+            let columns_of: [(&str, Vec<(&'static str, &'static str)>); 4] = [
                 ("colour", vec![("OP2_CUDA_STRATEGY", "colour")]),
                 ("atomics", vec![("OP2_CUDA_STRATEGY", "atomics")]),
                 (
                     "b16",
                     vec![("OP2_CUDA_STRATEGY", "colour"), ("OP2_PART_SIZE", "16")],
+                ),
+                // Many blocks of one launch adding to the same items.
+                (
+                    "staged-atomics/b16",
+                    vec![
+                        ("OP2_CUDA_STRATEGY", "staged-atomics"),
+                        ("OP2_PART_SIZE", "16"),
+                    ],
                 ),
             ];
             columns.extend(columns_of.into_iter().map(|(what, env)| Column {

@@ -35,7 +35,7 @@ const TESTS: [(&str, &[&str]); 2] = [
 const FUZZ_PROGRAMS: &str = "20";
 
 /// The CUDA strategies every step runs with.
-const STRATEGIES: [&str; 2] = ["colour", "atomics"];
+const STRATEGIES: [&str; 3] = ["colour", "atomics", "staged-atomics"];
 
 /// Where the bundle goes unless told.
 const DEFAULT_BUNDLE: &str = "target/gpu-check";
