@@ -110,13 +110,16 @@ impl CudaSettings {
         })
     }
 
-    /// How this backend emits its units: tree reductions, and staged direct rows unless
-    /// turned off.
+    /// How this backend emits its units: tree reductions, staged direct rows unless turned off,
+    /// and atomics as the strategy says.
     pub fn device_options(&self) -> DeviceOptions {
         DeviceOptions {
             tree_reductions: true,
             stage_direct_rows: self.stage_rows,
             block_atomics: self.block_atomics,
+            // Strategies that add in no fixed order combine reductions that way too; `colour`
+            // keeps its sums in one order with a final kernel.
+            atomic_reductions: self.strategy == Strategy::Atomics || self.block_atomics,
             ..DeviceOptions::default()
         }
     }

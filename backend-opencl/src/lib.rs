@@ -202,6 +202,7 @@ impl Device for OpenClDevice {
             // OpenCL takes local memory as parameters; the stubs stage no direct rows there.
             stage_direct_rows: false,
             block_atomics: false,
+            atomic_reductions: false,
         })
         .collect()
     }

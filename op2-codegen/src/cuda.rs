@@ -12,7 +12,7 @@ use crate::dialect::{
     KernelDecl,
 };
 use crate::emit::{const_symbol, emit_consts, emit_kernel};
-use op2_core::{LoopSignature, Result};
+use op2_core::{Access, LoopSignature, Result};
 use std::fmt::Write;
 
 /// The host entry point of a unit compiled for emulation: `int op2_emu_entry(int what, unsigned
@@ -117,6 +117,15 @@ impl Dialect for Cuda {
         Some("op2_atomic_add")
     }
 
+    fn atomic_reduce(&self, access: Access) -> Option<&'static str> {
+        match access {
+            Access::Inc => Some("op2_atomic_add"),
+            Access::Min => Some("op2_atomic_min"),
+            Access::Max => Some("op2_atomic_max"),
+            _ => None,
+        }
+    }
+
     /// Each load of a loop over reduction partials otherwise waits for the one before it to come
     /// back from memory (one block folds thousands of partials).
     fn unroll_hint(&self) -> &'static str {
@@ -178,6 +187,32 @@ __device__ __forceinline__ void op2_atomic_add(int *p, int v) { atomicAdd(p, v);
 __device__ __forceinline__ void op2_atomic_add(unsigned int *p, unsigned int v) { atomicAdd(p, v); }
 __device__ __forceinline__ void op2_atomic_add(long *p, long v) { atomicAdd((unsigned long long *)p, (unsigned long long)v); }
 __device__ __forceinline__ void op2_atomic_add(unsigned long *p, unsigned long v) { atomicAdd((unsigned long long *)p, (unsigned long long)v); }
+__device__ __forceinline__ void op2_atomic_min(int *p, int v) { atomicMin(p, v); }
+__device__ __forceinline__ void op2_atomic_min(unsigned int *p, unsigned int v) { atomicMin(p, v); }
+__device__ __forceinline__ void op2_atomic_min(long *p, long v) { atomicMin((long long *)p, (long long)v); }
+__device__ __forceinline__ void op2_atomic_min(unsigned long *p, unsigned long v) { atomicMin((unsigned long long *)p, (unsigned long long)v); }
+__device__ __forceinline__ void op2_atomic_max(int *p, int v) { atomicMax(p, v); }
+__device__ __forceinline__ void op2_atomic_max(unsigned int *p, unsigned int v) { atomicMax(p, v); }
+__device__ __forceinline__ void op2_atomic_max(long *p, long v) { atomicMax((long long *)p, (long long)v); }
+__device__ __forceinline__ void op2_atomic_max(unsigned long *p, unsigned long v) { atomicMax((unsigned long long *)p, (unsigned long long)v); }
+/* Floating-point MIN and MAX by compare-and-swap: a value replaces the stored one when it
+   compares lower (higher), as the final kernel's `y < x ? y : x` does (NaN never replaces). */
+__device__ __forceinline__ void op2_atomic_min(double *p, double v) {
+  unsigned long long *a = (unsigned long long *)p, old = *a, seen;
+  while (v < __longlong_as_double((long long)old)) { seen = old; old = atomicCAS(a, seen, (unsigned long long)__double_as_longlong(v)); if (old == seen) break; }
+}
+__device__ __forceinline__ void op2_atomic_max(double *p, double v) {
+  unsigned long long *a = (unsigned long long *)p, old = *a, seen;
+  while (v > __longlong_as_double((long long)old)) { seen = old; old = atomicCAS(a, seen, (unsigned long long)__double_as_longlong(v)); if (old == seen) break; }
+}
+__device__ __forceinline__ void op2_atomic_min(float *p, float v) {
+  unsigned int *a = (unsigned int *)p, old = *a, seen;
+  while (v < __int_as_float((int)old)) { seen = old; old = atomicCAS(a, seen, (unsigned int)__float_as_int(v)); if (old == seen) break; }
+}
+__device__ __forceinline__ void op2_atomic_max(float *p, float v) {
+  unsigned int *a = (unsigned int *)p, old = *a, seen;
+  while (v > __int_as_float((int)old)) { seen = old; old = atomicCAS(a, seen, (unsigned int)__float_as_int(v)); if (old == seen) break; }
+}
 "#;
 
 /// The C type of a parameter declaration (`const int op2_start` -> `const int`).
@@ -262,6 +297,12 @@ static inline float atomicAdd(float *p, float v) { float o = *p; *p = o + v; ret
 static inline int atomicAdd(int *p, int v) { int o = *p; *p = (int)((unsigned int)o + (unsigned int)v); return o; }
 static inline unsigned int atomicAdd(unsigned int *p, unsigned int v) { unsigned int o = *p; *p = o + v; return o; }
 static inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; *p = o + v; return o; }
+template <typename T> static inline T atomicMin(T *p, T v) { T o = *p; if (v < o) *p = v; return o; }
+template <typename T> static inline T atomicMax(T *p, T v) { T o = *p; if (v > o) *p = v; return o; }
+template <typename T> static inline T atomicCAS(T *p, T expected, T v) { T o = *p; if (o == expected) *p = v; return o; }
+static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, sizeof d); return d; }
+static inline long long __double_as_longlong(double d) { long long i; memcpy(&i, &d, sizeof i); return i; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, sizeof i); return i; }
 struct op2_emu_thread { ucontext_t ctx; int state; /* 0 runnable, 1 at a barrier, 2 returned */ };
 static op2_emu_thread op2_emu_threads[OP2_EMU_MAX_THREADS];
 static char *op2_emu_stacks;
@@ -530,7 +571,10 @@ mod tests {
         };
         assert!(block_atomics(&sig, &layout, &Cuda, &options));
         let u = DeviceCodegen { dialect: &Cuda }
-            .emit(&sig, &(DeviceStub::Planned(layout.clone()), options.clone()))
+            .emit(
+                &sig,
+                &(DeviceStub::Planned(layout.clone()), options.clone()),
+            )
             .unwrap();
         let src = &u.unit.source;
         assert!(
@@ -548,6 +592,49 @@ mod tests {
         rw.args[1].access = Access::Rw;
         let rw_layout = BlockLayout::of_signature(&rw, 256);
         assert!(!block_atomics(&rw, &rw_layout, &Cuda, &options));
+    }
+
+    #[test]
+    fn atomic_reductions_leave_no_final_kernel() {
+        let mut sig = res_calc_like();
+        let options = DeviceOptions {
+            tree_reductions: true,
+            atomic_reductions: true,
+            ..DeviceOptions::default()
+        };
+        let emit_with = |sig: &LoopSignature| {
+            DeviceCodegen { dialect: &Cuda }
+                .emit(sig, &(DeviceStub::Atomic, options.clone()))
+                .unwrap()
+        };
+        let u = emit_with(&sig);
+        assert!(u.finish_params.is_none());
+        assert!(
+            u.unit
+                .source
+                .contains("if (op2_lid == 0) { op2_atomic_add(&op2_arg3[0], op2_r[0]); }"),
+            "{}",
+            u.unit.source
+        );
+        assert!(!u.unit.source.contains("op2_finish"));
+        sig.args[3].access = Access::Max;
+        let u = emit_with(&sig);
+        assert!(
+            u.unit
+                .source
+                .contains("op2_atomic_max(&op2_arg3[0], op2_r[0]);")
+        );
+        // The Global also read by another arg: partials and a final kernel, as without.
+        sig.args.push(ArgSig {
+            kind: ArgKind::Global,
+            dtype: DType::F64,
+            dim: 1,
+            access: Access::Read,
+        });
+        sig.data.push(3);
+        let u = emit_with(&sig);
+        assert!(u.finish_params.is_some());
+        assert!(!u.unit.source.contains("op2_atomic_max(&op2_arg3"));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! work-items, increments are applied colour by colour, and the host launches block colours in
 //! sequence (as in the OP2 paper). Direct loops run one element per work-item.
 
-use crate::dialect::{ConstPassing, DEVICE_ENTRY, DeviceOptions, Dialect, FINISH_ENTRY, HostRange};
+use crate::dialect::{
+    ConstPassing, DEVICE_ENTRY, DeviceOptions, DeviceStub, Dialect, FINISH_ENTRY, HostRange,
+};
 use crate::emit::{const_symbol, kernel_symbol, reduction_args};
 use op2_core::{Access, ArgKind, ArgSig, DType, LoopSignature};
 use std::fmt::Write;
@@ -461,14 +463,41 @@ pub(crate) fn emit_group_combine(
     let _ = writeln!(s, "    {barrier};\n  }}");
 }
 
+/// Whether a flat stub (direct or atomics) of this loop combines its reductions into the
+/// Globals atomically ([`DeviceOptions::atomic_reductions`]): asked for, the loop reduces, the
+/// dialect has an atomic operation for each of its reductions, and no arg reaches a reduced
+/// Global otherwise (a READ must see the value from before the loop, which blocks finishing
+/// early would already have changed; a Global reduced two ways combines in the final kernel's
+/// order). Such a unit has no final kernel.
+pub fn atomic_reductions(
+    sig: &LoopSignature,
+    stub: &DeviceStub,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
+) -> bool {
+    let reductions = reduction_args(sig);
+    let class = |i: usize| sig.data.get(i).copied().unwrap_or(i);
+    options.atomic_reductions
+        && matches!(stub, DeviceStub::Direct | DeviceStub::Atomic)
+        && !reductions.is_empty()
+        && reductions.iter().all(|&i| {
+            d.atomic_reduce(sig.args[i].access).is_some()
+                && (0..sig.args.len())
+                    .filter(|&j| class(j) == class(i))
+                    .all(|j| reductions.contains(&j) && sig.args[j].access == sig.args[i].access)
+        })
+}
+
 /// Combines each reduction accumulator across the work-group; work-item 0 writes the partial of
-/// work-group `slot` (components unrolled or looped, see [`for_components`]).
+/// work-group `slot`, or with `atomic` combines it into the Global itself (components unrolled
+/// or looped, see [`for_components`]).
 pub(crate) fn emit_reduction_finish(
     s: &mut String,
     sig: &LoopSignature,
     slot: &str,
     tree: bool,
     d: &dyn Dialect,
+    atomic: bool,
 ) {
     let reds = reduction_args(sig);
     if reds.is_empty() {
@@ -488,11 +517,12 @@ pub(crate) fn emit_reduction_finish(
                 a.dtype.c_name(),
                 a.access,
                 &format!("op2_arg{i}_r[{k}]"),
-                |r| {
-                    format!(
+                |r| match d.atomic_reduce(a.access).filter(|_| atomic) {
+                    Some(f) => format!("{f}(&op2_arg{i}[{k}], {r});"),
+                    None => format!(
                         "op2_arg{i}_part[({wide})({slot}) * {dim} + {k}] = {r};",
                         dim = a.dim
-                    )
+                    ),
                 },
             )
         });
@@ -928,7 +958,8 @@ pub(crate) fn emit_direct_stub(
     let call = format!("{}({})", kernel_symbol(sig.kernel.name()), call.join(", "));
     let _ = writeln!(s, "  if (op2_e < op2_end) {};", around.wrap(&call));
     emit_staged_rows_out(s, sig, d, &staged);
-    emit_reduction_finish(s, sig, d.group_id(), tree, d);
+    let atomic = atomic_reductions(sig, &DeviceStub::Direct, d, options);
+    emit_reduction_finish(s, sig, d.group_id(), tree, d, atomic);
     s.push_str("}\n");
     order
 }
@@ -1049,11 +1080,18 @@ pub(crate) fn emit_planned_stub(
         }
     }
     s.push_str(&d.kernel_head(entry, &decl, true));
+    // Blocks of all colours in one launch run in the plan's own order, neighbours beside
+    // neighbours (the block map orders them by colour).
+    let block = if atomic_add.is_some() {
+        "(uint)op2_slot"
+    } else {
+        "op2_block_map[op2_slot]"
+    };
     let _ = writeln!(
         s,
         "  const int op2_lid = {};\n  const int op2_lsize = {};\n  \
          const int op2_slot = op2_block_offset + {};\n  \
-         const uint op2_b = op2_block_map[op2_slot];\n  \
+         const uint op2_b = {block};\n  \
          const int op2_first = op2_block_offsets[op2_b];\n  \
          const int op2_nelem = op2_block_lengths[op2_b];\n  \
          const int op2_ncol = op2_block_ncolours[op2_b];\n  \
@@ -1279,7 +1317,7 @@ pub(crate) fn emit_planned_stub(
             "  for (int op2_k = op2_lid; op2_k < op2_s{k}_n * {dim}; op2_k += op2_lsize) {store};"
         );
     }
-    emit_reduction_finish(s, sig, "op2_slot", tree, d);
+    emit_reduction_finish(s, sig, "op2_slot", tree, d, false);
     s.push_str("}\n");
     order
 }
@@ -1382,7 +1420,8 @@ pub(crate) fn emit_atomic_stub(
     s.push_str(&atomics);
     s.push_str("  }\n");
     emit_staged_rows_out(s, sig, d, &staged);
-    emit_reduction_finish(s, sig, d.group_id(), true, d);
+    let atomic = atomic_reductions(sig, &DeviceStub::Atomic, d, options);
+    emit_reduction_finish(s, sig, d.group_id(), true, d, atomic);
     s.push_str("}\n");
     params
 }

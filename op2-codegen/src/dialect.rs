@@ -5,11 +5,11 @@
 //! (HIP, SYCL, Metal) implements the trait and reuses every stub.
 
 use crate::device::{
-    BlockLayout, StubParam, block_atomics, emit_atomic_stub, emit_direct_stub, emit_finish_kernel,
-    emit_host_stub, emit_planned_stub, private_bytes_per_item,
+    BlockLayout, StubParam, atomic_reductions, block_atomics, emit_atomic_stub, emit_direct_stub,
+    emit_finish_kernel, emit_host_stub, emit_planned_stub, private_bytes_per_item,
 };
 use crate::emit::{const_symbol, reduction_args};
-use op2_core::{Codegen, GeneratedUnit, LoopSignature, Op2Error, Result};
+use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature, Op2Error, Result};
 use std::fmt::{self, Write};
 
 /// The loop's kernel in every generated device unit.
@@ -70,6 +70,12 @@ pub trait Dialect: Send + Sync + fmt::Debug {
     /// prelude), when the dialect offers the atomics stub. Where it also takes pointers into
     /// shared memory (CUDA's generic pointers), [`DeviceOptions::block_atomics`] may be set.
     fn atomic_add(&self) -> Option<&'static str>;
+    /// The function that combines a value into global memory atomically under a reduction's
+    /// access (`op2_atomic_add`, `op2_atomic_min`, `op2_atomic_max` from the atomics prelude),
+    /// where the dialect has them for every element type.
+    fn atomic_reduce(&self, _access: Access) -> Option<&'static str> {
+        None
+    }
     /// What goes before a loop whose iterations' loads are independent, so that the compiler
     /// issues several at once (a pragma and a line break; empty where none helps).
     fn unroll_hint(&self) -> &'static str {
@@ -142,6 +148,11 @@ pub struct DeviceOptions {
     /// [`crate::block_atomics`]). For dialects whose [`Dialect::atomic_add`] also adds into
     /// shared memory.
     pub block_atomics: bool,
+    /// Direct and atomics stubs combine each block's reduction result into the Global itself
+    /// with an atomic operation ([`Dialect::atomic_reduce`]) instead of writing a partial for a
+    /// final kernel: one launch fewer per loop, sums in no fixed order. Ignored by dialects
+    /// without atomic reductions.
+    pub atomic_reductions: bool,
 }
 
 /// A kernel of a unit and its parameters' declarations.
@@ -214,11 +225,13 @@ impl Codegen for DeviceCodegen<'_> {
             "/* op2-rs generated {}: loop over kernel `{name}` ({kind}) */",
             d.name()
         );
-        let atomics = match stub {
-            DeviceStub::Atomic => true,
-            DeviceStub::Planned(b) => block_atomics(sig, b, d, options),
-            _ => false,
-        };
+        let reduce_atomically = atomic_reductions(sig, stub, d, options);
+        let atomics = reduce_atomically
+            || match stub {
+                DeviceStub::Atomic => true,
+                DeviceStub::Planned(b) => block_atomics(sig, b, d, options),
+                _ => false,
+            };
         s.push_str(&d.prelude(atomics));
         d.emit_consts(&mut s, sig, options.baked_consts.as_deref());
         s.push('\n');
@@ -235,7 +248,7 @@ impl Codegen for DeviceCodegen<'_> {
             entry: DEVICE_ENTRY,
             decls: kernel_decls(&s[start..]),
         }];
-        let finish_params = (!reduction_args(sig).is_empty()).then(|| {
+        let finish_params = (!reduction_args(sig).is_empty() && !reduce_atomically).then(|| {
             s.push('\n');
             let start = s.len();
             let params = emit_finish_kernel(&mut s, sig, d, options.tree_reductions);

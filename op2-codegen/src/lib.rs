@@ -31,8 +31,8 @@ pub use cuda::{
     EMULATION_LAUNCH_STUB, EMULATION_SET_CONST, emulation_source,
 };
 pub use device::{
-    BlockLayout, StagedRow, StagingLayout, StagingMode, StubParam, block_atomics,
-    direct_staging_bytes, private_bytes_per_item, staged_direct_rows,
+    BlockLayout, StagedRow, StagingLayout, StagingMode, StubParam, atomic_reductions,
+    block_atomics, direct_staging_bytes, private_bytes_per_item, staged_direct_rows,
 };
 pub use dialect::{
     ConstPassing, DEVICE_ENTRY, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, Dialect,

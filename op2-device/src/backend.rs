@@ -74,6 +74,10 @@ struct Shared<D: Device> {
     planner: CachedPlanner,
     /// `OP2_PART_SIZE`: the first block size plans try.
     block_size: Option<usize>,
+    /// The device's units add increments atomically at both levels
+    /// ([`op2_codegen::DeviceOptions::block_atomics`]): loops that modify nothing through maps
+    /// then run the atomics stub (staging what they only read costs more than it saves).
+    block_atomics: bool,
     /// Plans already on the device, by the address of the planner's cached plan (kept alive here)
     /// and which of their areas' block-local indices are widened to 32 bits.
     plans: Mutex<DevicePlans<D::Buffer>>,
@@ -150,6 +154,9 @@ impl<D: Device> Shared<D> {
         match self.planner.strategy(sig) {
             Strategy::None => DeviceStub::Direct,
             Strategy::Atomics => DeviceStub::Atomic,
+            Strategy::Colour if self.block_atomics && !sig.has_indirect_writes() => {
+                DeviceStub::Atomic
+            }
             Strategy::Colour => {
                 DeviceStub::Planned(BlockLayout::of_signature(sig, self.block_bound()))
             }
@@ -167,6 +174,8 @@ impl<D: Device> DeviceBackend<D> {
     /// block size the configuration asks for (`OP2_PART_SIZE`).
     pub fn new(device: D, config: &Config, strategy: Strategy) -> Self {
         let atomics = strategy == Strategy::Atomics && device.dialect().atomic_add().is_some();
+        let block_atomics = device.dialect().atomic_add().is_some()
+            && device.variants().first().is_some_and(|o| o.block_atomics);
         DeviceBackend {
             shared: Arc::new(Shared {
                 data: DeviceData::new(device),
@@ -176,6 +185,7 @@ impl<D: Device> DeviceBackend<D> {
                     atomics,
                 }),
                 block_size: config.part_size,
+                block_atomics,
                 plans: Mutex::new(HashMap::new()),
                 maps: Mutex::new(HashMap::new()),
             }),

@@ -36,7 +36,7 @@ impl Target {
 
 /// Every configuration the fuzzer knows: `seq`; `openmp` on 2 threads with every thread given
 /// work (`omp_min_per_thread` 1); OpenCL in its host and staged schemes; the CUDA emulator and
-/// `cuda` with atomics and with colouring.
+/// `cuda` with atomics, with colouring and with staging and atomics (`staged-atomics`).
 pub fn targets() -> Vec<Target> {
     vec![
         Target::new("seq", "seq", &[], None),
@@ -66,7 +66,19 @@ pub fn targets() -> Vec<Target> {
             &[("cuda_strategy", "atomics")],
             None,
         ),
+        Target::new(
+            "cuda-emulator/staged-atomics",
+            "cuda-emulator",
+            &[("cuda_strategy", "staged-atomics")],
+            None,
+        ),
         Target::new("cuda/colour", "cuda", &[("cuda_strategy", "colour")], None),
+        Target::new(
+            "cuda/staged-atomics",
+            "cuda",
+            &[("cuda_strategy", "staged-atomics")],
+            None,
+        ),
     ]
 }
 

@@ -70,6 +70,11 @@ fn cuda_emulator_colouring_agrees_with_the_reference() {
 }
 
 #[test]
+fn cuda_emulator_staged_atomics_agrees_with_the_reference() {
+    check("cuda-emulator/staged-atomics");
+}
+
+#[test]
 fn cuda_with_atomics_agrees_with_the_reference() {
     check("cuda/atomics");
 }
@@ -77,6 +82,11 @@ fn cuda_with_atomics_agrees_with_the_reference() {
 #[test]
 fn cuda_colouring_agrees_with_the_reference() {
     check("cuda/colour");
+}
+
+#[test]
+fn cuda_staged_atomics_agrees_with_the_reference() {
+    check("cuda/staged-atomics");
 }
 
 /// The reference interpreter itself against values worked out by hand: a loop incrementing
