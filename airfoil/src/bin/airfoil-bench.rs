@@ -618,7 +618,7 @@ fn main() {
     configs.push(tiled("openmp, tiled", "openmp", 2));
     // The OpenCL device (PoCL's CPU device here: every core, as its own thread pool).
     configs.push(host("opencl", "opencl", cores));
-    for strategy in ["colour", "atomics"] {
+    for strategy in ["colour", "atomics", "staged-atomics"] {
         configs.push(Config {
             strategy: Some(strategy),
             ..host(&format!("cuda {strategy}"), "cuda", 1)
