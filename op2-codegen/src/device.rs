@@ -746,8 +746,8 @@ pub struct StagedRow {
 /// load and store instruction of a warp touches the rows of all its threads: four 8-byte loads
 /// of a 32-byte row fetch each sector four times, and stores write sectors in pieces. Staged,
 /// a block's rows are read and written once each, consecutive threads on consecutive values.
-/// Rows are staged when they have at least two values and at most [`STAGED_ROW_BYTES`], while
-/// a thread's rows fit in [`STAGED_BYTES_PER_THREAD`], and only when no other arg of the loop
+/// Rows are staged when they have at least two values and at most 128 bytes, while a thread's
+/// rows fit in 192 bytes (48 KiB for a block of 256), and only when no other arg of the loop
 /// reaches the same data (a staged copy would not see that arg's writes, nor it the copy's).
 /// Rows are read in unless the arg is WRITE (the kernel writes every value: device backends do
 /// not even upload such a Dat) and written back unless it only reads.

@@ -207,8 +207,8 @@ pub fn run_with(runner: &Runner, args: &[String]) -> Result<(), String> {
                 ranks: Ranks::One,
             }));
         } else if name.starts_with("cuda") && registered.contains(name) {
-            // Both strategies, and colouring with small blocks so that every case's sets span
-            // many blocks and block colours.
+            // Every strategy, colouring with small blocks so that every case's sets span many
+            // blocks and block colours, and staged atomics with small blocks too.
             let short = if name == "cuda" { "cuda" } else { "emu" };
             let columns_of: [(&str, Vec<(&'static str, &'static str)>); 4] = [
                 ("colour", vec![("OP2_CUDA_STRATEGY", "colour")]),

@@ -6,10 +6,10 @@
 //!   Airfoil and its bench, this xtask, NVRTC compressed (when `--install-deps` put it in
 //!   `target/nvrtc`), and `gpu-check.sh`.
 //! - `DIR/gpu-check.sh` (that is, `xtask gpu-check --run DIR`) runs, on the GPU machine: the
-//!   conformance suite requiring `cuda` with both strategies and small blocks, the device-state,
-//!   hardening, classic, errors, misuse and aliasing tests on `cuda` with both strategies, random
-//!   programs from the differential fuzzer on both, Airfoil on `cuda` with both
-//!   strategies (its residuals must match OP2-Common's), and the bench's `cuda` rows; then a
+//!   conformance suite requiring `cuda` with each strategy and small blocks, the device-state,
+//!   hardening, classic, errors, misuse and aliasing tests on `cuda` with each strategy (`colour`,
+//!   `atomics`, `staged-atomics`), random programs from the differential fuzzer on each, Airfoil on
+//!   `cuda` with each (its residuals must match OP2-Common's), and the bench's `cuda` rows; then a
 //!   summary. Exit status 0 only when every step passed.
 //! - `cargo xtask gpu-check` does both, on a machine with a toolchain and a GPU.
 
@@ -270,7 +270,9 @@ pub fn check(dir: &Path, emulate: bool) -> Result<(), String> {
     });
     if usable {
         step(
-            format!("conformance on {backend} (colour, atomics, 16-element blocks)"),
+            format!(
+                "conformance on {backend} (colour, atomics, staged-atomics, 16-element blocks)"
+            ),
             &mut || {
                 let args: Vec<String> = ["--backend", backend, "--require", backend]
                     .map(String::from)

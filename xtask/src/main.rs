@@ -615,9 +615,13 @@ fn test(args: &[String]) -> Result<(), String> {
         }
     }
     // The facade suite on the CUDA backend's generated code, run by the host emulator: the
-    // default strategy, then colouring with small blocks.
+    // default strategy, then colouring and staged atomics with small blocks.
     if features.contains(&"cuda") {
-        for (strategy, part) in [(None, None), (Some("colour"), Some("32"))] {
+        for (strategy, part) in [
+            (None, None),
+            (Some("colour"), Some("32")),
+            (Some("staged-atomics"), Some("32")),
+        ] {
             let mut c = cargo();
             c.args(["test", "-p", "op2", "--features", "cuda"]);
             for t in DEVICE_SUITE {
