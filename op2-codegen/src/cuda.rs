@@ -529,9 +529,13 @@ mod tests {
             ]
         );
         // Two areas of 5 doubles per thread, each rounded up to 16 bytes.
-        assert_eq!(direct_staging_bytes(&sig, &Cuda, &options, 3), 2 * 128);
+        assert_eq!(direct_staging_bytes(&sig, &staged, 3), 2 * 128);
         assert_eq!(
-            direct_staging_bytes(&sig, &Cuda, &DeviceOptions::default(), 3),
+            direct_staging_bytes(
+                &sig,
+                &staged_direct_rows(&sig, &Cuda, &DeviceOptions::default()),
+                3
+            ),
             0
         );
         let u = DeviceCodegen { dialect: &Cuda }

@@ -780,15 +780,11 @@ pub fn staged_direct_rows(
     staged
 }
 
-/// Shared memory a direct or atomics launch of `threads` threads needs for its staged rows
-/// (each area rounded up to 16 bytes, as the stub lays them out).
-pub fn direct_staging_bytes(
-    sig: &LoopSignature,
-    d: &dyn Dialect,
-    options: &DeviceOptions,
-    threads: usize,
-) -> usize {
-    staged_direct_rows(sig, d, options)
+/// Shared memory a direct or atomics launch of `threads` threads needs for `staged`, the
+/// loop's staged rows ([`staged_direct_rows`]): each area rounded up to 16 bytes, as the stub
+/// lays them out.
+pub fn direct_staging_bytes(sig: &LoopSignature, staged: &[StagedRow], threads: usize) -> usize {
+    staged
         .iter()
         .map(|r| (r.pitch * sig.args[r.arg].dtype.size() * threads).next_multiple_of(16))
         .sum()
@@ -868,8 +864,8 @@ fn staged_row(staged: &[StagedRow], i: usize) -> Option<String> {
 
 /// The head of a stub that runs one element per work-item over `op2_start..op2_end` (the direct
 /// and atomics stubs): its parameters (with each map's values and row count when `maps`), the
-/// reduction scratch, the work-item's element `op2_e` and the reduction accumulators. Returns
-/// the parameters in order.
+/// reduction scratch, the work-item's element `op2_e`, the reduction accumulators and the
+/// staged rows, copied in. Returns the parameters in order and the staged rows.
 fn open_flat_stub(
     s: &mut String,
     sig: &LoopSignature,
@@ -877,7 +873,7 @@ fn open_flat_stub(
     options: &DeviceOptions,
     entry: &str,
     maps: bool,
-) -> Vec<StubParam> {
+) -> (Vec<StubParam>, Vec<StagedRow>) {
     let mut decls = vec![
         "const int op2_start".to_string(),
         "const int op2_end".into(),
@@ -896,8 +892,8 @@ fn open_flat_stub(
         decls.push(format!("{}char *op2_scratch", d.shared()));
         params.push(StubParam::Scratch);
     }
-    let staged = !staged_direct_rows(sig, d, options).is_empty();
-    s.push_str(&d.kernel_head(entry, &decls, reductions || staged));
+    let staged = staged_direct_rows(sig, d, options);
+    s.push_str(&d.kernel_head(entry, &decls, reductions || !staged.is_empty()));
     if reductions {
         let _ = writeln!(
             s,
@@ -911,8 +907,8 @@ fn open_flat_stub(
     }
     let _ = writeln!(s, "  const int op2_e = op2_start + {};", d.global_id());
     emit_reduction_init(s, sig);
-    emit_staged_rows_in(s, sig, d, &staged_direct_rows(sig, d, options));
-    params
+    emit_staged_rows_in(s, sig, d, &staged);
+    (params, staged)
 }
 
 /// One element per work-item, straight from global memory; `private` hands the kernel private
@@ -928,8 +924,7 @@ pub(crate) fn emit_direct_stub(
         options.private_copies,
         options.tree_reductions,
     );
-    let order = open_flat_stub(s, sig, d, options, entry, false);
-    let staged = staged_direct_rows(sig, d, options);
+    let (order, staged) = open_flat_stub(s, sig, d, options, entry, false);
     let wide = d.wide();
     let mut around = Around::default();
     let mut call = Vec::new();
@@ -1263,41 +1258,37 @@ pub(crate) fn emit_planned_stub(
         let privates: Vec<usize> = (0..sig.args.len())
             .filter(|&i| b.private_increment(sig, i))
             .collect();
-        if let (Some(add), true) = (atomic_add, !privates.is_empty()) {
-            // Each element adds its increments to the staged copy as soon as it has them.
-            s.push_str("    if (op2_active) {\n");
+        if !privates.is_empty() {
+            // Each private increment added into its staged item: atomically as soon as the
+            // element has it (block atomics), else colour by colour.
+            let mut adds = String::new();
             for &i in &privates {
                 let a = &sig.args[i];
                 let k = b.arg_staging[i].expect("indirect args are staged");
                 for (entry, off) in increment_entries(a) {
+                    let value = format!("op2_arg{i}_l[{off} + op2_k]");
+                    let add = match atomic_add {
+                        Some(f) => format!("{f}(&op2_d[op2_k], {value})"),
+                        None => format!("op2_d[op2_k] += {value}"),
+                    };
                     let _ = writeln!(
-                        s,
-                        "      {{ {sh}{t} *op2_d = &{}; for (int op2_k = 0; op2_k < {d}; op2_k++) {add}(&op2_d[op2_k], op2_arg{i}_l[{off} + op2_k]); }}",
+                        adds,
+                        "        {{ {sh}{t} *op2_d = &{}; for (int op2_k = 0; op2_k < {d}; op2_k++) {add}; }}",
                         staged_item(b, d, k, entry),
                         t = a.dtype.c_name(),
                         d = a.dim
                     );
                 }
             }
-            s.push_str("    }\n");
-        } else if !privates.is_empty() {
-            s.push_str(
-                "    for (int op2_c = 0; op2_c < op2_ncol; op2_c++) {\n      if (op2_col == op2_c) {\n",
-            );
-            for i in privates {
-                let a = &sig.args[i];
-                let k = b.arg_staging[i].expect("indirect args are staged");
-                for (entry, off) in increment_entries(a) {
-                    let _ = writeln!(
-                        s,
-                        "        {{ {sh}{t} *op2_d = &{}; for (int op2_k = 0; op2_k < {d}; op2_k++) op2_d[op2_k] += op2_arg{i}_l[{off} + op2_k]; }}",
-                        staged_item(b, d, k, entry),
-                        t = a.dtype.c_name(),
-                        d = a.dim
-                    );
-                }
+            if atomic_add.is_some() {
+                let _ = write!(s, "    if (op2_active) {{\n{adds}    }}\n");
+            } else {
+                let _ = write!(
+                    s,
+                    "    for (int op2_c = 0; op2_c < op2_ncol; op2_c++) {{\n      if (op2_col == op2_c) {{\n\
+                     {adds}      }}\n      {barrier};\n    }}\n"
+                );
             }
-            let _ = writeln!(s, "      }}\n      {barrier};\n    }}");
         }
     }
     let _ = writeln!(s, "  }}\n  {barrier};");
@@ -1344,8 +1335,7 @@ pub(crate) fn emit_atomic_stub(
         .atomic_add()
         .expect("the atomics stub is emitted for dialects that have atomics");
     let (g, wide) = (d.global(), d.wide());
-    let params = open_flat_stub(s, sig, d, options, DEVICE_ENTRY, true);
-    let staged = staged_direct_rows(sig, d, options);
+    let (params, staged) = open_flat_stub(s, sig, d, options, DEVICE_ENTRY, true);
     s.push_str("  if (op2_e < op2_end) {\n");
     let target = |map: usize, entry: usize| {
         format!("({wide})op2_map{map}[({wide}){entry} * op2_map{map}_rows + op2_e]")

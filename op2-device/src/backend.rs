@@ -720,9 +720,12 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                 values.consts = &const_buffers;
                 // Staged direct rows take shared memory in proportion to the block: fewer
                 // threads (whole warps) where a block of the usual size would not fit.
-                let dialect = self.device().dialect();
-                let staged_per_thread =
-                    op2_codegen::direct_staging_bytes(&self.sig, dialect, &self.options, 1);
+                let staged = op2_codegen::staged_direct_rows(
+                    &self.sig,
+                    self.device().dialect(),
+                    &self.options,
+                );
+                let staged_per_thread = op2_codegen::direct_staging_bytes(&self.sig, &staged, 1);
                 let fit = limits
                     .local_memory
                     .checked_div(staged_per_thread)
@@ -744,10 +747,7 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
                 // The staged rows and the reductions' scratch share the block's memory, one
                 // after the other (the stub waits between them).
                 let local = values.scratch_bytes.max(op2_codegen::direct_staging_bytes(
-                    &self.sig,
-                    dialect,
-                    &self.options,
-                    threads,
+                    &self.sig, &staged, threads,
                 ));
                 self.device().launch(
                     &loaded.program,
