@@ -63,6 +63,7 @@ impl Codegen for CCodegen {
             sig.kernel.name()
         );
         s.push_str("#include <stdint.h>\n#include <math.h>\n\n");
+        emit_compiler_workarounds(&mut s, sig);
         crate::rows::emit_row_transposes(&mut s, sig, options.simd);
         emit_consts(&mut s, sig, "static");
         emit_kernel(&mut s, sig, HOST_INLINE);
@@ -497,6 +498,27 @@ pub(crate) fn combine_into(access: Access, target: &str, part: &str) -> String {
 }
 
 /// Positions of the Global reduction args (INC, MIN, MAX).
+/// Pragmas that keep a host C compiler clear of its known wrong-code bugs on this loop.
+///
+/// GCC 12's straight-line (SLP) vectoriser miscompiles a loop that keeps two or more MIN or MAX
+/// partials of a small unsigned type in a local array while the loop also stores elsewhere: with
+/// AVX-512 (`-march=native` on such a CPU) every component of a `uint32_t` MIN came out as the
+/// least of all of them (`op2-fuzz` found it; GCC 12.2 `-O3 -march=x86-64-v4`). A unit with a
+/// MIN or MAX Global reduction turns that pass off for its own functions; loop vectorisation,
+/// which the SIMD batches use, stays on. Clang also defines `__GNUC__` but has no such option,
+/// hence the guard.
+pub(crate) fn emit_compiler_workarounds(s: &mut String, sig: &LoopSignature) {
+    let min_max = reduction_args(sig)
+        .into_iter()
+        .any(|i| matches!(sig.args[i].access, Access::Min | Access::Max));
+    if min_max {
+        s.push_str(
+            "#if defined(__GNUC__) && !defined(__clang__)\n\
+             #pragma GCC optimize (\"no-tree-slp-vectorize\")\n#endif\n",
+        );
+    }
+}
+
 pub(crate) fn reduction_args(sig: &LoopSignature) -> Vec<usize> {
     sig.reduction_args()
 }

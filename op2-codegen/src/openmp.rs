@@ -46,6 +46,7 @@ impl Codegen for OpenMpCodegen {
             sig.kernel.name()
         );
         s.push_str("#include <stdint.h>\n#include <math.h>\n#include <omp.h>\n\n");
+        crate::emit::emit_compiler_workarounds(&mut s, sig);
         crate::rows::emit_row_transposes(&mut s, sig, simd);
         emit_consts(&mut s, sig, "static");
         emit_kernel(&mut s, sig, HOST_INLINE);

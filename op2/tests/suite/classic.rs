@@ -396,6 +396,66 @@ fn global_min_max_all_types_dims_1_and_2() {
     }
 }
 
+/// MIN (or MAX) partials of every component, with a Dat store between them: GCC 12's SLP
+/// vectoriser with AVX-512 gave every `uint32_t` component the least of all of them here
+/// (`op2-fuzz` found it). Each element offers component `d` the value `4 + d` (MIN) or
+/// `60 - d` (MAX).
+fn min_max_beside_a_store_case<T: TestNum>(dim: usize) {
+    for (access, cmp) in [(MIN, "<"), (MAX, ">")] {
+        let rt = rt();
+        let s = rt.decl_set(N, "elems").unwrap();
+        let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
+        let best = |d: usize| {
+            if access == MIN {
+                4 + d as i64
+            } else {
+                60 - d as i64
+            }
+        };
+        let init: Vec<T> = (0..dim)
+            .map(|d| {
+                T::from_i64(if access == MIN {
+                    67 - d as i64
+                } else {
+                    2 + d as i64
+                })
+            })
+            .collect();
+        let g = rt.decl_global(dim, &init, "g").unwrap();
+        let ty = T::c_type();
+        let mut body = String::new();
+        for d in (0..dim).rev() {
+            body += &format!(
+                "{{ {ty} v = {}; if (v {cmp} g[{d}]) g[{d}] = v; }} *y += -8.0;\n",
+                best(d),
+            );
+        }
+        let src = format!("void mmst({ty} *g, double *y) {{ {body} }}");
+        let k = kernel("mmst", &src);
+        rt.par_loop(&k, &s, [g.arg(access), y.arg(INC)]).unwrap();
+        let want: Vec<T> = (0..dim).map(|d| T::from_i64(best(d))).collect();
+        assert_eq!(
+            g.value().unwrap(),
+            want,
+            "{} dim {dim} {access:?}",
+            T::DTYPE
+        );
+        assert!(y.data_ro().unwrap().iter().all(|&v| v == -8.0 * dim as f64));
+    }
+}
+
+#[test]
+fn global_min_max_of_every_type_beside_a_dat_store() {
+    for dim in [2, 3, 4] {
+        min_max_beside_a_store_case::<f64>(dim);
+        min_max_beside_a_store_case::<f32>(dim);
+        min_max_beside_a_store_case::<i32>(dim);
+        min_max_beside_a_store_case::<u32>(dim);
+        min_max_beside_a_store_case::<i64>(dim);
+        min_max_beside_a_store_case::<u64>(dim);
+    }
+}
+
 #[test]
 fn global_min_keeps_a_smaller_initial_value() {
     let rt = rt();
