@@ -28,8 +28,8 @@
 
 use crate::expr::{FExpr, IExpr, Operand, Value};
 use crate::program::{
-    ArgSpec, Columns, DatSpec, LoopSpec, MapSpec, Path, Place, Program, SmallSpec, Step, Stmt, Ty,
-    Update,
+    Algebra, ArgSpec, BinOp, Columns, DatSpec, LoopSpec, MapSpec, MixedDatSpec, MixedMapSpec, Path,
+    Place, Program, SmallSpec, Step, Stmt, SubsetSpec, Ty, Update,
 };
 use op2::{Access, Region};
 use proptest::collection::vec;
@@ -72,6 +72,25 @@ pub struct MapGene {
 pub struct ColumnGene {
     base: u8,
     layers: u8,
+    seed: u32,
+}
+
+/// A subset's numbers: which set (or earlier subset) it selects from, and how many of its
+/// elements.
+#[derive(Debug, Clone)]
+pub struct SubsetGene {
+    parent: u8,
+    density: u8,
+    seed: u32,
+}
+
+/// A mixed set's numbers: its components, a mixed map into it and mixed Dats on it (each made
+/// of new maps and Dats).
+#[derive(Debug, Clone)]
+pub struct MixedGene {
+    sets: u8,
+    from: u8,
+    dats: u8,
     seed: u32,
 }
 
@@ -129,6 +148,10 @@ pub enum StepGene {
 pub struct Genome {
     sets: Vec<u16>,
     columns: Vec<ColumnGene>,
+    subsets: Vec<SubsetGene>,
+    mixed: Vec<MixedGene>,
+    /// Lazy optimisations off (two bits each) and tiling forced on.
+    opts: u16,
     maps: Vec<MapGene>,
     dats: Vec<DatGene>,
     globals: Vec<SmallGene>,
@@ -192,23 +215,53 @@ pub fn genomes(shape: Shape) -> impl Strategy<Value = Genome> {
         });
     let column = (any::<u8>(), any::<u8>(), any::<u32>())
         .prop_map(|(base, layers, seed)| ColumnGene { base, layers, seed });
+    let subset =
+        (any::<u8>(), any::<u8>(), any::<u32>()).prop_map(|(parent, density, seed)| SubsetGene {
+            parent,
+            density,
+            seed,
+        });
+    let mixed = (any::<u8>(), any::<u8>(), any::<u8>(), any::<u32>()).prop_map(
+        |(sets, from, dats, seed)| MixedGene {
+            sets,
+            from,
+            dats,
+            seed,
+        },
+    );
     let host =
         (any::<u8>(), any::<u16>(), any::<u32>()).prop_map(|(k, a, b)| StepGene::Host(k, a, b));
     // `Skip` first: proptest shrinks a `prop_oneof` towards its first choice.
     let step = prop_oneof![1 => Just(StepGene::Skip), 12 => looped, 3 => host];
     (
-        (vec(any::<u16>(), 2..=4), vec(column, 0..=2)),
+        (
+            vec(any::<u16>(), 2..=4),
+            vec(column, 0..=2),
+            vec(subset, 0..=2),
+            vec(mixed, 0..=1),
+        ),
         vec(map, 1..=5),
         vec(dat, 2..=8),
         vec(small(), 0..=3),
         vec(small(), 0..=2),
         vec(step, shape.min_steps..=shape.max_steps),
-        any::<u8>(),
+        (any::<u8>(), any::<u16>()),
     )
         .prop_map(
-            |((sets, columns), maps, dats, globals, consts, steps, flags)| Genome {
+            |(
+                (sets, columns, subsets, mixed),
+                maps,
+                dats,
+                globals,
+                consts,
+                steps,
+                (flags, opts),
+            )| Genome {
                 sets,
                 columns,
+                subsets,
+                mixed,
+                opts,
                 maps,
                 dats,
                 globals,
@@ -230,12 +283,15 @@ fn mix(seed: u64, i: u64) -> u64 {
 }
 
 fn ty_of(g: u8) -> Ty {
-    [Ty::F64, Ty::F32, Ty::I32][g as usize % 3]
+    Ty::ALL[g as usize % Ty::ALL.len()]
 }
 
-/// A value exact in `ty`: integers in -50..=50, floats multiples of 1/16 in -4..=4.
+/// A value exact in `ty`: signed integers in -50..=50, unsigned ones in 0..=100, floats
+/// multiples of 1/16 in -4..=4.
 fn value(ty: Ty, m: u64) -> f64 {
-    if ty == Ty::I32 {
+    if ty.is_unsigned() {
+        (m % 101) as f64
+    } else if !ty.is_float() {
         (m % 101) as f64 - 50.0
     } else {
         ((m % 129) as f64 - 64.0) / 16.0
@@ -312,7 +368,7 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
         }
     }
     let ns = sets.len();
-    let maps: Vec<MapSpec> = g
+    let mut maps: Vec<MapSpec> = g
         .maps
         .iter()
         .filter_map(|m| {
@@ -373,7 +429,7 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
             })
         })
         .collect();
-    let dats: Vec<DatSpec> = g
+    let mut dats: Vec<DatSpec> = g
         .dats
         .iter()
         .map(|d| {
@@ -397,23 +453,109 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
             init: values(ty, dim, s.seed),
         }
     };
-    let globals: Vec<SmallSpec> = g
-        .globals
-        .iter()
-        .map(|s| small(s, &[Ty::F64, Ty::F32, Ty::I32]))
-        .collect();
+    let globals: Vec<SmallSpec> = g.globals.iter().map(|s| small(s, &Ty::ALL)).collect();
     let consts: Vec<SmallSpec> = g
         .consts
         .iter()
         .map(|s| small(s, &[Ty::F64, Ty::I32]))
         .collect();
+    // Mixed sets of plain sets, each with a mixed map (new plain maps from one whole set) and
+    // mixed Dats (new Dats of one type) that later loops may also use one by one.
+    let (mut mixed_sets, mut mixed_maps, mut mixed_dats) = (Vec::new(), Vec::new(), Vec::new());
+    for m in &g.mixed {
+        let parts = 1 + m.sets as usize % 3;
+        let comps: Vec<usize> = (0..parts)
+            .map(|c| mix(m.seed as u64, 100 + c as u64) as usize % plain)
+            .collect();
+        let from = m.from as usize % ns;
+        if sets[from] > 0 && comps.iter().any(|&c| sets[c] == 0) {
+            continue;
+        }
+        let set = mixed_sets.len();
+        mixed_sets.push(comps.clone());
+        let component_maps = comps
+            .iter()
+            .enumerate()
+            .map(|(c, &to)| {
+                let arity = 1 + mix(m.seed as u64, 200 + c as u64) as usize % 3;
+                let values = (0..sets[from] * arity)
+                    .map(|i| {
+                        (mix(m.seed as u64, (300 + c as u64) << 32 | i as u64) as usize
+                            % sets[to].max(1)) as i32
+                    })
+                    .collect();
+                maps.push(MapSpec {
+                    from,
+                    to,
+                    arity,
+                    values,
+                    offsets: None,
+                });
+                maps.len() - 1
+            })
+            .collect();
+        mixed_maps.push(MixedMapSpec {
+            set,
+            maps: component_maps,
+        });
+        for k in 0..1 + m.dats as usize % 2 {
+            let ty = ty_of(mix(m.seed as u64, 400 + k as u64) as u8);
+            let parts = comps
+                .iter()
+                .enumerate()
+                .map(|(c, &on)| {
+                    let dim = 1 + mix(m.seed as u64, 500 + (k * 8 + c) as u64) as usize % 3;
+                    dats.push(DatSpec {
+                        set: on,
+                        ty,
+                        dim,
+                        init: values(ty, sets[on] * dim, m.seed ^ (k * 8 + c) as u32),
+                    });
+                    dats.len() - 1
+                })
+                .collect();
+            mixed_dats.push(MixedDatSpec { set, dats: parts });
+        }
+    }
+    // Subsets, each of a set or an earlier subset (so some are nested).
+    let mut subsets: Vec<Option<SubsetSpec>> = vec![None; sets.len()];
+    for sg in &g.subsets {
+        let parent = sg.parent as usize % sets.len();
+        let n = sets[parent];
+        let keep = sg.density as usize % 8;
+        let indices: Vec<usize> = (0..n)
+            .filter(|&i| keep != 7 && (mix(sg.seed as u64, i as u64) % 7) as usize <= keep)
+            .collect();
+        sets.push(indices.len());
+        columns.push(None);
+        subsets.push(Some(SubsetSpec { parent, indices }));
+    }
+    let opt = |k: u32| (g.opts >> (2 * k)) & 3 != 3;
     let mut p = Program {
         sets,
         columns,
+        subsets,
+        mixed_sets,
+        mixed_maps,
+        mixed_dats,
         maps,
         dats,
         globals,
         consts,
+        lazy_opts: op2::LazyOptions {
+            early_halo: opt(0),
+            successive_halo: opt(1),
+            sibling_fusion: opt(2),
+            chain_fusion: opt(3),
+            temporaries: opt(4),
+            tiling: opt(5),
+        },
+        tile_always: match (g.opts >> 12) % 8 {
+            0 => Some(1),
+            1 => Some(7),
+            2 => Some(64),
+            _ => None,
+        },
         steps: Vec::new(),
         lazy: g.flags & 1 == 0,
         drop_first: g.flags & 2 != 0,
@@ -441,7 +583,8 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
 
 fn decode_host(p: &Program, kind: u8, a: usize, b: u32) -> Option<Step> {
     let m = mix(b as u64, 7);
-    match kind % 6 {
+    match kind % 8 {
+        6 | 7 => decode_algebra(p, a, b).map(Step::Algebra),
         0 => (!p.dats.is_empty()).then(|| Step::ReadDat(a % p.dats.len())),
         1 if !p.dats.is_empty() => {
             let dat = a % p.dats.len();
@@ -468,31 +611,119 @@ fn decode_host(p: &Program, kind: u8, a: usize, b: u32) -> Option<Step> {
     }
 }
 
+/// A Dat algebra step on Dat `a % dats` (with one of the same set, dim and type), of a kind that
+/// type takes: division for floating point only, and for 64-bit integers no products of Dats
+/// (which would leave the values an `f64` holds exactly) and no differences of unsigned ones.
+fn decode_algebra(p: &Program, a: usize, b: u32) -> Option<Algebra> {
+    if p.dats.is_empty() {
+        return None;
+    }
+    let x = a % p.dats.len();
+    let (dx, m) = (&p.dats[x], |i: u64| mix(b as u64, i) as usize);
+    let peers: Vec<usize> = (0..p.dats.len())
+        .filter(|&y| {
+            let d = &p.dats[y];
+            d.set == dx.set && d.dim == dx.dim && d.ty == dx.ty
+        })
+        .collect();
+    let y = peers[m(1) % peers.len()];
+    let ty = dx.ty;
+    let wide = matches!(ty, Ty::I64 | Ty::U64);
+    let ops: Vec<BinOp> = match ty {
+        Ty::F64 | Ty::F32 => vec![BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div],
+        Ty::I32 | Ty::U32 | Ty::I64 => vec![BinOp::Add, BinOp::Sub, BinOp::Mul],
+        Ty::U64 => vec![BinOp::Add, BinOp::Mul],
+    };
+    let op = ops[m(2) % ops.len()];
+    let dat_op = if wide && op == BinOp::Mul {
+        BinOp::Add
+    } else {
+        op
+    };
+    // Floats: multiples of 1/4 in -2..=2, never 0 for a division; integers: -3..=3, unsigned
+    // ones 0..=3.
+    let scalar = if ty.is_float() {
+        let s = (m(3) % 17) as f64 / 4.0 - 2.0;
+        if op == BinOp::Div && s == 0.0 { 0.5 } else { s }
+    } else if ty.is_unsigned() {
+        (m(3) % 4) as f64
+    } else {
+        (m(3) % 7) as f64 - 3.0
+    };
+    Some(match m(4) % 10 {
+        0 => Algebra::Zero(x),
+        1 => Algebra::Copy(x, y),
+        2 => Algebra::Assign(dat_op, x, y),
+        3 => Algebra::AssignScalar(op, x, scalar),
+        4 => Algebra::New(dat_op, x, y),
+        5 => Algebra::NewScalar(op, x, scalar),
+        6 | 7 => Algebra::Axpy(x, scalar, y),
+        8 => Algebra::Inner(x, y),
+        _ => Algebra::Norm(x),
+    })
+}
+
 /// Most args one loop gets.
 const MAX_ARGS: usize = 8;
 
 fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
     let set = g.set as usize % p.sets.len();
+    // Dats and maps live on the whole set a subset selects from.
+    let root = p.root(set);
     let base = p.base_of(set);
-    // A loop over an extruded set: every layer (half the loops), the bottom or the top one.
-    let region = match (base, g.region % 4) {
-        (Some(_), 2) => Region::Bottom,
-        (Some(_), 3) => Region::Top,
+    let is_subset = root != set;
+    // A loop over an extruded set: every layer (half the loops), the bottom or the top one, or
+    // over the cells' interior facets.
+    let cells = p.columns[root].as_ref().is_some_and(|c| c.cells);
+    let region = match (base.is_some() && !is_subset, g.region % 8) {
+        (true, 2 | 6) => Region::Bottom,
+        (true, 3) => Region::Top,
+        (true, 5 | 7) if cells => Region::InteriorFacets,
         _ => Region::All,
     };
+    let facets = region == Region::InteriorFacets;
     let mut args: Vec<ArgSpec> = Vec::new();
     let mut dat_roles: Vec<Option<Role>> = vec![None; p.dats.len()];
     let mut global_reduction: Vec<Option<Access>> = vec![None; p.globals.len()];
+    // The extent of the loop's local iteration space, once a per-entry arg set it.
+    let mut extent: Option<usize> = None;
+    let mut has_mixed = false;
     // Maps from the set, and over an extruded set maps from its base too.
     let maps_to = |target: usize| -> Vec<usize> {
         (0..p.maps.len())
             .filter(|&m| {
-                (p.maps[m].from == set || Some(p.maps[m].from) == base) && p.maps[m].to == target
+                (p.maps[m].from == root || Some(p.maps[m].from) == base) && p.maps[m].to == target
             })
             .collect()
     };
+    // Mixed Dats with a mixed map from the set into their mixed set (not at facets).
+    let mixed: Vec<(usize, usize)> = (0..p.mixed_dats.len())
+        .flat_map(|d| {
+            (0..p.mixed_maps.len())
+                .filter(move |&m| {
+                    !facets
+                        && p.mixed_maps[m].set == p.mixed_dats[d].set
+                        && p.maps[p.mixed_maps[m].maps[0]].from == root
+                })
+                .map(move |m| (d, m))
+        })
+        .collect();
+    let draw_role = |a: &ArgGene, own: bool| match a.access % 5 {
+        0 => Role::Read,
+        1 => Role::Increment,
+        3 if own => Role::Local,
+        4 => Role::Fill,
+        _ => Role::Update([Update::Add, Update::Max, Update::Min][(a.access as usize / 5) % 3]),
+    };
+    let mode = |role: Role| match role {
+        Role::Read => Access::Read,
+        Role::Increment => Access::Inc,
+        Role::Update(_) => Access::Rw,
+        Role::Fill | Role::Local => Access::Write,
+    };
     for a in g.args.iter().take(MAX_ARGS) {
-        if a.what % 5 == 4 && !p.globals.is_empty() {
+        let what = a.what % 10;
+        if what < 2 && !p.globals.is_empty() {
             let global = a.obj as usize % p.globals.len();
             let want = [Access::Read, Access::Inc, Access::Min, Access::Max][a.access as usize % 4];
             let access = if want == Access::Read {
@@ -503,8 +734,37 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
             args.push(ArgSpec::Global { global, access });
             continue;
         }
-        // Direct: on the set, or on the base of an extruded one (the column's row).
-        let direct_on = |d: usize| p.dats[d].set == set || Some(p.dats[d].set) == base;
+        // A mixed arg and a local iteration space do not share a loop (op2 refuses it).
+        if what == 8 && !mixed.is_empty() && extent.is_none() {
+            let (mdat, mmap) = mixed[a.obj as usize % mixed.len()];
+            let parts = &p.mixed_dats[mdat].dats;
+            // One role for every component (a Dat's own rows only directly, so never local).
+            let role = parts
+                .iter()
+                .find_map(|&d| dat_roles[d])
+                .unwrap_or_else(|| draw_role(a, false));
+            if role == Role::Local
+                || parts
+                    .iter()
+                    .any(|&d| dat_roles[d].is_some_and(|r| r != role))
+            {
+                continue;
+            }
+            for &d in parts {
+                dat_roles[d] = Some(role);
+            }
+            has_mixed = true;
+            args.push(ArgSpec::Mixed {
+                mdat,
+                mmap,
+                access: mode(role),
+            });
+            continue;
+        }
+        // Direct: on the set, or on the base of an extruded one (the column's row); at facets
+        // a Dat on the cells needs a map.
+        let direct_on =
+            |d: usize| (p.dats[d].set == root && !facets) || Some(p.dats[d].set) == base;
         let candidates: Vec<usize> = (0..p.dats.len())
             .filter(|&d| direct_on(d) || !maps_to(p.dats[d].set).is_empty())
             .collect();
@@ -514,38 +774,43 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
         let dat = candidates[a.obj as usize % candidates.len()];
         let direct = direct_on(dat);
         // Only a Dat on the set itself is the element's own: a base row is its whole column's.
-        let own = p.dats[dat].set == set;
+        let own = p.dats[dat].set == root && !facets;
         let through = maps_to(p.dats[dat].set);
-        let pick_map = || through[a.map as usize % through.len()];
-        let mut path = match a.what % 4 {
-            0 if direct => Path::Direct,
-            3 if !through.is_empty() => Path::Row { map: pick_map() },
+        let pick_map = |from: &[usize]| from[a.map as usize % from.len()];
+        // Per-entry args share one extent.
+        let entries: Vec<usize> = through
+            .iter()
+            .copied()
+            .filter(|&m| extent.is_none_or(|x| x == p.row_len(set, m, facets)))
+            .collect();
+        let mut path = match what {
+            2 | 3 if direct => Path::Direct,
+            4 if !through.is_empty() => Path::Row {
+                map: pick_map(&through),
+            },
+            7 if !entries.is_empty() && !has_mixed => Path::Entries {
+                map: pick_map(&entries),
+            },
             _ if !through.is_empty() => {
-                let map = pick_map();
+                let map = pick_map(&through);
                 Path::Via {
                     map,
-                    index: a.index as usize % p.maps[map].arity,
+                    index: a.index as usize % p.row_len(set, map, facets),
                 }
             }
             _ => Path::Direct,
         };
-        let role = *dat_roles[dat].get_or_insert(match a.access % 5 {
-            0 => Role::Read,
-            1 => Role::Increment,
-            3 if own => Role::Local,
-            4 => Role::Fill,
-            _ => Role::Update([Update::Add, Update::Max, Update::Min][(a.access as usize / 5) % 3]),
-        });
+        let role = *dat_roles[dat].get_or_insert(draw_role(a, own));
         let access = match role {
-            Role::Read => Access::Read,
-            Role::Increment => Access::Inc,
-            Role::Update(_) => Access::Rw,
-            Role::Fill => Access::Write,
             Role::Local => {
                 path = Path::Direct;
                 [Access::Read, Access::Rw, Access::Write, Access::Inc][(a.access as usize / 5) % 4]
             }
+            r => mode(r),
         };
+        if let Path::Entries { map } = path {
+            extent = Some(p.row_len(set, map, facets));
+        }
         args.push(ArgSpec::Dat { dat, path, access });
     }
     if args.is_empty() {
@@ -566,8 +831,10 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
     };
     let role_of = |a: &ArgSpec| match *a {
         ArgSpec::Dat { dat, .. } => dat_roles[dat],
+        ArgSpec::Mixed { mdat, .. } => dat_roles[p.mixed_dats[mdat].dats[0]],
         ArgSpec::Global { .. } => None,
     };
+    let places = |a: &ArgSpec| places(p, set, facets, a);
     // What kernels may read: values no element changes, and local Dats at the element itself.
     let mut stable: Vec<(Operand, Ty)> = Vec::new();
     let mut fixed: Vec<(Operand, Ty)> = Vec::new();
@@ -580,7 +847,7 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
     }
     for (i, a) in l.args.iter().enumerate() {
         let ty = l.arg_ty(p, i);
-        let places = places(p, a);
+        let places = places(a);
         match (*a, role_of(a)) {
             (
                 ArgSpec::Global {
@@ -637,7 +904,7 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
     let mut body = Vec::new();
     for (i, a) in l.args.iter().enumerate() {
         let ty = l.arg_ty(p, i);
-        for (entry, comp) in places(p, a) {
+        for (entry, comp) in places(a) {
             let place = Place {
                 arg: i,
                 entry,
@@ -652,7 +919,12 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
                 },
                 (_, Some(Role::Increment)) => Update::Add,
                 (_, Some(Role::Update(u))) => u,
-                (ArgSpec::Dat { dat, .. }, Some(Role::Fill)) => {
+                (ArgSpec::Dat { .. } | ArgSpec::Mixed { .. }, Some(Role::Fill)) => {
+                    let dat = match *a {
+                        ArgSpec::Mixed { mdat, mmap, .. } => p.mixed_component(mdat, mmap, entry).0,
+                        ArgSpec::Dat { dat, .. } => dat,
+                        ArgSpec::Global { .. } => unreachable!("a Dat arg"),
+                    };
                     let v = fills[dat][comp]
                         .get_or_insert_with(|| expr(&mut bytes, ty, &fixed, 2))
                         .clone();
@@ -690,20 +962,25 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
     Some(l)
 }
 
-/// The (row entry, component) pairs of an arg.
-fn places(p: &Program, a: &ArgSpec) -> Vec<(usize, usize)> {
-    let (entries, dim) = match *a {
-        ArgSpec::Dat { dat, path, .. } => (
-            match path {
-                Path::Row { map } => p.maps[map].arity,
+/// The (row entry, component) pairs of an arg of a loop over `set` (`facets`: at interior
+/// facets).
+fn places(p: &Program, set: usize, facets: bool, a: &ArgSpec) -> Vec<(usize, usize)> {
+    let dims: Vec<usize> = match *a {
+        ArgSpec::Dat { dat, path, .. } => {
+            let entries = match path {
+                Path::Row { map } => p.row_len(set, map, facets),
                 _ => 1,
-            },
-            p.dats[dat].dim,
-        ),
-        ArgSpec::Global { global, .. } => (1, p.globals[global].dim),
+            };
+            vec![p.dats[dat].dim; entries]
+        }
+        ArgSpec::Global { global, .. } => vec![p.globals[global].dim],
+        ArgSpec::Mixed { mdat, mmap, .. } => (0..p.mixed_arity(mmap))
+            .map(|e| p.dats[p.mixed_component(mdat, mmap, e).0].dim)
+            .collect(),
     };
-    (0..entries)
-        .flat_map(|e| (0..dim).map(move |c| (e, c)))
+    dims.iter()
+        .enumerate()
+        .flat_map(|(e, &dim)| (0..dim).map(move |c| (e, c)))
         .collect()
 }
 
@@ -711,7 +988,7 @@ fn expr(b: &mut Bytes<'_>, ty: Ty, ops: &[(Operand, Ty)], depth: usize) -> Value
     if ty.is_float() {
         Value::F(fexpr(b, ops, depth))
     } else {
-        let ints: Vec<(Operand, Ty)> = ops.iter().copied().filter(|o| o.1 == Ty::I32).collect();
+        let ints: Vec<(Operand, Ty)> = ops.iter().copied().filter(|o| !o.1.is_float()).collect();
         Value::I(iexpr(b, &ints, depth))
     }
 }

@@ -3,8 +3,10 @@
 //! What it observes at each host read, and at the end, is what every backend must observe.
 
 use crate::expr::{Approx, Operand, Value};
-use crate::program::{ArgSpec, Element, LoopSpec, Program, SmallSpec, Step, Ty, Update};
-use op2::Access;
+use crate::program::{
+    Algebra, ArgSpec, BinOp, Element, LoopSpec, Path, Program, SmallSpec, Step, Ty, Update,
+};
+use op2::{Access, Region};
 
 /// Values a program shows the host at one point: a Dat or Global read between loops or at the end.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +59,7 @@ fn eps(ty: Ty) -> f64 {
     match ty {
         Ty::F64 => f64::EPSILON,
         Ty::F32 => f32::EPSILON as f64,
-        Ty::I32 => 0.0,
+        _ => 0.0,
     }
 }
 
@@ -146,6 +148,7 @@ pub fn run(p: &Program) -> Vec<Observation> {
             Step::WriteGlobal(g, v) => st.globals[*g] = Store::new(p.globals[*g].ty, v),
             Step::WriteConst(c, v) => st.consts[*c] = v.clone(),
             Step::Flush => {}
+            Step::Algebra(a) => seen.extend(st.algebra(*a, n)),
         }
     }
     let mut names = final_names(p).into_iter();
@@ -181,6 +184,10 @@ impl State<'_> {
                     Loc::Acc(arg, comp)
                 }
             }
+            ArgSpec::Mixed { mdat, mmap, .. } => {
+                let (dat, row) = self.p.mixed_row(l.set, mdat, mmap, x, entry);
+                Loc::Dat(dat, row * self.p.dats[dat].dim + comp)
+            }
         }
     }
 
@@ -202,7 +209,24 @@ impl State<'_> {
                 _ => None,
             })
             .collect();
-        for e in p.elements(l) {
+        // A local iteration space calls the kernel once per entry of the row.
+        let facets = l.region == Region::InteriorFacets;
+        let extent = l
+            .args
+            .iter()
+            .find_map(|a| match *a {
+                ArgSpec::Dat {
+                    path: Path::Entries { map },
+                    ..
+                } => Some(p.row_len(l.set, map, facets)),
+                _ => None,
+            })
+            .unwrap_or(1);
+        let calls = p
+            .elements(l)
+            .into_iter()
+            .flat_map(|x| (0..extent).map(move |i| Element { i, ..x }));
+        for e in calls {
             for s in &l.body {
                 let ty = l.arg_ty(p, s.place.arg);
                 let read = |o: &Operand, accs: &[Option<Store>]| -> Approx {
@@ -268,7 +292,7 @@ fn add(ty: Ty, old: Slot, v: Approx) -> Slot {
     let value = match ty {
         Ty::F64 => old.value + v.value,
         Ty::F32 => (old.value as f32 + v.value as f32) as f64,
-        Ty::I32 => (old.value as i32).wrapping_add(v.value as i32) as f64,
+        _ => ty.wrap(old.value as i128 + v.value as i128),
     };
     Slot {
         value,
@@ -287,16 +311,16 @@ fn pick(ty: Ty, old: Slot, new: Approx, take: bool) -> Slot {
 
 /// One statement's effect, exactly as the printed C computes it.
 fn apply(ty: Ty, update: Update, inc: bool, old: Slot, v: Approx) -> Slot {
-    if ty == Ty::I32 {
+    if !ty.is_float() {
         let v = v.value as i64;
-        let old_i = old.value as i32;
+        let small = ty.wrap(ty.small(v) as i128);
         let new = match update {
-            Update::Assign => (v % 65536) as i32,
-            Update::Add => old_i.wrapping_add((v & 1023) as i32),
-            Update::Min => old_i.min((v % 65536) as i32),
-            Update::Max => old_i.max((v % 65536) as i32),
+            Update::Assign => small,
+            Update::Add => ty.wrap(old.value as i128 + (v & 1023) as i128),
+            Update::Min => old.value.min(small),
+            Update::Max => old.value.max(small),
         };
-        return Slot::assigned(Approx::exact(new as f64));
+        return Slot::assigned(Approx::exact(new));
     }
     // `(T)v`: rounding to `float` may move a value that carries an error by one more ulp.
     let cast = Approx {
@@ -316,5 +340,150 @@ fn apply(ty: Ty, update: Update, inc: bool, old: Slot, v: Approx) -> Slot {
         },
         Update::Min => pick(ty, old, cast, cast.value < old.value),
         Update::Max => pick(ty, old, cast, cast.value > old.value),
+    }
+}
+
+/// `x op y` in `ty`'s arithmetic, as Dat algebra computes it (integers wrap), with its error.
+fn binop(ty: Ty, op: BinOp, x: Approx, y: Approx) -> Approx {
+    if !ty.is_float() {
+        let (a, b) = (x.value as i128, y.value as i128);
+        let r = match op {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a.wrapping_mul(b),
+            BinOp::Div => unreachable!("no integer division is drawn"),
+        };
+        return Approx::exact(ty.wrap(r));
+    }
+    let exact = match op {
+        BinOp::Add => x.value + y.value,
+        BinOp::Sub => x.value - y.value,
+        BinOp::Mul => x.value * y.value,
+        BinOp::Div => x.value / y.value,
+    };
+    let value = ty.round(exact);
+    let carried = match op {
+        BinOp::Add | BinOp::Sub => x.err + y.err,
+        BinOp::Mul => x.value.abs() * y.err + y.value.abs() * x.err + x.err * y.err,
+        BinOp::Div if y.value.abs() <= y.err => f64::INFINITY,
+        BinOp::Div => (x.err + value.abs() * y.err) / (y.value.abs() - y.err),
+    };
+    Approx {
+        value,
+        err: carried + 2.0 * eps(ty) * exact.abs(),
+    }
+}
+
+impl State<'_> {
+    /// One step of Dat algebra; what it shows the host (a new Dat, an inner product or a norm).
+    fn algebra(&mut self, a: Algebra, n: usize) -> Vec<Observation> {
+        let p = self.p;
+        let ty_of = |d: usize| p.dats[d].ty;
+        let scalar = |d: usize, s: f64| Approx::exact(ty_of(d).round(s));
+        let each = |st: &Self, x: usize, f: &dyn Fn(usize, Approx) -> Approx| -> Vec<Approx> {
+            (0..st.dats[x].slots.len())
+                .map(|i| f(i, st.dats[x].get(i)))
+                .collect()
+        };
+        let store = |st: &mut Self, x: usize, v: Vec<Approx>| {
+            st.dats[x].slots = v.into_iter().map(Slot::assigned).collect();
+        };
+        let show = |what: String, ty: Ty, dim: usize, v: Vec<Approx>| Observation {
+            what,
+            ty,
+            dim,
+            values: v.iter().map(|a| a.value).collect(),
+            errs: v.iter().map(|a| a.err).collect(),
+        };
+        match a {
+            Algebra::Zero(x) => {
+                let zeros = vec![Approx::exact(0.0); self.dats[x].slots.len()];
+                store(self, x, zeros);
+                vec![]
+            }
+            Algebra::Copy(x, y) => {
+                self.dats[y] = self.dats[x].clone();
+                vec![]
+            }
+            Algebra::Assign(op, x, y) | Algebra::New(op, x, y) => {
+                let other = self.dats[y].clone();
+                let v = each(self, x, &|i, a| binop(ty_of(x), op, a, other.get(i)));
+                if let Algebra::New(..) = a {
+                    let what = format!("d{x} {op:?} d{y} at step {n}");
+                    return vec![show(what, ty_of(x), p.dats[x].dim, v)];
+                }
+                store(self, x, v);
+                vec![]
+            }
+            Algebra::AssignScalar(op, x, s) | Algebra::NewScalar(op, x, s) => {
+                let v = each(self, x, &|_, a| binop(ty_of(x), op, a, scalar(x, s)));
+                if let Algebra::NewScalar(..) = a {
+                    let what = format!("d{x} {op:?} {s} at step {n}");
+                    return vec![show(what, ty_of(x), p.dats[x].dim, v)];
+                }
+                store(self, x, v);
+                vec![]
+            }
+            Algebra::Axpy(y, s, x) => {
+                let xs = self.dats[x].clone();
+                let ty = ty_of(y);
+                let v = each(self, y, &|i, a| {
+                    let prod = binop(ty, BinOp::Mul, scalar(y, s), xs.get(i));
+                    binop(ty, BinOp::Add, a, prod)
+                });
+                store(self, y, v);
+                vec![]
+            }
+            Algebra::Inner(x, y) => {
+                let v = self.inner(x, y);
+                vec![show(
+                    format!("d{x}.inner(d{y}) at step {n}"),
+                    ty_of(x),
+                    1,
+                    vec![v],
+                )]
+            }
+            Algebra::Norm(x) => {
+                let s = self.inner(x, x);
+                let root = |v: f64| v.max(0.0).sqrt();
+                let v = Approx {
+                    value: s.value.sqrt(),
+                    err: root(s.value + s.err) - root(s.value - s.err)
+                        + 4.0 * f64::EPSILON * root(s.value),
+                };
+                vec![show(
+                    format!("d{x}.norm() at step {n}"),
+                    Ty::F64,
+                    1,
+                    vec![v],
+                )]
+            }
+        }
+    }
+
+    /// The sum of `x * y` over every value, in `x`'s type (integers wrap), with the error an
+    /// order of additions a backend may choose adds.
+    fn inner(&self, x: usize, y: usize) -> Approx {
+        let ty = self.p.dats[x].ty;
+        let (a, b) = (&self.dats[x], &self.dats[y]);
+        let n = a.slots.len();
+        if !ty.is_float() {
+            let sum = (0..n)
+                .map(|i| (a.get(i).value as i128).wrapping_mul(b.get(i).value as i128))
+                .fold(0i128, |s, t| s.wrapping_add(t));
+            return Approx::exact(ty.wrap(sum));
+        }
+        let mut value = 0.0;
+        let (mut mag, mut carried) = (0.0, 0.0);
+        for i in 0..n {
+            let t = binop(ty, BinOp::Mul, a.get(i), b.get(i));
+            value = ty.round(value + t.value);
+            mag += t.value.abs();
+            carried += t.err;
+        }
+        Approx {
+            value,
+            err: carried + 2.0 * (n as f64 + 1.0) * eps(ty) * mag,
+        }
     }
 }

@@ -1,9 +1,12 @@
 //! Running a [`Program`] through op2's public API on one backend configuration, and comparing
 //! what the host sees with the reference interpreter's observations.
 
-use crate::program::{ArgSpec, Path, Program, Step, Ty, const_name};
+use crate::program::{Algebra, ArgSpec, BinOp, Path, Program, SmallSpec, Step, Ty, const_name};
 use crate::reference::{self, Observation};
-use op2::{Access, Arg, Const, Dat, Global, Kernel, Map, Runtime, Scalar, Set};
+use op2::{
+    Access, Arg, Const, Dat, Global, Kernel, LazyOptions, Map, MixedDat, MixedMap, MixedSet,
+    Runtime, Scalar, Set, TilingMode,
+};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path as FsPath;
 
@@ -87,14 +90,41 @@ pub fn target(label: &str) -> Option<Target> {
     targets().into_iter().find(|t| t.label == label)
 }
 
-/// A runtime for `t` (lazy or eager, block size when given, compiled code cached in `cache`).
-pub fn runtime(
-    t: &Target,
-    lazy: bool,
-    block_size: Option<usize>,
-    cache: Option<&FsPath>,
-) -> op2::Result<Runtime> {
-    let mut b = op2::builder().backend(&t.backend).lazy(lazy);
+/// How a program asks for its runtime.
+#[derive(Debug, Clone, Copy)]
+pub struct RuntimeOptions {
+    /// Loops recorded lazily.
+    pub lazy: bool,
+    /// The block size, else the backend's.
+    pub block_size: Option<usize>,
+    /// The lazy graph's optimisations.
+    pub lazy_opts: LazyOptions,
+    /// Every chain tiled, with tiles of this many elements.
+    pub tile_always: Option<usize>,
+}
+
+impl RuntimeOptions {
+    /// What `p` asks for.
+    pub fn of(p: &Program) -> Self {
+        RuntimeOptions {
+            lazy: p.lazy,
+            block_size: p.block_size,
+            lazy_opts: p.lazy_opts,
+            tile_always: p.tile_always,
+        }
+    }
+}
+
+/// A runtime for `t` as `o` asks (compiled code cached in `cache`).
+pub fn runtime(t: &Target, o: RuntimeOptions, cache: Option<&FsPath>) -> op2::Result<Runtime> {
+    let mut b = op2::builder()
+        .backend(&t.backend)
+        .lazy(o.lazy)
+        .lazy_optimisations(o.lazy_opts);
+    if let Some(size) = o.tile_always {
+        b = b.tiling(TilingMode::Always).tile_size(size);
+    }
+    let block_size = o.block_size;
     for (k, v) in &t.settings {
         b = b.setting(k, v);
     }
@@ -112,89 +142,236 @@ pub fn runtime(
 
 /// Whether `t` can run here; why not otherwise.
 pub fn probe(t: &Target) -> Result<(), String> {
-    runtime(t, true, None, None)
-        .map(drop)
-        .map_err(|e| e.to_string())
+    let o = RuntimeOptions {
+        lazy: true,
+        block_size: None,
+        lazy_opts: LazyOptions::ALL,
+        tile_always: None,
+    };
+    runtime(t, o, None).map(drop).map_err(|e| e.to_string())
 }
 
-enum DatH {
-    F64(Dat<f64>),
-    F32(Dat<f32>),
-    I32(Dat<i32>),
+/// One handle per element type: the fuzzer's values are `f64`s, op2's handles are typed.
+macro_rules! typed {
+    ($name:ident, $handle:ident) => {
+        enum $name {
+            F64($handle<f64>),
+            F32($handle<f32>),
+            I32($handle<i32>),
+            U32($handle<u32>),
+            I64($handle<i64>),
+            U64($handle<u64>),
+        }
+    };
 }
 
-enum GlobalH {
-    F64(Global<f64>),
-    F32(Global<f32>),
-    I32(Global<i32>),
+/// `$body` with `$h` bound to the typed handle inside `$e` (of enum `$name`).
+macro_rules! each_type {
+    ($name:ident, $e:expr, $h:ident => $body:expr) => {
+        match $e {
+            $name::F64($h) => $body,
+            $name::F32($h) => $body,
+            $name::I32($h) => $body,
+            $name::U32($h) => $body,
+            $name::I64($h) => $body,
+            $name::U64($h) => $body,
+        }
+    };
 }
+
+typed!(DatH, Dat);
+typed!(GlobalH, Global);
+typed!(MixedH, MixedDat);
 
 enum ConstH {
     F64(Const<f64>),
     I32(Const<i32>),
 }
 
-fn cast<A: Copy, B>(v: &[A], f: impl Fn(A) -> B) -> Vec<B> {
-    v.iter().map(|&x| f(x)).collect()
+/// A program value (an `f64`) as `T` (exact: drawn values are).
+fn to<T: Scalar + FromF64>(v: &[f64]) -> Vec<T> {
+    v.iter().map(|&x| T::from_f64(x)).collect()
+}
+
+/// Conversions of the fuzzer's `f64`s into op2's element types, as C's casts do.
+trait FromF64: Copy {
+    fn from_f64(x: f64) -> Self;
+    fn into_f64(self) -> f64;
+}
+
+macro_rules! from_f64 {
+    ($($t:ty),*) => {$(
+        impl FromF64 for $t {
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+            fn into_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    )*};
+}
+from_f64!(f64, f32, i32, u32, i64, u64);
+
+fn back<T: FromF64>(v: Vec<T>) -> Vec<f64> {
+    v.into_iter().map(FromF64::into_f64).collect()
 }
 
 impl DatH {
+    fn declare(
+        rt: &Runtime,
+        set: &Set,
+        d: &crate::program::DatSpec,
+        name: &str,
+    ) -> op2::Result<Self> {
+        Ok(match d.ty {
+            Ty::F64 => DatH::F64(rt.decl_dat(set, d.dim, to::<f64>(&d.init), name)?),
+            Ty::F32 => DatH::F32(rt.decl_dat(set, d.dim, to::<f32>(&d.init), name)?),
+            Ty::I32 => DatH::I32(rt.decl_dat(set, d.dim, to::<i32>(&d.init), name)?),
+            Ty::U32 => DatH::U32(rt.decl_dat(set, d.dim, to::<u32>(&d.init), name)?),
+            Ty::I64 => DatH::I64(rt.decl_dat(set, d.dim, to::<i64>(&d.init), name)?),
+            Ty::U64 => DatH::U64(rt.decl_dat(set, d.dim, to::<u64>(&d.init), name)?),
+        })
+    }
+
     fn arg(&self, path: Path, maps: &[Map], access: Access) -> Arg {
         fn one<T: Scalar>(d: &Dat<T>, path: Path, maps: &[Map], access: Access) -> Arg {
             match path {
                 Path::Direct => d.arg(access),
                 Path::Via { map, index } => d.arg_via(&maps[map], index, access),
                 Path::Row { map } => d.arg_row(&maps[map], access),
+                Path::Entries { map } => d.arg_entries(&maps[map], access),
             }
         }
-        match self {
-            DatH::F64(d) => one(d, path, maps, access),
-            DatH::F32(d) => one(d, path, maps, access),
-            DatH::I32(d) => one(d, path, maps, access),
-        }
+        each_type!(DatH, self, d => one(d, path, maps, access))
     }
 
     fn read(&self) -> op2::Result<Vec<f64>> {
-        Ok(match self {
-            DatH::F64(d) => d.to_vec()?,
-            DatH::F32(d) => cast(&d.to_vec()?, |x| x as f64),
-            DatH::I32(d) => cast(&d.to_vec()?, |x| x as f64),
-        })
+        each_type!(DatH, self, d => Ok(back(d.to_vec()?)))
     }
 
     fn write(&self, at: usize, v: f64) -> op2::Result<()> {
-        match self {
-            DatH::F64(d) => d.data()?[at] = v,
-            DatH::F32(d) => d.data()?[at] = v as f32,
-            DatH::I32(d) => d.data()?[at] = v as i32,
+        each_type!(DatH, self, d => {
+            d.data()?[at] = FromF64::from_f64(v);
+            Ok(())
+        })
+    }
+
+    /// Dat algebra with `other` (of the same type: the program says so); what it shows.
+    fn algebra(&self, a: Algebra, other: Option<&DatH>) -> op2::Result<Option<Vec<f64>>> {
+        fn one<T: Scalar + FromF64>(
+            x: &Dat<T>,
+            y: Option<&Dat<T>>,
+            a: Algebra,
+        ) -> op2::Result<Option<Vec<f64>>> {
+            let y = || y.expect("a second Dat");
+            let binop = |op: BinOp, x: &Dat<T>, y: &Dat<T>| -> op2::Result<Dat<T>> {
+                match op {
+                    BinOp::Add => x.add(y),
+                    BinOp::Sub => x.sub(y),
+                    BinOp::Mul => x.mul(y),
+                    BinOp::Div => x.div(y),
+                }
+            };
+            let scalar = |op: BinOp, s: f64| -> op2::Result<Dat<T>> {
+                let s = T::from_f64(s);
+                match op {
+                    BinOp::Add => x.add_scalar(s),
+                    BinOp::Sub => x.sub_scalar(s),
+                    BinOp::Mul => x.mul_scalar(s),
+                    BinOp::Div => x.div_scalar(s),
+                }
+            };
+            match a {
+                Algebra::Zero(_) => x.zero()?,
+                Algebra::Copy(..) => x.copy(y())?,
+                Algebra::Assign(op, ..) => match op {
+                    BinOp::Add => x.add_assign(y())?,
+                    BinOp::Sub => x.sub_assign(y())?,
+                    BinOp::Mul => x.mul_assign(y())?,
+                    BinOp::Div => x.div_assign(y())?,
+                },
+                Algebra::AssignScalar(op, _, s) => {
+                    let s = T::from_f64(s);
+                    match op {
+                        BinOp::Add => x.add_scalar_assign(s)?,
+                        BinOp::Sub => x.sub_scalar_assign(s)?,
+                        BinOp::Mul => x.mul_scalar_assign(s)?,
+                        BinOp::Div => x.div_scalar_assign(s)?,
+                    }
+                }
+                Algebra::New(op, ..) => return Ok(Some(back(binop(op, x, y())?.to_vec()?))),
+                Algebra::NewScalar(op, _, s) => return Ok(Some(back(scalar(op, s)?.to_vec()?))),
+                Algebra::Axpy(_, s, _) => x.axpy(T::from_f64(s), y())?,
+                Algebra::Inner(..) => return Ok(Some(vec![x.inner(y())?.into_f64()])),
+                Algebra::Norm(_) => return Ok(Some(vec![x.norm()?])),
+            }
+            Ok(None)
         }
-        Ok(())
+        macro_rules! pair {
+            ($($v:ident),*) => {
+                match (self, other) {
+                    $(
+                        (DatH::$v(x), Some(DatH::$v(y))) => one(x, Some(y), a),
+                        (DatH::$v(x), None) => one(x, None, a),
+                    )*
+                    _ => unreachable!("algebra on Dats of one type"),
+                }
+            };
+        }
+        pair!(F64, F32, I32, U32, I64, U64)
     }
 }
 
 impl GlobalH {
-    fn arg(&self, access: Access) -> Arg {
-        match self {
-            GlobalH::F64(g) => g.arg(access),
-            GlobalH::F32(g) => g.arg(access),
-            GlobalH::I32(g) => g.arg(access),
-        }
-    }
-
-    fn read(&self) -> op2::Result<Vec<f64>> {
-        Ok(match self {
-            GlobalH::F64(g) => g.value()?,
-            GlobalH::F32(g) => cast(&g.value()?, |x| x as f64),
-            GlobalH::I32(g) => cast(&g.value()?, |x| x as f64),
+    fn declare(rt: &Runtime, g: &SmallSpec, name: &str) -> op2::Result<Self> {
+        Ok(match g.ty {
+            Ty::F64 => GlobalH::F64(rt.decl_global(g.dim, &to::<f64>(&g.init), name)?),
+            Ty::F32 => GlobalH::F32(rt.decl_global(g.dim, &to::<f32>(&g.init), name)?),
+            Ty::I32 => GlobalH::I32(rt.decl_global(g.dim, &to::<i32>(&g.init), name)?),
+            Ty::U32 => GlobalH::U32(rt.decl_global(g.dim, &to::<u32>(&g.init), name)?),
+            Ty::I64 => GlobalH::I64(rt.decl_global(g.dim, &to::<i64>(&g.init), name)?),
+            Ty::U64 => GlobalH::U64(rt.decl_global(g.dim, &to::<u64>(&g.init), name)?),
         })
     }
 
+    fn arg(&self, access: Access) -> Arg {
+        each_type!(GlobalH, self, g => g.arg(access))
+    }
+
+    fn read(&self) -> op2::Result<Vec<f64>> {
+        each_type!(GlobalH, self, g => Ok(back(g.value()?)))
+    }
+
     fn write(&self, v: &[f64]) -> op2::Result<()> {
-        match self {
-            GlobalH::F64(g) => g.set_value(v),
-            GlobalH::F32(g) => g.set_value(&cast(v, |x| x as f32)),
-            GlobalH::I32(g) => g.set_value(&cast(v, |x| x as i32)),
+        each_type!(GlobalH, self, g => g.set_value(&to(v)))
+    }
+}
+
+impl MixedH {
+    /// The mixed Dat of `parts` (Dats of one type) on `set`.
+    fn of(set: &MixedSet, parts: Vec<&DatH>) -> op2::Result<Self> {
+        macro_rules! join {
+            ($($v:ident),*) => {
+                match parts[0] {
+                    $(DatH::$v(_) => MixedH::$v(MixedDat::from_dats(
+                        set,
+                        parts
+                            .iter()
+                            .map(|d| match d {
+                                DatH::$v(d) => d.clone(),
+                                _ => unreachable!("components of one type"),
+                            })
+                            .collect(),
+                    )?),)*
+                }
+            };
         }
+        Ok(join!(F64, F32, I32, U32, I64, U64))
+    }
+
+    fn arg(&self, map: &MixedMap, access: Access) -> Arg {
+        each_type!(MixedH, self, d => d.arg_row(map, access))
     }
 }
 
@@ -216,14 +393,18 @@ pub fn execute(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<Ve
 
 fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<Vec<f64>>, String> {
     let ctx = |what: String| move |e: op2::Op2Error| format!("{what}: {e}");
-    let rt = runtime(t, p.lazy, p.block_size, cache).map_err(ctx("runtime".into()))?;
-    // Extruded sets come after their base.
+    let rt = runtime(t, RuntimeOptions::of(p), cache).map_err(ctx("runtime".into()))?;
+    // Extruded sets come after their base, subsets after their parent.
     let mut sets: Vec<Set> = Vec::with_capacity(p.sets.len());
     for (i, &n) in p.sets.iter().enumerate() {
         let name = format!("s{i}");
-        let set = match &p.columns[i] {
-            None => rt.decl_set(n, &name),
-            Some(c) => {
+        let set = match (&p.columns[i], &p.subsets[i]) {
+            (_, Some(sub)) => {
+                let indices: Vec<i32> = sub.indices.iter().map(|&x| x as i32).collect();
+                rt.decl_subset(&sets[sub.parent], indices, &name)
+            }
+            (None, None) => rt.decl_set(n, &name),
+            (Some(c), None) => {
                 let layers: op2::Layers = if c.uniform {
                     c.layers.first().copied().unwrap_or(2).into()
                 } else {
@@ -257,32 +438,14 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
         .dats
         .iter()
         .enumerate()
-        .map(|(i, d)| {
-            let (s, name) = (&sets[d.set], format!("d{i}"));
-            Ok(match d.ty {
-                Ty::F64 => DatH::F64(rt.decl_dat(s, d.dim, &d.init, &name)?),
-                Ty::F32 => DatH::F32(rt.decl_dat(s, d.dim, cast(&d.init, |x| x as f32), &name)?),
-                Ty::I32 => DatH::I32(rt.decl_dat(s, d.dim, cast(&d.init, |x| x as i32), &name)?),
-            })
-        })
+        .map(|(i, d)| DatH::declare(&rt, &sets[d.set], d, &format!("d{i}")))
         .collect::<op2::Result<_>>()
         .map_err(ctx("decl_dat".into()))?;
     let globals: Vec<GlobalH> = p
         .globals
         .iter()
         .enumerate()
-        .map(|(i, g)| {
-            let name = format!("g{i}");
-            Ok(match g.ty {
-                Ty::F64 => GlobalH::F64(rt.decl_global(g.dim, &g.init, &name)?),
-                Ty::F32 => {
-                    GlobalH::F32(rt.decl_global(g.dim, &cast(&g.init, |x| x as f32), &name)?)
-                }
-                Ty::I32 => {
-                    GlobalH::I32(rt.decl_global(g.dim, &cast(&g.init, |x| x as i32), &name)?)
-                }
-            })
-        })
+        .map(|(i, g)| GlobalH::declare(&rt, g, &format!("g{i}")))
         .collect::<op2::Result<_>>()
         .map_err(ctx("decl_global".into()))?;
     let consts: Vec<ConstH> = p
@@ -292,14 +455,43 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
         .map(|(i, c)| {
             let name = const_name(i);
             Ok(match c.ty {
-                Ty::I32 => {
-                    ConstH::I32(rt.decl_const(c.dim, &cast(&c.init, |x| x as i32), &name)?)
-                }
+                Ty::I32 => ConstH::I32(rt.decl_const(c.dim, &to::<i32>(&c.init), &name)?),
                 _ => ConstH::F64(rt.decl_const(c.dim, &c.init, &name)?),
             })
         })
         .collect::<op2::Result<_>>()
         .map_err(ctx("decl_const".into()))?;
+    let mixed_sets: Vec<MixedSet> = p
+        .mixed_sets
+        .iter()
+        .enumerate()
+        .map(|(i, parts)| {
+            let parts: Vec<&Set> = parts.iter().map(|&s| &sets[s]).collect();
+            rt.decl_mixed_set(&parts, &format!("ms{i}"))
+        })
+        .collect::<op2::Result<_>>()
+        .map_err(ctx("decl_mixed_set".into()))?;
+    let mixed_maps: Vec<MixedMap> = p
+        .mixed_maps
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let parts: Vec<&Map> = m.maps.iter().map(|&k| &maps[k]).collect();
+            rt.decl_mixed_map(&mixed_sets[m.set], &parts, &format!("mm{i}"))
+        })
+        .collect::<op2::Result<_>>()
+        .map_err(ctx("decl_mixed_map".into()))?;
+    let mixed_dats: Vec<MixedH> = p
+        .mixed_dats
+        .iter()
+        .map(|m| {
+            MixedH::of(
+                &mixed_sets[m.set],
+                m.dats.iter().map(|&d| &dats[d]).collect(),
+            )
+        })
+        .collect::<op2::Result<_>>()
+        .map_err(ctx("MixedDat::from_dats".into()))?;
     let mut seen = Vec::new();
     for (n, step) in p.steps.iter().enumerate() {
         let at = |what: &str| ctx(format!("step {n} ({what})"));
@@ -312,6 +504,9 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
                     .map(|a| match *a {
                         ArgSpec::Dat { dat, path, access } => dats[dat].arg(path, &maps, access),
                         ArgSpec::Global { global, access } => globals[global].arg(access),
+                        ArgSpec::Mixed { mdat, mmap, access } => {
+                            mixed_dats[mdat].arg(&mixed_maps[mmap], access)
+                        }
                     })
                     .collect();
                 rt.par_loop_region(&k, &sets[l.set], l.region, args)
@@ -325,10 +520,22 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
             Step::WriteGlobal(g, v) => globals[*g].write(v).map_err(at("set_value"))?,
             Step::WriteConst(c, v) => match &consts[*c] {
                 ConstH::F64(k) => k.set_value(v),
-                ConstH::I32(k) => k.set_value(&cast(v, |x| x as i32)),
+                ConstH::I32(k) => k.set_value(&to::<i32>(v)),
             }
             .map_err(at("const set_value"))?,
             Step::Flush => rt.flush().map_err(at("flush"))?,
+            Step::Algebra(a) => {
+                let (x, y) = match *a {
+                    Algebra::Zero(x) | Algebra::Norm(x) => (x, None),
+                    Algebra::AssignScalar(_, x, _) | Algebra::NewScalar(_, x, _) => (x, None),
+                    Algebra::Copy(x, y)
+                    | Algebra::Assign(_, x, y)
+                    | Algebra::New(_, x, y)
+                    | Algebra::Axpy(x, _, y)
+                    | Algebra::Inner(x, y) => (x, Some(&dats[y])),
+                };
+                seen.extend(dats[x].algebra(*a, y).map_err(at("Dat algebra"))?);
+            }
         }
     }
     if p.drop_first {

@@ -218,6 +218,12 @@ fn the_reference_interpreter_computes_what_c_would() {
         lazy: true,
         drop_first: false,
         block_size: None,
+        subsets: vec![None; 2],
+        mixed_sets: Vec::new(),
+        mixed_maps: Vec::new(),
+        mixed_dats: Vec::new(),
+        lazy_opts: op2::LazyOptions::ALL,
+        tile_always: None,
     };
     let seen = op2_fuzz::reference::run(&p);
     // Rows (0,1), (1,1), (0,0) with x = 5, 6, 7: target 0 gets 5 + 7 + 14, target 1 gets
@@ -325,6 +331,12 @@ fn the_reference_walks_extruded_columns_as_c_would() {
         lazy: true,
         drop_first: false,
         block_size: None,
+        subsets: vec![None; 2],
+        mixed_sets: Vec::new(),
+        mixed_maps: Vec::new(),
+        mixed_dats: Vec::new(),
+        lazy_opts: op2::LazyOptions::ALL,
+        tile_always: None,
     };
     let seen = op2_fuzz::reference::run(&p);
     // Every cell once, then the top cells (0,1) and (1,0) twice more.
@@ -393,5 +405,275 @@ fn drawn_programs_cover_loops_over_extruded_sets() {
             seen.contains(&want),
             "no drawn program has {want}: {seen:?}"
         );
+    }
+}
+
+#[test]
+fn drawn_programs_cover_the_data_model() {
+    use op2::{Access, Region};
+    use op2_fuzz::program::{ArgSpec, Path, Step};
+    let mut seen = std::collections::HashSet::new();
+    for seed in 0..300 {
+        let p = op2_fuzz::first_program(seed, Shape::default());
+        for d in &p.dats {
+            seen.insert(format!("a Dat of {}", d.ty.c_name()));
+        }
+        for g in &p.globals {
+            seen.insert(format!("a Global of {}", g.ty.c_name()));
+        }
+        if p.tile_always.is_some() {
+            seen.insert("tiling always".to_string());
+        }
+        let o = p.lazy_opts;
+        for (name, on) in [
+            ("sibling_fusion", o.sibling_fusion),
+            ("chain_fusion", o.chain_fusion),
+            ("temporaries", o.temporaries),
+            ("tiling", o.tiling),
+        ] {
+            seen.insert(format!("{name} {}", if on { "on" } else { "off" }));
+        }
+        for s in &p.steps {
+            match s {
+                Step::Algebra(a) => {
+                    let kind = format!("{a:?}");
+                    seen.insert(format!("algebra {}", &kind[..kind.find('(').unwrap_or(0)]));
+                }
+                Step::Loop(l) => {
+                    if let Some(sub) = &p.subsets[l.set] {
+                        seen.insert("a loop over a subset".into());
+                        if p.subsets[sub.parent].is_some() {
+                            seen.insert("a loop over a nested subset".into());
+                        }
+                    }
+                    if l.region == Region::InteriorFacets {
+                        seen.insert("interior facets".into());
+                    }
+                    for a in &l.args {
+                        match *a {
+                            ArgSpec::Mixed { .. } => {
+                                seen.insert("a mixed arg".into());
+                            }
+                            ArgSpec::Dat {
+                                path: Path::Entries { .. },
+                                access,
+                                ..
+                            } => {
+                                seen.insert(format!("a per-entry {access:?}"));
+                            }
+                            ArgSpec::Global {
+                                global,
+                                access: Access::Min,
+                            } => {
+                                let t = p.globals[global].ty.c_name();
+                                seen.insert(format!("a MIN of {t}"));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut want: Vec<String> = [
+        "tiling always",
+        "a loop over a subset",
+        "a loop over a nested subset",
+        "interior facets",
+        "a mixed arg",
+        "a per-entry Read",
+        "a per-entry Inc",
+        "a per-entry Rw",
+        "a per-entry Write",
+        "algebra Zero",
+        "algebra Copy",
+        "algebra Assign",
+        "algebra AssignScalar",
+        "algebra New",
+        "algebra NewScalar",
+        "algebra Axpy",
+        "algebra Inner",
+        "algebra Norm",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for t in op2_fuzz::program::Ty::ALL {
+        want.push(format!("a Dat of {}", t.c_name()));
+        want.push(format!("a Global of {}", t.c_name()));
+        want.push(format!("a MIN of {}", t.c_name()));
+    }
+    for o in ["sibling_fusion", "chain_fusion", "temporaries", "tiling"] {
+        want.push(format!("{o} on"));
+        want.push(format!("{o} off"));
+    }
+    for w in want {
+        assert!(seen.contains(&w), "no drawn program has {w}: {seen:?}");
+    }
+}
+
+/// The reference on the rest of the data model against values worked out by hand: a nested
+/// subset, a local iteration space, a mixed Dat through a mixed map, Dat algebra with an
+/// unsigned wrap, an inner product and a norm; and every backend that can run here agrees.
+#[test]
+fn the_reference_runs_subsets_entries_mixed_and_algebra_as_c_would() {
+    use op2::Access;
+    use op2_fuzz::expr::{FExpr, IExpr, Value};
+    use op2_fuzz::program::*;
+    let dat = |set, ty, init: &[f64]| DatSpec {
+        set,
+        ty,
+        dim: 1,
+        init: init.to_vec(),
+    };
+    let place = |arg, entry| Place {
+        arg,
+        entry,
+        comp: 0,
+    };
+    let one_loop = |name: &str, set, args, body| {
+        Step::Loop(LoopSpec {
+            name: name.into(),
+            set,
+            region: op2::Region::All,
+            args,
+            body,
+            own_pointers: false,
+        })
+    };
+    let p = Program {
+        // s2 = s0 at [0, 2]; s3 = s2 at [1], that is element 2 of s0.
+        sets: vec![3, 2, 2, 1],
+        columns: vec![None; 4],
+        subsets: vec![
+            None,
+            None,
+            Some(SubsetSpec {
+                parent: 0,
+                indices: vec![0, 2],
+            }),
+            Some(SubsetSpec {
+                parent: 2,
+                indices: vec![1],
+            }),
+        ],
+        maps: vec![
+            MapSpec {
+                from: 0,
+                to: 1,
+                arity: 2,
+                values: vec![0, 1, 1, 1, 0, 0],
+                offsets: None,
+            },
+            MapSpec {
+                from: 0,
+                to: 0,
+                arity: 1,
+                values: vec![2, 0, 1],
+                offsets: None,
+            },
+        ],
+        dats: vec![
+            dat(0, Ty::U32, &[5.0, 6.0, 7.0]),
+            dat(1, Ty::F64, &[1.0, 1.0]),
+            dat(1, Ty::I64, &[10.0, 20.0]),
+            dat(0, Ty::F64, &[0.0, 0.0, 0.0]),
+            dat(1, Ty::F64, &[0.5, 0.25]),
+        ],
+        // (s1, s0) through (m0, m1): rows of three entries, d1 then d3.
+        mixed_sets: vec![vec![1, 0]],
+        mixed_maps: vec![MixedMapSpec {
+            set: 0,
+            maps: vec![0, 1],
+        }],
+        mixed_dats: vec![MixedDatSpec {
+            set: 0,
+            dats: vec![1, 3],
+        }],
+        globals: Vec::new(),
+        consts: Vec::new(),
+        steps: vec![
+            // Over the nested subset: d0[2] = 7 + 3.
+            one_loop(
+                "sub",
+                3,
+                vec![ArgSpec::Dat {
+                    dat: 0,
+                    path: Path::Direct,
+                    access: Access::Rw,
+                }],
+                vec![Stmt {
+                    place: place(0, 0),
+                    update: Update::Add,
+                    value: Value::I(IExpr::Const(3)),
+                }],
+            ),
+            // Once per entry of m0's rows (0,1) (1,1) (0,0): d2 += 1 each time.
+            one_loop(
+                "ent",
+                0,
+                vec![ArgSpec::Dat {
+                    dat: 2,
+                    path: Path::Entries { map: 0 },
+                    access: Access::Inc,
+                }],
+                vec![Stmt {
+                    place: place(0, 0),
+                    update: Update::Add,
+                    value: Value::I(IExpr::Const(1)),
+                }],
+            ),
+            // Entry 0 (d1 at m0[e][0]: 0, 1, 0) += 1; entry 2 (d3 at m1[e]: 2, 0, 1) += 2.
+            one_loop(
+                "mix",
+                0,
+                vec![ArgSpec::Mixed {
+                    mdat: 0,
+                    mmap: 0,
+                    access: Access::Inc,
+                }],
+                vec![
+                    Stmt {
+                        place: place(0, 0),
+                        update: Update::Add,
+                        value: Value::F(FExpr::Const(1.0)),
+                    },
+                    Stmt {
+                        place: place(0, 2),
+                        update: Update::Add,
+                        value: Value::F(FExpr::Const(2.0)),
+                    },
+                ],
+            ),
+            Step::Algebra(Algebra::Axpy(4, 2.0, 1)),
+            Step::Algebra(Algebra::Inner(4, 1)),
+            Step::Algebra(Algebra::Norm(1)),
+            Step::Algebra(Algebra::AssignScalar(BinOp::Sub, 0, 6.0)),
+            Step::Algebra(Algebra::NewScalar(BinOp::Mul, 2, 3.0)),
+        ],
+        lazy: true,
+        drop_first: false,
+        block_size: None,
+        lazy_opts: op2::LazyOptions::ALL,
+        tile_always: None,
+    };
+    let seen = op2_fuzz::reference::run(&p);
+    let values: Vec<&[f64]> = seen.iter().map(|o| o.values.as_slice()).collect();
+    // d4 = (0.5, 0.25) + 2 (3, 2); inner with d1 = 6.5 * 3 + 4.25 * 2; norm of d1 = sqrt(13);
+    // d2 * 3 = (13, 23) * 3.
+    assert_eq!(values[0], [28.0]);
+    assert_eq!(values[1], [13f64.sqrt()]);
+    assert_eq!(values[2], [39.0, 69.0]);
+    // Then every Dat: d0 = (5, 6, 10) - 6 in uint32_t.
+    assert_eq!(values[3], [4294967295.0, 0.0, 4.0]);
+    assert_eq!(values[4], [3.0, 2.0]);
+    assert_eq!(values[5], [13.0, 23.0]);
+    assert_eq!(values[6], [2.0, 2.0, 2.0]);
+    assert_eq!(values[7], [6.5, 4.25]);
+    for t in run::targets() {
+        if run::probe(&t).is_ok() {
+            op2_fuzz::check(&p, &t, None).unwrap_or_else(|e| panic!("{}: {e}", t.label));
+        }
     }
 }
