@@ -44,6 +44,9 @@ pub struct Shape {
     pub min_steps: usize,
     /// Most steps.
     pub max_steps: usize,
+    /// Programs for thread ranks: plain sets only (the genes of extruded sets, subsets and
+    /// mixed spaces are left unread).
+    pub distributed: bool,
 }
 
 impl Default for Shape {
@@ -53,6 +56,7 @@ impl Default for Shape {
             max_set: 3000,
             min_steps: 10,
             max_steps: 30,
+            distributed: false,
         }
     }
 }
@@ -345,7 +349,11 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
     let mut columns: Vec<Option<Columns>> = vec![None; sets.len()];
     // Each extruded mesh: its cells, then its nodes, after the plain sets.
     let plain = sets.len();
-    for c in &g.columns {
+    for c in if shape.distributed {
+        &[][..]
+    } else {
+        &g.columns[..]
+    } {
         let base = c.base as usize % plain;
         let nb = sets[base];
         let uniform = c.layers % 2 == 0;
@@ -462,7 +470,11 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
     // Mixed sets of plain sets, each with a mixed map (new plain maps from one whole set) and
     // mixed Dats (new Dats of one type) that later loops may also use one by one.
     let (mut mixed_sets, mut mixed_maps, mut mixed_dats) = (Vec::new(), Vec::new(), Vec::new());
-    for m in &g.mixed {
+    for m in if shape.distributed {
+        &[][..]
+    } else {
+        &g.mixed[..]
+    } {
         let parts = 1 + m.sets as usize % 3;
         let comps: Vec<usize> = (0..parts)
             .map(|c| mix(m.seed as u64, 100 + c as u64) as usize % plain)
@@ -519,7 +531,11 @@ pub fn decode(g: &Genome, shape: Shape) -> Program {
     }
     // Subsets, each of a set or an earlier subset (so some are nested).
     let mut subsets: Vec<Option<SubsetSpec>> = vec![None; sets.len()];
-    for sg in &g.subsets {
+    for sg in if shape.distributed {
+        &[][..]
+    } else {
+        &g.subsets[..]
+    } {
         let parent = sg.parent as usize % sets.len();
         let n = sets[parent];
         let keep = sg.density as usize % 8;

@@ -11,6 +11,8 @@
 pub mod draw;
 pub mod expr;
 pub mod program;
+#[cfg(feature = "ranks")]
+mod ranks;
 pub mod reference;
 pub mod run;
 
@@ -79,6 +81,11 @@ pub fn fuzz_seed(
         max_shrink_time: shrink_time.as_millis().min(u32::MAX as u128) as u32,
         max_global_rejects: 0,
         ..Config::default()
+    };
+    // Across thread ranks: programs of plain sets (no extruded sets, subsets or mixed spaces).
+    let shape = Shape {
+        distributed: target.ranks.is_some(),
+        ..shape
     };
     let mut runner = TestRunner::new_with_rng(config, rng(seed));
     // Races make some failures come and go: once one program failed (proptest is shrinking it),

@@ -455,6 +455,14 @@ impl Program {
         self.columns[self.root(set)].as_ref().map(|c| c.base)
     }
 
+    /// Whether every set is a plain one (no extruded sets, subsets or mixed spaces): what thread
+    /// ranks run.
+    pub fn is_plain(&self) -> bool {
+        self.columns.iter().all(Option::is_none)
+            && self.subsets.iter().all(Option::is_none)
+            && self.mixed_sets.is_empty()
+    }
+
     /// The whole set a subset selects from (the set itself when it is not a subset).
     pub fn root(&self, mut set: usize) -> usize {
         while let Some(s) = &self.subsets[set] {

@@ -4,11 +4,12 @@
 use crate::program::{Algebra, ArgSpec, BinOp, Path, Program, SmallSpec, Step, Ty, const_name};
 use crate::reference::{self, Observation};
 use op2::{
-    Access, Arg, Const, Dat, Global, Kernel, LazyOptions, Map, MixedDat, MixedMap, MixedSet,
-    Runtime, Scalar, Set, TilingMode,
+    Access, Arg, Communicator, Const, Dat, Global, Kernel, LazyOptions, Map, MixedDat, MixedMap,
+    MixedSet, Runtime, Scalar, Set, TilingMode,
 };
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path as FsPath;
+use std::sync::Arc;
 
 /// A backend configuration the fuzzer runs programs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +22,8 @@ pub struct Target {
     pub settings: Vec<(String, String)>,
     /// Threads (threaded backends).
     pub threads: Option<usize>,
+    /// Thread ranks, each building its own part of the mesh (programs of plain sets only).
+    pub ranks: Option<usize>,
 }
 
 impl Target {
@@ -33,7 +36,14 @@ impl Target {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             threads,
+            ranks: None,
         }
+    }
+
+    fn on_ranks(mut self, label: &str, ranks: usize) -> Self {
+        self.label = label.into();
+        self.ranks = Some(ranks);
+        self
     }
 }
 
@@ -41,7 +51,7 @@ impl Target {
 /// work (`omp_min_per_thread` 1); OpenCL in its host and staged schemes; the CUDA emulator and
 /// `cuda` with atomics, with colouring and with staging and atomics (`staged-atomics`).
 pub fn targets() -> Vec<Target> {
-    vec![
+    let mut all = vec![
         Target::new("seq", "seq", &[], None),
         Target::new("openmp", "openmp", &[("omp_min_per_thread", "1")], Some(2)),
         Target::new("opencl", "opencl", &[("opencl_scheme", "host")], None),
@@ -82,7 +92,16 @@ pub fn targets() -> Vec<Target> {
             &[("cuda_strategy", "staged-atomics")],
             None,
         ),
-    ]
+    ];
+    if cfg!(feature = "ranks") {
+        let seq = all[0].clone();
+        let openmp = all[1].clone();
+        all.push(seq.clone().on_ranks("seq/2-ranks", 2));
+        all.push(seq.on_ranks("seq/3-ranks", 3));
+        all.push(openmp.clone().on_ranks("openmp/2-ranks", 2));
+        all.push(openmp.on_ranks("openmp/3-ranks", 3));
+    }
+    all
 }
 
 /// The configuration labelled `label`.
@@ -115,14 +134,23 @@ impl RuntimeOptions {
     }
 }
 
-/// A runtime for `t` as `o` asks (compiled code cached in `cache`).
-pub fn runtime(t: &Target, o: RuntimeOptions, cache: Option<&FsPath>) -> op2::Result<Runtime> {
+/// A runtime for `t` as `o` asks (compiled code cached in `cache`), as one rank of `comm`
+/// when given.
+pub fn runtime(
+    t: &Target,
+    o: RuntimeOptions,
+    cache: Option<&FsPath>,
+    comm: Option<Arc<dyn Communicator>>,
+) -> op2::Result<Runtime> {
     let mut b = op2::builder()
         .backend(&t.backend)
         .lazy(o.lazy)
         .lazy_optimisations(o.lazy_opts);
     if let Some(size) = o.tile_always {
         b = b.tiling(TilingMode::Always).tile_size(size);
+    }
+    if let Some(c) = comm {
+        b = b.communicator(c);
     }
     let block_size = o.block_size;
     for (k, v) in &t.settings {
@@ -148,13 +176,15 @@ pub fn probe(t: &Target) -> Result<(), String> {
         lazy_opts: LazyOptions::ALL,
         tile_always: None,
     };
-    runtime(t, o, None).map(drop).map_err(|e| e.to_string())
+    runtime(t, o, None, None)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// One handle per element type: the fuzzer's values are `f64`s, op2's handles are typed.
 macro_rules! typed {
     ($name:ident, $handle:ident) => {
-        enum $name {
+        pub(crate) enum $name {
             F64($handle<f64>),
             F32($handle<f32>),
             I32($handle<i32>),
@@ -250,20 +280,37 @@ impl DatH {
         each_type!(DatH, self, d => Ok(back(d.to_vec()?)))
     }
 
-    fn write(&self, at: usize, v: f64) -> op2::Result<()> {
+    /// Writes value `at` (across ranks every rank takes the Dat for writing, the owner of
+    /// the element writes: `None` elsewhere).
+    fn write(&self, at: Option<usize>, v: f64) -> op2::Result<()> {
         each_type!(DatH, self, d => {
-            d.data()?[at] = FromF64::from_f64(v);
+            let mut data = d.data()?;
+            if let Some(at) = at {
+                data[at] = FromF64::from_f64(v);
+            }
             Ok(())
         })
     }
 
+    /// Collective: the whole Dat in global order on rank 0.
+    #[cfg(feature = "ranks")]
+    pub(crate) fn gather(&self, mesh: &op2::mpi::LocalMesh) -> op2::Result<Option<Vec<f64>>> {
+        let e = |e: op2::mpi::MpiError| op2::Op2Error::Communication {
+            reason: e.to_string(),
+        };
+        each_type!(DatH, self, d => Ok(mesh.gather(d).map_err(e)?.map(back)))
+    }
+
     /// Dat algebra with `other` (of the same type: the program says so); what it shows.
-    fn algebra(&self, a: Algebra, other: Option<&DatH>) -> op2::Result<Option<Vec<f64>>> {
+    fn algebra(&self, a: Algebra, other: Option<&DatH>) -> op2::Result<AlgebraOut> {
         fn one<T: Scalar + FromF64>(
             x: &Dat<T>,
             y: Option<&Dat<T>>,
             a: Algebra,
-        ) -> op2::Result<Option<Vec<f64>>> {
+        ) -> op2::Result<AlgebraOut>
+        where
+            Dat<T>: IntoDatH,
+        {
             let y = || y.expect("a second Dat");
             let binop = |op: BinOp, x: &Dat<T>, y: &Dat<T>| -> op2::Result<Dat<T>> {
                 match op {
@@ -300,13 +347,15 @@ impl DatH {
                         BinOp::Div => x.div_scalar_assign(s)?,
                     }
                 }
-                Algebra::New(op, ..) => return Ok(Some(back(binop(op, x, y())?.to_vec()?))),
-                Algebra::NewScalar(op, _, s) => return Ok(Some(back(scalar(op, s)?.to_vec()?))),
+                Algebra::New(op, ..) => return Ok(AlgebraOut::Dat(binop(op, x, y())?.into_h())),
+                Algebra::NewScalar(op, _, s) => {
+                    return Ok(AlgebraOut::Dat(scalar(op, s)?.into_h()));
+                }
                 Algebra::Axpy(_, s, _) => x.axpy(T::from_f64(s), y())?,
-                Algebra::Inner(..) => return Ok(Some(vec![x.inner(y())?.into_f64()])),
-                Algebra::Norm(_) => return Ok(Some(vec![x.norm()?])),
+                Algebra::Inner(..) => return Ok(AlgebraOut::Scalar(x.inner(y())?.into_f64())),
+                Algebra::Norm(_) => return Ok(AlgebraOut::Scalar(x.norm()?)),
             }
-            Ok(None)
+            Ok(AlgebraOut::Nothing)
         }
         macro_rules! pair {
             ($($v:ident),*) => {
@@ -322,6 +371,31 @@ impl DatH {
         pair!(F64, F32, I32, U32, I64, U64)
     }
 }
+
+/// What a step of Dat algebra gives the host to read.
+enum AlgebraOut {
+    Nothing,
+    /// A new Dat.
+    Dat(DatH),
+    /// An inner product or a norm.
+    Scalar(f64),
+}
+
+/// A typed Dat as the fuzzer's handle.
+trait IntoDatH {
+    fn into_h(self) -> DatH;
+}
+
+macro_rules! into_dat_h {
+    ($($t:ty => $v:ident),*) => {$(
+        impl IntoDatH for Dat<$t> {
+            fn into_h(self) -> DatH {
+                DatH::$v(self)
+            }
+        }
+    )*};
+}
+into_dat_h!(f64 => F64, f32 => F32, i32 => I32, u32 => U32, i64 => I64, u64 => U64);
 
 impl GlobalH {
     fn declare(rt: &Runtime, g: &SmallSpec, name: &str) -> op2::Result<Self> {
@@ -391,9 +465,49 @@ pub fn execute(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<Ve
     }
 }
 
+/// A program's objects declared on a runtime.
+pub(crate) struct Declared {
+    pub(crate) sets: Vec<Set>,
+    pub(crate) maps: Vec<Map>,
+    pub(crate) dats: Vec<DatH>,
+    /// The distributed mesh the sets, maps and Dats belong to, across ranks.
+    pub(crate) mesh: Option<Distributed>,
+}
+
+#[cfg(feature = "ranks")]
+use crate::ranks::Distributed;
+
+/// Without thread ranks no program runs distributed.
+#[cfg(not(feature = "ranks"))]
+pub(crate) enum Distributed {}
+
+#[cfg(not(feature = "ranks"))]
+impl Distributed {
+    fn owned(&self, _set: usize, _e: usize) -> Option<usize> {
+        match *self {}
+    }
+
+    fn gather(&self, _d: &DatH) -> op2::Result<Vec<f64>> {
+        match *self {}
+    }
+}
+
+fn ctx(what: String) -> impl Fn(op2::Op2Error) -> String {
+    move |e: op2::Op2Error| format!("{what}: {e}")
+}
+
 fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<Vec<f64>>, String> {
-    let ctx = |what: String| move |e: op2::Op2Error| format!("{what}: {e}");
-    let rt = runtime(t, RuntimeOptions::of(p), cache).map_err(ctx("runtime".into()))?;
+    #[cfg(feature = "ranks")]
+    if let Some(ranks) = t.ranks {
+        return crate::ranks::execute_on_ranks(p, t, ranks, cache);
+    }
+    let rt = runtime(t, RuntimeOptions::of(p), cache, None).map_err(ctx("runtime".into()))?;
+    let d = declare(p, &rt)?;
+    run_steps(p, rt, d)
+}
+
+/// Declares `p`'s objects on `rt` (one process).
+fn declare(p: &Program, rt: &Runtime) -> Result<Declared, String> {
     // Extruded sets come after their base, subsets after their parent.
     let mut sets: Vec<Set> = Vec::with_capacity(p.sets.len());
     for (i, &n) in p.sets.iter().enumerate() {
@@ -438,9 +552,26 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
         .dats
         .iter()
         .enumerate()
-        .map(|(i, d)| DatH::declare(&rt, &sets[d.set], d, &format!("d{i}")))
+        .map(|(i, d)| DatH::declare(rt, &sets[d.set], d, &format!("d{i}")))
         .collect::<op2::Result<_>>()
         .map_err(ctx("decl_dat".into()))?;
+    Ok(Declared {
+        sets,
+        maps,
+        dats,
+        mesh: None,
+    })
+}
+
+/// Runs `p`'s steps on its declared objects; what the host saw (on rank 0; other ranks see
+/// empty reads of Dats).
+pub(crate) fn run_steps(p: &Program, rt: Runtime, d: Declared) -> Result<Vec<Vec<f64>>, String> {
+    let Declared {
+        sets,
+        maps,
+        dats,
+        mesh,
+    } = d;
     let globals: Vec<GlobalH> = p
         .globals
         .iter()
@@ -492,6 +623,13 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
         })
         .collect::<op2::Result<_>>()
         .map_err(ctx("MixedDat::from_dats".into()))?;
+    // A Dat as the host sees it: the whole of it (gathered on rank 0 across ranks).
+    let read = |d: &DatH| -> op2::Result<Vec<f64>> {
+        match &mesh {
+            None => d.read(),
+            Some(m) => m.gather(d),
+        }
+    };
     let mut seen = Vec::new();
     for (n, step) in p.steps.iter().enumerate() {
         let at = |what: &str| ctx(format!("step {n} ({what})"));
@@ -512,9 +650,16 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
                 rt.par_loop_region(&k, &sets[l.set], l.region, args)
                     .map_err(at("par_loop"))?;
             }
-            Step::ReadDat(d) => seen.push(dats[*d].read().map_err(at("read"))?),
+            Step::ReadDat(d) => seen.push(read(&dats[*d]).map_err(at("read"))?),
             Step::WriteDat { dat, at: i, value } => {
-                dats[*dat].write(*i, *value).map_err(at("host write"))?
+                let local = match &mesh {
+                    None => Some(*i),
+                    Some(m) => {
+                        let (dim, set) = (p.dats[*dat].dim, p.dats[*dat].set);
+                        m.owned(set, *i / dim).map(|e| e * dim + *i % dim)
+                    }
+                };
+                dats[*dat].write(local, *value).map_err(at("host write"))?
             }
             Step::ReadGlobal(g) => seen.push(globals[*g].read().map_err(at("value"))?),
             Step::WriteGlobal(g, v) => globals[*g].write(v).map_err(at("set_value"))?,
@@ -534,7 +679,11 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
                     | Algebra::Axpy(x, _, y)
                     | Algebra::Inner(x, y) => (x, Some(&dats[y])),
                 };
-                seen.extend(dats[x].algebra(*a, y).map_err(at("Dat algebra"))?);
+                match dats[x].algebra(*a, y).map_err(at("Dat algebra"))? {
+                    AlgebraOut::Nothing => {}
+                    AlgebraOut::Dat(d) => seen.push(read(&d).map_err(at("read"))?),
+                    AlgebraOut::Scalar(v) => seen.push(vec![v]),
+                }
             }
         }
     }
@@ -542,7 +691,7 @@ fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<
         drop(rt);
     }
     for d in &dats {
-        seen.push(d.read().map_err(ctx("final read".into()))?);
+        seen.push(read(d).map_err(ctx("final read".into()))?);
     }
     for g in &globals {
         seen.push(g.read().map_err(ctx("final value".into()))?);

@@ -24,7 +24,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
             other => return Err(format!("unknown option `{other}`")),
         }
     }
-    let features = host_features().join(",");
+    // Thread ranks too (`seq/2-ranks`, ...): MPI is one of the system packages `deps` checks.
+    let mut features = host_features();
+    features.push("ranks");
+    let features = features.join(",");
     let mut build = cargo();
     build.current_dir(root()).args([
         "build",

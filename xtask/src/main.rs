@@ -539,6 +539,8 @@ fn test(args: &[String]) -> Result<(), String> {
         "op2-conformance/mpi".to_string(),
         // The wave example's mpirun test.
         "wave/mpi".to_string(),
+        // The fuzzer's programs on thread ranks (its seed tests).
+        "op2-fuzz/ranks".to_string(),
         // OP2's HDF5 files, in the facade and in Airfoil.
         "op2/hdf5".to_string(),
         "airfoil/hdf5".to_string(),
