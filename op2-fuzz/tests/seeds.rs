@@ -103,6 +103,29 @@ fn openmp_on_three_thread_ranks_agrees_with_the_reference() {
     check("openmp/3-ranks");
 }
 
+/// The program (seed 2070's first) on which three thread ranks once waited for each other
+/// until their timeout: a rank with no neighbours on a set recorded no exchanges for it, so a
+/// host write took along, on the other ranks only, an exchange they then waited on. Its shape is
+/// checked first, so that a change to the generator that draws another program fails here
+/// instead of passing without testing anything.
+#[cfg(feature = "ranks")]
+#[test]
+fn three_thread_ranks_once_waited_for_each_other() {
+    let target = run::target("seq/3-ranks").expect("thread ranks");
+    let shape = Shape {
+        distributed: true,
+        ..Shape::default()
+    };
+    let p = op2_fuzz::first_program(2070, shape);
+    assert_eq!(
+        p.sets,
+        [20, 16, 12],
+        "the generator draws another program: {p}"
+    );
+    assert!(p.lazy && p.lazy_opts.early_halo && !p.lazy_opts.successive_halo);
+    op2_fuzz::check(&p, &target, None).unwrap();
+}
+
 #[test]
 fn the_reference_interpreter_computes_what_c_would() {
     use op2::Access;

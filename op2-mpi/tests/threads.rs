@@ -622,3 +622,100 @@ fn maps_with_64_bit_numbers_distribute_as_32_bit_ones_do() {
         }
     }
 }
+
+/// Three ranks where only some have neighbours on a set: `one` has a single element, owned by
+/// rank 2 and in rank 1's exec halo, so rank 0 has none. Every combination of the two exchange
+/// skips (successive, early) gives the values one process computes, and no rank waits for
+/// another: every rank records the same exchanges (`op2-fuzz`'s
+/// `three_thread_ranks_once_waited_for_each_other` keeps the program that once hung).
+#[test]
+fn ranks_without_neighbours_on_a_set_record_the_same_exchanges() {
+    use op2_core::{LazyOptions, RW};
+    let spread = Kernel::new(
+        "spread",
+        "void spread(double *n[3], double *a) { n[0][0] += *a; n[1][0] += 2.0 * *a; n[2][0] += 3.0; *a = *a + 1.0; }",
+    )
+    .unwrap();
+    let smooth = Kernel::new(
+        "smooth",
+        "void smooth(double *n[2]) { n[0][0] = n[0][0] + 1.0; n[1][0] = n[1][0] + 0.5; }",
+    )
+    .unwrap();
+    let look = Kernel::new(
+        "look",
+        "void look(const double *n0, const double *n2, const double *a, double *s) { *s += *n0 + *n2 + *a; }",
+    )
+    .unwrap();
+    let one_nodes: Vec<i32> = vec![4, 3, 3];
+    let pairs: Vec<i32> = vec![4, 1, 5, 1, 3, 5, 5, 2, 2, 0, 0, 5, 2, 4, 1, 5];
+    let run = |early: bool, successive: bool, ranks: usize| {
+        on_ranks(ranks, Duration::from_secs(20), |_, comm| {
+            let rt = Runtime::builder()
+                .backend("seq")
+                .lazy(true)
+                .lazy_optimisations(LazyOptions {
+                    early_halo: early,
+                    successive_halo: successive,
+                    ..LazyOptions::ALL
+                })
+                .communicator(comm)
+                .build()
+                .unwrap();
+            let mut b = MeshBuilder::new(Input::Everywhere);
+            let one = b.decl_set(1, "one").unwrap();
+            let nodes = b.decl_set(8, "nodes").unwrap();
+            let to_nodes = b
+                .decl_map(one, nodes, 3, &one_nodes[..], "to_nodes")
+                .unwrap();
+            let pair = b.decl_map(nodes, nodes, 2, &pairs[..], "pair").unwrap();
+            let a = b.decl_dat(one, 1, &[5.0f64][..], "a").unwrap();
+            let n = b.decl_dat(nodes, 1, &[1.0f64; 8][..], "n").unwrap();
+            let m = b
+                .partition(&rt, &Options::new(Partitioner::Blocks))
+                .unwrap();
+            let (tn, pm) = (m.map(to_nodes), m.map(pair));
+            let (ad, nd) = (m.dat(a), m.dat(n));
+            let sum = rt.decl_global(1, &[0.0f64], "sum").unwrap();
+            rt.par_loop(&spread, &m.set(one), [nd.arg_row(&tn, INC), ad.arg(RW)])
+                .unwrap();
+            rt.par_loop(&smooth, &m.set(nodes), [nd.arg_row(&pm, RW)])
+                .unwrap();
+            // A host write of the nodes' Dat on every rank (the owner of node 3 changes it).
+            {
+                let local = m.global_ids(nodes).iter().position(|&g| g == 3);
+                let owned = m.set(nodes).size();
+                let mut data = nd.data().unwrap();
+                if let Some(e) = local.filter(|&e| e < owned) {
+                    data[e] = 16.0;
+                }
+            }
+            rt.par_loop(
+                &look,
+                &m.set(one),
+                [
+                    nd.arg_via(&tn, 0, READ),
+                    nd.arg_via(&tn, 2, READ),
+                    ad.arg(READ),
+                    sum.arg(INC),
+                ],
+            )
+            .unwrap();
+            (
+                m.gather(&nd).unwrap(),
+                m.gather(&ad).unwrap(),
+                sum.value().unwrap(),
+            )
+        })
+        .into_iter()
+        .next()
+        .unwrap()
+    };
+    let (want_n, want_a, want_sum) = run(true, true, 1);
+    for (early, successive) in [(true, false), (false, true), (true, true), (false, false)] {
+        let (n, a, sum) = run(early, successive, 3);
+        let label = format!("early {early}, successive {successive}");
+        assert_eq!(n, want_n, "{label}");
+        assert_eq!(a, want_a, "{label}");
+        assert_eq!(sum, want_sum, "{label}");
+    }
+}

@@ -574,8 +574,19 @@ impl RuntimeShared {
             st.overlap_seconds += posted.elapsed().as_secs_f64();
             st.receives += 1;
         }
-        let pending: Vec<_> = std::mem::take(&mut *lock(&x.pending));
-        for ((dat, sections), p) in x.dats.iter().zip(pending) {
+        // One posted exchange per Dat whose set has neighbours here, in order (`begin_exchange`
+        // posts none for the others).
+        let mut pending = std::mem::take(&mut *lock(&x.pending)).into_iter();
+        for (dat, sections) in &x.dats {
+            let CarrierKind::Dat(set) = dat.kind() else {
+                continue;
+            };
+            let Some(halo) = set.halo() else {
+                continue;
+            };
+            let Some(p) = pending.next() else {
+                break;
+            };
             let started = Instant::now();
             let received = p.wait()?;
             let waited = HaloTraffic {
@@ -583,12 +594,6 @@ impl RuntimeShared {
                 ..HaloTraffic::default()
             };
             self.count_halo(&x.kernel, dat, &waited);
-            let CarrierKind::Dat(set) = dat.kind() else {
-                continue;
-            };
-            let Some(halo) = set.halo() else {
-                continue;
-            };
             let row = row_bytes(dat);
             let exec_end = set.exec_size();
             let start = if sections & section::EXEC_HALO != 0 {

@@ -198,13 +198,18 @@ pub(crate) fn loop_steps(
     let distributed = rec.comm.size() > 1;
 
     // Dats whose halo rows the loop reads, and which sections: through maps (not only
-    // incremented or written) both, directly in the exec halo the exec section. Exchanged when
-    // their set has neighbours: every section the loop reads, less those the optimisations
-    // know are up to date.
+    // incremented or written) both, directly in the exec halo the exec section: every section
+    // the loop reads, less those the optimisations know are up to date. Recorded on every rank,
+    // also where the set has no neighbours (the exchange then sends and waits for nothing):
+    // whether an exchange is still pending decides later skips (successive or early), and
+    // what a force takes along, so every rank must have the same exchange steps. A rank
+    // without neighbours once recorded none, ran ahead of the others' pending exchanges, and
+    // with one of the two skips off the ranks disagreed on a later exchange and waited for
+    // each other (op2-fuzz on three thread ranks).
     let mut exchanged: Vec<(Arc<Carrier>, u8)> = Vec::new();
     if distributed {
         for (a, c) in sig.args.iter().zip(&record.carriers) {
-            let CarrierKind::Dat(dset) = c.kind() else {
+            let CarrierKind::Dat(_) = c.kind() else {
                 continue;
             };
             let reads = match a.kind {
@@ -216,7 +221,7 @@ pub(crate) fn loop_steps(
                 ArgKind::Direct if exec && a.access.reads() => section::EXEC_HALO,
                 _ => 0,
             };
-            if reads == 0 || dset.halo().is_none() {
+            if reads == 0 {
                 continue;
             }
             let already = exchanged
