@@ -20,7 +20,6 @@ pub use draw::Shape;
 pub use program::Program;
 pub use run::{Target, check, target, targets};
 
-use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,13 +54,37 @@ fn rng(seed: u64) -> TestRng {
     TestRng::from_seed(RngAlgorithm::ChaCha, &s)
 }
 
-/// The first program `seed` draws: what [`fuzz_seed`] runs first.
+/// How [`fuzz_seed`] runs `cases` programs, shrinking a failure for at most `shrink_time`.
+/// (The configuration decides how proptest draws too: [`first_program`] must use the same.)
+fn config(cases: u32, shrink_time: Duration) -> Config {
+    Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 2048,
+        max_shrink_time: shrink_time.as_millis().min(u32::MAX as u128) as u32,
+        max_global_rejects: 0,
+        ..Config::default()
+    }
+}
+
+/// The first program `seed` draws for `shape`: what [`fuzz_seed`] runs first (on thread ranks,
+/// with [`Shape::distributed`] set).
 pub fn first_program(seed: u64, shape: Shape) -> Program {
-    let mut runner = TestRunner::new_with_rng(Config::default(), rng(seed));
-    let tree = draw::genomes(shape)
-        .new_tree(&mut runner)
-        .expect("genomes are never rejected");
-    draw::decode(&tree.current(), shape)
+    // Drawn the way `fuzz_seed` draws: through `TestRunner::run`, which derives each case's
+    // random source from the runner's (a tree drawn from the runner itself is another program).
+    let mut runner = TestRunner::new_with_rng(config(1, Duration::ZERO), rng(seed));
+    let first = std::sync::Mutex::new(None);
+    let _ = runner.run(&draw::genomes(shape), |g| {
+        first
+            .lock()
+            .expect("one case at a time")
+            .get_or_insert_with(|| draw::decode(&g, shape));
+        Ok(())
+    });
+    first
+        .into_inner()
+        .expect("one case at a time")
+        .expect("one case is drawn")
 }
 
 /// Runs `cases` random programs drawn from `seed` on `target`; a failure is shrunk (for at most
@@ -74,14 +97,7 @@ pub fn fuzz_seed(
     shrink_time: Duration,
     cache: Option<&Path>,
 ) -> Result<(), Failure> {
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 2048,
-        max_shrink_time: shrink_time.as_millis().min(u32::MAX as u128) as u32,
-        max_global_rejects: 0,
-        ..Config::default()
-    };
+    let config = config(cases, shrink_time);
     // Across thread ranks: programs of plain sets (no extruded sets, subsets or mixed spaces).
     let shape = Shape {
         distributed: target.ranks.is_some(),

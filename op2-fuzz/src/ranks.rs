@@ -57,8 +57,13 @@ pub(crate) fn execute_on_ranks(
     if !p.is_plain() {
         return Err("thread ranks run programs of plain sets only".into());
     }
-    // A rank that fails leaves the others waiting in a collective: the timeout ends them.
-    let comms = op2::thread_communicators(ranks, Duration::from_secs(120));
+    // A rank that fails leaves the others waiting in a collective: the timeout ends them
+    // (`OP2_FUZZ_RANK_TIMEOUT` seconds, 120 unless set: shrinking a hang goes faster with less).
+    let timeout = std::env::var("OP2_FUZZ_RANK_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120);
+    let comms = op2::thread_communicators(ranks, Duration::from_secs(timeout));
     let results: Vec<Result<Vec<Vec<f64>>, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = comms
             .into_iter()

@@ -80,6 +80,8 @@ fn fuzz(label: &str, rest: &[String]) -> Result<ExitCode, String> {
         println!("{label}: not usable here: {why}");
         return Ok(ExitCode::from(3));
     }
+    // Thread ranks run programs of plain sets (as `fuzz_seed` draws them for such a target).
+    shape.distributed = target.ranks.is_some();
     let cache = tempfile::tempdir().map_err(|e| format!("temporary cache: {e}"))?;
     let started = Instant::now();
     let deadline = seconds.map(|s| started + Duration::from_secs(s));
