@@ -497,7 +497,6 @@ pub(crate) fn combine_into(access: Access, target: &str, part: &str) -> String {
     }
 }
 
-/// Positions of the Global reduction args (INC, MIN, MAX).
 /// Pragmas that keep a host C compiler clear of its known wrong-code bugs on this loop.
 ///
 /// GCC 12's straight-line (SLP) vectoriser miscompiles a loop that keeps two or more MIN or MAX
@@ -519,6 +518,7 @@ pub(crate) fn emit_compiler_workarounds(s: &mut String, sig: &LoopSignature) {
     }
 }
 
+/// Positions of the Global reduction args (INC, MIN, MAX).
 pub(crate) fn reduction_args(sig: &LoopSignature) -> Vec<usize> {
     sig.reduction_args()
 }
