@@ -5,7 +5,7 @@
 //! write lands on the rank that owns the element.
 
 use crate::program::{Program, Ty};
-use crate::run::{DatH, Declared, RuntimeOptions, Target, run_steps, runtime};
+use crate::run::{DatH, Declared, FromF64, RuntimeOptions, Target, run_steps, runtime, to};
 use op2::mpi::{GlobalDat, Input, LocalMesh, MeshBuilder, Options, Partitioner, block_range};
 use op2::{Communicator, Scalar};
 use std::collections::HashMap;
@@ -112,16 +112,14 @@ fn rank(
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(mpi_err("decl_map"))?;
-    fn dat<T: Scalar>(
+    fn dat<T: Scalar + FromF64>(
         b: &mut MeshBuilder,
         set: op2::mpi::GlobalSet,
         dim: usize,
         values: &[f64],
         name: &str,
-        cast: fn(f64) -> T,
     ) -> op2::mpi::Result<GlobalDat<T>> {
-        let values: Vec<T> = values.iter().map(|&x| cast(x)).collect();
-        b.decl_dat(set, dim, &values, name)
+        b.decl_dat(set, dim, &to::<T>(values), name)
     }
     let dats = p
         .dats
@@ -132,12 +130,12 @@ fn rank(
             let v = &d.init[r.start * d.dim..r.end * d.dim];
             let (s, name) = (sets[d.set], format!("d{i}"));
             Ok(match d.ty {
-                Ty::F64 => GlobalDatH::F64(dat(&mut b, s, d.dim, v, &name, |x| x)?),
-                Ty::F32 => GlobalDatH::F32(dat(&mut b, s, d.dim, v, &name, |x| x as f32)?),
-                Ty::I32 => GlobalDatH::I32(dat(&mut b, s, d.dim, v, &name, |x| x as i32)?),
-                Ty::U32 => GlobalDatH::U32(dat(&mut b, s, d.dim, v, &name, |x| x as u32)?),
-                Ty::I64 => GlobalDatH::I64(dat(&mut b, s, d.dim, v, &name, |x| x as i64)?),
-                Ty::U64 => GlobalDatH::U64(dat(&mut b, s, d.dim, v, &name, |x| x as u64)?),
+                Ty::F64 => GlobalDatH::F64(dat(&mut b, s, d.dim, v, &name)?),
+                Ty::F32 => GlobalDatH::F32(dat(&mut b, s, d.dim, v, &name)?),
+                Ty::I32 => GlobalDatH::I32(dat(&mut b, s, d.dim, v, &name)?),
+                Ty::U32 => GlobalDatH::U32(dat(&mut b, s, d.dim, v, &name)?),
+                Ty::I64 => GlobalDatH::I64(dat(&mut b, s, d.dim, v, &name)?),
+                Ty::U64 => GlobalDatH::U64(dat(&mut b, s, d.dim, v, &name)?),
             })
         })
         .collect::<Result<Vec<_>, op2::mpi::MpiError>>()

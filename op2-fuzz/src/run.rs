@@ -219,12 +219,12 @@ enum ConstH {
 }
 
 /// A program value (an `f64`) as `T` (exact: drawn values are).
-fn to<T: Scalar + FromF64>(v: &[f64]) -> Vec<T> {
+pub(crate) fn to<T: Scalar + FromF64>(v: &[f64]) -> Vec<T> {
     v.iter().map(|&x| T::from_f64(x)).collect()
 }
 
 /// Conversions of the fuzzer's `f64`s into op2's element types, as C's casts do.
-trait FromF64: Copy {
+pub(crate) trait FromF64: Copy {
     fn from_f64(x: f64) -> Self;
     fn into_f64(self) -> f64;
 }
