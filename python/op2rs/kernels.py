@@ -1,0 +1,76 @@
+"""``Kernel``: a C function a loop calls per element. Its source is read (its parameters, to
+tell PyOP2 0.8.2's per-point kernels from later ones) when a loop first needs it, after that
+loop's arguments were checked, as PyOP2 compiled kernels only for loops."""
+
+import os
+import subprocess
+
+from . import _op2
+from .exceptions import CompilationError, KernelTypeError, NameTypeError, call
+from .runtime import current
+
+__all__ = ["Kernel"]
+
+_kernels = {}
+
+
+class Kernel:
+    """A C kernel ``name`` defined in ``code``; identical kernels are one object.
+    ``include_dirs`` (PyOP2 0.10): the source is run through the C preprocessor with them at
+    construction, as PyOP2 did, so ``#include "header.h"`` from those directories works on
+    every backend. ``opts`` (PyOP2's COFFEE transformations) are accepted and not applied."""
+
+    def __new__(cls, code, name, opts=None, include_dirs=None):
+        if not isinstance(name, str):
+            raise NameTypeError("name must be of type str")
+        if not isinstance(code, str):
+            raise KernelTypeError("op2rs kernels are C source strings (not pyop2.ir trees)")
+        current()
+        dirs = tuple(include_dirs or ())
+        key = (code, name, dirs)
+        k = _kernels.get(key)
+        if k is None:
+            k = object.__new__(cls)
+            k._code, k._name = (_preprocess(code, dirs) if dirs else code), name
+            k._parsed = None
+            _kernels[key] = k
+        return k
+
+    def __init__(self, code, name, opts=None, include_dirs=None):
+        pass
+
+    name = property(lambda self: self._name)
+    code = property(lambda self: self._code)
+    cache_key = property(lambda self: (self._code, self._name))
+
+    @property
+    def _native(self):
+        """op2-rs's kernel (read from the source when first asked for)."""
+        return (self._parsed or self._parse())[0]
+
+    def _parse(self):
+        """``(op2-rs's kernel, whether it is a per-point kernel)``, read from the source once
+        (``KernelTypeError`` when the source does not define ``name``)."""
+        p = self._parsed
+        if p is None:
+            k = call(_op2.Kernel, self._code, self._name)
+            p = self._parsed = (k, k.trailing_ints() > 0)
+        return p
+
+    def __str__(self):
+        return "OP2 Kernel: %s" % self._name
+
+    def __repr__(self):
+        return 'Kernel("""%s""", %r)' % (self._code, self._name)
+
+
+def _preprocess(code, include_dirs):
+    """``code`` through ``cpp -P`` with ``include_dirs``, as PyOP2 ran its kernels through cpp."""
+    cmd = [os.environ.get("CPP", "cpp"), "-P"] + ["-I%s" % d for d in include_dirs]
+    try:
+        r = subprocess.run(cmd, input=code, capture_output=True, text=True)
+    except OSError as e:
+        raise CompilationError("could not run the C preprocessor %r: %s" % (cmd[0], e)) from None
+    if r.returncode != 0:
+        raise CompilationError("the C preprocessor failed on the kernel:\n%s" % r.stderr)
+    return r.stdout

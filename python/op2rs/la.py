@@ -1,0 +1,519 @@
+"""Linear algebra (op2-la): ``Sparsity``, ``Mat`` (with its blocks on mixed spaces),
+``Solver`` and ``solve``."""
+
+import warnings
+
+import numpy as np
+
+from . import _op2
+from .access import MAT_MODES
+from .data import Dat, MixedDat
+from .exceptions import (DataSetTypeError, DatTypeError, MapTypeError, MapValueError,
+                         MatTypeError, ModeValueError, NameTypeError, SparsityTypeError, call)
+from .maps import Map, MapPath, MixedMap
+from .parloop import KIND_MAT, KIND_MIXED_MAT, Arg
+from .runtime import current, fresh_name, on_exit
+from .sets import DataSet, MixedDataSet, MixedSet, Set
+
+__all__ = ["Sparsity", "Mat", "Solver", "solve"]
+
+
+def _as_dataset(d):
+    if isinstance(d, Set):
+        return d ** 1
+    if not isinstance(d, DataSet):
+        raise DataSetTypeError("Sparsity dsets must be Sets or DataSets")
+    return d
+
+
+_sparsities = on_exit({})
+
+
+def _pairs(maps):
+    """A Sparsity's ``maps`` argument as a list of (row map, column map) pairs."""
+    if isinstance(maps, Map):
+        return [(maps, maps)]
+    if isinstance(maps, (tuple, list)) and len(maps) == 2 and all(
+            isinstance(m, Map) for m in maps):
+        return [tuple(maps)]
+    if isinstance(maps, (tuple, list)):
+        pairs = []
+        for p in maps:
+            if not (isinstance(p, (tuple, list)) and len(p) == 2
+                    and all(isinstance(m, Map) for m in p)):
+                raise MapTypeError("Sparsity maps must be Maps or (row map, column map) pairs")
+            pairs.append(tuple(p))
+        return pairs
+    raise MapTypeError("Sparsity maps must be a Map, a pair of Maps or a list of pairs")
+
+
+class Sparsity:
+    """The pattern of a matrix: ``Sparsity(dsets, maps, name=None)`` with ``dsets`` one
+    (Data)Set or a (rows, columns) pair, and ``maps`` one Map (rows and columns), a (row map,
+    column map) pair, or a list of pairs whose patterns are joined. Asking again with the same
+    objects gives the same Sparsity, whatever the order of the pairs or their repeats."""
+
+    def __new__(cls, dsets, maps, name=None):
+        current()
+        key = _cache_key(dsets, maps)
+        sp = _sparsities.get(key)
+        if sp is not None:
+            return sp
+        sp = object.__new__(cls)
+        sp._build(dsets, maps, name)
+        _sparsities[key] = sp
+        return sp
+
+    def __init__(self, dsets, maps, name=None):
+        pass
+
+    def _build(self, dsets, maps, name):
+        if isinstance(dsets, (MixedSet, MixedDataSet)) or (
+                isinstance(dsets, (tuple, list)) and dsets
+                and isinstance(dsets[0], (MixedSet, MixedDataSet))):
+            return self._build_mixed(dsets, maps, name)
+        if isinstance(dsets, (Set, DataSet)):
+            dsets = (dsets, dsets)
+        if not isinstance(dsets, (tuple, list)) or len(dsets) != 2:
+            raise DataSetTypeError("dsets must be a Set, a DataSet or a (rows, columns) pair")
+        rows, cols = (_as_dataset(d) for d in dsets)
+        pairs = _pairs(maps)
+        if name is not None and not isinstance(name, str):
+            raise NameTypeError("name must be of type str")
+        for r, c in pairs:
+            if r._native is None or c._native is None:
+                raise MapValueError("Unpopulated map values when trying to build sparsity.")
+            if r.toset is not rows.set:
+                raise RuntimeError("Row map %s goes to %s, not the row set %s"
+                                   % (r.name, r.toset.name, rows.set.name))
+            if c.toset is not cols.set:
+                raise RuntimeError("Column map %s goes to %s, not the column set %s"
+                                   % (c.name, c.toset.name, cols.set.name))
+            if r.iterset is not c.iterset:
+                raise RuntimeError("Iterset of both maps in a pair must be the same")
+        self._dsets = (rows, cols)
+        # PyOP2 de-duplicates and sorts the pairs.
+        self._maps = _unique_sorted(pairs)
+        self._name = fresh_name("sparsity", name)
+        self._blocks = None
+        self._native = call(_op2.Sparsity, [(r._native, c._native) for r, c in self._maps],
+                            (rows.cdim, cols.cdim), self._name)
+
+    def _build_mixed(self, dsets, maps, name):
+        if not isinstance(dsets, (tuple, list)):
+            dsets = (dsets, dsets)
+        rows, cols = (d if isinstance(d, MixedDataSet) else MixedDataSet(d) for d in dsets)
+        if isinstance(maps, MixedMap):
+            maps = (maps, maps)
+        if not (isinstance(maps, (tuple, list)) and len(maps) == 2
+                and all(isinstance(m, MixedMap) for m in maps)):
+            raise MapTypeError("a mixed Sparsity needs a MixedMap or a (rows, columns) pair")
+        if any(c != 1 for c in rows.cdim + cols.cdim):
+            raise NotImplementedError("mixed sparsities of components with dim > 1 are not in "
+                                      "op2rs yet")
+        if maps[0].toset != rows.set or maps[1].toset != cols.set:
+            raise RuntimeError("the MixedMaps do not go to the Sparsity's MixedDataSets")
+        if name is not None and not isinstance(name, str):
+            raise NameTypeError("name must be of type str")
+        self._dsets = (rows, cols)
+        self._maps = [tuple(maps)]
+        self._name = fresh_name("sparsity", name)
+        self._blocks = None
+        self._native = call(_op2.mixed_sparsity, maps[0]._mixed_native(),
+                            maps[1]._mixed_native(), self._name)
+
+    mixed = property(lambda self: isinstance(self._dsets[0], MixedDataSet))
+    dsets = property(lambda self: self._dsets)
+    maps = property(lambda self: list(self._maps))
+    rmaps = property(lambda self: [r for r, _ in self._maps])
+    cmaps = property(lambda self: [c for _, c in self._maps])
+    dims = property(lambda self: (1, 1) if self.mixed
+                    else (self._dsets[0].cdim, self._dsets[1].cdim))
+    shape = property(lambda self: (len(self._dsets[0]), len(self._dsets[1])) if self.mixed
+                     else (1, 1))
+    nrows = property(lambda self: _owned(self._dsets[0]))
+    ncols = property(lambda self: _owned(self._dsets[1]))
+    name = property(lambda self: self._name)
+    rowptr = property(lambda self: self._native.rowptr())
+    colidx = property(lambda self: self._native.colidx())
+    nnz = property(lambda self: self._native.row_counts())
+    onnz = property(lambda self: np.zeros_like(self._native.row_counts()))
+    nz = property(lambda self: self._native.nnz)
+    onz = property(lambda self: 0)
+
+    def _block_rows(self):
+        """The blocks, row by row: the Sparsity itself, or on mixed spaces one Sparsity per
+        pair of components (made when first asked for)."""
+        if self._blocks is None:
+            if not self.mixed:
+                self._blocks = [[self]]
+            else:
+                (rmap, cmap), (rows, cols) = self._maps[0], self._dsets
+                self._blocks = [[Sparsity((r, c), (rm, cm)) for c, cm in zip(cols, cmap)]
+                                for r, rm in zip(rows, rmap)]
+        return self._blocks
+
+    def __getitem__(self, idx):
+        """``sp[i, j]``: block (i, j); ``sp[i]``: block row i."""
+        if isinstance(idx, tuple):
+            i, j = idx
+            return self._block_rows()[i][j]
+        return self._block_rows()[idx]
+
+    def __iter__(self):
+        """The blocks, row by row."""
+        for row in self._block_rows():
+            yield from row
+
+    def __len__(self):
+        r, c = self.shape
+        return r * c
+
+    def __contains__(self, pair):
+        return any(r is pair[0] and c is pair[1] for r, c in self._maps)
+
+    def __str__(self):
+        return "OP2 Sparsity: dsets %s, rmaps %s, cmaps %s, name %s" % (
+            self.dsets, self.rmaps, self.cmaps, self.name)
+
+    def __repr__(self):
+        return "Sparsity(%r, %r, %r)" % (self.dsets, self.maps, self.name)
+
+
+def _unique_sorted(pairs):
+    """``pairs`` without repeats, in one order whatever the order given (PyOP2 sorted them)."""
+    seen = {}
+    for p in pairs:
+        seen.setdefault((id(p[0]), id(p[1])), p)
+    return [seen[k] for k in sorted(seen, key=lambda k: (seen[k][0].name, seen[k][1].name, k))]
+
+
+def _owned(dset):
+    """A (Mixed)DataSet's owned elements."""
+    if isinstance(dset, MixedDataSet):
+        return sum(d.set.size for d in dset.split)
+    return dset.set.size
+
+
+def _key(x):
+    """Identity of the objects a Sparsity is made from (PyOP2 hashed them by identity). Every
+    object named here is kept alive by the Sparsity, so its id cannot be reused: a MixedSet is
+    named by its sets (the Sparsity keeps those, not the MixedSet)."""
+    if isinstance(x, (tuple, list)):
+        return tuple(_key(y) for y in x)
+    if isinstance(x, MixedSet):
+        return ("mixed set",) + tuple(id(s) for s in x.split)
+    return id(x)
+
+
+def _cache_key(dsets, maps):
+    """The cache key of ``Sparsity(dsets, maps)``: the (rows, columns) pair and the sorted
+    unique map pairs, so that every spelling of one sparsity finds it."""
+    if isinstance(dsets, (Set, DataSet, MixedSet, MixedDataSet)):
+        dsets = (dsets, dsets)
+    try:
+        if isinstance(maps, MixedMap):
+            maps = (maps, maps)
+        pairs = [tuple(maps)] if (isinstance(maps, (tuple, list)) and len(maps) == 2 and all(
+            isinstance(m, MixedMap) for m in maps)) else _pairs(maps)
+    except MapTypeError:
+        return (_key(dsets), _key(maps))
+    return (_key(dsets), tuple(sorted(set(_key(p) for p in pairs))))
+
+
+class Mat:
+    """A matrix on a Sparsity: ``Mat(sparsity, dtype=None, name=None)``, float64 values."""
+
+    def __init__(self, sparsity, dtype=None, name=None):
+        current()
+        if not isinstance(sparsity, Sparsity):
+            raise SparsityTypeError("sparsity must be a Sparsity")
+        if name is not None and not isinstance(name, str):
+            raise NameTypeError("name must be of type str")
+        dt = np.dtype(np.float64 if dtype is None else dtype)
+        if dt != np.float64:
+            raise RuntimeError("op2rs matrices hold float64 values, not %s" % dt)
+        self._sparsity = sparsity
+        self._name = fresh_name("mat", name)
+        self._native = _op2.Mat(sparsity._native, self._name)
+        self._dtype = dt
+        self._blocks = None
+
+    sparsity = property(lambda self: self._sparsity)
+    dims = property(lambda self: self._sparsity.dims)
+    dtype = property(lambda self: self._dtype)
+    ctype = property(lambda self: "double")
+    name = property(lambda self: self._name)
+
+    def __call__(self, access, path, flatten=False):
+        if access not in MAT_MODES:
+            raise ModeValueError("Mat access must be INC or WRITE")
+        if not isinstance(path, (tuple, list)) or len(path) != 2:
+            raise ValueError("A Mat arg needs a (row map[op2.i[0]], column map[op2.i[1]]) path")
+        if not all(type(p) is MapPath for p in path):
+            raise TypeError("A Mat arg's path is two map[op2.i[n]] items")
+        rmap, cmap = path[0].map, path[1].map
+        if not any(_same_map(r, rmap) and _same_map(c, cmap) for r, c in self._sparsity._maps):
+            raise MapValueError("Path maps not in sparsity maps")
+        if self._sparsity.mixed and flatten:
+            raise MatTypeError("Mats on mixed spaces cannot be flattened")
+        return Arg(self, access, tuple(path), flatten, None, rmap.iterset, True,
+                   (rmap.arity, cmap.arity))
+
+    def _lis_native(self, arg, per_point):
+        """The argument as the native module takes it for a per-point (0.8.2) or a
+        once-per-element kernel."""
+        rpath, cpath = arg.path
+        if self._sparsity.mixed:
+            if per_point:
+                raise NotImplementedError("per-point (0.8.2) kernels on mixed matrices are not "
+                                          "in op2rs yet; once-per-element ones are")
+            return (KIND_MIXED_MAT, self._native, arg.access._code,
+                    rpath.map._mixed_native(), cpath.map._mixed_native())
+        dims = self._sparsity.dims
+        if per_point and arg.flatten and dims != (1, 1):
+            # 0.8.2 called such kernels once per scalar entry (Ar*r by Ac*c points).
+            raise NotImplementedError(
+                "per-point (0.8.2) kernels on flattened block matrices (dims > 1) are not in "
+                "op2rs yet")
+        form = 1 if per_point else 0
+        if not per_point and dims != (1, 1):
+            if not arg.flatten:
+                # PyOP2 0.8.3 to 0.10 assembled these wrongly (overlapping blocks); its
+                # programs pass flatten=True.
+                raise NotImplementedError(
+                    "once-per-element kernels on block matrices need flatten=True (the "
+                    "element matrix component by component)")
+            form = 2
+        return (KIND_MAT, self._native, arg.access._code, rpath.map._native,
+                cpath.map._native, form)
+
+    def _split_arg(self, arg):
+        """One argument per block of a mixed matrix (for reading a loop's arguments)."""
+        if not self._sparsity.mixed:
+            return (arg,)
+        rmap, cmap = arg.path[0].map, arg.path[1].map
+        r, c = arg.path[0].index, arg.path[1].index
+        return tuple(
+            Arg(self[i, j], arg.access, (rm[r], cm[c]), False, None, rm.iterset, True,
+                (rm.arity, cm.arity))
+            for i, rm in enumerate(rmap.split) for j, cm in enumerate(cmap.split))
+
+    def zero(self):
+        """Sets every entry to zero (the pattern stays)."""
+        self._native.zero()
+
+    def zero_rows(self, rows, diag_val=1.0):
+        """Zeroes scalar ``rows`` (a Subset's indices or an iterable of row numbers) and puts
+        ``diag_val`` on their diagonal."""
+        if hasattr(rows, "indices"):
+            rows = rows.indices
+        call(self._native.zero_rows, [int(r) for r in np.asarray(rows).ravel()],
+             float(diag_val))
+
+    def set_diagonal(self, vec):
+        """Sets the diagonal from a Dat on the rows."""
+        r, c = self._sparsity.dsets
+        if r is not c and (r.set is not c.set or r.cdim != c.cdim):
+            raise MatTypeError("Cannot set diagonal of non-square matrix")
+        if not isinstance(vec, Dat):
+            raise TypeError("Can only set diagonal from a Dat")
+        v = np.asarray(vec.data_ro, dtype=np.float64).ravel()
+        rows = self._sparsity._native.shape[0]
+        if len(v) != rows:
+            raise ValueError("set_diagonal needs %d values (one per row), %s has %d"
+                             % (rows, vec.name, len(v)))
+        call(self._native.diagonal_entries, list(range(len(v))), v.tolist(), False)
+
+    def inc_local_diagonal_entries(self, rows, diag_val=1.0):
+        """Adds ``diag_val`` to the diagonal entries of scalar ``rows``."""
+        rows = [int(r) for r in np.asarray(rows).ravel()]
+        call(self._native.diagonal_entries, rows, [float(diag_val)] * len(rows), True)
+
+    @property
+    def values(self):
+        """The whole matrix as a dense NumPy array (a copy)."""
+        return self._native.dense()
+
+    @property
+    def array(self):
+        """The stored values in CSR order (a copy; see the sparsity's rowptr and colidx)."""
+        return self._native.array()
+
+    @property
+    def handle(self):
+        raise NotImplementedError("op2rs matrices are op2-la's, not PETSc's: no petsc4py handle")
+
+    @property
+    def blocks(self):
+        """The blocks, a list of rows: ``[[self]]``, or on mixed spaces one :class:`MatBlock`
+        per pair of components."""
+        if self._blocks is None:
+            if not self._sparsity.mixed:
+                self._blocks = [[self]]
+            else:
+                rows, cols = self._sparsity.dsets
+                roff = np.cumsum([0] + [d.set.size * d.cdim for d in rows]).tolist()
+                coff = np.cumsum([0] + [d.set.size * d.cdim for d in cols]).tolist()
+                self._blocks = [
+                    [MatBlock(self, self._sparsity[i, j], (roff[i], roff[i + 1]),
+                              (coff[j], coff[j + 1])) for j in range(len(cols))]
+                    for i in range(len(rows))]
+        return self._blocks
+
+    def __getitem__(self, idx):
+        """``mat[i, j]``: block (i, j); ``mat[i]``: block row i."""
+        if isinstance(idx, tuple):
+            i, j = idx
+            return self.blocks[i][j]
+        return self.blocks[idx]
+
+    def __iter__(self):
+        """The blocks, row by row."""
+        for row in self.blocks:
+            yield from row
+
+    def __len__(self):
+        return len(self._sparsity)
+
+    def __mul__(self, v):
+        if not isinstance(v, Dat):
+            raise TypeError("Can only multiply a Mat by a Dat")
+        y = Dat(self._sparsity.dsets[0])
+        call(self._native.mult, v._native, y._native)
+        return y
+
+    def __str__(self):
+        return "OP2 Mat: %s, sparsity (%s), datatype %s" % (self._name, self._sparsity,
+                                                             self._dtype.name)
+
+    def __repr__(self):
+        return "Mat(%r, %r, %r)" % (self._sparsity, self._dtype, self._name)
+
+
+class MatBlock(Mat):
+    """Block (i, j) of a matrix on mixed spaces: the entries of the component pair, read from
+    the whole matrix (its ``values``), on the block's Sparsity."""
+
+    def __init__(self, parent, sparsity, rows, cols):
+        self._parent, self._rows, self._cols = parent, rows, cols
+        self._sparsity = sparsity
+        self._name = "%s_block_%d_%d" % (parent.name, rows[0], cols[0])
+        self._dtype = parent.dtype
+        self._blocks = [[self]]
+
+    def __call__(self, access, path, flatten=False):
+        raise NotImplementedError("a loop assembles a mixed matrix through its MixedMaps, not "
+                                  "block by block")
+
+    @property
+    def values(self):
+        (r0, r1), (c0, c1) = self._rows, self._cols
+        return self._parent.values[r0:r1, c0:c1]
+
+    @property
+    def array(self):
+        raise NotImplementedError("the blocks of a mixed matrix are stored as one matrix; "
+                                  "read the block's values")
+
+    def zero(self):
+        raise NotImplementedError("zero the whole mixed matrix")
+
+    def zero_rows(self, rows, diag_val=1.0):
+        raise NotImplementedError("zero rows of the whole mixed matrix")
+
+    def set_diagonal(self, vec):
+        raise NotImplementedError("set the diagonal of the whole mixed matrix")
+
+    def inc_local_diagonal_entries(self, rows, diag_val=1.0):
+        raise NotImplementedError("add to the diagonal of the whole mixed matrix")
+
+    def __mul__(self, v):
+        raise NotImplementedError("multiply by the whole mixed matrix")
+
+
+def _same_map(a, b):
+    """PyOP2 accepts value-equal maps in a Mat arg, not only the sparsity's own objects."""
+    if a is b:
+        return True
+    if isinstance(a, MixedMap) or isinstance(b, MixedMap):
+        return a == b
+    return a == b and a._native is not None and b._native is not None
+
+
+_SOLVER_DEFAULTS = {
+    "ksp_type": "cg",
+    "pc_type": "jacobi",
+    "ksp_rtol": 1.0e-7,
+    "ksp_atol": 1.0e-50,
+    "ksp_divtol": 1.0e+4,
+    "ksp_max_it": 10000,
+    "ksp_monitor": False,
+    "ksp_gmres_restart": 30,
+    "plot_convergence": False,
+    "plot_prefix": "",
+    "error_on_nonconvergence": True,
+}
+
+
+class Solver:
+    """A Krylov solver: ``Solver(parameters=None, **kwargs)`` with PyOP2's parameter names
+    (``ksp_type``, ``pc_type``, ``ksp_rtol``, ...), solving with op2-la."""
+
+    _count = 0
+
+    def __init__(self, parameters=None, **kwargs):
+        if parameters and kwargs:
+            raise RuntimeError("Solver options are set either by parameters or kwargs")
+        self.parameters = dict(_SOLVER_DEFAULTS)
+        self.parameters.update(parameters or kwargs)
+        Solver._count += 1
+        self.reason = None
+        self.iterations = 0
+        self.residual = None
+
+    def update_parameters(self, parameters):
+        self.parameters.update(parameters)
+
+    def solve(self, A, x, b):
+        """Solves ``A x = b`` into ``x``."""
+        if not isinstance(A, Mat):
+            raise MatTypeError("A must be a Mat")
+        if not isinstance(x, (Dat, MixedDat)) or not isinstance(b, (Dat, MixedDat)):
+            raise DatTypeError("x and b must be Dats")
+        p = self.parameters
+        options = call(_op2.SolverOptions, str(p["ksp_type"]), str(p["pc_type"]),
+                       float(p["ksp_rtol"]), float(p["ksp_atol"]), float(p["ksp_divtol"]),
+                       int(p["ksp_max_it"]), int(p["ksp_gmres_restart"]),
+                       bool(p.get("ksp_initial_guess_nonzero", False)))
+        if isinstance(x, MixedDat) or isinstance(b, MixedDat):
+            if not (isinstance(x, MixedDat) and isinstance(b, MixedDat)):
+                raise DatTypeError("a mixed solve needs MixedDats for x and b")
+            outcome = call(_op2.solve_mixed, A._native, x._mixed_native(), b._mixed_native(),
+                           options)
+        else:
+            outcome = call(A._native.solve, x._native, b._native, options)
+        for d in x:
+            d._used()
+            d._needs_halo = True
+        self._report(p, *outcome)
+
+    def _report(self, p, converged, reason, its, res):
+        self.reason, self.iterations, self.residual = reason, its, res
+        if p.get("ksp_monitor"):
+            print("  %s: %d iterations, residual %g" % (reason, its, res))
+        if not converged:
+            msg = "KSP Solver failed to converge in %d iterations: %s (residual %g)" % (
+                its, reason, res)
+            if p.get("error_on_nonconvergence", True):
+                raise RuntimeError(msg)
+            warnings.warn(msg)
+
+
+def solve(M, x, b):
+    """Solves ``M x = b`` into ``x`` with a default Solver."""
+    if not isinstance(M, Mat):
+        raise MatTypeError("M must be a Mat")
+    if not isinstance(x, (Dat, MixedDat)) or not isinstance(b, (Dat, MixedDat)):
+        raise DatTypeError("x and b must be Dats")
+    Solver().solve(M, x, b)

@@ -1,0 +1,231 @@
+"""Maps between sets: ``Map`` (with ``offset=`` for extruded sets), ``MixedMap``, and the
+paths a data argument takes through them (``map[k]``, ``map[op2.i[n]]``)."""
+
+import numpy as np
+
+from . import _op2
+from .access import IterationIndex, i
+from .exceptions import (ArityTypeError, DataValueError, IndexTypeError, IndexValueError,
+                         MapTypeError, MapValueError, SetTypeError, call)
+from .runtime import current, fresh_name
+from .sets import MixedSet, Set, _Parts, mixed_native
+
+__all__ = ["Map", "MixedMap", "MapPath"]
+
+
+class MapPath:
+    """``map[k]`` or ``map[op2.i[n]]``: the path of a data argument (``index`` is ``k`` or the
+    ``IterationIndex``)."""
+
+    __slots__ = ("map", "index")
+
+    def __init__(self, map, index):
+        self.map = map
+        self.index = index
+
+    def __eq__(self, other):
+        return type(other) is MapPath and other.map is self.map and other.index == self.index
+
+    def __hash__(self):
+        return hash((id(self.map), self.index))
+
+    def __repr__(self):
+        return "%r[%r]" % (self.map, self.index)
+
+
+class Map:
+    """A map from ``iterset`` to ``toset``, ``arity`` entries per element."""
+
+    def __init__(self, iterset, toset, arity, values=None, name=None, offset=None, parent=None,
+                 bt_masks=None):
+        rt = current()
+        if not isinstance(iterset, Set) or not isinstance(toset, Set):
+            raise SetTypeError("iterset and toset must be Sets")
+        if not isinstance(arity, (int, np.integer)) or isinstance(arity, bool):
+            raise ArityTypeError("arity must be an int")
+        self._iterset, self._toset, self._arity = iterset, toset, int(arity)
+        self._name = fresh_name("map", name)
+        if bt_masks is not None:
+            raise NotImplementedError(
+                "boundary masks (bt_masks=) of extruded maps are not in op2rs's Python API yet")
+        if offset is not None:
+            if iterset._native_iter is None:
+                raise MapTypeError("offset= needs an extruded iterset (Set(layers=) or "
+                                   "ExtrudedSet)")
+            try:
+                offset = np.asarray(offset, dtype=np.int32).ravel()
+            except (TypeError, ValueError, OverflowError):
+                raise DataValueError("Map offsets must be ints") from None
+            if offset.size != self._arity:
+                raise DataValueError("Map %s: %d offsets for arity %d"
+                                     % (self._name, offset.size, self._arity))
+        self._offset = offset
+        self._parent = parent
+        self._values = None
+        if values is None:
+            self._native = None
+            return
+        try:
+            v = np.asarray(values, dtype=np.int32)
+        except (TypeError, ValueError, OverflowError):
+            raise DataValueError("Map values must be ints") from None
+        if v.size != iterset.total_size * self._arity:
+            raise DataValueError(
+                "Map %s: %d values, but %d rows x arity %d are needed"
+                % (self._name, v.size, iterset.total_size, self._arity))
+        # op2-rs keeps the rows a loop runs (owned and exec halo); PyOP2 keeps every row.
+        self._values = v.reshape(-1, self._arity)
+        rows = np.ascontiguousarray(self._values[: iterset.exec_size]).ravel()
+        if offset is None:
+            self._native = call(rt.decl_map, iterset._native, toset._native, self._arity, rows,
+                                self._name)
+        else:
+            self._native = call(rt.decl_map, iterset._native_iter, toset._native, self._arity,
+                                rows, self._name, [int(o) for o in offset])
+
+    iterset = property(lambda self: self._iterset)
+    toset = property(lambda self: self._toset)
+    arity = property(lambda self: self._arity)
+    arities = property(lambda self: (self._arity,))
+    arange = property(lambda self: (0, self._arity))
+    name = property(lambda self: self._name)
+    offset = property(lambda self: self._offset)
+    split = property(lambda self: (self,))
+
+    @property
+    def values(self):
+        return self._values_all()[: self._iterset.size]
+
+    @property
+    def values_with_halo(self):
+        return self._values_all()
+
+    def _values_all(self):
+        if self._native is None:
+            raise MapValueError("Map %s has no values" % self._name)
+        return self._values
+
+    @classmethod
+    def fromhdf5(cls, iterset, toset, f, name):
+        """The Map ``name`` of the open h5py file or group ``f``: a 2-D integer array, one row
+        per element of ``iterset``."""
+        slot = f[name]
+        arity = slot.shape[1:]
+        if len(arity) != 1:
+            raise ArityTypeError("Unrecognised arity value %s" % (arity,))
+        return cls(iterset, toset, arity[0], slot[()], name)
+
+    def __getitem__(self, index):
+        # The common case first: par_loop calls are on the hot path of every time step.
+        if type(index) is int and 0 <= index < self._arity:
+            paths = self.__dict__.get("_paths")
+            if paths is None:
+                paths = self._paths = [MapPath(self, k) for k in range(self._arity)]
+            return paths[index]
+        if isinstance(index, IterationIndex):
+            if index.index not in (0, 1):
+                raise IndexValueError("op2.i[n] with n 0 or 1")
+            # Kept, like map[k], so that a Dat's argument cache hits.
+            lis = self.__dict__.setdefault("_lis_paths", {})
+            p = lis.get(index.index)
+            if p is None:
+                p = lis[index.index] = MapPath(self, i[index.index])
+            return p
+        if isinstance(index, slice):
+            raise NotImplementedError("Slicing a Map is not supported")
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+            raise IndexTypeError("Map index must be an int or op2.i[n]")
+        if not 0 <= index < self._arity:
+            raise IndexValueError("Map index %d out of range 0..%d" % (index, self._arity))
+        return MapPath(self, int(index))
+
+    def __len__(self):
+        return 1
+
+    def __iter__(self):
+        yield self
+
+    def __eq__(self, other):
+        """Maps are equal with the same iteration and target sets, arity and values."""
+        if self is other:
+            return True
+        if not isinstance(other, Map):
+            return False
+        return (self._iterset is other._iterset and self._toset is other._toset
+                and self._arity == other._arity
+                and np.array_equal(self._values, other._values))
+
+    def __ne__(self, other):
+        return not self == other
+
+    # Maps are dictionary keys by identity (sparsity caches), as in PyOP2.
+    __hash__ = object.__hash__
+
+    def __le__(self, other):
+        """Whether this map is ``other`` or derives from it (through ``parent=``)."""
+        m = self
+        while m is not None:
+            if m == other:
+                return True
+            m = m._parent
+        return False
+
+    def __str__(self):
+        return "OP2 Map: %s from (%s) to (%s) with arity %s" % (
+            self._name, self._iterset, self._toset, self._arity)
+
+    def __repr__(self):
+        return "Map(%r, %r, %r, None, %r)" % (self._iterset, self._toset, self._arity,
+                                              self._name)
+
+
+class MixedMap(_Parts):
+    """One Map per component of a MixedSet, from one iteration set: ``MixedMap(maps)``."""
+
+    def __init__(self, maps):
+        current()
+        maps = tuple(maps)
+        if not maps or not all(isinstance(m, Map) for m in maps):
+            raise TypeError("All components of a MixedMap must be Maps")
+        if len({id(m.iterset) for m in maps}) > 1:
+            raise MapTypeError("All maps in a MixedMap need to share the same iterset")
+        self._parts = self._maps = maps
+        self._native = None
+        self._paths = {}
+
+    def _mixed_native(self):
+        if self._native is None:
+            to = mixed_native([m.toset for m in self._maps])
+            name = "mixed_%s" % "_".join(m.name for m in self._maps)
+            self._native = call(_op2.decl_mixed_map, current(), to,
+                                [m._native for m in self._maps], name)
+        return self._native
+
+    iterset = property(lambda self: self._maps[0].iterset)
+    toset = property(lambda self: MixedSet(m.toset for m in self._maps))
+    arity = property(lambda self: sum(m.arity for m in self._maps))
+    arities = property(lambda self: tuple(m.arity for m in self._maps))
+    arange = property(lambda self: tuple(np.cumsum((0,) + self.arities).tolist()))
+    values = property(lambda self: tuple(m.values for m in self._maps))
+    values_with_halo = property(lambda self: tuple(m.values_with_halo for m in self._maps))
+    name = property(lambda self: tuple(m.name for m in self._maps))
+    offset = property(lambda self: tuple(m.offset for m in self._maps))
+
+    def __getitem__(self, index):
+        if isinstance(index, IterationIndex):
+            if index.index not in (0, 1):
+                raise IndexValueError("op2.i[n] with n 0 or 1")
+            p = self._paths.get(index.index)
+            if p is None:
+                p = self._paths[index.index] = MapPath(self, i[index.index])
+            return p
+        if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+            # As a tuple of components (the mixed classes index their parts).
+            return self._maps[index]
+        raise IndexTypeError("MixedMap index must be an int or op2.i[n]")
+
+    def __str__(self):
+        return "OP2 MixedMap composed of Maps: %s" % (self._maps,)
+
+    def __repr__(self):
+        return "MixedMap(%r)" % (self._maps,)

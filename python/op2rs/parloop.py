@@ -1,0 +1,165 @@
+"""``par_loop``: a loop's arguments (``Arg``, made by calling a Dat, Global or Mat with an
+access), their checks in PyOP2's order, and the hand-over to op2-rs's runtime.
+
+The order is PyOP2's: the iteration set, then every argument (its set, its map's iteration set,
+the shape of local iteration spaces), and only then the kernel's source, so a loop with a wrong
+argument reports the argument even when its kernel would not compile."""
+
+from . import _op2
+from .configuration import configuration
+from .exceptions import (IndexValueError, KernelTypeError, MapValueError, SetTypeError, call,
+                         translate)
+from .kernels import Kernel
+from .runtime import current, state
+from .sets import ExtrudedSet, Set, Subset
+
+__all__ = ["Arg", "par_loop", "ParLoop"]
+
+# How an argument reaches its kernel, as the native module numbers them.
+DIRECT, ENTRY, ROW, ENTRIES, BUFFER, BUFFER_FLAT, ROW_FLAT = range(7)
+KIND_DAT, KIND_GLOBAL, KIND_MAT, KIND_MIXED_DAT, KIND_MIXED_MAT = range(5)
+
+
+class Arg:
+    """A ``par_loop`` argument: the data, its access and its path (``None`` when direct, a
+    Map for a whole row, ``map[k]``, ``map[op2.i[n]]``, or a Mat's pair of those).
+
+    ``native`` is what the native module takes, made once here so that ``par_loop`` only
+    passes it on (``None`` for a local iteration space, whose form depends on the kernel);
+    ``iterset`` is the set the loop must run over (``None``: any); ``lis`` marks a local
+    iteration space and ``extent`` is its shape; ``after`` is called once a loop has it."""
+
+    __slots__ = ("data", "access", "path", "flatten", "native", "iterset", "lis", "extent",
+                 "after")
+
+    def __init__(self, data, access, path=None, flatten=False, native=None, iterset=None,
+                 lis=False, extent=None, after=None):
+        self.data, self.access, self.path, self.flatten = data, access, path, flatten
+        self.native, self.iterset, self.lis = native, iterset, lis
+        self.extent, self.after = extent, after
+
+    @property
+    def map(self):
+        """The map of an indirect argument (a (row, column) pair for a matrix), else None."""
+        p = self.path
+        if p is None:
+            return None
+        if isinstance(p, tuple):
+            return tuple(q.map for q in p)
+        return getattr(p, "map", p)
+
+    @property
+    def idx(self):
+        """``k`` of ``map[k]``, ``op2.i[n]`` of ``map[op2.i[n]]`` (a pair for a matrix), else
+        None."""
+        p = self.path
+        if isinstance(p, tuple):
+            return tuple(q.index for q in p)
+        return getattr(p, "index", None)
+
+    @property
+    def split(self):
+        """One argument per component of a mixed Dat or Mat; ``(self,)`` otherwise."""
+        parts = getattr(self.data, "_split_arg", None)
+        return parts(self) if parts is not None else (self,)
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    def __eq__(self, other):
+        """Arguments are equal with the same data, map, index and access (PyOP2's rule)."""
+        if type(other) is not Arg:
+            return False
+        if self is other:
+            return True
+        return ((self.data is other.data or self.data == other.data)
+                and self.map == other.map and self.idx == other.idx
+                and self.access is other.access and self.flatten == other.flatten)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = object.__hash__
+
+    def __str__(self):
+        return "OP2 Arg: dat %s, map %s, index %s, access %s" % (
+            self.data, self.map, self.idx, self.access)
+
+    def __repr__(self):
+        return "Arg(%r, %r, %r, %r)" % (self.data, self.map, self.idx, self.access)
+
+
+def par_loop(kernel, iterset, *args):
+    """Runs ``kernel`` over ``iterset`` with ``args`` (lazily, like PyOP2); returns the loop."""
+    rt = state["runtime"] or current()
+    if type(kernel) is not Kernel:
+        raise KernelTypeError("kernel must be a Kernel")
+    if not isinstance(iterset, Set):
+        raise SetTypeError("iterset must be a Set")
+    native = []
+    lis = None
+    shape = None
+    # Over a Subset, args are on (and maps from) its superset; over an ExtrudedSet (or a Subset
+    # of one), on it or its parent.
+    whole = iterset._superset if type(iterset) is Subset else iterset
+    parent = whole._parent if type(whole) is ExtrudedSet else whole
+    for a in args:
+        if type(a) is not Arg:
+            raise TypeError("par_loop args are built by calling a Dat, Global or Mat with an "
+                            "access")
+        s = a.iterset
+        if s is not None and s is not whole and s is not parent and s is not iterset:
+            if a.path is None:
+                raise MapValueError("Iterset of direct arg does not match par_loop iterset.")
+            raise MapValueError("Iterset of arg map does not match par_loop iterset.")
+        if a.lis:
+            # Every local iteration space arg of a loop has one shape (PyOP2's extents).
+            if shape is None:
+                shape = a.extent
+                lis = []
+            elif shape != a.extent:
+                raise IndexValueError(
+                    "Mismatching iteration space size for argument %s" % (a.data.name,))
+            lis.append(len(native))
+        native.append(a.native)
+    # Only now the kernel: PyOP2 checked a loop's args before it compiled the kernel.
+    knative, per_point = kernel._parsed or kernel._parse()
+    if lis is not None:
+        # PyOP2 0.8.2 called per point with trailing int indices; 0.8.3 to 0.10 once per
+        # element with a local buffer. The kernel's parameters say which.
+        for j in lis:
+            a = args[j]
+            native[j] = a.data._lis_native(a, per_point)
+    target = iterset._native
+    if iterset._native_iter is not None and any(a.path is not None for a in args):
+        # Extruded: layer by layer. PyOP2 ran a loop of direct args once per column.
+        target = iterset._native_iter
+    try:
+        pending = rt.par_loop(knative, target, native)
+    except _op2.Op2Failure as e:
+        raise translate(e) from None
+    for a in args:
+        f = a.after
+        if f is not None:
+            f(a.data, a)
+    limit = configuration._values["lazy_max_trace_length"]
+    if pending and limit > 0 and rt.pending() >= limit:
+        # PyOP2's bound on the queue: past it, loops run as they come.
+        rt.flush()
+    return ParLoop(kernel, iterset, args)
+
+
+class ParLoop:
+    """What ``par_loop`` returns, as in PyOP2: the loop's ``kernel``, ``iterset`` and
+    ``args``; ``compute()`` runs it now (with what is pending before it)."""
+
+    __slots__ = ("kernel", "iterset", "args")
+
+    def __init__(self, kernel, iterset, args):
+        self.kernel, self.iterset, self.args = kernel, iterset, args
+
+    it_space = property(lambda self: self.iterset)
+
+    def compute(self):
+        call(current().flush)
