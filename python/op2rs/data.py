@@ -29,12 +29,10 @@ class Dat:
         rt = current()
         if isinstance(dataset, Dat):
             other = dataset
-            Dat.__init__(self, other._dataset, None, other.dtype, "copy_of_%s" % other.name)
+            Dat.__init__(self, other._dataset, None, other.dtype, "copy_of_%s" % other.name,
+                         other.soa)
             other.copy(self)
             return
-        if soa:
-            raise NotImplementedError(
-                "soa=True (PyOP2's component-major layout, OP2_STRIDE) is not in op2rs")
         if isinstance(dataset, Set):
             dataset = dataset ** 1
         if not isinstance(dataset, DataSet):
@@ -50,6 +48,10 @@ class Dat:
         self._views = []
         self._args = {}
         self._needs_halo = False
+        # PyOP2's structure-of-arrays request: its layout was a device one, and kernels read
+        # such a Dat through OP2_STRIDE(a, idx), which op2rs writes out as a[idx] on every
+        # backend (see kernels.expand_stride). The values are the same either way.
+        self._soa = bool(soa)
 
     dataset = property(lambda self: self._dataset)
     dim = property(lambda self: self._dataset.dim)
@@ -57,7 +59,7 @@ class Dat:
     dtype = property(lambda self: self._dtype)
     ctype = property(lambda self: as_cstr(self._dtype))
     name = property(lambda self: self._name)
-    soa = property(lambda self: False)
+    soa = property(lambda self: self._soa)
     split = property(lambda self: (self,))
 
     @property

@@ -127,7 +127,7 @@ class LocalMesh:
             o._dataset = DataSet(self[x.dataset.set], x.dataset.dim)
             o._name, o._dtype = x.name, x.dtype
             o._native = self._native.dat(x._index)
-            o._views, o._args, o._needs_halo = [], {}, False
+            o._views, o._args, o._needs_halo, o._soa = [], {}, False, False
         else:
             raise TypeError("a LocalMesh holds the sets, maps and Dats of its DistributedMesh")
         self._objects[id(x)] = (x, o)

@@ -53,7 +53,7 @@ class Kernel:
         (``KernelTypeError`` when the source does not define ``name``)."""
         p = self._parsed
         if p is None:
-            k = call(_op2.Kernel, self._code, self._name)
+            k = call(_op2.Kernel, expand_stride(self._code), self._name)
             p = self._parsed = (k, k.trailing_ints() > 0)
         return p
 
@@ -62,6 +62,51 @@ class Kernel:
 
     def __repr__(self):
         return 'Kernel("""%s""", %r)' % (self._code, self._name)
+
+
+def expand_stride(code):
+    """``code`` with PyOP2's ``OP2_STRIDE(a, idx)`` written out as ``(a)[idx]``.
+
+    PyOP2 defined that macro for every host kernel, ``soa=True`` Dats included (their
+    component-major layout was a device one); op2-rs hands every backend a Dat's row with its
+    values side by side, so plain indexing is right everywhere. Written out here because
+    op2-rs keeps names of that prefix for its generated code."""
+    out, pos = [], 0
+    while True:
+        at = code.find("OP2_STRIDE", pos)
+        if at < 0:
+            out.append(code[pos:])
+            return "".join(out)
+        before = code[at - 1] if at > 0 else " "
+        j = at + len("OP2_STRIDE")
+        while j < len(code) and code[j] in " \t\n":
+            j += 1
+        if (before.isalnum() or before == "_") or j >= len(code) or code[j] != "(":
+            out.append(code[pos:j])
+            pos = j
+            continue
+        # The two arguments, split at the first comma outside brackets.
+        depth, comma, k = 0, None, j + 1
+        while k < len(code):
+            c = code[k]
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif c == "," and depth == 0 and comma is None:
+                comma = k
+            k += 1
+        if k >= len(code) or comma is None:
+            # Not a use of the macro (C's compiler will say what is wrong).
+            out.append(code[pos:j])
+            pos = j
+            continue
+        array, index = code[j + 1:comma].strip(), code[comma + 1:k].strip()
+        out.append(code[pos:at])
+        out.append("(%s)[%s]" % (expand_stride(array), expand_stride(index)))
+        pos = k + 1
 
 
 def _preprocess(code, include_dirs):

@@ -300,8 +300,6 @@ def test_forms_not_there_yet_say_so():
     with pytest.raises(NotImplementedError):
         op2.Map(layered, nodes, 2, [0, 1, 1, 2, 2, 3], "off", offset=[1, 1],
                 bt_masks=([0], [1]))
-    with pytest.raises(NotImplementedError):
-        op2.Dat(nodes ** 2, soa=True)
 
 
 def test_configuration_logging_and_utils():
