@@ -110,7 +110,7 @@ class Dat:
         # iteration spaces, and handed a map entry's row as one pointer either way.
         if type(path) is MapPath:
             if isinstance(path.index, IterationIndex):
-                # Its form depends on the kernel: par_loop asks _lis_native.
+                # Its form depends on the kernel: par_loop asks Arg.lis_native.
                 extent = (m.arity * (self.cdim if flatten else 1),)
                 return Arg(self, access, path, flatten, None, m.iterset, True, extent, after)
             native = (KIND_DAT, self._native, access._code, ENTRY, m._native, path.index)

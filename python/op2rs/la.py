@@ -15,7 +15,7 @@ from .parloop import KIND_MAT, KIND_MIXED_MAT, Arg
 from .runtime import current, fresh_name, on_exit
 from .sets import DataSet, MixedDataSet, MixedSet, Set
 
-__all__ = ["Sparsity", "Mat", "Solver", "solve"]
+__all__ = ["Sparsity", "Mat", "Solver", "solve", "DEFAULT_SOLVER_PARAMETERS"]
 
 
 def _as_dataset(d):
@@ -303,6 +303,11 @@ class Mat:
         """Sets every entry to zero (the pattern stays)."""
         self._native.zero()
 
+    def assemble(self):
+        """Finishes pending insertions (loops assemble the matrices they fill: this is for
+        programs that call it themselves, as PyOP2's did)."""
+        self._native.assemble()
+
     def zero_rows(self, rows, diag_val=1.0):
         """Zeroes scalar ``rows`` (a Subset's indices or an iterable of row numbers) and puts
         ``diag_val`` on their diagonal."""
@@ -377,8 +382,12 @@ class Mat:
         return len(self._sparsity)
 
     def __mul__(self, v):
+        """``mat * dat``: a new Dat on the row data set (a Dat of another type is read as
+        float64 values)."""
         if not isinstance(v, Dat):
             raise TypeError("Can only multiply a Mat by a Dat")
+        if v.dtype != np.float64:
+            v = Dat(v.dataset, v.data_ro_with_halos.astype(np.float64), np.float64)
         y = Dat(self._sparsity.dsets[0])
         call(self._native.mult, v._native, y._native)
         return y
@@ -441,7 +450,7 @@ def _same_map(a, b):
     return a == b and a._native is not None and b._native is not None
 
 
-_SOLVER_DEFAULTS = {
+DEFAULT_SOLVER_PARAMETERS = {
     "ksp_type": "cg",
     "pc_type": "jacobi",
     "ksp_rtol": 1.0e-7,
@@ -465,7 +474,7 @@ class Solver:
     def __init__(self, parameters=None, **kwargs):
         if parameters and kwargs:
             raise RuntimeError("Solver options are set either by parameters or kwargs")
-        self.parameters = dict(_SOLVER_DEFAULTS)
+        self.parameters = dict(DEFAULT_SOLVER_PARAMETERS)
         self.parameters.update(parameters or kwargs)
         Solver._count += 1
         self.reason = None

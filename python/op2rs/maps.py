@@ -23,6 +23,11 @@ class MapPath:
         self.map = map
         self.index = index
 
+    @property
+    def idx(self):
+        """The index, as PyOP2's indexed map arguments named it."""
+        return self.index
+
     def __eq__(self, other):
         return type(other) is MapPath and other.map is self.map and other.index == self.index
 
@@ -62,6 +67,9 @@ class Map:
         self._offset = offset
         self._parent = parent
         self._values = None
+        if values is None and iterset.total_size == 0:
+            # Nothing to map from: PyOP2 let such a map go without values.
+            values = np.zeros((0, self._arity), np.int32)
         if values is None:
             self._native = None
             return

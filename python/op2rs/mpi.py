@@ -29,23 +29,35 @@ class _MPI:
     and ``size``."""
 
     _own = _Comm()
+    _set = None
 
     @property
     def comm(self):
+        if self._set is not None:
+            return self._set
         m = sys.modules.get("mpi4py.MPI")
         return m.COMM_WORLD if m is not None else self._own
 
     @comm.setter
     def comm(self, comm):
-        # PyOP2 took any communicator; op2rs runs on the world only.
+        # As PyOP2: an mpi4py communicator, an integer (Fortran) handle of one, or an object
+        # with tompi4py(). op2rs runs on MPI's world, so it must span every rank.
+        if isinstance(comm, int) and not isinstance(comm, bool):
+            try:
+                from mpi4py import MPI as mpi4py
+            except ImportError:
+                raise TypeError("an integer MPI.comm is a Fortran handle, which needs "
+                                "mpi4py") from None
+            comm = mpi4py.Comm.f2py(comm)
+        elif comm is not None and not hasattr(comm, "size") and hasattr(comm, "tompi4py"):
+            comm = comm.tompi4py()
         size = getattr(comm, "size", None)
-        if size is None and hasattr(comm, "tompi4py"):
-            size = comm.tompi4py().size
-        if size is None:
+        if not isinstance(size, int):
             raise TypeError("MPI.comm needs an mpi4py communicator")
         if size != self._own.size:
             raise NotImplementedError("op2rs runs on MPI's world; a communicator of %d of its "
                                       "%d ranks is not supported" % (size, self._own.size))
+        self._set = comm
 
     @property
     def parallel(self):

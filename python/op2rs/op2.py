@@ -10,7 +10,7 @@ from .distributed import DistributedMesh, LocalMesh
 from .exceptions import *  # noqa: F401,F403 (PyOP2's op2 reached its exceptions too)
 from .exceptions import DatTypeError, MatTypeError
 from .kernels import Kernel
-from .la import Mat, Solver, Sparsity, solve
+from .la import DEFAULT_SOLVER_PARAMETERS, Mat, Solver, Sparsity, solve  # noqa: F401
 from .lifecycle import exit, init, initialised
 from .logger import critical, debug, error, info, set_log_level, warning
 from .maps import Map, MixedMap

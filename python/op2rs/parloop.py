@@ -30,13 +30,22 @@ class Arg:
     iteration space and ``extent`` is its shape; ``after`` is called once a loop has it."""
 
     __slots__ = ("data", "access", "path", "flatten", "native", "iterset", "lis", "extent",
-                 "after")
+                 "after", "_lis_made")
 
     def __init__(self, data, access, path=None, flatten=False, native=None, iterset=None,
                  lis=False, extent=None, after=None):
         self.data, self.access, self.path, self.flatten = data, access, path, flatten
         self.native, self.iterset, self.lis = native, iterset, lis
         self.extent, self.after = extent, after
+        self._lis_made = None
+
+    def lis_native(self, per_point):
+        """A local iteration space arg as the native module takes it for a per-point (0.8.2)
+        or a once-per-element kernel (made once per form: the arg is kept on its data)."""
+        made = self._lis_made
+        if made is None or made[0] != per_point:
+            made = self._lis_made = (per_point, self.data._lis_native(self, per_point))
+        return made[1]
 
     @property
     def map(self):
@@ -90,9 +99,9 @@ class Arg:
         return "Arg(%r, %r, %r, %r)" % (self.data, self.map, self.idx, self.access)
 
 
-def par_loop(kernel, iterset, *args):
-    """Runs ``kernel`` over ``iterset`` with ``args`` (lazily, like PyOP2); returns the loop."""
-    rt = state["runtime"] or current()
+def _checked(kernel, iterset, args):
+    """The native args of a loop of ``kernel`` over ``iterset``, checked in PyOP2's order (see
+    the module's doc), and the native set it runs over."""
     if type(kernel) is not Kernel:
         raise KernelTypeError("kernel must be a Kernel")
     if not isinstance(iterset, Set):
@@ -124,19 +133,25 @@ def par_loop(kernel, iterset, *args):
             lis.append(len(native))
         native.append(a.native)
     # Only now the kernel: PyOP2 checked a loop's args before it compiled the kernel.
-    knative, per_point = kernel._parsed or kernel._parse()
+    per_point = (kernel._parsed or kernel._parse())[1]
     if lis is not None:
         # PyOP2 0.8.2 called per point with trailing int indices; 0.8.3 to 0.10 once per
         # element with a local buffer. The kernel's parameters say which.
         for j in lis:
             a = args[j]
-            native[j] = a.data._lis_native(a, per_point)
+            native[j] = a.lis_native(per_point)
     target = iterset._native
     if iterset._native_iter is not None and any(a.path is not None for a in args):
         # Extruded: layer by layer. PyOP2 ran a loop of direct args once per column.
         target = iterset._native_iter
+    return native, target
+
+
+def _record(kernel, args, native, target):
+    """Records the loop (or runs it, by the runtime's and the configuration's rules)."""
+    rt = state["runtime"] or current()
     try:
-        pending = rt.par_loop(knative, target, native)
+        pending = rt.par_loop(kernel._parsed[0], target, native)
     except _op2.Op2Failure as e:
         raise translate(e) from None
     for a in args:
@@ -147,19 +162,35 @@ def par_loop(kernel, iterset, *args):
     if pending and limit > 0 and rt.pending() >= limit:
         # PyOP2's bound on the queue: past it, loops run as they come.
         rt.flush()
-    return ParLoop(kernel, iterset, args)
+
+
+def par_loop(kernel, iterset, *args):
+    """Runs ``kernel`` over ``iterset`` with ``args`` (lazily, like PyOP2); returns the loop."""
+    native, target = _checked(kernel, iterset, args)
+    _record(kernel, args, native, target)
+    loop = ParLoop.__new__(ParLoop)
+    loop.kernel, loop.iterset, loop.args, loop._ready = kernel, iterset, args, None
+    return loop
 
 
 class ParLoop:
-    """What ``par_loop`` returns, as in PyOP2: the loop's ``kernel``, ``iterset`` and
-    ``args``; ``compute()`` runs it now (with what is pending before it)."""
+    """A loop: ``ParLoop(kernel, iterset, *args)`` checks its args as PyOP2's did (and
+    ``par_loop`` returns one already recorded); ``compute()`` runs it now, with what is
+    pending before it."""
 
-    __slots__ = ("kernel", "iterset", "args")
+    __slots__ = ("kernel", "iterset", "args", "_ready")
 
-    def __init__(self, kernel, iterset, args):
+    def __init__(self, kernel, iterset, *args):
+        current()
+        # Checked now, recorded by compute().
+        self._ready = _checked(kernel, iterset, args)
         self.kernel, self.iterset, self.args = kernel, iterset, args
 
     it_space = property(lambda self: self.iterset)
 
     def compute(self):
+        """Runs the loop (recording it first when it was only made) and what it depends on."""
+        if self._ready is not None:
+            ready, self._ready = self._ready, None
+            _record(self.kernel, self.args, *ready)
         call(current().flush)

@@ -284,3 +284,53 @@ def test_sparsities_are_cached_by_their_sorted_unique_pairs():
         op2.Sparsity((dset, dset), (c2n, from_nodes))
     with pytest.raises(RuntimeError):
         op2.Sparsity((cells ** 1, dset), (c2n, c2n))
+
+
+def test_a_loop_object_checks_its_args_and_runs_on_compute():
+    nodes, cells, c2n = mesh()
+    other = op2.Set(2, "elsewhere")
+    d = op2.Dat(nodes, name="pl")
+    k = op2.Kernel("void pl_k(double *x) { *x += 1; }", "pl_k")
+    with pytest.raises(op2.MapValueError):
+        op2.ParLoop(k, other, d(op2.INC, c2n[0]))
+    loop = op2.ParLoop(k, cells, d(op2.INC, c2n[0]))
+    assert loop.kernel is k and loop.iterset is cells
+    np.testing.assert_array_equal(d.data_ro, np.zeros(4))
+    loop.compute()
+    np.testing.assert_array_equal(d.data_ro, [1, 1, 1, 0])
+
+
+def test_a_map_from_an_empty_set_needs_no_values():
+    empty = op2.Set(0, "empty")
+    nodes = op2.Set(3, "to3")
+    m = op2.Map(empty, nodes, 3)
+    assert m.values.shape == (0, 3)
+    d = op2.Dat(nodes, [1.0, 2.0, 3.0])
+    op2.par_loop(op2.Kernel("void em(double *x) { *x = 0; }", "em"), empty, d(op2.WRITE, m[0]))
+    np.testing.assert_array_equal(d.data_ro, [1.0, 2.0, 3.0])
+    assert m[2].idx == 2 and m[2].map is m
+
+
+def test_solver_defaults_and_matrix_helpers():
+    assert op2.Solver().parameters == op2.DEFAULT_SOLVER_PARAMETERS
+    assert op2.DEFAULT_SOLVER_PARAMETERS["ksp_type"] == "cg"
+    nodes, cells, c2n = mesh()
+    m = op2.Mat(op2.Sparsity(nodes, c2n))
+    op2.par_loop(op2.Kernel("void mh(double A[2][2]) { A[0][0] += 1; A[1][1] += 1; }", "mh"),
+                 cells, m(op2.INC, (c2n[op2.i[0]], c2n[op2.i[1]])))
+    m.assemble()
+    # Mat * Dat of any type: its values read as float64.
+    v = op2.Dat(nodes, np.array([1, 2, 3, 4], np.int32))
+    np.testing.assert_array_equal((m * v).data_ro, [1.0, 4.0, 6.0, 4.0])
+
+
+def test_mpi_comm_takes_a_fortran_handle_through_mpi4py():
+    MPI = pytest.importorskip("mpi4py.MPI")
+    old = op2.MPI.comm
+    try:
+        op2.MPI.comm = MPI.COMM_WORLD.py2f()
+        assert isinstance(op2.MPI.comm, MPI.Comm) and op2.MPI.comm.size == old.size
+        with pytest.raises(TypeError):
+            op2.MPI.comm = None
+    finally:
+        op2.MPI.comm = MPI.COMM_WORLD
