@@ -221,6 +221,15 @@ impl Runtime {
             (set.clone(), args, region)
         };
         let set = &set;
+        // Pointer arrays declared longer than the rows they get (PyOP2's kernels), padded.
+        let short = super::per_entry::short_rows(kernel, &args);
+        let (padded, args) = if short.is_empty() {
+            (None, args)
+        } else {
+            let (k, args) = self.lower_padded_rows(kernel, args, &short)?;
+            (Some(k), args)
+        };
+        let kernel = padded.as_ref().unwrap_or(kernel);
         // Mixed args first (their kernel joins the components' rows), then a local iteration
         // space (its kernel walks the entries); the result runs like any loop (over columns too).
         let (joined, args) = if args.iter().any(|a| !a.joined.is_empty()) {

@@ -488,3 +488,100 @@ impl Runtime {
         Ok((k, lowered))
     }
 }
+
+/// For a kernel made without bound checks ([`Kernel::without_bound_checks`], PyOP2's): the
+/// args whose kernel parameter declares an array of more pointers than the whole map row the
+/// arg hands it (`double *q[4]` through a map of arity 2, as PyOP2's `airfoil_vector` demo
+/// declares), as `(arg, declared pointers, arity)`. Empty when the loop has none, or has args
+/// of other forms (per-entry, mixed), which keep their own checks.
+pub(crate) fn short_rows(kernel: &Kernel, args: &[Arg]) -> Vec<(usize, usize, usize)> {
+    let Some(params) = kernel.params() else {
+        return Vec::new();
+    };
+    if kernel.checks_bounds()
+        || params.len() != args.len()
+        || args
+            .iter()
+            .any(|a| a.per_entry.is_some() || !a.joined.is_empty())
+        // Element matrices (`double A[3][3]`) go through the buffers' kernel instead.
+        || params.iter().any(|p| p.pointers == 0 && p.bounds.len() >= 2)
+    {
+        return Vec::new();
+    }
+    args.iter()
+        .zip(params)
+        .enumerate()
+        .filter_map(|(i, (a, p))| match (&a.target, p.pointers, &p.bounds[..]) {
+            (
+                ArgTarget::Dat {
+                    via: Via::Row(m), ..
+                },
+                1,
+                [Some(declared)],
+            ) if *declared > m.arity() => Some((i, *declared, m.arity())),
+            _ => None,
+        })
+        .collect()
+}
+
+impl Runtime {
+    /// `kernel` with the pointer arrays of `short` args ([`short_rows`]) padded to the length
+    /// the kernel declares: a kernel the runtime writes copies each row's pointers and points
+    /// the rest at a zeroed row of its own, made for every call. C ignores a parameter's array
+    /// bound, so such kernels ran under PyOP2; here one that reads past the row it is given
+    /// reads zeros, and writes there go nowhere, instead of reaching memory it was not given.
+    pub(crate) fn lower_padded_rows(
+        &self,
+        kernel: &Kernel,
+        args: Vec<Arg>,
+        short: &[(usize, usize, usize)],
+    ) -> Result<(Kernel, Vec<Arg>)> {
+        let (mut params, mut call, mut before) = (Vec::new(), Vec::new(), String::new());
+        let mut positions = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            let p = format!("op2_a{i}");
+            let (carrier, arity) = match &a.target {
+                ArgTarget::Dat {
+                    carrier,
+                    via: Via::Row(m),
+                } => (carrier, Some(m.arity())),
+                ArgTarget::Dat { carrier, .. } => (carrier, None),
+                ArgTarget::Global(c) | ArgTarget::Const(c) => (c, None),
+            };
+            let ctype = carrier.dtype().c_name();
+            params.push(format!(
+                "{ctype} *{}{p}",
+                if arity.is_some() { "*" } else { "" }
+            ));
+            positions.push(i);
+            match short.iter().find(|(at, ..)| *at == i) {
+                Some(&(_, declared, arity)) => {
+                    param_type(kernel, i, carrier)?;
+                    let dim = carrier.dim.max(1);
+                    let _ = writeln!(
+                        before,
+                        "  {ctype} {p}_z[{dim}] = {{0}};\n  OP2_TYPEOF({p}[0] + 0) {p}_r[{declared}];\n  for (int op2_k = 0; op2_k < {declared}; ++op2_k) {p}_r[op2_k] = op2_k < {arity} ? {p}[op2_k] : {p}_z;"
+                    );
+                    call.push(format!("OP2_PASS({p}_r)"));
+                }
+                None => {
+                    passed_shape(kernel, i, carrier, arity, carrier.dim)?;
+                    call.push(format!("OP2_PASS({p})"));
+                }
+            }
+        }
+        let name = format!("op2_padded_{}", kernel.name());
+        let mut src = String::from(PASS_MACRO);
+        src.push_str(&inlined_source(kernel, ""));
+        let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
+        src.push_str(&before);
+        let _ = writeln!(src, "  {}({});", kernel.name(), call.join(", "));
+        src.push_str("}\n");
+        src.push_str(&end_part(kernel));
+        let part = kernel.clone();
+        let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
+            Kernel::fused(&name, src, vec![(part, positions)])
+        });
+        Ok((k, args))
+    }
+}

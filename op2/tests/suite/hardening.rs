@@ -847,3 +847,76 @@ fn bounds_are_compared_unless_the_kernel_says_not_to() {
     .unwrap();
     assert_eq!(y.to_vec().unwrap(), vec![6.0, 14.0]);
 }
+
+/// A kernel made without bound checks whose parameter declares more pointers than the row it
+/// gets (PyOP2's `airfoil_vector` declares `double *q[4]` through a map of arity 2): it runs,
+/// handed an array of the declared length whose extra pointers lead to a zeroed row of its
+/// own. Reads past the row see zeros and writes there reach no Dat, on every backend; a values
+/// array declared longer than the values is still refused.
+#[test]
+fn pointer_arrays_declared_longer_than_the_row_are_padded_with_zeros() {
+    let rt = op2_test_support::rt();
+    let cells = rt.decl_set(3, "cells").unwrap();
+    let nodes = rt.decl_set(4, "nodes").unwrap();
+    let m = rt
+        .decl_map(&cells, &nodes, 2, vec![0, 1, 1, 2, 2, 3], "m")
+        .unwrap();
+    let x = rt
+        .decl_dat(&nodes, 2, (0..8).map(f64::from).collect::<Vec<_>>(), "x")
+        .unwrap();
+    let acc = rt.decl_dat_zeros::<f64>(&nodes, 2, "acc").unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&cells, 3, "y").unwrap();
+    // Sums every declared pointer's values: the two real rows, then two padded ones (zeros);
+    // writes through all four, of which only two reach `acc`.
+    let src = "void pad4(const double *x[4], double *acc[4], double *y) {
+        y[0] = 0; y[1] = 0; y[2] = 0;
+        for (int k = 0; k < 4; k++) { y[0] += x[k][0]; y[1] += x[k][1]; }
+        y[2] = x[2][0] + x[3][1];
+        for (int k = 0; k < 4; k++) { acc[k][0] += 1.0; acc[k][1] += 10.0 * k; }
+    }";
+    let strict = op2::Kernel::new("pad4", src).unwrap();
+    let e = rt
+        .par_loop(
+            &strict,
+            &cells,
+            [
+                x.arg_row(&m, op2::READ),
+                acc.arg_row(&m, op2::INC),
+                y.arg(op2::WRITE),
+            ],
+        )
+        .unwrap_err();
+    assert!(matches!(e, op2::Op2Error::KernelParamBound { .. }), "{e}");
+    let lenient = op2::Kernel::without_bound_checks("pad4", src).unwrap();
+    for _ in 0..2 {
+        rt.par_loop(
+            &lenient,
+            &cells,
+            [
+                x.arg_row(&m, op2::READ),
+                acc.arg_row(&m, op2::INC),
+                y.arg(op2::WRITE),
+            ],
+        )
+        .unwrap();
+    }
+    let xs: Vec<f64> = (0..8).map(f64::from).collect();
+    let mut want_y = Vec::new();
+    let mut want_acc = vec![0.0; 8];
+    for c in 0..3 {
+        let (a, b) = (c, c + 1);
+        want_y.extend([xs[2 * a] + xs[2 * b], xs[2 * a + 1] + xs[2 * b + 1], 0.0]);
+        for (k, n) in [a, b].into_iter().enumerate() {
+            want_acc[2 * n] += 2.0;
+            want_acc[2 * n + 1] += 2.0 * 10.0 * k as f64;
+        }
+    }
+    assert_eq!(y.to_vec().unwrap(), want_y);
+    assert_eq!(acc.to_vec().unwrap(), want_acc);
+    // A values array longer than the values the arg has stays refused: the kernel could
+    // write past them.
+    let long = op2::Kernel::without_bound_checks("long3", "void long3(double v[3]) { v[2] = 1; }")
+        .unwrap();
+    let e = rt.par_loop(&long, &nodes, [x.arg(op2::WRITE)]).unwrap_err();
+    assert!(matches!(e, op2::Op2Error::KernelParamBound { .. }), "{e}");
+}
