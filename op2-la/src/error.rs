@@ -3,7 +3,7 @@
 use op2_core::{Access, Op2Error};
 
 /// Errors of `op2-la`. Each names the objects involved.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
 pub enum LaError {
     /// An error from op2 itself (a loop arg, a kernel, a backend).
     #[error(transparent)]
@@ -276,3 +276,14 @@ pub enum LaError {
 
 /// Results of `op2-la`.
 pub type Result<T, E = LaError> = std::result::Result<T, E>;
+
+impl LaError {
+    /// The variant's name, or for an error of op2 itself its [`Op2Error::kind`]: which
+    /// bindings map to their own exceptions.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LaError::Op2(e) => e.kind(),
+            other => other.into(),
+        }
+    }
+}

@@ -4,7 +4,7 @@
 use op2_core::Op2Error;
 
 /// A distributed-mesh failure.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
 pub enum MpiError {
     /// A map holds a value outside its target set.
     #[error(
@@ -101,3 +101,14 @@ pub enum MpiError {
 
 /// Results of this crate.
 pub type Result<T> = std::result::Result<T, MpiError>;
+
+impl MpiError {
+    /// The variant's name, or for an error of op2 itself its [`Op2Error::kind`]: which
+    /// bindings map to their own exceptions.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MpiError::Op2(e) => e.kind(),
+            other => other.into(),
+        }
+    }
+}

@@ -17,10 +17,7 @@ static MPI: Mutex<Option<Arc<Mpi>>> = Mutex::new(None);
 static FINALISED: Mutex<bool> = Mutex::new(false);
 
 pub(crate) fn fail_mpi(e: MpiError) -> PyErr {
-    match e {
-        MpiError::Op2(inner) => crate::fail(inner),
-        other => crate::failure(&other),
-    }
+    crate::failure(e.kind(), &e)
 }
 
 /// The communicator a runtime starts with: MPI's world when an MPI launcher started this

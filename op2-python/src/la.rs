@@ -1,8 +1,8 @@
 //! Sparsities, matrices and solves for the `op2rs` package (PyOP2's `Sparsity`, `Mat`,
 //! `Solver`), over op2-la. Shapes, argument forms and PyOP2's solver parameters are parsed in
-//! `op2rs/op2.py`; here are the handles and the calls.
+//! `op2rs/la.py`; here are the handles and the calls.
 
-use crate::{AnyDat, Op2Failure, PyDat, PyMap, fail};
+use crate::{AnyDat, Op2Failure, PyDat, PyMap};
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use op2::la::{self, LaError, Method, Preconditioner, SolverOptions, Split};
 use pyo3::prelude::*;
@@ -10,10 +10,7 @@ use pyo3::prelude::*;
 /// An op2-la error as `Op2Failure(kind, message)`, like [`fail`]: op2's own errors keep their
 /// kind, the others are named by their variant.
 pub(crate) fn fail_la(e: LaError) -> PyErr {
-    match e {
-        LaError::Op2(inner) => fail(inner),
-        other => crate::failure(&other),
-    }
+    crate::failure(e.kind(), &e)
 }
 
 /// The f64 Dat a matrix operation needs (PyOP2's matrices hold doubles).
@@ -95,6 +92,33 @@ impl PyMat {
         }
     }
     /// Sets every entry to zero (the pattern stays).
+    /// The loop argument assembling into this matrix with `access` through `rows` and `cols`
+    /// in `form`.
+    fn arg(
+        &self,
+        access: crate::AccessMode,
+        rows: &PyMap,
+        cols: &PyMap,
+        form: crate::MatForm,
+    ) -> crate::PyLoopArg {
+        let (acc, r, c) = (access.into(), &rows.map, &cols.map);
+        crate::PyLoopArg::mat(match form {
+            crate::MatForm::Element => self.mat.arg(acc, r, c),
+            crate::MatForm::Entries => self.mat.arg_entries(acc, r, c),
+            crate::MatForm::Flattened => self.mat.arg_flattened(acc, r, c),
+        })
+    }
+    /// The loop argument assembling into this block matrix with `access` through the mixed
+    /// maps `rows` and `cols`: the kernel gets the whole element matrix, the row maps' entries
+    /// in turn down and the columns' across.
+    fn arg_mixed(
+        &self,
+        access: crate::AccessMode,
+        rows: &crate::mixed::PyMixedMap,
+        cols: &crate::mixed::PyMixedMap,
+    ) -> crate::PyLoopArg {
+        crate::PyLoopArg::mat(self.mat.arg_mixed(access.into(), &rows.map, &cols.map))
+    }
     fn zero(&self) {
         self.mat.zero();
     }
@@ -160,7 +184,7 @@ impl PyMat {
     }
 }
 
-/// A solve's outcome as op2.py reads it: (converged, reason, iterations, last residual).
+/// A solve's outcome as the Python layer reads it: (converged, reason, iterations, last residual).
 pub(crate) fn summary(r: &la::SolveReport) -> (bool, String, usize, f64) {
     (
         r.converged(),
@@ -221,23 +245,4 @@ impl PySolverOptions {
         options.nonzero_initial_guess = nonzero_guess;
         Ok(PySolverOptions { options })
     }
-}
-
-/// A Mat argument of a loop: `(2, mat, access, row map, column map, form)`, `form` 0 for one
-/// block per element, 1 for one block per entry (a local iteration space), 2 for one block
-/// per element with rows and columns component by component (PyOP2's `flatten=True`).
-pub(crate) fn mat_arg(t: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<la::MatArg> {
-    let m = t.get_item(1)?;
-    let m = m.cast::<PyMat>()?.get();
-    let acc = crate::access(t.get_item(2)?.extract()?)?;
-    let r = t.get_item(3)?;
-    let r = &r.cast::<PyMap>()?.get().map;
-    let c = t.get_item(4)?;
-    let c = &c.cast::<PyMap>()?.get().map;
-    let form: u8 = t.get_item(5)?.extract()?;
-    Ok(match form {
-        1 => m.mat.arg_entries(acc, r, c),
-        2 => m.mat.arg_flattened(acc, r, c),
-        _ => m.mat.arg(acc, r, c),
-    })
 }

@@ -1,14 +1,14 @@
 //! op2-python: the native half of the `op2rs` Python package. It wraps op2's runtime and data
-//! handles for the package's pure-Python PyOP2 API (`op2rs/op2.py`), which parses PyOP2's
-//! argument forms and raises PyOP2's exceptions; here are only typed handles, loops and NumPy
-//! views over op2's own memory.
+//! handles for the package's pure-Python PyOP2 API (`python/op2rs/`), which parses PyOP2's
+//! argument forms and raises PyOP2's exceptions; here are typed handles (loop arguments made
+//! once as [`PyLoopArg`]s, access modes and forms as enums), loops, the error kinds the
+//! Python layer maps, and NumPy views over op2's own memory.
 
 use numpy::ndarray::ArrayView2;
 use numpy::{Element, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use op2::{Access, Arg, Kernel, Layers, Map, Op2Error, Region, Runtime, Scalar, Set, SetSizes};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 use std::sync::Arc;
 
 mod la;
@@ -22,36 +22,133 @@ pyo3::create_exception!(
 );
 
 /// An op2 error as `Op2Failure(kind, message)`: the Python layer turns `kind` (the error's
-/// variant) into PyOP2's exception of that meaning.
+/// variant, [`Op2Error::kind`]) into PyOP2's exception of that meaning.
 fn fail(e: Op2Error) -> PyErr {
-    failure(&e)
+    failure(e.kind(), &e)
 }
 
-/// Any of the crates' errors as `Op2Failure(kind, message)`, `kind` its variant's name.
-fn failure<E: std::fmt::Debug + std::fmt::Display>(e: &E) -> PyErr {
-    let debug = format!("{e:?}");
-    let kind = debug
-        .split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or("Error")
-        .to_string();
+/// An error of any of the crates as `Op2Failure(kind, message)`.
+fn failure(kind: &'static str, e: &dyn std::fmt::Display) -> PyErr {
     Op2Failure::new_err((kind, e.to_string()))
 }
 
-fn access(code: u8) -> PyResult<Access> {
-    Ok(match code {
-        0 => Access::Read,
-        1 => Access::Write,
-        2 => Access::Rw,
-        3 => Access::Inc,
-        4 => Access::Min,
-        5 => Access::Max,
-        _ => {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "unknown access mode",
-            ));
+/// Every error kind the native module can raise (the variants of op2's, op2-la's and, with
+/// MPI, op2-mpi's errors): the Python layer's table of exceptions is checked against it.
+#[pyfunction]
+fn error_kinds() -> Vec<&'static str> {
+    use strum::VariantNames;
+    let mut kinds: Vec<&'static str> = Op2Error::VARIANTS.to_vec();
+    kinds.extend(op2::la::LaError::VARIANTS);
+    #[cfg(feature = "mpi")]
+    kinds.extend(op2::mpi::MpiError::VARIANTS);
+    kinds
+}
+
+/// An access mode, as the Python layer's `op2.READ` ... `op2.MAX` carry it.
+#[pyclass(
+    name = "AccessMode",
+    module = "op2rs._op2",
+    eq,
+    eq_int,
+    frozen,
+    from_py_object
+)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AccessMode {
+    Read,
+    Write,
+    Rw,
+    Inc,
+    Min,
+    Max,
+}
+
+impl From<AccessMode> for Access {
+    fn from(a: AccessMode) -> Access {
+        match a {
+            AccessMode::Read => Access::Read,
+            AccessMode::Write => Access::Write,
+            AccessMode::Rw => Access::Rw,
+            AccessMode::Inc => Access::Inc,
+            AccessMode::Min => Access::Min,
+            AccessMode::Max => Access::Max,
         }
-    })
+    }
+}
+
+/// How a Dat arg reaches its kernel.
+#[pyclass(
+    name = "ArgForm",
+    module = "op2rs._op2",
+    eq,
+    eq_int,
+    frozen,
+    from_py_object
+)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ArgForm {
+    /// The element's own row (no map).
+    Direct,
+    /// The row of one map entry (`map[k]`).
+    Entry,
+    /// An array of pointers to the rows of the whole map row (`map`).
+    Row,
+    /// One call per map entry, its index last (PyOP2 0.8.2's `map[op2.i[0]]`).
+    Entries,
+    /// The whole map row's values in a local buffer, node by node (0.8.3-0.10's `op2.i`).
+    Buffer,
+    /// The same buffer component by component (`flatten=True`).
+    BufferFlattened,
+    /// One pointer per value, component by component (`map, flatten=True`).
+    RowFlattened,
+}
+
+/// How a matrix arg hands the kernel its block.
+#[pyclass(
+    name = "MatForm",
+    module = "op2rs._op2",
+    eq,
+    eq_int,
+    frozen,
+    from_py_object
+)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MatForm {
+    /// The element matrix, once per element.
+    Element,
+    /// One block per entry, the entry's indices last (PyOP2 0.8.2).
+    Entries,
+    /// The element matrix with rows and columns component by component (`flatten=True`).
+    Flattened,
+}
+
+/// One argument of a loop, made once by the Python layer (a Dat's, Global's, mixed Dat's or
+/// matrix's `arg`) and handed to every loop that uses it.
+#[pyclass(name = "LoopArg", module = "op2rs._op2", frozen)]
+struct PyLoopArg {
+    arg: LoopArg,
+}
+
+/// What a [`PyLoopArg`] holds.
+#[derive(Clone)]
+enum LoopArg {
+    /// An arg of op2 itself.
+    Data(Arg),
+    /// A matrix arg (op2-la runs such loops).
+    Mat(op2::la::MatArg),
+}
+
+impl PyLoopArg {
+    fn data(arg: Arg) -> Self {
+        PyLoopArg {
+            arg: LoopArg::Data(arg),
+        }
+    }
+    fn mat(arg: op2::la::MatArg) -> Self {
+        PyLoopArg {
+            arg: LoopArg::Mat(arg),
+        }
+    }
 }
 
 /// The runtime of a program (`op2.init`).
@@ -257,6 +354,33 @@ impl PyDat {
     fn zero(&self) -> PyResult<()> {
         each_dat!(&self.dat, d => d.zero().map_err(fail))
     }
+    /// The loop argument reaching this Dat with `access` in `form`, through `map` (entry
+    /// `index` for [`ArgForm::Entry`]) unless direct.
+    #[pyo3(signature = (access, form, map=None, index=0))]
+    fn arg(
+        &self,
+        access: AccessMode,
+        form: ArgForm,
+        map: Option<&PyMap>,
+        index: usize,
+    ) -> PyResult<PyLoopArg> {
+        let acc = Access::from(access);
+        if form == ArgForm::Direct {
+            return Ok(PyLoopArg::data(each_dat!(&self.dat, d => d.arg(acc))));
+        }
+        let m = &map
+            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("this form needs a map"))?
+            .map;
+        Ok(PyLoopArg::data(each_dat!(&self.dat, d => match form {
+            ArgForm::Direct => unreachable!("handled above"),
+            ArgForm::Entry => d.arg_via(m, index, acc),
+            ArgForm::Row => d.arg_row(m, acc),
+            ArgForm::Entries => d.arg_entries(m, acc),
+            ArgForm::Buffer => d.arg_buffer(m, acc),
+            ArgForm::BufferFlattened => d.arg_buffer_flattened(m, acc),
+            ArgForm::RowFlattened => d.arg_row_flattened(m, acc),
+        })))
+    }
     #[getter]
     fn carrier_id(&self) -> u64 {
         each_dat!(&self.dat, d => d.carrier().id())
@@ -304,6 +428,10 @@ impl PyGlobal {
             let v = self::values(values)?;
             g.set_value(&v).map_err(fail)
         })
+    }
+    /// The loop argument reaching this Global with `access`.
+    fn arg(&self, access: AccessMode) -> PyLoopArg {
+        PyLoopArg::data(each_global!(&self.g, g => g.arg(access.into())))
     }
 }
 
@@ -543,20 +671,17 @@ impl PyRuntime {
         each_const!(&c.c, c => self.rt.remove_const(c).map_err(fail))
     }
 
-    /// Records `kernel` over `set` with `args`, each a tuple: `(0, dat, access, how, map,
-    /// index)` with `how` 0 direct, 1 map entry `index`, 2 the whole row, 3 a call per entry,
-    /// 4 a local buffer, 5 a flattened buffer, 6 a flattened row; or `(1, global, access)`.
-    /// Small integers rather than names: this runs on every call. `region` is one of
-    /// `all`, `bottom`, `top`, `facets`. Returns whether the loop is still pending.
+    /// Records `kernel` over `set` with `args` (each made once by a carrier's `arg`). `region`
+    /// is one of `all`, `bottom`, `top`, `facets`. Returns whether the loop is still pending.
     #[pyo3(signature = (kernel, set, args, region="all"))]
     fn par_loop(
         &self,
         kernel: &PyKernel,
         set: &PySet,
-        args: &Bound<'_, PyAny>,
+        args: Vec<PyRef<'_, PyLoopArg>>,
         region: &str,
     ) -> PyResult<bool> {
-        let (built, mats) = build_args(args)?;
+        let (built, mats) = build_args(&args);
         let region = match region {
             "all" => Region::All,
             "bottom" => Region::Bottom,
@@ -606,11 +731,11 @@ impl PyRuntime {
         &self,
         kernel: &PyKernel,
         set: &PySet,
-        args: &Bound<'_, PyAny>,
+        args: Vec<PyRef<'_, PyLoopArg>>,
         calls: usize,
         batch: usize,
     ) -> PyResult<f64> {
-        let (built, mats) = build_args(args)?;
+        let (built, mats) = build_args(&args);
         if !mats.is_empty() {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "time_loop takes no matrix args",
@@ -638,78 +763,28 @@ impl PyRuntime {
 /// Matrix args, with their places among a loop's args.
 type MatArgs = Vec<(usize, op2::la::MatArg)>;
 
-/// A loop's args from op2.py's tuples (see [`PyRuntime::par_loop`]): op2's args, and the
-/// matrix args apart.
-fn build_args(args: &Bound<'_, PyAny>) -> PyResult<(Vec<Arg>, MatArgs)> {
-    let mut built: Vec<Arg> = Vec::new();
-    // Matrix args, with their places among the args.
+/// A loop's args as op2 and op2-la take them: op2's args, and the matrix args apart with their
+/// places among the args.
+fn build_args(args: &[PyRef<'_, PyLoopArg>]) -> (Vec<Arg>, MatArgs) {
+    let mut built: Vec<Arg> = Vec::with_capacity(args.len());
     let mut mats: MatArgs = Vec::new();
-    for a in args.try_iter()? {
-        let a = a?;
-        let t = a.cast::<PyTuple>()?;
-        // The numbering is op2.py's `_KIND_*` and `_DIRECT`..`_ROW_FLAT`.
-        let kind: u8 = t.get_item(0)?.extract()?;
-        let arg = match kind {
-            0 => {
-                let d = t.get_item(1)?;
-                let d = d.cast::<PyDat>()?.get();
-                let acc = access(t.get_item(2)?.extract()?)?;
-                let how: u8 = t.get_item(3)?.extract()?;
-                let map = t.get_item(4)?;
-                let map = if map.is_none() {
-                    None
-                } else {
-                    Some(map.cast::<PyMap>()?.get().map.clone())
-                };
-                let need = || {
-                    map.as_ref()
-                        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("a map is needed"))
-                };
-                each_dat!(&d.dat, d => match how {
-                    0 => d.arg(acc),
-                    1 => d.arg_via(need()?, t.get_item(5)?.extract()?, acc),
-                    2 => d.arg_row(need()?, acc),
-                    3 => d.arg_entries(need()?, acc),
-                    4 => d.arg_buffer(need()?, acc),
-                    5 => d.arg_buffer_flattened(need()?, acc),
-                    6 => d.arg_row_flattened(need()?, acc),
-                    other => {
-                        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                            "unknown arg form {other}"
-                        )));
-                    }
-                })
-            }
-            1 => {
-                let g = t.get_item(1)?;
-                let g = g.cast::<PyGlobal>()?.get();
-                let acc = access(t.get_item(2)?.extract()?)?;
-                each_global!(&g.g, g => g.arg(acc))
-            }
-            2 => {
-                mats.push((built.len() + mats.len(), la::mat_arg(t)?));
-                continue;
-            }
-            3 => mixed::mixed_arg(t)?,
-            4 => {
-                mats.push((built.len() + mats.len(), mixed::mixed_mat_arg(t)?));
-                continue;
-            }
-            other => {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "unknown arg kind {other}"
-                )));
-            }
-        };
-        built.push(arg);
+    for a in args {
+        match &a.arg {
+            LoopArg::Data(arg) => built.push(arg.clone()),
+            LoopArg::Mat(m) => mats.push((built.len() + mats.len(), m.clone())),
+        }
     }
-    Ok((built, mats))
+    (built, mats)
 }
 
 /// The module: `op2rs._op2`.
 #[pymodule]
 fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRuntime>()?;
+    m.add_class::<AccessMode>()?;
+    m.add_class::<ArgForm>()?;
+    m.add_class::<MatForm>()?;
+    m.add_class::<PyLoopArg>()?;
     m.add_class::<PySet>()?;
     m.add_class::<PyMap>()?;
     m.add_class::<PyKernel>()?;
@@ -735,5 +810,6 @@ fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mixed::mixed_sparsity, m)?)?;
     m.add_function(wrap_pyfunction!(mixed::solve_mixed, m)?)?;
     m.add("Op2Failure", m.py().get_type::<Op2Failure>())?;
+    m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
     Ok(())
 }

@@ -70,6 +70,19 @@ impl PyMixedDat {
         };
         Ok(PyMixedDat { dat })
     }
+    /// The loop argument reaching this mixed Dat with `access` through the mixed map `map`:
+    /// one pointer array across the components.
+    fn arg(&self, access: crate::AccessMode, map: &PyMixedMap) -> crate::PyLoopArg {
+        let (acc, m) = (access.into(), &map.map);
+        crate::PyLoopArg::data(match &self.dat {
+            AnyMixedDat::F64(d) => d.arg_row(m, acc),
+            AnyMixedDat::F32(d) => d.arg_row(m, acc),
+            AnyMixedDat::I32(d) => d.arg_row(m, acc),
+            AnyMixedDat::U32(d) => d.arg_row(m, acc),
+            AnyMixedDat::I64(d) => d.arg_row(m, acc),
+            AnyMixedDat::U64(d) => d.arg_row(m, acc),
+        })
+    }
 }
 
 impl PyMixedDat {
@@ -82,36 +95,6 @@ impl PyMixedDat {
             ))),
         }
     }
-}
-
-/// The arg `(3, mixed dat, access, mixed map)`: one pointer array across the components.
-pub(crate) fn mixed_arg(t: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<op2::Arg> {
-    let d = t.get_item(1)?;
-    let d = d.cast::<PyMixedDat>()?.get();
-    let acc = crate::access(t.get_item(2)?.extract()?)?;
-    let m = t.get_item(3)?;
-    let m = &m.cast::<PyMixedMap>()?.get().map;
-    Ok(match &d.dat {
-        AnyMixedDat::F64(d) => d.arg_row(m, acc),
-        AnyMixedDat::F32(d) => d.arg_row(m, acc),
-        AnyMixedDat::I32(d) => d.arg_row(m, acc),
-        AnyMixedDat::U32(d) => d.arg_row(m, acc),
-        AnyMixedDat::I64(d) => d.arg_row(m, acc),
-        AnyMixedDat::U64(d) => d.arg_row(m, acc),
-    })
-}
-
-/// A block matrix's arg `(4, mat, access, row mixed map, column mixed map)`: the kernel gets
-/// the whole element matrix, the row maps' entries in turn down and the columns' across.
-pub(crate) fn mixed_mat_arg(t: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<la::MatArg> {
-    let m = t.get_item(1)?;
-    let m = m.cast::<PyMat>()?.get();
-    let acc = crate::access(t.get_item(2)?.extract()?)?;
-    let r = t.get_item(3)?;
-    let r = &r.cast::<PyMixedMap>()?.get().map;
-    let c = t.get_item(4)?;
-    let c = &c.cast::<PyMixedMap>()?.get().map;
-    Ok(m.mat.arg_mixed(acc, r, c))
 }
 
 /// The native functions on mixed objects, as module functions (their classes stay plain).

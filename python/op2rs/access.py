@@ -1,6 +1,7 @@
 """Access descriptors (``op2.READ`` ... ``op2.MAX``) and ``op2.i``, the marker of a local
 iteration space."""
 
+from . import _op2
 from .exceptions import ModeValueError
 
 __all__ = ["Access", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "IterationIndex", "i"]
@@ -20,8 +21,8 @@ class Access:
                 raise ModeValueError("Mode needs to be one of %s" % cls._MODES)
             a = object.__new__(cls)
             a._mode = mode
-            # The native module's number for it.
-            a._code = cls._MODES.index(mode)
+            # The native module's mode.
+            a._native = getattr(_op2.AccessMode, mode.capitalize())
             cls._made[mode] = a
         return a
 

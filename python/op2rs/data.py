@@ -13,8 +13,7 @@ from .exceptions import (DataSetTypeError, DataValueError, DatTypeError, DimType
                          MapValueError, ModeValueError, NameTypeError, NonUniqueNameError, call)
 from .kernels import Kernel
 from .maps import Map, MapPath, MixedMap
-from .parloop import (BUFFER, BUFFER_FLAT, DIRECT, ENTRIES, ENTRY, KIND_DAT, KIND_GLOBAL,
-                      KIND_MIXED_DAT, ROW, ROW_FLAT, Arg, par_loop)
+from .parloop import Arg, par_loop
 from .runtime import current, fresh_name
 from .sets import DataSet, MixedDataSet, MixedSet, Set, _Parts, mixed_native
 
@@ -97,7 +96,7 @@ class Dat:
         after = Dat._after_read if access is READ else Dat._after_write
         if path is None:
             return Arg(self, access, None, flatten,
-                       (KIND_DAT, self._native, access._code, DIRECT, None, 0),
+                       self._native.arg(access._native, _op2.ArgForm.Direct),
                        self._dataset.set, after=after)
         m = path.map if type(path) is MapPath else path
         if not isinstance(m, Map):
@@ -113,11 +112,11 @@ class Dat:
                 # Its form depends on the kernel: par_loop asks Arg.lis_native.
                 extent = (m.arity * (self.cdim if flatten else 1),)
                 return Arg(self, access, path, flatten, None, m.iterset, True, extent, after)
-            native = (KIND_DAT, self._native, access._code, ENTRY, m._native, path.index)
+            native = self._native.arg(access._native, _op2.ArgForm.Entry, m._native, path.index)
         else:
             # flatten=True: one pointer per value, component-major (a row, for dim 1).
-            how = ROW_FLAT if flatten and self.cdim > 1 else ROW
-            native = (KIND_DAT, self._native, access._code, how, m._native, 0)
+            form = _op2.ArgForm.RowFlattened if flatten and self.cdim > 1 else _op2.ArgForm.Row
+            native = self._native.arg(access._native, form, m._native)
         return Arg(self, access, path, flatten, native, m.iterset, after=after)
 
     def _lis_native(self, arg, per_point):
@@ -128,10 +127,10 @@ class Dat:
                 raise NotImplementedError(
                     "per-point (0.8.2) kernels over flattened Dats of dim > 1 are not in "
                     "op2rs yet")
-            how = ENTRIES
+            form = _op2.ArgForm.Entries
         else:
-            how = BUFFER_FLAT if arg.flatten else BUFFER
-        return (KIND_DAT, self._native, arg.access._code, how, arg.path.map._native, 0)
+            form = _op2.ArgForm.BufferFlattened if arg.flatten else _op2.ArgForm.Buffer
+        return self._native.arg(arg.access._native, form, arg.path.map._native)
 
     def _after_read(self, arg):
         if self._views:
@@ -423,7 +422,7 @@ class Global:
         a = self._args.get(access)
         if a is None:
             a = self._args[access] = Arg(self, access, None, False,
-                                         (KIND_GLOBAL, self._native, access._code))
+                                         self._native.arg(access._native))
         return a
 
     @property
@@ -585,7 +584,7 @@ class MixedDat(_Parts):
             raise MapTypeError("a MixedDat is used through a MixedMap")
         if path.toset != MixedSet(d.dataset.set for d in self._dats):
             raise MapValueError("To Set of MixedMap does not match Set of MixedDat.")
-        native = (KIND_MIXED_DAT, self._mixed_native(), access._code, path._mixed_native())
+        native = self._mixed_native().arg(access._native, path._mixed_native())
         return Arg(self, access, path, False, native, path.iterset,
                    after=MixedDat._after_read if access is READ else MixedDat._after_write)
 

@@ -11,7 +11,7 @@ from .data import Dat, MixedDat
 from .exceptions import (DataSetTypeError, DatTypeError, MapTypeError, MapValueError,
                          MatTypeError, ModeValueError, NameTypeError, SparsityTypeError, call)
 from .maps import Map, MapPath, MixedMap
-from .parloop import KIND_MAT, KIND_MIXED_MAT, Arg
+from .parloop import Arg
 from .runtime import current, fresh_name, on_exit
 from .sets import DataSet, MixedDataSet, MixedSet, Set
 
@@ -268,15 +268,15 @@ class Mat:
             if per_point:
                 raise NotImplementedError("per-point (0.8.2) kernels on mixed matrices are not "
                                           "in op2rs yet; once-per-element ones are")
-            return (KIND_MIXED_MAT, self._native, arg.access._code,
-                    rpath.map._mixed_native(), cpath.map._mixed_native())
+            return self._native.arg_mixed(arg.access._native, rpath.map._mixed_native(),
+                                          cpath.map._mixed_native())
         dims = self._sparsity.dims
         if per_point and arg.flatten and dims != (1, 1):
             # 0.8.2 called such kernels once per scalar entry (Ar*r by Ac*c points).
             raise NotImplementedError(
                 "per-point (0.8.2) kernels on flattened block matrices (dims > 1) are not in "
                 "op2rs yet")
-        form = 1 if per_point else 0
+        form = _op2.MatForm.Entries if per_point else _op2.MatForm.Element
         if not per_point and dims != (1, 1):
             if not arg.flatten:
                 # PyOP2 0.8.3 to 0.10 assembled these wrongly (overlapping blocks); its
@@ -284,9 +284,8 @@ class Mat:
                 raise NotImplementedError(
                     "once-per-element kernels on block matrices need flatten=True (the "
                     "element matrix component by component)")
-            form = 2
-        return (KIND_MAT, self._native, arg.access._code, rpath.map._native,
-                cpath.map._native, form)
+            form = _op2.MatForm.Flattened
+        return self._native.arg(arg.access._native, rpath.map._native, cpath.map._native, form)
 
     def _split_arg(self, arg):
         """One argument per block of a mixed matrix (for reading a loop's arguments)."""

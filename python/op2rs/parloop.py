@@ -15,16 +15,11 @@ from .sets import ExtrudedSet, Set, Subset
 
 __all__ = ["Arg", "par_loop", "ParLoop"]
 
-# How an argument reaches its kernel, as the native module numbers them.
-DIRECT, ENTRY, ROW, ENTRIES, BUFFER, BUFFER_FLAT, ROW_FLAT = range(7)
-KIND_DAT, KIND_GLOBAL, KIND_MAT, KIND_MIXED_DAT, KIND_MIXED_MAT = range(5)
-
-
 class Arg:
     """A ``par_loop`` argument: the data, its access and its path (``None`` when direct, a
     Map for a whole row, ``map[k]``, ``map[op2.i[n]]``, or a Mat's pair of those).
 
-    ``native`` is what the native module takes, made once here so that ``par_loop`` only
+    ``native`` is the native module's ``LoopArg``, made once here so that ``par_loop`` only
     passes it on (``None`` for a local iteration space, whose form depends on the kernel);
     ``iterset`` is the set the loop must run over (``None``: any); ``lis`` marks a local
     iteration space and ``extent`` is its shape; ``after`` is called once a loop has it."""

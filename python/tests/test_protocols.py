@@ -334,3 +334,12 @@ def test_mpi_comm_takes_a_fortran_handle_through_mpi4py():
             op2.MPI.comm = None
     finally:
         op2.MPI.comm = MPI.COMM_WORLD
+
+
+def test_every_error_kind_the_package_maps_is_one_the_native_module_raises():
+    # A renamed Rust variant would otherwise turn its exception into the generic Op2Error.
+    from op2rs import _op2
+    from op2rs.exceptions import _KINDS
+    kinds = set(_op2.error_kinds())
+    assert "MapValueOutOfRange" in kinds and "KernelNotFound" in kinds
+    assert set(_KINDS) <= kinds, sorted(set(_KINDS) - kinds)

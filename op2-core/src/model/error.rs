@@ -8,7 +8,7 @@ use std::path::PathBuf;
 pub type Result<T, E = Op2Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong when declaring data, building loops or running them.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr, strum::VariantNames)]
 #[non_exhaustive]
 pub enum Op2Error {
     /// A set's section sizes overflow `usize`.
@@ -620,4 +620,12 @@ pub enum Op2Error {
         /// Why.
         reason: String,
     },
+}
+
+impl Op2Error {
+    /// The variant's name (`"MapValueOutOfRange"`, ...), which bindings map to their own
+    /// exceptions; [`strum::VariantNames::VARIANTS`] lists every one.
+    pub fn kind(&self) -> &'static str {
+        self.into()
+    }
 }
