@@ -71,16 +71,27 @@ impl PyMixedDat {
         Ok(PyMixedDat { dat })
     }
     /// The loop argument reaching this mixed Dat with `access` through the mixed map `map`:
-    /// one pointer array across the components.
-    fn arg(&self, access: crate::AccessMode, map: &PyMixedMap) -> crate::PyLoopArg {
+    /// one pointer array across the components, or with `buffer` one local buffer of the
+    /// element's values (PyOP2's `mixed_dat(access, mixed_map[op2.i[0]])`).
+    #[pyo3(signature = (access, map, buffer=false))]
+    fn arg(&self, access: crate::AccessMode, map: &PyMixedMap, buffer: bool) -> crate::PyLoopArg {
         let (acc, m) = (access.into(), &map.map);
+        macro_rules! arg {
+            ($d:expr) => {
+                if buffer {
+                    $d.arg_buffer(m, acc)
+                } else {
+                    $d.arg_row(m, acc)
+                }
+            };
+        }
         crate::PyLoopArg::data(match &self.dat {
-            AnyMixedDat::F64(d) => d.arg_row(m, acc),
-            AnyMixedDat::F32(d) => d.arg_row(m, acc),
-            AnyMixedDat::I32(d) => d.arg_row(m, acc),
-            AnyMixedDat::U32(d) => d.arg_row(m, acc),
-            AnyMixedDat::I64(d) => d.arg_row(m, acc),
-            AnyMixedDat::U64(d) => d.arg_row(m, acc),
+            AnyMixedDat::F64(d) => arg!(d),
+            AnyMixedDat::F32(d) => arg!(d),
+            AnyMixedDat::I32(d) => arg!(d),
+            AnyMixedDat::U32(d) => arg!(d),
+            AnyMixedDat::I64(d) => arg!(d),
+            AnyMixedDat::U64(d) => arg!(d),
         })
     }
 }

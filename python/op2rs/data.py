@@ -577,16 +577,26 @@ class MixedDat(_Parts):
             raise ModeValueError("Dat access must be READ, WRITE, RW or INC")
         if flatten:
             raise DatTypeError("MixedDats cannot be flattened")
-        if type(path) is MapPath:
-            raise NotImplementedError("mixed_dat(access, mixed_map[op2.i[0]]) is not in op2rs "
-                                      "yet; pass the MixedMap for one pointer array")
-        if not isinstance(path, MixedMap):
+        mmap = path.map if type(path) is MapPath else path
+        if not isinstance(mmap, MixedMap):
             raise MapTypeError("a MixedDat is used through a MixedMap")
-        if path.toset != MixedSet(d.dataset.set for d in self._dats):
+        if mmap.toset != MixedSet(d.dataset.set for d in self._dats):
             raise MapValueError("To Set of MixedMap does not match Set of MixedDat.")
-        native = self._mixed_native().arg(access._native, path._mixed_native())
-        return Arg(self, access, path, False, native, path.iterset,
-                   after=MixedDat._after_read if access is READ else MixedDat._after_write)
+        after = MixedDat._after_read if access is READ else MixedDat._after_write
+        if type(path) is MapPath:
+            # mixed_map[op2.i[n]]: a local iteration space over every component's entries.
+            return Arg(self, access, path, False, None, mmap.iterset, True, (mmap.arity,), after)
+        native = self._mixed_native().arg(access._native, mmap._mixed_native())
+        return Arg(self, access, path, False, native, mmap.iterset, after=after)
+
+    def _lis_native(self, arg, per_point):
+        """``mixed_dat(access, mixed_map[op2.i[0]])`` for a once-per-element kernel: one
+        buffer of the element's values, component after component."""
+        if per_point:
+            raise NotImplementedError(
+                "per-point (0.8.2) kernels over mixed maps are not in op2rs yet; "
+                "once-per-element ones (one buffer of the element's values) are")
+        return self._mixed_native().arg(arg.access._native, arg.path.map._mixed_native(), True)
 
     def _after_read(self, arg):
         for d in self._dats:
@@ -598,6 +608,9 @@ class MixedDat(_Parts):
 
     def _split_arg(self, arg):
         """One argument per component: each Dat through its component of the MixedMap."""
+        if type(arg.path) is MapPath:
+            return tuple(d(arg.access, m[arg.path.index])
+                         for d, m in zip(self._dats, arg.path.map.split))
         return tuple(d(arg.access, m) for d, m in zip(self._dats, arg.path.split))
 
     dtype = property(lambda self: self._dats[0].dtype)

@@ -102,3 +102,28 @@ def test_block_matrix_assembles_and_solves(pc):
     op2.Solver(ksp_type="gmres", pc_type=pc, ksp_rtol=1e-12).solve(mat, x_md, b_md)
     xa, xb = x_md.data_ro
     np.testing.assert_allclose(np.concatenate([xa, xb]), u, rtol=1e-8, atol=1e-10)
+
+
+def test_mixed_dat_through_a_local_iteration_space_once_per_element():
+    # PyOP2 0.8.3-0.10: mixed_dat(access, mixed_map[op2.i[0]]) hands the kernel one buffer of
+    # the element's values, component after component (a non-mixed Dat beside it through its
+    # whole row: local iteration spaces of one loop share one extent).
+    cells, a, b, c2a, c2b = spaces()
+    mm = op2.MixedMap([c2a, c2b])
+    md = op2.MixedDat(op2.MixedSet([a, b]) ** 1)
+    w = op2.Dat(a, np.arange(5.0))
+    k = op2.Kernel("void mbuf(double d[3], double *x[2]) "
+                   "{ d[0] += 1.0; d[1] += x[1][0]; d[2] += 100.0 + x[0][0]; }", "mbuf")
+    op2.par_loop(k, cells, md(op2.INC, mm[op2.i[0]]), w(op2.READ, c2a))
+    with pytest.raises(op2.IndexValueError):
+        op2.par_loop(k, cells, md(op2.INC, mm[op2.i[0]]), w(op2.READ, c2a[op2.i[0]]))
+    want_a, want_b = np.zeros(5), np.zeros(4)
+    for c in range(4):
+        ra, rb = c2a.values[c], c2b.values[c]
+        want_a[ra[0]] += 1.0
+        want_a[ra[1]] += ra[1]
+        want_b[rb[0]] += 100.0 + ra[0]
+    np.testing.assert_array_equal(md[0].data_ro, want_a)
+    np.testing.assert_array_equal(md[1].data_ro, want_b)
+    parts = md(op2.INC, mm[op2.i[0]]).split
+    assert [p.map for p in parts] == [c2a, c2b] and all(p.idx == op2.i[0] for p in parts)

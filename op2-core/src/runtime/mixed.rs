@@ -9,7 +9,7 @@
 use super::execute::lock;
 use super::{Runtime, next_id};
 use crate::access::Access;
-use crate::arg::{Arg, ArgTarget, Via};
+use crate::arg::{Arg, ArgTarget, PerEntry, Via};
 use crate::carrier::{CarrierKind, Dat};
 use crate::dtype::{HostBuffer, Scalar};
 use crate::error::{Op2Error, Result};
@@ -223,6 +223,18 @@ impl<T: Scalar> MixedDat<T> {
             ));
         }
         first
+    }
+
+    /// The arg through `map` as one local buffer of the element's values, called once per
+    /// element (PyOP2 0.8.3 to 0.10's `mixed_dat(access, mixed_map[op2.i[0]])`): component `b`'s
+    /// rows start after the values of the components before it (at `arange[b] * dim` when the
+    /// components share one dim, as PyOP2 laid them out), entry by entry. Filled from the Dat
+    /// for READ and RW, zeroed for WRITE and INC, and afterwards written (WRITE, RW) or added
+    /// (INC) back. Non-mixed args of the loop may be buffers too ([`Dat::arg_buffer`]).
+    pub fn arg_buffer(&self, map: &MixedMap, access: Access) -> Arg {
+        let mut a = self.arg_row(map, access);
+        a.per_entry = Some(PerEntry::Buffer { flattened: false });
+        a
     }
 
     /// Sets every value to zero (each component's loop).
@@ -570,11 +582,17 @@ impl Runtime {
             what: format!("arg {i} of loop `{}`", kernel.name()),
             reason,
         };
-        if args.iter().any(|a| a.per_entry.is_some()) {
+        // Local buffers (once per element) are written here, for mixed and other args alike;
+        // per-entry calls (PyOP2 0.8.2's op2.i) are not.
+        if args
+            .iter()
+            .any(|a| a.per_entry.is_some() && !matches!(a.per_entry, Some(PerEntry::Buffer { .. })))
+        {
             return Err(Op2Error::MixedMismatch {
                 what: format!("loop `{}`", kernel.name()),
-                reason: "mixed args and a local iteration space (op2.i) in one loop are not \
-                         supported: pass the mixed arg whole"
+                reason: "mixed args and per-entry calls (a kernel with trailing index \
+                         parameters) in one loop are not supported: take the element's values \
+                         in one buffer, or pass the mixed arg whole"
                     .into(),
             });
         }
@@ -591,6 +609,7 @@ impl Runtime {
         let mut wrapper_params = Vec::new();
         let mut call = Vec::new();
         let mut setup = String::new();
+        let mut after = String::new();
         let mut positions = Vec::new();
         let mut lowered = Vec::new();
         for (i, mut a) in args.into_iter().enumerate() {
@@ -602,6 +621,76 @@ impl Runtime {
             };
             let dtype = ctype(&a);
             let first = lowered.len();
+            let buffer = match a.per_entry.take() {
+                Some(PerEntry::Buffer { flattened }) => Some(flattened),
+                _ => None,
+            };
+            if let Some(flattened) = buffer {
+                // The element's values of every component in one buffer, component after
+                // component, each entry by entry (or, for one component, component-major).
+                if flattened && !joined.is_empty() {
+                    return Err(bad(i, "a mixed arg's buffer cannot be flattened".into()));
+                }
+                let parts: Vec<Arg> = std::iter::once(a).chain(joined).collect();
+                let p = format!("op2_j{i}_b");
+                let (mut gather, mut scatter, mut total, mut widest) =
+                    (String::new(), String::new(), 0, 1);
+                for (q, part) in parts.iter().enumerate() {
+                    let ArgTarget::Dat {
+                        carrier,
+                        via: Via::Row(m),
+                    } = &part.target
+                    else {
+                        return Err(bad(i, "a buffer only through a whole map row".into()));
+                    };
+                    if carrier.dtype() != dtype {
+                        return Err(bad(
+                            i,
+                            format!(
+                                "its components hold {} and {}: a kernel parameter has one type",
+                                dtype.c_name(),
+                                carrier.dtype().c_name()
+                            ),
+                        ));
+                    }
+                    let (n, d, w) = (m.arity(), carrier.dim, first + q);
+                    wrapper_params.push(format!("{} **op2_a{w}", dtype.c_name()));
+                    let at = if flattened {
+                        format!("{total} + op2_c * {n} + op2_k")
+                    } else {
+                        format!("{total} + op2_k * {d} + op2_c")
+                    };
+                    let each = format!(
+                        "for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = 0; op2_c < {d}; ++op2_c)"
+                    );
+                    let _ = match part.access {
+                        Access::Read | Access::Rw => {
+                            writeln!(gather, "  {each} {p}[{at}] = op2_a{w}[op2_k][op2_c];")
+                        }
+                        _ => Ok(()),
+                    };
+                    let _ = match part.access {
+                        Access::Inc => {
+                            writeln!(scatter, "  {each} op2_a{w}[op2_k][op2_c] += {p}[{at}];")
+                        }
+                        Access::Write | Access::Rw => {
+                            writeln!(scatter, "  {each} op2_a{w}[op2_k][op2_c] = {p}[{at}];")
+                        }
+                        _ => Ok(()),
+                    };
+                    total += n * d;
+                    widest = widest.max(d);
+                }
+                let len = super::per_entry::buffer_len(kernel, i, total, widest)?;
+                let _ = writeln!(setup, "  {} {p}[{len}] = {{0}};", dtype.c_name());
+                setup.push_str(&gather);
+                after.push_str(&scatter);
+                call.push(format!("OP2_PASS({p})"));
+                // The kernel's pointer is the runtime's own buffer, not the arg's data.
+                positions.push(usize::MAX);
+                lowered.extend(parts);
+                continue;
+            }
             if joined.is_empty() {
                 let row = matches!(
                     &a.target,
@@ -619,12 +708,6 @@ impl Runtime {
                 positions.push(first);
                 lowered.push(a);
                 continue;
-            }
-            if a.per_entry.is_some() {
-                return Err(bad(
-                    i,
-                    "a mixed arg cannot be per entry (op2.i) here: pass the whole row".into(),
-                ));
             }
             let parts: Vec<Arg> = std::iter::once(a).chain(joined).collect();
             let mut total = 0;
@@ -681,7 +764,9 @@ impl Runtime {
         src.push_str(&super::per_entry::inlined_source(kernel, ""));
         let _ = writeln!(src, "\nvoid {name}({}) {{", wrapper_params.join(", "));
         src.push_str(&setup);
-        let _ = writeln!(src, "  {}({});\n}}", kernel.name(), call.join(", "));
+        let _ = writeln!(src, "  {}({});", kernel.name(), call.join(", "));
+        src.push_str(&after);
+        src.push_str("}\n");
         src.push_str(&super::per_entry::end_part(kernel));
         let part = kernel.clone();
         let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {

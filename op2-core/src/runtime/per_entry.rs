@@ -93,7 +93,7 @@ fn passed_shape(
 /// more when the parameter declares more, up to `values * dim` (PyOP2's flattened buffers were
 /// declared `arity * dim * dim` long), so that the kernel cannot write past it. A declaration
 /// longer still is refused (the buffer lives on the stack, or in a GPU thread's registers).
-fn buffer_len(kernel: &Kernel, i: usize, values: usize, dim: usize) -> Result<usize> {
+pub(crate) fn buffer_len(kernel: &Kernel, i: usize, values: usize, dim: usize) -> Result<usize> {
     let Some(p) = kernel
         .params()
         .and_then(|p| p.get(i))

@@ -321,3 +321,71 @@ fn mixed_loops_on_two_ranks_compute_what_one_process_computes() {
     assert_eq!(r0.1[..m], one.1[..m]);
     assert_eq!(r1.1[..n - m], one.1[m..]);
 }
+
+/// A mixed arg as one local buffer per element (PyOP2 0.8.3 to 0.10's `mixed_dat(access,
+/// mixed_map[op2.i[0]])`), beside a non-mixed Dat's buffer in the same loop: component `b`'s
+/// values start after those of the components before it, entry by entry; INC adds them back,
+/// READ fills them, WRITE assigns them. Checked against loops computed here.
+#[test]
+fn a_mixed_buffer_holds_every_components_values_in_turn() {
+    let rt = builder().build().unwrap();
+    let n = 9;
+    let (elems, ms, mm) = chain(&rt, n);
+    let nodes = ms.split()[0].clone();
+    let e2n = mm.split()[0].clone();
+    let u = rt.decl_mixed_dat::<f64>(&ms, &[1, 1], "u").unwrap();
+    let x = rt
+        .decl_dat(
+            &nodes,
+            1,
+            (0..=n).map(|i| i as f64).collect::<Vec<_>>(),
+            "x",
+        )
+        .unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&nodes, 1, "y").unwrap();
+    // The buffer `b` is [node e, node e + 1, element e]; `x` is [node e, node e + 1].
+    let k = kernel(
+        "mixbuf",
+        "void mixbuf(double b[3], const double x[2], double y[2]) {
+           b[0] += 1.0; b[1] += 10.0 * x[1]; b[2] += 100.0 + x[0];
+           y[0] += b[0]; y[1] += b[2]; }",
+    );
+    for _ in 0..2 {
+        rt.par_loop(
+            &k,
+            &elems,
+            [
+                u.arg_buffer(&mm, INC),
+                x.arg_buffer(&e2n, READ),
+                y.arg_buffer(&e2n, INC),
+            ],
+        )
+        .unwrap();
+    }
+    let (mut u0, mut u1, mut yy) = (vec![0.0; n + 1], vec![0.0; n], vec![0.0; n + 1]);
+    for _ in 0..2 {
+        for e in 0..n {
+            let (b0, b2) = (1.0, 100.0 + e as f64);
+            u0[e] += b0;
+            u0[e + 1] += 10.0 * (e + 1) as f64;
+            u1[e] += b2;
+            // The kernel adds to its own buffer, zeroed for INC: y sees the buffer's values.
+            yy[e] += b0;
+            yy[e + 1] += b2;
+        }
+    }
+    let split = u.split();
+    assert_eq!(split[0].to_vec().unwrap(), u0);
+    assert_eq!(split[1].to_vec().unwrap(), u1);
+    assert_eq!(y.to_vec().unwrap(), yy);
+    // Read back through a READ buffer: the element's values in the same order.
+    let sums = rt.decl_dat_zeros::<f64>(&elems, 3, "sums").unwrap();
+    let rd = kernel(
+        "mixrd",
+        "void mixrd(const double b[3], double *s) { s[0] = b[0]; s[1] = b[1]; s[2] = b[2]; }",
+    );
+    rt.par_loop(&rd, &elems, [u.arg_buffer(&mm, READ), sums.arg(op2::WRITE)])
+        .unwrap();
+    let want: Vec<f64> = (0..n).flat_map(|e| [u0[e], u0[e + 1], u1[e]]).collect();
+    assert_eq!(sums.to_vec().unwrap(), want);
+}
