@@ -197,9 +197,9 @@ fn airfoil_h5() -> Result<PathBuf, String> {
     Ok(mesh)
 }
 
-/// The Python package's tests, then its examples: Jacobi on every backend (checked against
-/// NumPy) and Airfoil on OpenMP from the `new_grid.h5` the Rust example writes (OP2's ten
-/// residuals).
+/// The Python package's tests, then its examples: Jacobi and Aero on every backend (checked
+/// against NumPy), Airfoil on OpenMP from the `new_grid.h5` the Rust example writes (OP2's ten
+/// residuals) and Airfoil with vector maps (its first two).
 fn python_tests(features: &[&str]) -> Result<(), String> {
     let py = python_env()?;
     let mut backends = vec!["sequential", "openmp", "cuda-emulator"];
@@ -221,6 +221,11 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
         run(python(&[])
             .arg(examples.join("jacobi.py"))
             .args(["--backend", b]))?;
+        // PyOP2's Aero (soa=True, OP2_STRIDE, CG from loops) on the mesh it writes, checked
+        // against NumPy.
+        run(python(&[])
+            .arg(examples.join("aero.py"))
+            .args(["--backend", b]))?;
     }
     // Across ranks: a mesh partitioned from Python, checked against NumPy (every rank handing
     // in the mesh at 2 ranks, with MPI started by mpi4py too; rank 0 alone at 3 on OpenMP).
@@ -239,7 +244,14 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
         .arg(examples.join("airfoil.py"))
         .arg("--mesh")
         .arg(&mesh)
-        .args(["--backend", "openmp"]))
+        .args(["--backend", "openmp"]))?;
+    // PyOP2's airfoil_vector (whole map rows, kernels declaring arrays longer than the rows):
+    // its first residuals against OP2-Common's.
+    run(python(&[])
+        .arg(examples.join("airfoil_vector.py"))
+        .arg("--mesh")
+        .arg(&mesh)
+        .args(["--backend", "openmp", "--iterations", "200"]))
 }
 
 /// Python beside Rust: Airfoil's time per iteration from the Rust example and from the Python
