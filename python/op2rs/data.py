@@ -14,7 +14,7 @@ from .exceptions import (DataSetTypeError, DataValueError, DatTypeError, DimType
 from .kernels import Kernel
 from .maps import Map, MapPath, MixedMap
 from .parloop import Arg, par_loop
-from .runtime import current, fresh_name
+from .runtime import current, fresh_name, viewed
 from .sets import DataSet, MixedDataSet, MixedSet, Set, _Parts, mixed_native
 
 __all__ = ["Dat", "MixedDat", "Global", "Const"]
@@ -78,22 +78,26 @@ class Dat:
         self._needs_halo = bool(value)
 
     def __call__(self, access, path=None, flatten=False):
-        # The same argument is made every time step: it is made once and kept on the Dat.
-        key = (access, path, flatten)
+        # The same argument is made every time step: it is made once and kept on the Dat, by
+        # access, then path (two lookups of objects hashed by identity, no key to build).
         try:
-            a = self._args.get(key)
-        except TypeError:  # an unhashable path: not an argument, _arg says why
-            a = None
-        if a is None:
-            a = self._arg(access, path, flatten)
-            if len(self._args) < 64:
-                self._args[key] = a
+            return (self._args[access] if not flatten else self._args[access, True])[path]
+        except (KeyError, TypeError):  # not made yet, or not an argument (_arg says why)
+            pass
+        a = self._arg(access, path, flatten)
+        by_path = self._args.setdefault(access if not flatten else (access, True), {})
+        if len(by_path) < 64:
+            try:
+                by_path[path] = a
+            except TypeError:
+                pass
         return a
 
     def _arg(self, access, path, flatten):
         if access is not READ and access is not WRITE and access is not RW and access is not INC:
             raise ModeValueError("Dat access must be READ, WRITE, RW or INC")
-        after = Dat._after_read if access is READ else Dat._after_write
+        # A loop writing the Dat flags its halo; views handed out are seen to by par_loop.
+        after = None if access is READ else Dat._after_write
         if path is None:
             return Arg(self, access, None, flatten,
                        self._native.arg(access._native, _op2.ArgForm.Direct),
@@ -132,14 +136,8 @@ class Dat:
             form = _op2.ArgForm.BufferFlattened if arg.flatten else _op2.ArgForm.Buffer
         return self._native.arg(arg.access._native, form, arg.path.map._native)
 
-    def _after_read(self, arg):
-        if self._views:
-            self._used()
-
     def _after_write(self, arg):
         self._needs_halo = True
-        if self._views:
-            self._used()
 
     def _view(self, writable, halos):
         a = call(self._native.view, writable)
@@ -149,6 +147,7 @@ class Dat:
         if writable:
             self._views = [w for w in self._views if w() is not None]
             self._views.append(weakref.ref(a))
+            viewed.add(self)
         return a
 
     @property
@@ -194,6 +193,7 @@ class Dat:
             if a is not None:
                 a.flags.writeable = False
         self._views = []
+        viewed.discard(self)
 
     def zero(self):
         """Sets every value to zero (recorded, like a loop)."""
@@ -600,11 +600,12 @@ class MixedDat(_Parts):
 
     def _after_read(self, arg):
         for d in self._dats:
-            d._after_read(arg)
+            d._used()
 
     def _after_write(self, arg):
         for d in self._dats:
             d._after_write(arg)
+            d._used()
 
     def _split_arg(self, arg):
         """One argument per component: each Dat through its component of the MixedMap."""

@@ -15,7 +15,8 @@ __all__ = ["Map", "MixedMap", "MapPath"]
 
 class MapPath:
     """``map[k]`` or ``map[op2.i[n]]``: the path of a data argument (``index`` is ``k`` or the
-    ``IterationIndex``)."""
+    ``IterationIndex``). A Map keeps its paths, so one path is one object (compared and hashed
+    by identity)."""
 
     __slots__ = ("map", "index")
 
@@ -27,12 +28,6 @@ class MapPath:
     def idx(self):
         """The index, as PyOP2's indexed map arguments named it."""
         return self.index
-
-    def __eq__(self, other):
-        return type(other) is MapPath and other.map is self.map and other.index == self.index
-
-    def __hash__(self):
-        return hash((id(self.map), self.index))
 
     def __repr__(self):
         return "%r[%r]" % (self.map, self.index)

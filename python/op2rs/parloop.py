@@ -10,7 +10,7 @@ from .configuration import configuration
 from .exceptions import (IndexValueError, KernelTypeError, MapValueError, SetTypeError, call,
                          translate)
 from .kernels import Kernel
-from .runtime import current, state
+from .runtime import current, state, viewed
 from .sets import ExtrudedSet, Set, Subset
 
 __all__ = ["Arg", "par_loop", "ParLoop"]
@@ -153,6 +153,11 @@ def _record(kernel, args, native, target):
         f = a.after
         if f is not None:
             f(a.data, a)
+    if viewed:
+        for a in args:
+            d = a.data
+            if d in viewed:
+                d._used()
     limit = configuration._values["lazy_max_trace_length"]
     if pending and limit > 0 and rt.pending() >= limit:
         # PyOP2's bound on the queue: past it, loops run as they come.

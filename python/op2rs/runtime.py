@@ -4,13 +4,19 @@
 Every object that needs the runtime asks :func:`current`, which raises PyOP2's
 ``RuntimeError`` before ``init`` and after ``exit``."""
 
+import weakref
+
 from .exceptions import NameTypeError
 
-__all__ = ["state", "current", "fresh_name", "on_exit"]
+__all__ = ["state", "current", "fresh_name", "on_exit", "viewed"]
 
 # "runtime": the native runtime (None outside init..exit); "backend": PyOP2's name of it;
 # "finalised": whether exit ran.
 state = {"runtime": None, "backend": None, "finalised": False}
+
+# Dats that have handed out writable NumPy views since a loop last used them: a loop using one
+# makes those views read-only (PyOP2's rule). Usually empty, so a loop pays nothing for it.
+viewed = weakref.WeakSet()
 
 # Caches of objects tied to a runtime, emptied when it goes (`on_exit`).
 _caches = []

@@ -343,3 +343,21 @@ def test_every_error_kind_the_package_maps_is_one_the_native_module_raises():
     kinds = set(_op2.error_kinds())
     assert "MapValueOutOfRange" in kinds and "KernelNotFound" in kinds
     assert set(_KINDS) <= kinds, sorted(set(_KINDS) - kinds)
+
+
+def test_args_are_kept_per_access_path_and_flattening():
+    nodes, cells, c2n = mesh()
+    d = op2.Dat(nodes ** 2, name="kept")
+    plain, flat = d(op2.READ, c2n), d(op2.READ, c2n, flatten=True)
+    assert plain is d(op2.READ, c2n) and flat is d(op2.READ, c2n, flatten=True)
+    assert plain is not flat and not plain.flatten and flat.flatten
+    assert d(op2.READ, c2n, flatten=0) is plain
+    assert d(op2.READ, c2n[0]) is not d(op2.READ, c2n[1]) and d(op2.INC) is not d(op2.READ)
+    # A view handed out before a loop that uses the Dat is read-only after it, whatever the
+    # access (PyOP2's rule); one asked for afterwards writes.
+    v = d.data
+    op2.par_loop(op2.Kernel("void kread(double *x[2]) { }", "kread"), cells, plain)
+    with pytest.raises(ValueError):
+        v[0, 0] = 1.0
+    d.data[0, 0] = 1.0
+    assert d.data_ro[0, 0] == 1.0

@@ -1,0 +1,368 @@
+"""Type stubs for ``op2rs._op2``, the package's native module (op2-python, built with PyO3), so that editors and type checkers know its names; kept by hand in step with op2-python/src/{lib.rs,la.rs,mixed.rs,distributed.rs}."""
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Self, final
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+# The classes are PyO3 classes: none can be subclassed, and those without a ``__new__`` here
+# are made by the module only (by a runtime's ``decl_*``, a carrier's ``arg`` ...).
+
+@final
+class AccessMode:
+    """An access mode, as the Python layer's ``op2.READ`` ... ``op2.MAX`` carry it."""
+
+    Read: ClassVar[AccessMode]
+    Write: ClassVar[AccessMode]
+    Rw: ClassVar[AccessMode]
+    Inc: ClassVar[AccessMode]
+    Min: ClassVar[AccessMode]
+    Max: ClassVar[AccessMode]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __int__(self) -> int: ...
+
+@final
+class ArgForm:
+    """How a Dat arg reaches its kernel."""
+
+    Direct: ClassVar[ArgForm]
+    """The element's own row (no map)."""
+    Entry: ClassVar[ArgForm]
+    """The row of one map entry (``map[k]``)."""
+    Row: ClassVar[ArgForm]
+    """An array of pointers to the rows of the whole map row (``map``)."""
+    Entries: ClassVar[ArgForm]
+    """One call per map entry, its index last (PyOP2 0.8.2's ``map[op2.i[0]]``)."""
+    Buffer: ClassVar[ArgForm]
+    """The whole map row's values in a local buffer, node by node (0.8.3-0.10's ``op2.i``)."""
+    BufferFlattened: ClassVar[ArgForm]
+    """The same buffer component by component (``flatten=True``)."""
+    RowFlattened: ClassVar[ArgForm]
+    """One pointer per value, component by component (``map, flatten=True``)."""
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __int__(self) -> int: ...
+
+@final
+class MatForm:
+    """How a matrix arg hands the kernel its block."""
+
+    Element: ClassVar[MatForm]
+    """The element matrix, once per element."""
+    Entries: ClassVar[MatForm]
+    """One block per entry, the entry's indices last (PyOP2 0.8.2)."""
+    Flattened: ClassVar[MatForm]
+    """The element matrix with rows and columns component by component (``flatten=True``)."""
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __int__(self) -> int: ...
+
+@final
+class LoopArg:
+    """One argument of a loop, made once (a Dat's, Global's, mixed Dat's or matrix's ``arg``)
+    and handed to every loop that uses it."""
+
+@final
+class Keep:
+    """Keeps a Dat's memory alive under a NumPy view of it (the view's base)."""
+
+@final
+class Set:
+    """A set (``PyRuntime.decl_set`` ...)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def sizes(self) -> tuple[int, int, int, int]:
+        """(core, owned, exec halo, non-exec halo) sizes."""
+    @property
+    def size(self) -> int: ...
+    @property
+    def exec_size(self) -> int: ...
+    @property
+    def total_size(self) -> int: ...
+    @property
+    def id(self) -> int: ...
+
+@final
+class Map:
+    """A map between two sets (``PyRuntime.decl_map``)."""
+
+    @property
+    def arity(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    def values(self) -> NDArray[np.int32]:
+        """The values, one row per element a loop runs (a copy), shape (rows, arity)."""
+    @property
+    def offsets(self) -> list[int] | None: ...
+
+@final
+class Kernel:
+    """A C kernel: ``Kernel(code, name)``."""
+
+    def __new__(
+cls, code: str, name: str) -> Self: ...
+    @property
+    def name(self) -> str: ...
+    def param_count(self) -> int | None:
+        """How many parameters the kernel's definition has (None when macros hide it)."""
+    def trailing_ints(self) -> int:
+        """How many of the last parameters are plain ``int``s."""
+
+@final
+class Dat:
+    """A Dat of any element type (``PyRuntime.decl_dat``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def set(self) -> Set: ...
+    def view(self, writable: bool) -> NDArray[Any]:
+        """A NumPy array of shape (elements with halos, dim) over the Dat's own memory, after
+        running what it depends on."""
+    def norm(self) -> float:
+        """The 2-norm of every value."""
+    def zero(self) -> None: ...
+    def arg(
+        self, access: AccessMode, form: ArgForm, map: Map | None = None, index: int = 0
+    ) -> LoopArg:
+        """The loop argument reaching this Dat with ``access`` in ``form``, through ``map``
+        (entry ``index`` for ``ArgForm.Entry``) unless direct."""
+    @property
+    def carrier_id(self) -> int: ...
+
+@final
+class Global:
+    """A Global of any element type (``PyRuntime.decl_global``)."""
+
+    def value(self) -> NDArray[Any]:
+        """The values (a copy, after what they depend on ran)."""
+    def set_value(self, values: ArrayLike) -> None:
+        """Sets the values from a one-dimensional array of the Global's type."""
+    def arg(self, access: AccessMode) -> LoopArg:
+        """The loop argument reaching this Global with ``access``."""
+
+@final
+class Const:
+    """A Const of any element type (``PyRuntime.decl_const``)."""
+
+    def value(self) -> NDArray[Any]: ...
+    def set_value(self, values: ArrayLike) -> None:
+        """Sets the values from a one-dimensional array of the Const's type."""
+
+@final
+class PyRuntime:
+    """The runtime of a program (``op2.init``)."""
+
+    def __new__(
+cls, backend: str | None = None, lazy: bool = True) -> Self: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def rank(self) -> int:
+        """This process's rank among the runtime's ranks."""
+    @property
+    def ranks(self) -> int:
+        """How many ranks the runtime spans."""
+    def decl_set(self, sizes: tuple[int, int, int, int], name: str) -> Set:
+        """A set of (core, owned, exec halo, non-exec halo) sizes."""
+    def decl_extruded_set(self, base: Set, layers: int, name: str) -> Set: ...
+    def decl_subset(self, parent: Set, indices: ArrayLike, name: str) -> Set:
+        """The subset of ``parent`` at ``indices`` (a one-dimensional int32 array)."""
+    def decl_map(
+        self,
+        from_: Set,
+        to: Set,
+        arity: int,
+        data: ArrayLike,
+        name: str,
+        offsets: Sequence[int] | None = None,
+    ) -> Map:
+        """A map of ``arity`` from ``from_`` (at runtime the parameter is named ``from``) to
+        ``to``, its values a one-dimensional int32 array; extruded with ``offsets``."""
+    def decl_dat(
+        self, set: Set, dim: int, dtype: str, data: ArrayLike | None, name: str
+    ) -> Dat:
+        """A Dat of ``dtype`` (a NumPy type name) on ``set``, ``dim`` values per element, from
+        ``data`` (``None``: zeros)."""
+    def decl_global(self, dim: int, dtype: str, data: ArrayLike, name: str) -> Global: ...
+    def decl_const(self, dim: int, dtype: str, data: ArrayLike, name: str) -> Const: ...
+    def remove_const(self, c: Const) -> None:
+        """Frees Const ``c``'s name (loops recorded before run first)."""
+    def par_loop(
+        self, kernel: Kernel, set: Set, args: Sequence[LoopArg], region: str = "all"
+    ) -> bool:
+        """Records ``kernel`` over ``set`` with ``args``. ``region`` is one of ``all``,
+        ``bottom``, ``top``, ``facets``. Returns whether the loop is still pending."""
+    def flush(self) -> None:
+        """Runs every pending loop."""
+    def time_loop(
+        self, kernel: Kernel, set: Set, args: Sequence[LoopArg], calls: int, batch: int
+    ) -> float:
+        """Seconds to record ``calls`` loops from Rust, running what is pending every
+        ``batch`` calls (the overhead benchmark)."""
+    def pending(self) -> int:
+        """Loops recorded and not yet run."""
+
+@final
+class Sparsity:
+    """A matrix's pattern: ``Sparsity(pairs, dims, name)`` with ``pairs`` a list of (row map,
+    column map) and ``dims`` the (row, column) values per node."""
+
+    def __new__(
+        cls, pairs: Sequence[tuple[Map, Map]], dims: tuple[int, int], name: str
+    ) -> Self: ...
+    @property
+    def nnz(self) -> int:
+        """Stored entries."""
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Scalar rows and columns."""
+    def rowptr(self) -> NDArray[np.int64]:
+        """CSR row offsets."""
+    def colidx(self) -> NDArray[np.int32]:
+        """CSR column indices."""
+    def row_counts(self) -> NDArray[np.int32]:
+        """Stored entries in each scalar row."""
+
+@final
+class Mat:
+    """A matrix on a sparsity: ``Mat(sparsity, name)``."""
+
+    def __new__(
+cls, sparsity: Sparsity, name: str) -> Self: ...
+    def arg(self, access: AccessMode, rows: Map, cols: Map, form: MatForm) -> LoopArg:
+        """The loop argument assembling into this matrix with ``access`` through ``rows`` and
+        ``cols`` in ``form``."""
+    def arg_mixed(self, access: AccessMode, rows: MixedMap, cols: MixedMap) -> LoopArg:
+        """The loop argument assembling into this block matrix through mixed maps."""
+    def zero(self) -> None:
+        """Sets every entry to zero (the pattern stays)."""
+    def assemble(self) -> None:
+        """Finishes pending insertions."""
+    def zero_rows(self, rows: Sequence[int], diagonal: float) -> None:
+        """Zeroes scalar ``rows`` and puts ``diagonal`` on their diagonal."""
+    def diagonal_entries(
+        self, rows: Sequence[int], values: Sequence[float], add: bool
+    ) -> None:
+        """Adds (``add``) or sets each value of ``values`` on the diagonal entry of scalar row
+        ``rows[k]``."""
+    def array(self) -> NDArray[np.float64]:
+        """The stored values in CSR order (a copy)."""
+    def dense(self) -> NDArray[np.float64]:
+        """The whole matrix, dense (a copy)."""
+    def mult(self, x: Dat, y: Dat) -> None:
+        """``y = A x`` with Dats of float64."""
+    def solve(
+        self, x: Dat, b: Dat, options: SolverOptions
+    ) -> tuple[bool, str, int, float]:
+        """Solves ``A x = b``. Returns (converged, reason, iterations, last residual norm)."""
+
+@final
+class SolverOptions:
+    """A solve's settings from PyOP2's parameters: ``method`` is its ``ksp_type`` (``cg``,
+    ``gmres``, ``bcgs``/``bicgstab``), ``pc`` its ``pc_type`` (``none``, ``jacobi``, ``sor``,
+    ``ilu``, and for mixed systems ``fieldsplit`` or ``fieldsplit_multiplicative``)."""
+
+    def __new__(
+        cls,
+        method: str,
+        pc: str,
+        rtol: float,
+        atol: float,
+        dtol: float,
+        max_it: int,
+        restart: int,
+        nonzero_guess: bool,
+    ) -> Self: ...
+
+@final
+class MixedSet:
+    """An ordered tuple of sets (``decl_mixed_set``)."""
+
+@final
+class MixedMap:
+    """One map per component of a mixed set, from one iteration set (``decl_mixed_map``)."""
+
+@final
+class MixedDat:
+    """One Dat per component of a mixed set, all of one type."""
+
+    def __new__(
+cls, set: MixedSet, dats: Sequence[Dat]) -> Self: ...
+    def arg(self, access: AccessMode, map: MixedMap, buffer: bool = False) -> LoopArg:
+        """The loop argument reaching this mixed Dat with ``access`` through ``map``: one
+        pointer array across the components, or with ``buffer`` one local buffer."""
+
+# Present when the module is built with the `mpi` feature (HAS_MPI).
+
+@final
+class MeshBuilder:
+    """A mesh in global numbering, declared identically on every rank: ``MeshBuilder(input)``
+    with ``input`` ``everywhere`` or ``root``. Sets, maps and Dats are numbered in declaration
+    order."""
+
+    def __new__(
+cls, input: str) -> Self: ...
+    def decl_set(self, size: int, name: str) -> int: ...
+    def decl_map(
+        self, from_: int, to: int, arity: int, data: ArrayLike, name: str
+    ) -> int:
+        """Map number ``from_`` (at runtime the parameter is named ``from``) -> ``to``."""
+    def decl_dat(
+        self, set: int, dim: int, dtype: str, data: ArrayLike, name: str
+    ) -> int: ...
+    def partition(
+        self,
+        rt: PyRuntime,
+        partitioner: str,
+        by: int | None = None,
+        renumber: bool = False,
+    ) -> LocalMesh:
+        """The collective partition step on ``rt``'s ranks: ``partitioner`` is ``metis``,
+        ``geometric`` or ``blocks``."""
+
+@final
+class LocalMesh:
+    """This rank's part of a partitioned mesh."""
+
+    def set(self, i: int) -> Set: ...
+    def map(self, i: int) -> Map: ...
+    def dat(self, i: int) -> Dat: ...
+    def global_ids(self, i: int) -> NDArray[np.uint64]:
+        """The global numbers of set ``i``'s local elements."""
+    def gather(self, dat: Dat) -> NDArray[Any] | None:
+        """Collective: every rank's owned values of ``dat`` in global order, flat, on rank 0
+        (None elsewhere)."""
+    def report(self) -> str:
+        """The partition in a line: partitioner, edge cut, seconds."""
+
+def finalize_mpi() -> None:
+    """Finalises MPI if it was started (at interpreter exit, after the runtime is gone)."""
+
+HAS_MPI: bool
+
+class Op2Failure(RuntimeError):
+    """An op2 error: args are (kind, message)."""
+
+def decl_mixed_set(rt: PyRuntime, sets: Sequence[Set], name: str) -> MixedSet: ...
+def decl_mixed_map(
+    rt: PyRuntime, to: MixedSet, maps: Sequence[Map], name: str
+) -> MixedMap: ...
+def mixed_sparsity(rows: MixedMap, cols: MixedMap, name: str) -> Sparsity:
+    """The block sparsity of a row and a column mixed map."""
+def solve_mixed(
+    mat: Mat, x: MixedDat, b: MixedDat, options: SolverOptions
+) -> tuple[bool, str, int, float]:
+    """Solves the mixed system ``mat x = b``. Returns (converged, reason, iterations,
+    residual)."""
+def error_kinds() -> list[str]:
+    """Every error kind the native module can raise."""
