@@ -1,10 +1,45 @@
-"""Type stubs for ``op2rs._op2``, the package's native module (op2-python, built with PyO3), so that editors and type checkers know its names; kept by hand in step with op2-python/src/{lib.rs,la.rs,mixed.rs,distributed.rs}."""
+"""Type stubs for ``op2rs._op2``, the package's native module, so that editors and type checkers
+know its names. Kept by hand in step with op2-python/src/{lib.rs,la.rs,mixed.rs,distributed.rs}."""
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Self, final
+from typing import Any, ClassVar, final
+
+from typing_extensions import Self
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+# In the order `_op2(m)` adds them (MeshBuilder, LocalMesh and finalize_mpi with `mpi` only).
+__all__ = [
+    "PyRuntime",
+    "AccessMode",
+    "ArgForm",
+    "MatForm",
+    "LoopArg",
+    "Set",
+    "Map",
+    "Kernel",
+    "Dat",
+    "Global",
+    "Const",
+    "Keep",
+    "Sparsity",
+    "Mat",
+    "SolverOptions",
+    "MeshBuilder",
+    "LocalMesh",
+    "finalize_mpi",
+    "HAS_MPI",
+    "MixedSet",
+    "MixedMap",
+    "MixedDat",
+    "decl_mixed_set",
+    "decl_mixed_map",
+    "mixed_sparsity",
+    "solve_mixed",
+    "Op2Failure",
+    "error_kinds",
+]
 
 # The classes are PyO3 classes: none can be subclassed, and those without a ``__new__`` here
 # are made by the module only (by a runtime's ``decl_*``, a carrier's ``arg`` ...).
@@ -106,8 +141,7 @@ class Map:
 class Kernel:
     """A C kernel: ``Kernel(code, name)``."""
 
-    def __new__(
-cls, code: str, name: str) -> Self: ...
+    def __new__(cls, code: str, name: str) -> Self: ...
     @property
     def name(self) -> str: ...
     def param_count(self) -> int | None:
@@ -162,8 +196,7 @@ class Const:
 class PyRuntime:
     """The runtime of a program (``op2.init``)."""
 
-    def __new__(
-cls, backend: str | None = None, lazy: bool = True) -> Self: ...
+    def __new__(cls, backend: str | None = None, lazy: bool = True) -> Self: ...
     @property
     def backend(self) -> str: ...
     @property
@@ -237,8 +270,7 @@ class Sparsity:
 class Mat:
     """A matrix on a sparsity: ``Mat(sparsity, name)``."""
 
-    def __new__(
-cls, sparsity: Sparsity, name: str) -> Self: ...
+    def __new__(cls, sparsity: Sparsity, name: str) -> Self: ...
     def arg(self, access: AccessMode, rows: Map, cols: Map, form: MatForm) -> LoopArg:
         """The loop argument assembling into this matrix with ``access`` through ``rows`` and
         ``cols`` in ``form``."""
@@ -296,8 +328,7 @@ class MixedMap:
 class MixedDat:
     """One Dat per component of a mixed set, all of one type."""
 
-    def __new__(
-cls, set: MixedSet, dats: Sequence[Dat]) -> Self: ...
+    def __new__(cls, set: MixedSet, dats: Sequence[Dat]) -> Self: ...
     def arg(self, access: AccessMode, map: MixedMap, buffer: bool = False) -> LoopArg:
         """The loop argument reaching this mixed Dat with ``access`` through ``map``: one
         pointer array across the components, or with ``buffer`` one local buffer."""
@@ -310,8 +341,7 @@ class MeshBuilder:
     with ``input`` ``everywhere`` or ``root``. Sets, maps and Dats are numbered in declaration
     order."""
 
-    def __new__(
-cls, input: str) -> Self: ...
+    def __new__(cls, input: str) -> Self: ...
     def decl_set(self, size: int, name: str) -> int: ...
     def decl_map(
         self, from_: int, to: int, arity: int, data: ArrayLike, name: str

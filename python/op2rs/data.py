@@ -637,14 +637,17 @@ class MixedDat(_Parts):
             d.needs_halo_update = value
 
     def halo_exchange_begin(self):
+        """Each component's :meth:`Dat.halo_exchange_begin` (op2-rs exchanges by itself)."""
         for d in self._dats:
             d.halo_exchange_begin()
 
     def halo_exchange_end(self):
+        """Each component's :meth:`Dat.halo_exchange_end`."""
         for d in self._dats:
             d.halo_exchange_end()
 
     def zero(self):
+        """Sets every component's values to zero (recorded, like loops)."""
         for d in self._dats:
             d.zero()
 

@@ -71,16 +71,20 @@ class DistributedMesh:
         return as_values(values, dtype, count, what)
 
     def Set(self, size, name=None):
+        """A set of ``size`` elements in global numbering."""
         name = fresh_name("set", name)
         return _GlobalSet(self, call(self._native.decl_set, int(size), name), int(size), name)
 
     def Map(self, iterset, toset, arity, values, name=None):
+        """A map in global numbering: ``arity`` global ids of ``toset`` per element of
+        ``iterset`` (handed in as ``input`` says)."""
         name = fresh_name("map", name)
         v = self._values_here(values, np.int32, iterset.size * arity, "Map %s" % name)
         i = call(self._native.decl_map, iterset._index, toset._index, int(arity), v, name)
         return _GlobalMap(self, i, iterset, toset, int(arity), name)
 
     def Dat(self, dataset, data=None, dtype=None, name=None):
+        """Data on a set of the mesh, in global order (zeros without ``data``)."""
         if isinstance(dataset, _GlobalSet):
             dataset = dataset ** 1
         name = fresh_name("dat", name)
@@ -134,12 +138,15 @@ class LocalMesh:
         return o
 
     def gather(self, dat):
+        """Collective: the owned values of every rank in global order on rank 0 (``None``
+        elsewhere)."""
         v = call(self._native.gather, dat._native)
         if v is None:
             return None
         return v.reshape(-1) if dat.cdim == 1 else v.reshape((-1,) + dat.dim)
 
     def global_ids(self, set):
+        """The global id of each of this rank's elements of ``set``, in local order."""
         for x, o in self._objects.values():
             if o is set:
                 return self._native.global_ids(x._index)

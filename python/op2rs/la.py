@@ -481,6 +481,7 @@ class Solver:
         self.residual = None
 
     def update_parameters(self, parameters):
+        """Merges ``parameters`` (a dict of PyOP2's keys) into the solver's."""
         self.parameters.update(parameters)
 
     def solve(self, A, x, b):

@@ -22,20 +22,25 @@ def set_log_level(level):
 
 
 def debug(msg, *args, **kwargs):
+    """Logs ``msg % args`` at level DEBUG on the ``pyop2`` logger."""
     _logger.debug(msg, *args, **kwargs)
 
 
 def info(msg, *args, **kwargs):
+    """Logs ``msg % args`` at level INFO on the ``pyop2`` logger."""
     _logger.info(msg, *args, **kwargs)
 
 
 def warning(msg, *args, **kwargs):
+    """Logs ``msg % args`` at level WARNING on the ``pyop2`` logger."""
     _logger.warning(msg, *args, **kwargs)
 
 
 def error(msg, *args, **kwargs):
+    """Logs ``msg % args`` at level ERROR on the ``pyop2`` logger."""
     _logger.error(msg, *args, **kwargs)
 
 
 def critical(msg, *args, **kwargs):
+    """Logs ``msg % args`` at level CRITICAL on the ``pyop2`` logger."""
     _logger.critical(msg, *args, **kwargs)
