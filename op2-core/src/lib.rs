@@ -78,9 +78,9 @@ pub use registry::{
 };
 pub use rows::carrier_bytes;
 pub use runtime::{
-    CheckpointStats, DatTraffic, GraphNode, HaloTraffic, LazyStats, LoopHandle, LoopTiming,
-    MemoryKind, MemoryReport, MemoryUse, MixedDat, MixedMap, MixedSet, NodeKind, PendingGraph,
-    Region, Runtime, RuntimeBuilder,
+    ArithOp, CheckpointStats, DatTraffic, GraphNode, HaloTraffic, LazyStats, LoopHandle,
+    LoopTiming, MemoryKind, MemoryReport, MemoryUse, MixedDat, MixedMap, MixedSet, NodeKind,
+    PendingGraph, Region, Runtime, RuntimeBuilder,
 };
 pub use set::{Extrusion, HaloNeighbour, Layers, Set, SetHalo, SetSizes};
 pub use settings::{Setting, SettingKind, SettingValues};

@@ -122,6 +122,34 @@ enum MatForm {
     Flattened,
 }
 
+/// An operation of PyOP2's Dat arithmetic ([`op2::ArithOp`]).
+#[pyclass(
+    name = "Arith",
+    module = "op2rs._op2",
+    eq,
+    eq_int,
+    frozen,
+    from_py_object
+)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl From<Arith> for op2::ArithOp {
+    fn from(a: Arith) -> op2::ArithOp {
+        match a {
+            Arith::Add => op2::ArithOp::Add,
+            Arith::Sub => op2::ArithOp::Sub,
+            Arith::Mul => op2::ArithOp::Mul,
+            Arith::Div => op2::ArithOp::Div,
+        }
+    }
+}
+
 /// One argument of a loop, made once by the Python layer (a Dat's, Global's, mixed Dat's or
 /// matrix's `arg`) and handed to every loop that uses it.
 #[pyclass(name = "LoopArg", module = "op2rs._op2", frozen)]
@@ -353,6 +381,65 @@ impl PyDat {
     }
     fn zero(&self) -> PyResult<()> {
         each_dat!(&self.dat, d => d.zero().map_err(fail))
+    }
+    /// PyOP2's `self op other` as C computes it ([`op2::Dat::c_arith`]): into `out`, or in place
+    /// without it. `other` is a Dat of any type on the same set and dim.
+    #[pyo3(signature = (op, other, out=None))]
+    fn arith(&self, op: Arith, other: &PyDat, out: Option<&PyDat>) -> PyResult<()> {
+        let op = op2::ArithOp::from(op);
+        each_dat!(&self.dat, a => each_dat!(&other.dat, b => match out {
+            None => a.c_arith_assign(op, b),
+            Some(o) => each_dat!(&o.dat, r => a.c_arith(op, b, r)),
+        }))
+        .map_err(fail)
+    }
+    /// PyOP2's `self op s` for a scalar `value` of NumPy type `dtype` (as C computes it, see
+    /// [`op2::Dat::c_arith_scalar`]): into `out`, or in place without it.
+    #[pyo3(signature = (op, value, dtype, out=None))]
+    fn arith_scalar(
+        &self,
+        op: Arith,
+        value: &Bound<'_, PyAny>,
+        dtype: &str,
+        out: Option<&PyDat>,
+    ) -> PyResult<()> {
+        let op = op2::ArithOp::from(op);
+        macro_rules! with {
+            ($t:ty) => {{
+                let s: $t = value.extract()?;
+                each_dat!(&self.dat, a => match out {
+                    None => a.c_arith_scalar_assign(op, s),
+                    Some(o) => each_dat!(&o.dat, r => a.c_arith_scalar(op, s, r)),
+                })
+                .map_err(fail)
+            }};
+        }
+        match dtype {
+            "float64" => with!(f64),
+            "float32" => with!(f32),
+            "int32" => with!(i32),
+            "uint32" => with!(u32),
+            "int64" => with!(i64),
+            "uint64" => with!(u64),
+            other => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "a scalar of type {other} is not one op2-rs holds"
+            ))),
+        }
+    }
+    /// Copies the values into `other` (PyOP2's `Dat.copy`), converting them to its type as C
+    /// does when it holds another.
+    fn copy(&self, other: &PyDat) -> PyResult<()> {
+        macro_rules! same {
+            ($($v:ident),*) => {
+                match (&self.dat, &other.dat) {
+                    $((AnyDat::$v(a), AnyDat::$v(b)) => return a.copy(b).map_err(fail),)*
+                    _ => {}
+                }
+            };
+        }
+        same!(F64, F32, I32, U32, I64, U64);
+        each_dat!(&self.dat, a => each_dat!(&other.dat, b => a.c_arith_scalar(op2::ArithOp::Add, 0i32, b)))
+            .map_err(fail)
     }
     /// The loop argument reaching this Dat with `access` in `form`, through `map` (entry
     /// `index` for [`ArgForm::Entry`]) unless direct.
@@ -784,6 +871,7 @@ fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<AccessMode>()?;
     m.add_class::<ArgForm>()?;
     m.add_class::<MatForm>()?;
+    m.add_class::<Arith>()?;
     m.add_class::<PyLoopArg>()?;
     m.add_class::<PySet>()?;
     m.add_class::<PyMap>()?;

@@ -15,6 +15,7 @@ __all__ = [
     "AccessMode",
     "ArgForm",
     "MatForm",
+    "Arith",
     "LoopArg",
     "Set",
     "Map",
@@ -98,6 +99,19 @@ class MatForm:
     def __int__(self) -> int: ...
 
 @final
+class Arith:
+    """An operation of PyOP2's Dat arithmetic."""
+
+    Add: ClassVar[Arith]
+    Sub: ClassVar[Arith]
+    Mul: ClassVar[Arith]
+    Div: ClassVar[Arith]
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __int__(self) -> int: ...
+
+@final
 class LoopArg:
     """One argument of a loop, made once (a Dat's, Global's, mixed Dat's or matrix's ``arg``)
     and handed to every loop that uses it."""
@@ -165,6 +179,14 @@ class Dat:
     def norm(self) -> float:
         """The 2-norm of every value."""
     def zero(self) -> None: ...
+    def arith(self, op: Arith, other: Dat, out: Dat | None = None) -> None:
+        """``self op other`` as C computes it, into ``out`` or in place."""
+    def arith_scalar(
+        self, op: Arith, value: float, dtype: str, out: Dat | None = None
+    ) -> None:
+        """``self op value`` (a scalar of NumPy type ``dtype``) as C computes it."""
+    def copy(self, other: Dat) -> None:
+        """Copies the values into ``other``, converted to its type."""
     def arg(
         self, access: AccessMode, form: ArgForm, map: Map | None = None, index: int = 0
     ) -> LoopArg:

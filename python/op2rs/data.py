@@ -11,9 +11,8 @@ from .access import DAT_MODES, GLOBAL_MODES, READ, RW, WRITE, INC, IterationInde
 from .datatypes import as_cstr, as_dim, as_dtype, as_values
 from .exceptions import (DataSetTypeError, DataValueError, DatTypeError, DimTypeError, MapTypeError,
                          MapValueError, ModeValueError, NameTypeError, NonUniqueNameError, call)
-from .kernels import Kernel
 from .maps import Map, MapPath, MixedMap
-from .parloop import Arg, par_loop
+from .parloop import Arg
 from .runtime import current, fresh_name, viewed
 from .sets import DataSet, MixedDataSet, MixedSet, Set, _Parts, mixed_native
 
@@ -202,8 +201,14 @@ class Dat:
         self._used()
 
     def copy(self, other):
-        """Copies the values into the Dat ``other`` (recorded, like a loop)."""
-        par_loop(_copy_kernel(self), self._dataset.set, self(READ), other(WRITE))
+        """Copies the values into the Dat ``other`` on the same set with the same dim
+        (recorded, like a loop; converted as C converts when it holds another type)."""
+        if not isinstance(other, Dat):
+            raise DatTypeError("Dat.copy copies into a Dat")
+        call(self._native.copy, other._native)
+        self._used()
+        other._needs_halo = True
+        other._used()
 
     def save(self, filename):
         """``numpy.save`` of the owned values."""
@@ -222,41 +227,50 @@ class Dat:
     def __repr__(self):
         return "Dat(%r, None, %r, %r)" % (self._dataset, self._dtype, self._name)
 
-    # --- Arithmetic: each is a loop over the Dat's set (recorded, like par_loop) ---------
-    # As PyOP2 wrote them: C expressions, so C's conversions apply (an int Dat times 0.5 is
-    # computed in double and stored back truncated), a scalar a Global of NumPy's type for it.
+    # --- Arithmetic: each is a loop of op2-rs's Dat algebra (recorded, like par_loop) ---------
+    # As PyOP2 wrote them: C's conversions apply (an int Dat times 0.5 is computed in double and
+    # stored back truncated), a scalar has NumPy's type for it, the result the left Dat's type.
+
+    _ARITH = (_op2.Arith.Add, _op2.Arith.Sub, _op2.Arith.Mul, _op2.Arith.Div)
 
     def _operand(self, other):
-        """(the operand's arg, its C type, whether a scalar), or None for an unknown type."""
+        """A Dat operand checked against this one, or a scalar as (value, dtype name); None for
+        anything else."""
         if isinstance(other, Dat):
             if other._dataset is not self._dataset and (
                     other._dataset.set is not self._dataset.set
                     or other._dataset.dim != self._dataset.dim):
                 raise ValueError("Dats %s and %s are on different DataSets"
                                  % (self.name, other.name))
-            return other(READ), as_cstr(other.dtype), False
+            return other
         if np.ndim(other) != 0 or isinstance(other, (str, bytes)):
             return None
-        g = Global(1, other, as_dtype(None, other))
-        return g(READ), as_cstr(g.dtype), True
+        dt = as_dtype(None, other)
+        return (np.asarray(other, dt).item(), dt.name)
+
+    def _apply(self, code, o, out):
+        if isinstance(o, Dat):
+            call(self._native.arith, Dat._ARITH[code], o._native, out)
+            o._used()
+        else:
+            call(self._native.arith_scalar, Dat._ARITH[code], o[0], o[1], out)
 
     def _op(self, code, other):
         o = self._operand(other)
         if o is None:
             return NotImplemented
-        arg, ctype, scalar = o
         new = Dat(self._dataset, None, self.dtype)
-        par_loop(_arith_kernel(code, self.dtype, ctype, self.cdim, scalar, False),
-                 self._dataset.set, self(READ), arg, new(WRITE))
+        self._apply(code, o, new._native)
+        self._used()
         return new
 
     def _iop(self, code, other):
         o = self._operand(other)
         if o is None:
             return NotImplemented
-        arg, ctype, scalar = o
-        par_loop(_arith_kernel(code, self.dtype, ctype, self.cdim, scalar, True),
-                 self._dataset.set, self(RW), arg)
+        self._apply(code, o, None)
+        self._needs_halo = True
+        self._used()
         return self
 
     def __add__(self, other):
@@ -330,45 +344,6 @@ class Dat:
             kind = kind.decode()
         soa = str(kind).find(":soa") > 0
         return cls(dataset, slot[()], name=name, soa=soa)
-
-
-_arith_kernels = {}
-
-
-def _arith_kernel(code, dtype, other_ctype, cdim, scalar, in_place):
-    """The kernel of Dat arithmetic ``code`` (0 + 1 - 2 * 3 /) on Dats of ``dtype`` and
-    ``cdim`` with an operand of C type ``other_ctype`` (a one-value Global when ``scalar``)."""
-    key = (code, dtype.name, other_ctype, cdim, scalar, in_place)
-    k = _arith_kernels.get(key)
-    if k is None:
-        op = "+-*/"[code]
-        c = as_cstr(dtype)
-        b = "b[0]" if scalar else "b[k]"
-        name = "op2rs_%s_%s_%s_%d%s%s" % (["add", "sub", "mul", "div"][code], dtype.name,
-                                          other_ctype.replace(" ", "_"), cdim,
-                                          "_s" if scalar else "", "_i" if in_place else "")
-        if in_place:
-            src = ("void %s(%s *a, const %s *b) { for (int k = 0; k < %d; k++)"
-                   " a[k] = (%s)(a[k] %s %s); }" % (name, c, other_ctype, cdim, c, op, b))
-        else:
-            src = ("void %s(const %s *a, const %s *b, %s *r) { for (int k = 0; k < %d; k++)"
-                   " r[k] = (%s)(a[k] %s %s); }" % (name, c, other_ctype, c, cdim, c, op, b))
-        k = _arith_kernels[key] = Kernel(src, name)
-    return k
-
-
-_copy_kernels = {}
-
-
-def _copy_kernel(dat):
-    key = (dat.cdim, dat.dtype.name)
-    if key not in _copy_kernels:
-        c = as_cstr(dat.dtype)
-        name = "op2rs_copy_%s_%d" % (dat.dtype.name, dat.cdim)
-        _copy_kernels[key] = Kernel(
-            "void %s(const %s *a, %s *b) { for (int k = 0; k < %d; k++) b[k] = a[k]; }"
-            % (name, c, c, dat.cdim), name)
-    return _copy_kernels[key]
 
 
 class _GlobalValues(np.ndarray):

@@ -135,6 +135,7 @@ _KINDS = {
     "BackendUnavailable": ImportError,
     "BackendNotEnabled": ImportError,
     "DuplicateConst": NonUniqueNameError,
+    "AlgebraMismatch": DataValueError,
 }
 
 

@@ -42,6 +42,48 @@ impl BinOp {
     }
 }
 
+/// An arithmetic operation of PyOP2's Dat arithmetic as C computes it ([`Dat::c_arith`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArithOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a / b`.
+    Div,
+}
+
+impl ArithOp {
+    fn bin(self) -> BinOp {
+        match self {
+            ArithOp::Add => BinOp::Add,
+            ArithOp::Sub => BinOp::Sub,
+            ArithOp::Mul => BinOp::Mul,
+            ArithOp::Div => BinOp::Div,
+        }
+    }
+}
+
+/// Whether values of `d` are integers.
+fn integral(d: DType) -> bool {
+    !matches!(d, DType::F64 | DType::F32)
+}
+
+/// `l op r` as C computes it for an `l` of `left`'s type and an `r` of `right`'s, converted to
+/// `result`'s: the usual arithmetic conversions, except that integers add, subtract and multiply
+/// in 64-bit unsigned arithmetic, so that a result C would overflow (undefined for signed
+/// types) wraps instead.
+fn c_expr(result: DType, left: DType, right: DType, op: BinOp, l: &str, r: &str) -> String {
+    let value = if integral(left) && integral(right) && op != BinOp::Div {
+        format!("(uint64_t)({l}) {} (uint64_t)({r})", op.c())
+    } else {
+        format!("{l} {} {r}", op.c())
+    };
+    format!("({})({value})", result.c_name())
+}
+
 /// The right operand of an elementwise operation.
 #[derive(Clone, Copy)]
 enum Operand<'a, T> {
@@ -403,6 +445,189 @@ impl<T: Scalar> Dat<T> {
     pub fn norm(&self) -> Result<f64> {
         let s = self.inner(self)?;
         Ok(to_f64(s).sqrt())
+    }
+}
+
+/// The right operand of [`Dat::c_arith`] and its kin, its type erased: a Dat's arg (value by
+/// value) or a Global's holding one scalar.
+struct COperand {
+    arg: Arg,
+    dtype: DType,
+    scalar: bool,
+}
+
+impl<T: Scalar> Dat<T> {
+    /// PyOP2's Dat arithmetic (`a + b`, `a * 2.5`, `a += b`): `self op other` value by value as C
+    /// computes it for the two types (the usual arithmetic conversions), stored as `out`'s type
+    /// into `out` (same set and dim). `other` may hold another type than `self`: an `i32` Dat
+    /// times an `f64` Dat is computed in double and truncated back. Integers add, subtract and
+    /// multiply wrapping; dividing by an integer Dat is refused (a zero in it has no value in
+    /// C). A loop, recorded like any other.
+    pub fn c_arith<U: Scalar, R: Scalar>(
+        &self,
+        op: ArithOp,
+        other: &Dat<U>,
+        out: &Dat<R>,
+    ) -> Result<()> {
+        let rhs = self.c_dat_operand(op, other)?;
+        self.c_elementwise(op, rhs, Some((out.arg(WRITE), R::DTYPE, out)))
+    }
+
+    /// `self op= other` as [`Dat::c_arith`] computes it, stored back as this Dat's type.
+    pub fn c_arith_assign<U: Scalar>(&self, op: ArithOp, other: &Dat<U>) -> Result<()> {
+        let rhs = self.c_dat_operand(op, other)?;
+        self.c_elementwise::<T>(op, rhs, None)
+    }
+
+    /// `self op s` for every value as C computes it for the two types (PyOP2 handed a scalar to
+    /// its kernel as a Global of NumPy's type for it), into `out`. An integer division by zero
+    /// is refused; one by -1 is a wrapping negation.
+    pub fn c_arith_scalar<U: Scalar, R: Scalar>(
+        &self,
+        op: ArithOp,
+        s: U,
+        out: &Dat<R>,
+    ) -> Result<()> {
+        let (op, rhs) = self.c_scalar_operand(op, s)?;
+        self.c_elementwise(op, rhs, Some((out.arg(WRITE), R::DTYPE, out)))
+    }
+
+    /// `self op= s` as [`Dat::c_arith_scalar`] computes it, stored back as this Dat's type.
+    pub fn c_arith_scalar_assign<U: Scalar>(&self, op: ArithOp, s: U) -> Result<()> {
+        let (op, rhs) = self.c_scalar_operand(op, s)?;
+        self.c_elementwise::<T>(op, rhs, None)
+    }
+
+    fn c_dat_operand<U: Scalar>(&self, op: ArithOp, other: &Dat<U>) -> Result<COperand> {
+        let mismatch = |reason: String| Op2Error::AlgebraMismatch {
+            op: op.bin().name(),
+            left: self.name().into(),
+            right: Some(other.name().into()),
+            reason,
+        };
+        if self.set().id() != other.set().id() {
+            return Err(mismatch(format!(
+                "they live on different sets (`{}` and `{}`)",
+                self.set().name(),
+                other.set().name()
+            )));
+        }
+        if self.dim() != other.dim() {
+            return Err(mismatch(format!(
+                "their dims differ ({} and {})",
+                self.dim(),
+                other.dim()
+            )));
+        }
+        if op == ArithOp::Div && integral(T::DTYPE) && integral(U::DTYPE) {
+            return Err(mismatch(format!(
+                "dividing {} values by a Dat of {} values: a zero in it has no value in C",
+                T::DTYPE.c_name(),
+                U::DTYPE.c_name()
+            )));
+        }
+        Ok(COperand {
+            arg: other.arg(READ),
+            dtype: U::DTYPE,
+            scalar: false,
+        })
+    }
+
+    fn c_scalar_operand<U: Scalar>(&self, op: ArithOp, s: U) -> Result<(ArithOp, COperand)> {
+        let rt = runtime_of(self)?;
+        let mut op = op;
+        if op == ArithOp::Div && integral(T::DTYPE) && integral(U::DTYPE) {
+            if to_f64(s) == 0.0 {
+                return Err(Op2Error::AlgebraMismatch {
+                    op: "div",
+                    left: self.name().into(),
+                    right: None,
+                    reason: "an integer division by zero has no value in C".into(),
+                });
+            }
+            if to_f64(s) == -1.0 {
+                // C's division overflows for the most negative value; the wrapping product by
+                // the same -1 does not.
+                op = ArithOp::Mul;
+            }
+        }
+        let g = crate::carrier::Global::<U>::from_carrier(rt.carrier(
+            crate::carrier::CarrierKind::Global,
+            "op2_scalar",
+            1,
+            crate::dtype::HostBuffer::from_slice(&[s]),
+        ));
+        Ok((
+            op,
+            COperand {
+                arg: g.arg(READ),
+                dtype: U::DTYPE,
+                scalar: true,
+            },
+        ))
+    }
+
+    /// The loop of the `c_arith` family: into `out` (its arg, type and Dat, checked against
+    /// this one), or in place when `out` is `None`.
+    fn c_elementwise<R: Scalar>(
+        &self,
+        op: ArithOp,
+        rhs: COperand,
+        out: Option<(Arg, DType, &Dat<R>)>,
+    ) -> Result<()> {
+        let rt = runtime_of(self)?;
+        let dim = self.dim();
+        if let Some((_, _, o)) = &out
+            && (o.set().id() != self.set().id() || o.dim() != dim)
+        {
+            return Err(Op2Error::AlgebraMismatch {
+                op: op.bin().name(),
+                left: self.name().into(),
+                right: Some(o.name().into()),
+                reason: "the result must live on the same set with the same dim".into(),
+            });
+        }
+        let result = out.as_ref().map_or(T::DTYPE, |(_, d, _)| *d);
+        let right = if rhs.scalar {
+            "op2_b[0]"
+        } else {
+            "op2_b[op2_i]"
+        };
+        let (bt, rt_name) = (rhs.dtype, result.c_name().replace(' ', "_"));
+        let kind = format!(
+            "c_{}_{}{}_{}",
+            op.bin().name(),
+            bt.c_name().replace(' ', "_"),
+            if rhs.scalar { "_scalar" } else { "" },
+            if out.is_some() {
+                rt_name
+            } else {
+                "assign".into()
+            }
+        );
+        let k = rt.algebra_kernel(&kind, T::DTYPE, dim, |n, c| {
+            let b = bt.c_name();
+            let value = c_expr(result, T::DTYPE, bt, op.bin(), "op2_a[op2_i]", right);
+            let (params, target) = if out.is_some() {
+                (
+                    format!(
+                        "const {c} *op2_a, const {b} *op2_b, {} *op2_r",
+                        result.c_name()
+                    ),
+                    "op2_r",
+                )
+            } else {
+                (format!("{c} *op2_a, const {b} *op2_b"), "op2_a")
+            };
+            format!(
+                "void {n}({params}) {{ {} }}",
+                each(dim, &format!("{target}[op2_i] = {value};"))
+            )
+        });
+        match out {
+            Some((arg, _, _)) => self.record(&rt, &k, vec![self.arg(READ), rhs.arg, arg]),
+            None => self.record(&rt, &k, vec![self.arg(RW), rhs.arg]),
+        }
     }
 }
 

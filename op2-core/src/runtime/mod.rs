@@ -22,6 +22,7 @@ mod tiling;
 mod timing;
 mod validate;
 
+pub use algebra::ArithOp;
 pub use builder::RuntimeBuilder;
 pub use checkpoint::CheckpointStats;
 pub use execute::{LoopRecord, RuntimeShared};

@@ -215,3 +215,78 @@ fn signed_integer_overflow_wraps() {
     l.mul_scalar_assign(2).unwrap();
     assert_eq!(l.to_vec().unwrap(), [-2, 6]);
 }
+
+/// PyOP2's arithmetic as C computes it (`c_arith` and its kin): operands of other types convert
+/// by C's rules and the result is stored as the target's type. Expected values follow those
+/// rules by hand: an `i32` Dat times 0.5 is computed in double and truncated toward zero, an
+/// `f32` Dat plus an `f64` one in double and rounded once, integers wrap, a division by -1 of
+/// the most negative value wraps, and a division by zero (an integer scalar) or by an integer
+/// Dat is refused.
+#[test]
+fn c_arithmetic_converts_as_c_does() {
+    use op2::ArithOp::{Add, Div, Mul, Sub};
+    let rt = builder().build().unwrap();
+    let s = rt.decl_set(4, "s").unwrap();
+    let i = rt
+        .decl_dat(&s, 1, vec![7i32, -7, 3, i32::MIN], "i")
+        .unwrap();
+    let out = rt.decl_dat_zeros::<i32>(&s, 1, "out").unwrap();
+    i.c_arith_scalar(Mul, 0.5f64, &out).unwrap();
+    assert_eq!(out.to_vec().unwrap(), [3, -3, 1, -1073741824]);
+    i.c_arith_scalar(Div, -1i64, &out).unwrap();
+    assert_eq!(out.to_vec().unwrap(), [-7, 7, -3, i32::MIN]);
+    i.c_arith_scalar(Div, 2i64, &out).unwrap();
+    assert_eq!(out.to_vec().unwrap(), [3, -3, 1, i32::MIN / 2]);
+    let e = i.c_arith_scalar(Div, 0i64, &out).unwrap_err();
+    assert!(matches!(e, Op2Error::AlgebraMismatch { .. }), "{e}");
+    let e = i.c_arith(Div, &i, &out).unwrap_err();
+    assert!(matches!(e, Op2Error::AlgebraMismatch { .. }), "{e}");
+    // An i32 Dat plus an i64 Dat, into an i32 Dat: wraps.
+    let l = rt.decl_dat(&s, 1, vec![1i64, 1 << 40, -1, 5], "l").unwrap();
+    i.c_arith(Add, &l, &out).unwrap();
+    assert_eq!(out.to_vec().unwrap(), [8, -7, 2, i32::MIN.wrapping_add(5)]);
+    // f32 plus f64, stored as f32: one rounding, from the double sum.
+    let f = rt
+        .decl_dat(&s, 1, vec![0.1f32, 1.0, 16777216.0, -2.5], "f")
+        .unwrap();
+    let d = rt
+        .decl_dat(&s, 1, vec![0.2f64, 1e-9, 1.0, 0.25], "d")
+        .unwrap();
+    let fo = rt.decl_dat_zeros::<f32>(&s, 1, "fo").unwrap();
+    f.c_arith(Add, &d, &fo).unwrap();
+    let want: Vec<f32> = [
+        (0.1f32, 0.2f64),
+        (1.0, 1e-9),
+        (16777216.0, 1.0),
+        (-2.5, 0.25),
+    ]
+    .iter()
+    .map(|&(a, b)| (f64::from(a) + b) as f32)
+    .collect();
+    assert_eq!(fo.to_vec().unwrap(), want);
+    // In place: an f64 Dat minus an i32 Dat; a u32 Dat times a negative scalar wraps.
+    d.c_arith_assign(Sub, &i).unwrap();
+    assert_eq!(
+        d.to_vec().unwrap(),
+        [0.2 - 7.0, 1e-9 + 7.0, 1.0 - 3.0, 0.25 + 2147483648.0]
+    );
+    let u = rt.decl_dat(&s, 1, vec![1u32, 2, 3, 4], "u").unwrap();
+    u.c_arith_scalar_assign(Mul, -1i64).unwrap();
+    assert_eq!(
+        u.to_vec().unwrap(),
+        [u32::MAX, u32::MAX - 1, u32::MAX - 2, u32::MAX - 3]
+    );
+    // Into a Dat of another type (PyOP2's Dat.copy into another dtype is `+ 0`).
+    let back = rt.decl_dat_zeros::<f64>(&s, 1, "back").unwrap();
+    u.c_arith_scalar(Add, 0i64, &back).unwrap();
+    assert_eq!(
+        back.to_vec().unwrap(),
+        [4294967295.0, 4294967294.0, 4294967293.0, 4294967292.0]
+    );
+    // Dats that do not meet: another set or another dim.
+    let t = rt.decl_set(4, "t").unwrap();
+    let other = rt.decl_dat_zeros::<f64>(&t, 1, "other").unwrap();
+    assert!(d.c_arith(Add, &other, &back).is_err());
+    let wide = rt.decl_dat_zeros::<f64>(&s, 2, "wide").unwrap();
+    assert!(d.c_arith(Add, &d, &wide).is_err());
+}
