@@ -750,7 +750,8 @@ fn decode_loop(p: &Program, g: &LoopGene, n: usize) -> Option<LoopSpec> {
             args.push(ArgSpec::Global { global, access });
             continue;
         }
-        // A mixed arg and a local iteration space do not share a loop (op2 refuses it).
+        // A mixed arg and a local iteration space do not share a drawn loop (op2 runs them, but
+        // the reference interpreter does not model the joined entries).
         if what == 8 && !mixed.is_empty() && extent.is_none() {
             let (mdat, mmap) = mixed[a.obj as usize % mixed.len()];
             let parts = &p.mixed_dats[mdat].dats;

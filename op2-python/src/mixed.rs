@@ -71,28 +71,39 @@ impl PyMixedDat {
         Ok(PyMixedDat { dat })
     }
     /// The loop argument reaching this mixed Dat with `access` through the mixed map `map`:
-    /// one pointer array across the components, or with `buffer` one local buffer of the
-    /// element's values (PyOP2's `mixed_dat(access, mixed_map[op2.i[0]])`).
-    #[pyo3(signature = (access, map, buffer=false))]
-    fn arg(&self, access: crate::AccessMode, map: &PyMixedMap, buffer: bool) -> crate::PyLoopArg {
+    /// one pointer array across the components ([`crate::ArgForm::Row`]), one local buffer of
+    /// the element's values (`Buffer`, PyOP2 0.8.3-0.10's `mixed_dat(access,
+    /// mixed_map[op2.i[0]])`) or one call per entry (`Entries`, 0.8.2's).
+    #[pyo3(signature = (access, map, form=crate::ArgForm::Row))]
+    fn arg(
+        &self,
+        access: crate::AccessMode,
+        map: &PyMixedMap,
+        form: crate::ArgForm,
+    ) -> PyResult<crate::PyLoopArg> {
         let (acc, m) = (access.into(), &map.map);
         macro_rules! arg {
             ($d:expr) => {
-                if buffer {
-                    $d.arg_buffer(m, acc)
-                } else {
-                    $d.arg_row(m, acc)
+                match form {
+                    crate::ArgForm::Row => $d.arg_row(m, acc),
+                    crate::ArgForm::Buffer => $d.arg_buffer(m, acc),
+                    crate::ArgForm::Entries => $d.arg_entries(m, acc),
+                    _ => {
+                        return Err(pyo3::exceptions::PyValueError::new_err(
+                            "a mixed Dat is reached as a row, a buffer or per entry",
+                        ));
+                    }
                 }
             };
         }
-        crate::PyLoopArg::data(match &self.dat {
+        Ok(crate::PyLoopArg::data(match &self.dat {
             AnyMixedDat::F64(d) => arg!(d),
             AnyMixedDat::F32(d) => arg!(d),
             AnyMixedDat::I32(d) => arg!(d),
             AnyMixedDat::U32(d) => arg!(d),
             AnyMixedDat::I64(d) => arg!(d),
             AnyMixedDat::U64(d) => arg!(d),
-        })
+        }))
     }
 }
 

@@ -351,9 +351,10 @@ class MixedDat:
     """One Dat per component of a mixed set, all of one type."""
 
     def __new__(cls, set: MixedSet, dats: Sequence[Dat]) -> Self: ...
-    def arg(self, access: AccessMode, map: MixedMap, buffer: bool = False) -> LoopArg:
+    def arg(self, access: AccessMode, map: MixedMap, form: ArgForm = ...) -> LoopArg:
         """The loop argument reaching this mixed Dat with ``access`` through ``map``: one
-        pointer array across the components, or with ``buffer`` one local buffer."""
+        pointer array across the components (``ArgForm.Row``), one local buffer of the
+        element's values (``Buffer``) or one call per entry (``Entries``)."""
 
 # Present when the module is built with the `mpi` feature (HAS_MPI).
 

@@ -565,13 +565,11 @@ class MixedDat(_Parts):
         return Arg(self, access, path, False, native, mmap.iterset, after=after)
 
     def _lis_native(self, arg, per_point):
-        """``mixed_dat(access, mixed_map[op2.i[0]])`` for a once-per-element kernel: one
-        buffer of the element's values, component after component."""
-        if per_point:
-            raise NotImplementedError(
-                "per-point (0.8.2) kernels over mixed maps are not in op2rs yet; "
-                "once-per-element ones (one buffer of the element's values) are")
-        return self._mixed_native().arg(arg.access._native, arg.path.map._mixed_native(), True)
+        """``mixed_dat(access, mixed_map[op2.i[0]])``: for a once-per-element kernel one buffer
+        of the element's values, component after component; for a per-point (0.8.2) kernel one
+        call per entry of the components' entries in turn."""
+        form = _op2.ArgForm.Entries if per_point else _op2.ArgForm.Buffer
+        return self._mixed_native().arg(arg.access._native, arg.path.map._mixed_native(), form)
 
     def _after_read(self, arg):
         for d in self._dats:

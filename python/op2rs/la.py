@@ -317,6 +317,9 @@ class Mat:
 
     def set_diagonal(self, vec):
         """Sets the diagonal from a Dat on the rows."""
+        if self._sparsity.mixed:
+            raise NotImplementedError("set_diagonal on a matrix of mixed spaces is not in op2rs "
+                                      "yet")
         r, c = self._sparsity.dsets
         if r is not c and (r.set is not c.set or r.cdim != c.cdim):
             raise MatTypeError("Cannot set diagonal of non-square matrix")
@@ -383,6 +386,8 @@ class Mat:
     def __mul__(self, v):
         """``mat * dat``: a new Dat on the row data set (a Dat of another type is read as
         float64 values)."""
+        if self._sparsity.mixed:
+            raise NotImplementedError("mat * dat for a matrix of mixed spaces is not in op2rs yet")
         if not isinstance(v, Dat):
             raise TypeError("Can only multiply a Mat by a Dat")
         if v.dtype != np.float64:

@@ -127,3 +127,23 @@ def test_mixed_dat_through_a_local_iteration_space_once_per_element():
     np.testing.assert_array_equal(md[1].data_ro, want_b)
     parts = md(op2.INC, mm[op2.i[0]]).split
     assert [p.map for p in parts] == [c2a, c2b] and all(p.idx == op2.i[0] for p in parts)
+
+
+def test_mixed_dat_through_a_local_iteration_space_per_point():
+    # PyOP2 0.8.2: a kernel ending in `int i` is called for every entry of the components'
+    # entries in turn (i from 0 to the sum of the arities), with that entry's row.
+    cells, a, b, c2a, c2b = spaces()
+    mm = op2.MixedMap([c2a, c2b])
+    md = op2.MixedDat(op2.MixedSet([a, b]) ** 1)
+    w = op2.Dat(cells, np.arange(4.0))
+    k = op2.Kernel("void mpp(double *d, const double *w, int i) { *d += 10.0 * i + *w; }",
+                   "mpp")
+    op2.par_loop(k, cells, md(op2.INC, mm[op2.i[0]]), w(op2.READ))
+    want_a, want_b = np.zeros(5), np.zeros(4)
+    for c in range(4):
+        ra, rb = c2a.values[c], c2b.values[c]
+        want_a[ra[0]] += 0.0 + c
+        want_a[ra[1]] += 10.0 + c
+        want_b[rb[0]] += 20.0 + c
+    np.testing.assert_array_equal(md[0].data_ro, want_a)
+    np.testing.assert_array_equal(md[1].data_ro, want_b)

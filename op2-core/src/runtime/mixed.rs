@@ -11,7 +11,7 @@ use super::{Runtime, next_id};
 use crate::access::Access;
 use crate::arg::{Arg, ArgTarget, PerEntry, Via};
 use crate::carrier::{CarrierKind, Dat};
-use crate::dtype::{HostBuffer, Scalar};
+use crate::dtype::{DType, HostBuffer, Scalar};
 use crate::error::{Op2Error, Result};
 use crate::kernel::Kernel;
 use crate::map::Map;
@@ -234,6 +234,16 @@ impl<T: Scalar> MixedDat<T> {
     pub fn arg_buffer(&self, map: &MixedMap, access: Access) -> Arg {
         let mut a = self.arg_row(map, access);
         a.per_entry = Some(PerEntry::Buffer { flattened: false });
+        a
+    }
+
+    /// The arg through `map` called once per entry (PyOP2 0.8.2's `mixed_dat(access,
+    /// mixed_map[op2.i[0]])` with a kernel ending in `int i`): call `i` gets the row of entry `i`
+    /// of the components' entries in turn (`i` from 0 to the sum of the arities). Non-mixed
+    /// args of the loop may be per entry too ([`Dat::arg_entries`]) over as many entries.
+    pub fn arg_entries(&self, map: &MixedMap, access: Access) -> Arg {
+        let mut a = self.arg_row(map, access);
+        a.per_entry = Some(PerEntry::Row);
         a
     }
 
@@ -582,29 +592,77 @@ impl Runtime {
             what: format!("arg {i} of loop `{}`", kernel.name()),
             reason,
         };
-        // Local buffers (once per element) are written here, for mixed and other args alike;
-        // per-entry calls (PyOP2 0.8.2's op2.i) are not.
-        if args
+        // Local buffers (once per element, PyOP2 0.8.3-0.10's op2.i) and calls per entry of whole
+        // rows (0.8.2's, with a trailing int index) are written here, for mixed and other args
+        // alike; not both in one loop, and no other per-entry form.
+        let per_point = args
             .iter()
-            .any(|a| a.per_entry.is_some() && !matches!(a.per_entry, Some(PerEntry::Buffer { .. })))
-        {
+            .any(|a| matches!(a.per_entry, Some(PerEntry::Row)));
+        let space = |reason: String| Op2Error::IterationSpace {
+            kernel: kernel.name().into(),
+            reason,
+        };
+        if args.iter().any(|a| match a.per_entry {
+            None => false,
+            Some(PerEntry::Buffer { .. }) => per_point,
+            Some(PerEntry::Row) => false,
+            Some(_) => true,
+        }) {
             return Err(Op2Error::MixedMismatch {
                 what: format!("loop `{}`", kernel.name()),
-                reason: "mixed args and per-entry calls (a kernel with trailing index \
-                         parameters) in one loop are not supported: take the element's values \
-                         in one buffer, or pass the mixed arg whole"
+                reason: "with mixed args, a local iteration space is either one buffer of the \
+                         element's values or one call per entry of whole rows (a kernel with a \
+                         trailing int index), not both and not element blocks"
                     .into(),
             });
         }
+        // Per entry: every such arg runs over the same entries (a mixed arg over all its
+        // components' entries in turn).
+        let mut extent: Option<usize> = None;
+        for (i, a) in args.iter().enumerate() {
+            if a.per_entry != Some(PerEntry::Row) {
+                continue;
+            }
+            let arity = |a: &Arg| match &a.target {
+                ArgTarget::Dat {
+                    via: Via::Row(m), ..
+                } => Some(m.arity()),
+                _ => None,
+            };
+            let n = std::iter::once(a)
+                .chain(&a.joined)
+                .map(arity)
+                .sum::<Option<usize>>()
+                .ok_or_else(|| space(format!("arg {i}: per entry only through whole map rows")))?;
+            match extent {
+                None => extent = Some(n),
+                Some(e) if e != n => {
+                    return Err(space(format!(
+                        "arg {i} runs over {n} entries, another arg over {e}"
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
         let params = kernel.params();
-        if let Some(p) = params
-            && p.len() != args.len()
-        {
-            return Err(Op2Error::KernelParamCount {
-                kernel: kernel.name().into(),
-                params: p.len(),
-                args: args.len(),
-            });
+        let index_params = usize::from(per_point);
+        if let Some(p) = params {
+            if p.len() != args.len() + index_params {
+                return Err(Op2Error::KernelParamCount {
+                    kernel: kernel.name().into(),
+                    params: p.len(),
+                    args: args.len() + index_params,
+                });
+            }
+            if per_point
+                && (p[args.len()].dtype != Some(DType::I32) || p[args.len()].indirection != 0)
+            {
+                return Err(space(format!(
+                    "parameter {} (`{}`) should be the `int` index of the entry",
+                    args.len(),
+                    p[args.len()].text
+                )));
+            }
         }
         let mut wrapper_params = Vec::new();
         let mut call = Vec::new();
@@ -621,7 +679,8 @@ impl Runtime {
             };
             let dtype = ctype(&a);
             let first = lowered.len();
-            let buffer = match a.per_entry.take() {
+            let taken = a.per_entry.take();
+            let buffer = match taken {
                 Some(PerEntry::Buffer { flattened }) => Some(flattened),
                 _ => None,
             };
@@ -691,6 +750,12 @@ impl Runtime {
                 lowered.extend(parts);
                 continue;
             }
+            // A whole row called entry by entry: the entry's pointer.
+            let entry = if taken == Some(PerEntry::Row) {
+                "[op2_p]"
+            } else {
+                ""
+            };
             if joined.is_empty() {
                 let row = matches!(
                     &a.target,
@@ -704,7 +769,7 @@ impl Runtime {
                     dtype.c_name(),
                     if row { "*" } else { "" }
                 ));
-                call.push(format!("OP2_PASS(op2_a{first})"));
+                call.push(format!("OP2_PASS(op2_a{first}{entry})"));
                 positions.push(first);
                 lowered.push(a);
                 continue;
@@ -755,16 +820,33 @@ impl Runtime {
             }
             let _ = writeln!(setup, "  {} *op2_j{i}[{total}];", dtype.c_name());
             setup.push_str(&fill);
-            call.push(format!("OP2_PASS(op2_j{i})"));
+            call.push(format!("OP2_PASS(op2_j{i}{entry})"));
             positions.push(first);
             lowered.extend(parts);
+        }
+        if per_point {
+            // The trailing index is the runtime's own value, not one of the loop's args.
+            positions.push(usize::MAX);
         }
         let name = format!("op2_mixed_{}", kernel.name());
         let mut src = String::from(super::per_entry::PASS_MACRO);
         src.push_str(&super::per_entry::inlined_source(kernel, ""));
         let _ = writeln!(src, "\nvoid {name}({}) {{", wrapper_params.join(", "));
         src.push_str(&setup);
-        let _ = writeln!(src, "  {}({});", kernel.name(), call.join(", "));
+        match extent {
+            // One call per entry, the entry's index last.
+            Some(n) if per_point => {
+                let _ = writeln!(
+                    src,
+                    "  for (int op2_p = 0; op2_p < {n}; ++op2_p) {}({}, op2_p);",
+                    kernel.name(),
+                    call.join(", ")
+                );
+            }
+            _ => {
+                let _ = writeln!(src, "  {}({});", kernel.name(), call.join(", "));
+            }
+        }
         src.push_str(&after);
         src.push_str("}\n");
         src.push_str(&super::per_entry::end_part(kernel));

@@ -389,3 +389,85 @@ fn a_mixed_buffer_holds_every_components_values_in_turn() {
     let want: Vec<f64> = (0..n).flat_map(|e| [u0[e], u0[e + 1], u1[e]]).collect();
     assert_eq!(sums.to_vec().unwrap(), want);
 }
+
+/// A mixed arg called once per entry (PyOP2 0.8.2's `mixed_dat(access, mixed_map[op2.i[0]])`
+/// with a kernel ending in `int i`): call `i` gets entry `i` of the components' entries in turn,
+/// beside a non-mixed per-entry arg over as many entries and a direct arg passed whole.
+#[test]
+fn a_mixed_arg_per_entry_walks_every_components_entries() {
+    let rt = builder().build().unwrap();
+    let n = 8;
+    let (elems, ms, mm) = chain(&rt, n);
+    let u = rt.decl_mixed_dat::<f64>(&ms, &[2, 1], "u").unwrap();
+    // Three entries per element: node e, node e + 1, element e; a Dat on the elements through
+    // a map of arity 3 (the element three times) runs over as many.
+    let e3 = rt
+        .decl_map(
+            &elems,
+            &elems,
+            3,
+            (0..n as i32).flat_map(|e| [e, e, e]).collect::<Vec<_>>(),
+            "e3",
+        )
+        .unwrap();
+    let hits = rt.decl_dat_zeros::<f64>(&elems, 1, "hits").unwrap();
+    let w = rt
+        .decl_dat(&elems, 1, (0..n).map(|e| e as f64).collect::<Vec<_>>(), "w")
+        .unwrap();
+    let k = kernel(
+        "pp_mixed",
+        "void pp_mixed(double *x, double *h, const double *w, int i) {
+           x[0] += 10.0 * i + *w; h[0] += 1.0; }",
+    );
+    rt.par_loop(
+        &k,
+        &elems,
+        [
+            u.arg_entries(&mm, INC),
+            hits.arg_entries(&e3, INC),
+            w.arg(READ),
+        ],
+    )
+    .unwrap();
+    let (mut u0, mut u1) = (vec![0.0; 2 * (n + 1)], vec![0.0; n]);
+    for e in 0..n {
+        let w = e as f64;
+        u0[2 * e] += w;
+        u0[2 * (e + 1)] += 10.0 + w;
+        u1[e] += 20.0 + w;
+    }
+    let split = u.split();
+    assert_eq!(split[0].to_vec().unwrap(), u0);
+    assert_eq!(split[1].to_vec().unwrap(), u1);
+    assert_eq!(hits.to_vec().unwrap(), vec![3.0; n]);
+    // Entries of different counts in one loop, and a kernel without the index, are refused.
+    let e2 = mm.split()[0].clone();
+    let e = rt
+        .par_loop(
+            &k,
+            &elems,
+            [
+                u.arg_entries(&mm, INC),
+                hits.arg_entries(&e2, INC),
+                w.arg(READ),
+            ],
+        )
+        .unwrap_err();
+    assert!(matches!(e, Op2Error::IterationSpace { .. }), "{e}");
+    let no_index = kernel(
+        "pp_noi",
+        "void pp_noi(double *x, double *h, const double *w) { }",
+    );
+    let e = rt
+        .par_loop(
+            &no_index,
+            &elems,
+            [
+                u.arg_entries(&mm, INC),
+                hits.arg_entries(&e3, INC),
+                w.arg(READ),
+            ],
+        )
+        .unwrap_err();
+    assert!(matches!(e, Op2Error::KernelParamCount { .. }), "{e}");
+}
