@@ -65,6 +65,15 @@ class Set:
     def sizes(self):
         return (self.core_size, self.size, self.exec_size, self.total_size)
 
+    def __setattr__(self, name, value):
+        # An attribute PyOP2's releases did not have is refused rather than kept and ignored: a
+        # program that sets one (its development branch's `horizontal_interior_facets`, say)
+        # would otherwise run a loop other than the one it means.
+        if not name.startswith("_") and not hasattr(type(self), name):
+            raise AttributeError("op2rs sets have no attribute %r (PyOP2 0.8-0.10's had none "
+                                 "either)" % name)
+        object.__setattr__(self, name, value)
+
     def __pow__(self, dim):
         return DataSet(self, dim)
 

@@ -391,3 +391,17 @@ def test_the_native_modules_stub_names_what_the_module_has():
             continue
         have = {n for n in vars(obj) if not n.startswith("_")}
         assert have <= members, (name, sorted(have - members))
+
+
+def test_sets_refuse_attributes_pyop2_releases_did_not_have():
+    # Kept and ignored, PyOP2's development-branch facet switches would run the wrong loop (a
+    # kernel reading the upper cell's rows it is not given).
+    s = op2.Set(3, "attrs")
+    with pytest.raises(AttributeError):
+        s.horizontal_interior_facets = True
+    e = op2.ExtrudedSet(s, 3)
+    with pytest.raises(AttributeError):
+        e.iteration_layer = 1
+    s.partition_size = 256
+    s._extruded_bcs = (True, False)
+    assert s.partition_size == 256 and s._extruded_bcs == (True, False)
