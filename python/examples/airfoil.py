@@ -16,6 +16,7 @@ import argparse
 import math
 import sys
 import time
+import types
 
 import h5py
 import numpy as np
@@ -122,6 +123,27 @@ void update(double *qold, double *q, double *res, double *adt, double *rms) {
 }"""
 
 
+def read_mesh(path):
+    """OP2's ``new_grid.h5``: its sets, maps and Dats (attributes named as in OP2's Airfoil),
+    and its Consts declared."""
+    m = types.SimpleNamespace()
+    with h5py.File(path, "r") as f:
+        for name in ("nodes", "edges", "bedges", "cells"):
+            setattr(m, name, op2.Set.fromhdf5(f, name))
+        for name, iterset, toset in (("pedge", m.edges, m.nodes), ("pecell", m.edges, m.cells),
+                                     ("pbedge", m.bedges, m.nodes),
+                                     ("pbecell", m.bedges, m.cells),
+                                     ("pcell", m.cells, m.nodes)):
+            setattr(m, name, op2.Map.fromhdf5(iterset, toset, f, name))
+        for name, dset in (("p_bound", m.bedges ** 1), ("p_x", m.nodes ** 2),
+                           ("p_q", m.cells ** 4), ("p_qold", m.cells ** 4),
+                           ("p_adt", m.cells ** 1), ("p_res", m.cells ** 4)):
+            setattr(m, name, op2.Dat.fromhdf5(dset, f, name))
+        for name in ("gam", "gm1", "cfl", "eps", "mach", "alpha", "qinf"):
+            op2.Const.fromhdf5(f, name)
+    return m
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mesh", default="new_grid.h5", help="OP2's new_grid.h5")
@@ -137,27 +159,10 @@ def main():
     bres_calc = op2.Kernel(BRES_CALC, "bres_calc")
     update = op2.Kernel(UPDATE, "update")
 
-    with h5py.File(opt.mesh, "r") as f:
-        nodes = op2.Set.fromhdf5(f, "nodes")
-        edges = op2.Set.fromhdf5(f, "edges")
-        bedges = op2.Set.fromhdf5(f, "bedges")
-        cells = op2.Set.fromhdf5(f, "cells")
-
-        pedge = op2.Map.fromhdf5(edges, nodes, f, "pedge")
-        pecell = op2.Map.fromhdf5(edges, cells, f, "pecell")
-        pbedge = op2.Map.fromhdf5(bedges, nodes, f, "pbedge")
-        pbecell = op2.Map.fromhdf5(bedges, cells, f, "pbecell")
-        pcell = op2.Map.fromhdf5(cells, nodes, f, "pcell")
-
-        p_bound = op2.Dat.fromhdf5(bedges ** 1, f, "p_bound")
-        p_x = op2.Dat.fromhdf5(nodes ** 2, f, "p_x")
-        p_q = op2.Dat.fromhdf5(cells ** 4, f, "p_q")
-        p_qold = op2.Dat.fromhdf5(cells ** 4, f, "p_qold")
-        p_adt = op2.Dat.fromhdf5(cells ** 1, f, "p_adt")
-        p_res = op2.Dat.fromhdf5(cells ** 4, f, "p_res")
-
-        for name in ("gam", "gm1", "cfl", "eps", "mach", "alpha", "qinf"):
-            op2.Const.fromhdf5(f, name)
+    m = read_mesh(opt.mesh)
+    nodes, edges, bedges, cells = m.nodes, m.edges, m.bedges, m.cells
+    pedge, pecell, pbedge, pbecell, pcell = m.pedge, m.pecell, m.pbedge, m.pbecell, m.pcell
+    p_bound, p_x, p_q, p_qold, p_adt, p_res = m.p_bound, m.p_x, m.p_q, m.p_qold, m.p_adt, m.p_res
 
     print("backend: %s; mesh: %d nodes, %d cells, %d edges, %d boundary edges"
           % (opt.backend, nodes.size, cells.size, edges.size, bedges.size))

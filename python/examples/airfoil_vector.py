@@ -16,10 +16,9 @@ import math
 import sys
 import time
 
-import h5py
 import numpy as np
 
-from airfoil import BRES_CALC, REFERENCE, SAVE_SOLN, UPDATE
+from airfoil import BRES_CALC, REFERENCE, SAVE_SOLN, UPDATE, read_mesh
 from op2rs import op2
 
 # A cell's four nodes through one pointer array (declared two long, as in PyOP2's demo).
@@ -89,24 +88,10 @@ def main():
     bres_calc = op2.Kernel(BRES_CALC_VECTOR, "bres_calc")
     update = op2.Kernel(UPDATE, "update")
 
-    with h5py.File(opt.mesh, "r") as f:
-        nodes = op2.Set.fromhdf5(f, "nodes")
-        edges = op2.Set.fromhdf5(f, "edges")
-        bedges = op2.Set.fromhdf5(f, "bedges")
-        cells = op2.Set.fromhdf5(f, "cells")
-        pedge = op2.Map.fromhdf5(edges, nodes, f, "pedge")
-        pecell = op2.Map.fromhdf5(edges, cells, f, "pecell")
-        pbedge = op2.Map.fromhdf5(bedges, nodes, f, "pbedge")
-        pbecell = op2.Map.fromhdf5(bedges, cells, f, "pbecell")
-        pcell = op2.Map.fromhdf5(cells, nodes, f, "pcell")
-        p_bound = op2.Dat.fromhdf5(bedges ** 1, f, "p_bound")
-        p_x = op2.Dat.fromhdf5(nodes ** 2, f, "p_x")
-        p_q = op2.Dat.fromhdf5(cells ** 4, f, "p_q")
-        p_qold = op2.Dat.fromhdf5(cells ** 4, f, "p_qold")
-        p_adt = op2.Dat.fromhdf5(cells ** 1, f, "p_adt")
-        p_res = op2.Dat.fromhdf5(cells ** 4, f, "p_res")
-        for name in ("gam", "gm1", "cfl", "eps", "mach", "alpha", "qinf"):
-            op2.Const.fromhdf5(f, name)
+    m = read_mesh(opt.mesh)
+    nodes, edges, bedges, cells = m.nodes, m.edges, m.bedges, m.cells
+    pedge, pecell, pbedge, pbecell, pcell = m.pedge, m.pecell, m.pbedge, m.pbecell, m.pcell
+    p_bound, p_x, p_q, p_qold, p_adt, p_res = m.p_bound, m.p_x, m.p_q, m.p_qold, m.p_adt, m.p_res
 
     print("backend: %s; mesh: %d nodes, %d cells, %d edges, %d boundary edges (vector maps)"
           % (opt.backend, nodes.size, cells.size, edges.size, bedges.size))

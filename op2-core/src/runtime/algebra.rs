@@ -143,8 +143,8 @@ fn arith(dtype: DType, op: &str, l: &str, r: &str) -> String {
 }
 
 impl<T: Scalar> Dat<T> {
-    /// Checks that `other` can meet this Dat in `op`: the same set and dim.
-    fn matches(&self, op: &'static str, other: &Dat<T>) -> Result<()> {
+    /// Checks that `other` (of any type) can meet this Dat in `op`: the same set and dim.
+    fn matches<U: Scalar>(&self, op: &'static str, other: &Dat<U>) -> Result<()> {
         let mismatch = |reason: String| Op2Error::AlgebraMismatch {
             op,
             left: self.name().into(),
@@ -191,7 +191,7 @@ impl<T: Scalar> Dat<T> {
 
     /// A Global holding `s`, to pass a scalar without compiling a kernel per value. It is the
     /// runtime's own (not declared to checkpointing, which would keep every one).
-    fn scalar(rt: &Runtime, s: T, name: &str) -> crate::carrier::Global<T> {
+    fn scalar<U: Scalar>(rt: &Runtime, s: U, name: &str) -> crate::carrier::Global<U> {
         crate::carrier::Global::from_carrier(rt.carrier(
             crate::carrier::CarrierKind::Global,
             name,
@@ -499,32 +499,18 @@ impl<T: Scalar> Dat<T> {
     }
 
     fn c_dat_operand<U: Scalar>(&self, op: ArithOp, other: &Dat<U>) -> Result<COperand> {
-        let mismatch = |reason: String| Op2Error::AlgebraMismatch {
-            op: op.bin().name(),
-            left: self.name().into(),
-            right: Some(other.name().into()),
-            reason,
-        };
-        if self.set().id() != other.set().id() {
-            return Err(mismatch(format!(
-                "they live on different sets (`{}` and `{}`)",
-                self.set().name(),
-                other.set().name()
-            )));
-        }
-        if self.dim() != other.dim() {
-            return Err(mismatch(format!(
-                "their dims differ ({} and {})",
-                self.dim(),
-                other.dim()
-            )));
-        }
+        self.matches(op.bin().name(), other)?;
         if op == ArithOp::Div && integral(T::DTYPE) && integral(U::DTYPE) {
-            return Err(mismatch(format!(
-                "dividing {} values by a Dat of {} values: a zero in it has no value in C",
-                T::DTYPE.c_name(),
-                U::DTYPE.c_name()
-            )));
+            return Err(Op2Error::AlgebraMismatch {
+                op: "div",
+                left: self.name().into(),
+                right: Some(other.name().into()),
+                reason: format!(
+                    "dividing {} values by a Dat of {} values: a zero in it has no value in C",
+                    T::DTYPE.c_name(),
+                    U::DTYPE.c_name()
+                ),
+            });
         }
         Ok(COperand {
             arg: other.arg(READ),
@@ -551,12 +537,7 @@ impl<T: Scalar> Dat<T> {
                 op = ArithOp::Mul;
             }
         }
-        let g = crate::carrier::Global::<U>::from_carrier(rt.carrier(
-            crate::carrier::CarrierKind::Global,
-            "op2_scalar",
-            1,
-            crate::dtype::HostBuffer::from_slice(&[s]),
-        ));
+        let g = Self::scalar(&rt, s, "op2_scalar");
         Ok((
             op,
             COperand {
@@ -577,15 +558,8 @@ impl<T: Scalar> Dat<T> {
     ) -> Result<()> {
         let rt = runtime_of(self)?;
         let dim = self.dim();
-        if let Some((_, _, o)) = &out
-            && (o.set().id() != self.set().id() || o.dim() != dim)
-        {
-            return Err(Op2Error::AlgebraMismatch {
-                op: op.bin().name(),
-                left: self.name().into(),
-                right: Some(o.name().into()),
-                reason: "the result must live on the same set with the same dim".into(),
-            });
+        if let Some((_, _, o)) = &out {
+            self.matches(op.bin().name(), *o)?;
         }
         let result = out.as_ref().map_or(T::DTYPE, |(_, d, _)| *d);
         let right = if rhs.scalar {

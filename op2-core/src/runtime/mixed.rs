@@ -828,32 +828,23 @@ impl Runtime {
             // The trailing index is the runtime's own value, not one of the loop's args.
             positions.push(usize::MAX);
         }
-        let name = format!("op2_mixed_{}", kernel.name());
-        let mut src = String::from(super::per_entry::PASS_MACRO);
-        src.push_str(&super::per_entry::inlined_source(kernel, ""));
-        let _ = writeln!(src, "\nvoid {name}({}) {{", wrapper_params.join(", "));
-        src.push_str(&setup);
         match extent {
             // One call per entry, the entry's index last.
             Some(n) if per_point => {
                 let _ = writeln!(
-                    src,
+                    setup,
                     "  for (int op2_p = 0; op2_p < {n}; ++op2_p) {}({}, op2_p);",
                     kernel.name(),
                     call.join(", ")
                 );
             }
             _ => {
-                let _ = writeln!(src, "  {}({});", kernel.name(), call.join(", "));
+                let _ = writeln!(setup, "  {}({});", kernel.name(), call.join(", "));
             }
         }
-        src.push_str(&after);
-        src.push_str("}\n");
-        src.push_str(&super::per_entry::end_part(kernel));
-        let part = kernel.clone();
-        let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
-            Kernel::fused(&name, src, vec![(part, positions)])
-        });
+        setup.push_str(&after);
+        let name = format!("op2_mixed_{}", kernel.name());
+        let k = self.wrapper_kernel(kernel, &name, &wrapper_params, &setup, positions);
         Ok((k, lowered))
     }
 }

@@ -116,6 +116,30 @@ pub(crate) fn buffer_len(kernel: &Kernel, i: usize, values: usize, dim: usize) -
 }
 
 impl Runtime {
+    /// The kernel the runtime writes as `name(params)` around the user's `kernel`: `body` (its
+    /// lines, the call to `kernel` among them) after `kernel`'s inlined source, made once per
+    /// source. `positions` says, for each of `kernel`'s parameters, which of the new kernel's
+    /// args it is handed (`usize::MAX`: the runtime's own value, such as a buffer or an index).
+    pub(crate) fn wrapper_kernel(
+        &self,
+        kernel: &Kernel,
+        name: &str,
+        params: &[String],
+        body: &str,
+        positions: Vec<usize>,
+    ) -> Kernel {
+        let mut src = String::from(PASS_MACRO);
+        src.push_str(&inlined_source(kernel, ""));
+        let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
+        src.push_str(body);
+        src.push_str("}\n");
+        src.push_str(&end_part(kernel));
+        let part = kernel.clone();
+        lock(&self.shared.state).extruded.kernel(src.clone(), || {
+            Kernel::fused(name, src, vec![(part, positions)])
+        })
+    }
+
     /// `kernel` with its buffer args ([`PerEntry::Buffer`]) gathered into local buffers before
     /// each call and scattered after it, as a kernel the runtime writes over whole-row args.
     pub(crate) fn lower_buffers(
@@ -240,19 +264,10 @@ impl Runtime {
             }
             lowered.push(a);
         }
+        let _ = writeln!(before, "  {}({});", kernel.name(), call.join(", "));
+        before.push_str(&after);
         let name = format!("op2_buffers_{}", kernel.name());
-        let mut src = String::from(PASS_MACRO);
-        src.push_str(&inlined_source(kernel, ""));
-        let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
-        src.push_str(&before);
-        let _ = writeln!(src, "  {}({});", kernel.name(), call.join(", "));
-        src.push_str(&after);
-        src.push_str("}\n");
-        src.push_str(&end_part(kernel));
-        let part = kernel.clone();
-        let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
-            Kernel::fused(&name, src, vec![(part, positions)])
-        });
+        let k = self.wrapper_kernel(kernel, &name, &params, &before, positions);
         Ok((k, lowered))
     }
 
@@ -570,18 +585,9 @@ impl Runtime {
                 }
             }
         }
+        let _ = writeln!(before, "  {}({});", kernel.name(), call.join(", "));
         let name = format!("op2_padded_{}", kernel.name());
-        let mut src = String::from(PASS_MACRO);
-        src.push_str(&inlined_source(kernel, ""));
-        let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
-        src.push_str(&before);
-        let _ = writeln!(src, "  {}({});", kernel.name(), call.join(", "));
-        src.push_str("}\n");
-        src.push_str(&end_part(kernel));
-        let part = kernel.clone();
-        let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
-            Kernel::fused(&name, src, vec![(part, positions)])
-        });
+        let k = self.wrapper_kernel(kernel, &name, &params, &before, positions);
         Ok((k, args))
     }
 }
