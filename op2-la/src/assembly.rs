@@ -383,8 +383,14 @@ pub fn par_loop(
                 // redundant assembly, so nothing is ever sent to another rank's rows).
                 let arg = block.arg(Access::Rw).with_exec_halo();
                 lowered.push(if m.per_entry {
+                    let (ra, ca) = (m.row_map.arity(), m.col_map.arity());
                     let dims = m.mat.sparsity().dims();
-                    arg.per_entry_block(m.row_map.arity(), m.col_map.arity(), dims)
+                    if m.component_major {
+                        // One call per scalar entry of the component-major element matrix.
+                        arg.per_entry_block(ra * dims.0, ca * dims.1, (1, 1))
+                    } else {
+                        arg.per_entry_block(ra, ca, dims)
+                    }
                 } else {
                     arg
                 });

@@ -268,6 +268,32 @@ impl Mat {
         }
     }
 
+    /// PyOP2 0.8.2's `mat(access, (row_map[op2.i[0]], col_map[op2.i[1]]), flatten=True)`: the
+    /// kernel is called once per scalar entry of the element matrix, `(Ar * r)` by `(Ac * c)`
+    /// calls (`Ar`, `Ac` the arities, `(r, c)` the block dims), each with a zeroed `double
+    /// A[1][1]` and `int i, int j`. Call `(i, j)` is entry `(i, j)` of [`Mat::arg_flattened`]'s
+    /// element matrix: row node `row_map[e][i % Ar]` component `i / Ar`, and likewise across.
+    pub fn arg_entries_flattened(&self, access: Access, row_map: &Map, col_map: &Map) -> MatArg {
+        MatArg {
+            per_entry: true,
+            component_major: true,
+            ..self.arg(access, row_map, col_map)
+        }
+    }
+
+    /// [`Mat::arg_entries`] through mixed maps (PyOP2 0.8.2's per-point kernels on a mixed
+    /// matrix): a call per pair of entries of the mixed rows and columns, its indices counting
+    /// through the row maps' entries in turn (block `b`'s entries start at the arities before
+    /// it), and likewise across.
+    pub fn arg_mixed_entries(
+        &self,
+        access: Access,
+        rows: &op2_core::MixedMap,
+        cols: &op2_core::MixedMap,
+    ) -> MatArg {
+        self.arg_entries(access, rows.flat(), cols.flat())
+    }
+
     /// Sets every stored entry to zero (the pattern stays; so does the assembled state).
     pub fn zero(&self) {
         self.lock().values.fill(0.0);
@@ -494,6 +520,32 @@ impl Mat {
         } else {
             self.mult_slices(&xs, &mut ys[..rows])
         }
+    }
+
+    /// `y = A x` for a matrix of mixed spaces ([`Sparsity::mixed`]) with mixed Dats as vectors:
+    /// `x` on the column spaces, `y` on the row spaces, each of one value per element. The
+    /// components are joined into Dats on the flat sets, multiplied as [`Mat::mult`] does, and
+    /// `y`'s components set from the product.
+    pub fn mult_mixed(
+        &self,
+        x: &op2_core::MixedDat<f64>,
+        y: &op2_core::MixedDat<f64>,
+    ) -> Result<()> {
+        if x.split()
+            .iter()
+            .zip(y.split())
+            .any(|(a, b)| a.id() == b.id())
+        {
+            return Err(LaError::Option {
+                option: "y",
+                value: y.set().name().into(),
+                why: "x and y must be different Dats",
+            });
+        }
+        let (xf, yf) = (x.to_flat()?, y.to_flat()?);
+        self.mult(&xf, &yf)?;
+        y.set_from_flat(&yf)?;
+        Ok(())
     }
 
     /// Checks that `dat` is a vector over the rows (`rows`) or the columns.

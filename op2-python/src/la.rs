@@ -106,18 +106,42 @@ impl PyMat {
             crate::MatForm::Element => self.mat.arg(acc, r, c),
             crate::MatForm::Entries => self.mat.arg_entries(acc, r, c),
             crate::MatForm::Flattened => self.mat.arg_flattened(acc, r, c),
+            crate::MatForm::EntriesFlattened => self.mat.arg_entries_flattened(acc, r, c),
         })
     }
     /// The loop argument assembling into this block matrix with `access` through the mixed
     /// maps `rows` and `cols`: the kernel gets the whole element matrix, the row maps' entries
-    /// in turn down and the columns' across.
+    /// in turn down and the columns' across ([`crate::MatForm::Element`]), or one entry per
+    /// call with its indices last (`Entries`, PyOP2 0.8.2's).
+    #[pyo3(signature = (access, rows, cols, form=crate::MatForm::Element))]
     fn arg_mixed(
         &self,
         access: crate::AccessMode,
         rows: &crate::mixed::PyMixedMap,
         cols: &crate::mixed::PyMixedMap,
-    ) -> crate::PyLoopArg {
-        crate::PyLoopArg::mat(self.mat.arg_mixed(access.into(), &rows.map, &cols.map))
+        form: crate::MatForm,
+    ) -> PyResult<crate::PyLoopArg> {
+        let (acc, r, c) = (access.into(), &rows.map, &cols.map);
+        Ok(crate::PyLoopArg::mat(match form {
+            crate::MatForm::Element => self.mat.arg_mixed(acc, r, c),
+            crate::MatForm::Entries => self.mat.arg_mixed_entries(acc, r, c),
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "a mixed matrix is assembled per element or per entry, not flattened",
+                ));
+            }
+        }))
+    }
+    /// `y = A x` for a matrix of mixed spaces, `x` and `y` mixed Dats of float64.
+    fn mult_mixed(
+        &self,
+        x: &crate::mixed::PyMixedDat,
+        y: &crate::mixed::PyMixedDat,
+    ) -> PyResult<()> {
+        self.mat.assemble();
+        self.mat
+            .mult_mixed(x.f64("x")?, y.f64("y")?)
+            .map_err(fail_la)
     }
     fn zero(&self) {
         self.mat.zero();

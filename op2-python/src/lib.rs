@@ -101,6 +101,9 @@ enum ArgForm {
     BufferFlattened,
     /// One pointer per value, component by component (`map, flatten=True`).
     RowFlattened,
+    /// One call per value, component by component, its index last (PyOP2 0.8.2's
+    /// `map[op2.i[0]], flatten=True`).
+    EntriesFlattened,
 }
 
 /// How a matrix arg hands the kernel its block.
@@ -120,6 +123,9 @@ enum MatForm {
     Entries,
     /// The element matrix with rows and columns component by component (`flatten=True`).
     Flattened,
+    /// One scalar entry of the flattened element matrix per call, its indices last (PyOP2
+    /// 0.8.2's `flatten=True`).
+    EntriesFlattened,
 }
 
 /// An operation of PyOP2's Dat arithmetic ([`op2::ArithOp`]).
@@ -466,6 +472,7 @@ impl PyDat {
             ArgForm::Buffer => d.arg_buffer(m, acc),
             ArgForm::BufferFlattened => d.arg_buffer_flattened(m, acc),
             ArgForm::RowFlattened => d.arg_row_flattened(m, acc),
+            ArgForm::EntriesFlattened => d.arg_entries_flattened(m, acc),
         })))
     }
     #[getter]

@@ -105,10 +105,16 @@ impl PyMixedDat {
             AnyMixedDat::U64(d) => arg!(d),
         }))
     }
+    /// The float64 values in the mixed set's flat numbering (a matrix of mixed spaces
+    /// numbers its rows so): every component's, placed as the flat set places its elements.
+    fn flat_values(&self) -> PyResult<Vec<f64>> {
+        let flat = self.f64("the Dat")?.to_flat().map_err(fail)?;
+        flat.to_vec().map_err(fail)
+    }
 }
 
 impl PyMixedDat {
-    fn f64(&self, what: &str) -> PyResult<&MixedDat<f64>> {
+    pub(crate) fn f64(&self, what: &str) -> PyResult<&MixedDat<f64>> {
         match &self.dat {
             AnyMixedDat::F64(d) => Ok(d),
             _ => Err(Op2Failure::new_err((

@@ -78,6 +78,9 @@ class ArgForm:
     """The same buffer component by component (``flatten=True``)."""
     RowFlattened: ClassVar[ArgForm]
     """One pointer per value, component by component (``map, flatten=True``)."""
+    EntriesFlattened: ClassVar[ArgForm]
+    """One call per value, component by component, its index last (PyOP2 0.8.2's
+    ``map[op2.i[0]], flatten=True``)."""
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
@@ -93,6 +96,9 @@ class MatForm:
     """One block per entry, the entry's indices last (PyOP2 0.8.2)."""
     Flattened: ClassVar[MatForm]
     """The element matrix with rows and columns component by component (``flatten=True``)."""
+    EntriesFlattened: ClassVar[MatForm]
+    """One scalar entry of the flattened element matrix per call, its indices last (PyOP2
+    0.8.2's ``flatten=True``)."""
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
@@ -296,8 +302,11 @@ class Mat:
     def arg(self, access: AccessMode, rows: Map, cols: Map, form: MatForm) -> LoopArg:
         """The loop argument assembling into this matrix with ``access`` through ``rows`` and
         ``cols`` in ``form``."""
-    def arg_mixed(self, access: AccessMode, rows: MixedMap, cols: MixedMap) -> LoopArg:
-        """The loop argument assembling into this block matrix through mixed maps."""
+    def arg_mixed(
+        self, access: AccessMode, rows: MixedMap, cols: MixedMap, form: MatForm = ...
+    ) -> LoopArg:
+        """The loop argument assembling into this block matrix through mixed maps: the element
+        matrix once per element (``MatForm.Element``) or one entry per call (``Entries``)."""
     def zero(self) -> None:
         """Sets every entry to zero (the pattern stays)."""
     def assemble(self) -> None:
@@ -315,6 +324,8 @@ class Mat:
         """The whole matrix, dense (a copy)."""
     def mult(self, x: Dat, y: Dat) -> None:
         """``y = A x`` with Dats of float64."""
+    def mult_mixed(self, x: MixedDat, y: MixedDat) -> None:
+        """``y = A x`` for a matrix of mixed spaces, with mixed Dats of float64."""
     def solve(
         self, x: Dat, b: Dat, options: SolverOptions
     ) -> tuple[bool, str, int, float]:
@@ -355,6 +366,9 @@ class MixedDat:
         """The loop argument reaching this mixed Dat with ``access`` through ``map``: one
         pointer array across the components (``ArgForm.Row``), one local buffer of the
         element's values (``Buffer``) or one call per entry (``Entries``)."""
+    def flat_values(self) -> list[float]:
+        """The float64 values in the mixed set's flat numbering (a matrix of mixed spaces
+        numbers its rows so)."""
 
 # Present when the module is built with the `mpi` feature (HAS_MPI).
 

@@ -126,11 +126,9 @@ class Dat:
         """``dat(access, map[op2.i[n]])`` as the native module takes it for a per-point
         (0.8.2) or a once-per-element kernel."""
         if per_point:
-            if arg.flatten and self.cdim > 1:
-                raise NotImplementedError(
-                    "per-point (0.8.2) kernels over flattened Dats of dim > 1 are not in "
-                    "op2rs yet")
-            form = _op2.ArgForm.Entries
+            # flatten=True: arity * cdim calls, each with one value, component-major.
+            form = (_op2.ArgForm.EntriesFlattened if arg.flatten and self.cdim > 1
+                    else _op2.ArgForm.Entries)
         else:
             form = _op2.ArgForm.BufferFlattened if arg.flatten else _op2.ArgForm.Buffer
         return self._native.arg(arg.access._native, form, arg.path.map._native)

@@ -81,7 +81,7 @@ class Sparsity:
         if name is not None and not isinstance(name, str):
             raise NameTypeError("name must be of type str")
         for r, c in pairs:
-            if r._native is None or c._native is None:
+            if r._values is None or c._values is None:
                 raise MapValueError("Unpopulated map values when trying to build sparsity.")
             if r.toset is not rows.set:
                 raise RuntimeError("Row map %s goes to %s, not the row set %s"
@@ -96,8 +96,7 @@ class Sparsity:
         self._maps = _unique_sorted(pairs)
         self._name = fresh_name("sparsity", name)
         self._blocks = None
-        self._native = call(_op2.Sparsity, [(r._native, c._native) for r, c in self._maps],
-                            (rows.cdim, cols.cdim), self._name)
+        self._built = None
 
     def _build_mixed(self, dsets, maps, name):
         if not isinstance(dsets, (tuple, list)):
@@ -119,8 +118,23 @@ class Sparsity:
         self._maps = [tuple(maps)]
         self._name = fresh_name("sparsity", name)
         self._blocks = None
-        self._native = call(_op2.mixed_sparsity, maps[0]._mixed_native(),
-                            maps[1]._mixed_native(), self._name)
+        self._built = None
+
+    @property
+    def _native(self):
+        """The runtime's pattern, built on first use (a Mat, ``rowptr``, ``nnz``...): the maps'
+        values are checked against their target sets then, as a Map's are where first used, so
+        that a Sparsity PyOP2 could describe but never fill still describes itself."""
+        if self._built is None:
+            if self.mixed:
+                rmap, cmap = self._maps[0]
+                self._built = call(_op2.mixed_sparsity, rmap._mixed_native(),
+                                   cmap._mixed_native(), self._name)
+            else:
+                self._built = call(_op2.Sparsity,
+                                   [(r._native, c._native) for r, c in self._maps],
+                                   (self._dsets[0].cdim, self._dsets[1].cdim), self._name)
+        return self._built
 
     mixed = property(lambda self: isinstance(self._dsets[0], MixedDataSet))
     dsets = property(lambda self: self._dsets)
@@ -235,7 +249,7 @@ class Mat:
             raise RuntimeError("op2rs matrices hold float64 values, not %s" % dt)
         self._sparsity = sparsity
         self._name = fresh_name("mat", name)
-        self._native = _op2.Mat(sparsity._native, self._name)
+        self._native = call(_op2.Mat, sparsity._native, self._name)
         self._dtype = dt
         self._blocks = None
 
@@ -257,27 +271,29 @@ class Mat:
             raise MapValueError("Path maps not in sparsity maps")
         if self._sparsity.mixed and flatten:
             raise MatTypeError("Mats on mixed spaces cannot be flattened")
+        rdim, cdim = (self._sparsity.dims if flatten else (1, 1))
         return Arg(self, access, tuple(path), flatten, None, rmap.iterset, True,
-                   (rmap.arity, cmap.arity))
+                   (rmap.arity * rdim, cmap.arity * cdim))
 
     def _lis_native(self, arg, per_point):
         """The argument as the native module takes it for a per-point (0.8.2) or a
         once-per-element kernel."""
         rpath, cpath = arg.path
         if self._sparsity.mixed:
-            if per_point:
-                raise NotImplementedError("per-point (0.8.2) kernels on mixed matrices are not "
-                                          "in op2rs yet; once-per-element ones are")
-            return self._native.arg_mixed(arg.access._native, rpath.map._mixed_native(),
-                                          cpath.map._mixed_native())
+            # 0.8.2 called per block and per point, the indices offset by the block starts:
+            # the entries of the mixed maps' rows in turn.
+            return self._native.arg_mixed(
+                arg.access._native, rpath.map._mixed_native(), cpath.map._mixed_native(),
+                _op2.MatForm.Entries if per_point else _op2.MatForm.Element)
         dims = self._sparsity.dims
-        if per_point and arg.flatten and dims != (1, 1):
-            # 0.8.2 called such kernels once per scalar entry (Ar*r by Ac*c points).
-            raise NotImplementedError(
-                "per-point (0.8.2) kernels on flattened block matrices (dims > 1) are not in "
-                "op2rs yet")
-        form = _op2.MatForm.Entries if per_point else _op2.MatForm.Element
-        if not per_point and dims != (1, 1):
+        if per_point:
+            # 0.8.2 called flattened ones once per scalar entry (Ar*r by Ac*c points).
+            form = (_op2.MatForm.EntriesFlattened if arg.flatten and dims != (1, 1)
+                    else _op2.MatForm.Entries)
+            return self._native.arg(arg.access._native, rpath.map._native, cpath.map._native,
+                                    form)
+        form = _op2.MatForm.Element
+        if dims != (1, 1):
             if not arg.flatten:
                 # PyOP2 0.8.3 to 0.10 assembled these wrongly (overlapping blocks); its
                 # programs pass flatten=True.
@@ -316,16 +332,25 @@ class Mat:
              float(diag_val))
 
     def set_diagonal(self, vec):
-        """Sets the diagonal from a Dat on the rows."""
-        if self._sparsity.mixed:
-            raise NotImplementedError("set_diagonal on a matrix of mixed spaces is not in op2rs "
-                                      "yet")
+        """Sets the diagonal from a Dat on the rows (a MixedDat for a matrix of mixed
+        spaces)."""
         r, c = self._sparsity.dsets
-        if r is not c and (r.set is not c.set or r.cdim != c.cdim):
-            raise MatTypeError("Cannot set diagonal of non-square matrix")
-        if not isinstance(vec, Dat):
-            raise TypeError("Can only set diagonal from a Dat")
-        v = np.asarray(vec.data_ro, dtype=np.float64).ravel()
+        if self._sparsity.mixed:
+            if r != c:
+                raise MatTypeError("Cannot set diagonal of non-square matrix")
+            if not isinstance(vec, MixedDat):
+                raise TypeError("Can only set the diagonal of a mixed matrix from a MixedDat")
+            if vec.dataset.set != r.set:
+                raise ValueError("%s does not live on the matrix's rows" % (vec.name,))
+            v = np.asarray(call(_as_f64(vec)._mixed_native().flat_values), np.float64)
+            # The flat numbering has every component's owned rows before any halo's.
+            v = v[: self._sparsity._native.shape[0]]
+        else:
+            if r is not c and (r.set is not c.set or r.cdim != c.cdim):
+                raise MatTypeError("Cannot set diagonal of non-square matrix")
+            if not isinstance(vec, Dat):
+                raise TypeError("Can only set diagonal from a Dat")
+            v = np.asarray(vec.data_ro, dtype=np.float64).ravel()
         rows = self._sparsity._native.shape[0]
         if len(v) != rows:
             raise ValueError("set_diagonal needs %d values (one per row), %s has %d"
@@ -385,9 +410,13 @@ class Mat:
 
     def __mul__(self, v):
         """``mat * dat``: a new Dat on the row data set (a Dat of another type is read as
-        float64 values)."""
+        float64 values); a new MixedDat for a matrix of mixed spaces and a MixedDat."""
         if self._sparsity.mixed:
-            raise NotImplementedError("mat * dat for a matrix of mixed spaces is not in op2rs yet")
+            if not isinstance(v, MixedDat):
+                raise TypeError("Can only multiply a Mat of mixed spaces by a MixedDat")
+            y = MixedDat(self._sparsity.dsets[0])
+            call(self._native.mult_mixed, _as_f64(v)._mixed_native(), y._mixed_native())
+            return y
         if not isinstance(v, Dat):
             raise TypeError("Can only multiply a Mat by a Dat")
         if v.dtype != np.float64:
@@ -443,6 +472,15 @@ class MatBlock(Mat):
 
     def __mul__(self, v):
         raise NotImplementedError("multiply by the whole mixed matrix")
+
+
+def _as_f64(v):
+    """A MixedDat of float64 values: ``v``, or a copy of it (PyOP2's matrices took any
+    vector PETSc could read)."""
+    if v.dtype == np.float64:
+        return v
+    return MixedDat([Dat(d.dataset, d.data_ro_with_halos.astype(np.float64), np.float64)
+                     for d in v.split])
 
 
 def _same_map(a, b):

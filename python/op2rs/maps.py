@@ -38,7 +38,7 @@ class Map:
 
     def __init__(self, iterset, toset, arity, values=None, name=None, offset=None, parent=None,
                  bt_masks=None):
-        rt = current()
+        self._rt = current()
         if not isinstance(iterset, Set) or not isinstance(toset, Set):
             raise SetTypeError("iterset and toset must be Sets")
         if not isinstance(arity, (int, np.integer)) or isinstance(arity, bool):
@@ -62,11 +62,11 @@ class Map:
         self._offset = offset
         self._parent = parent
         self._values = None
+        self._built = None
         if values is None and iterset.total_size == 0:
             # Nothing to map from: PyOP2 let such a map go without values.
             values = np.zeros((0, self._arity), np.int32)
         if values is None:
-            self._native = None
             return
         try:
             v = np.asarray(values, dtype=np.int32)
@@ -78,13 +78,30 @@ class Map:
                 % (self._name, v.size, iterset.total_size, self._arity))
         # op2-rs keeps the rows a loop runs (owned and exec halo); PyOP2 keeps every row.
         self._values = v.reshape(-1, self._arity)
-        rows = np.ascontiguousarray(self._values[: iterset.exec_size]).ravel()
-        if offset is None:
-            self._native = call(rt.decl_map, iterset._native, toset._native, self._arity, rows,
-                                self._name)
-        else:
-            self._native = call(rt.decl_map, iterset._native_iter, toset._native, self._arity,
-                                rows, self._name, [int(o) for o in offset])
+
+    @property
+    def _native(self):
+        """The runtime's map, declared on first use. PyOP2 accepted any values at construction
+        and only a loop or sparsity reading them past the target set went wrong; op2-rs checks
+        them here, when an argument, a sparsity or a mixed map first needs the map, so that a
+        program that builds such a map and never uses it runs as it did, and one that uses it
+        gets MapValueError instead of reading out of bounds."""
+        if self._built is None:
+            if self._values is None:
+                return None
+            rt = self._rt
+            rows = np.ascontiguousarray(self._values[: self._iterset.exec_size]).ravel()
+            if self._offset is None:
+                self._built = call(rt.decl_map, self._iterset._native, self._toset._native,
+                                   self._arity, rows, self._name)
+            else:
+                self._built = call(rt.decl_map, self._iterset._native_iter, self._toset._native,
+                                   self._arity, rows, self._name, [int(o) for o in self._offset])
+        return self._built
+
+    @_native.setter
+    def _native(self, native):
+        self._built = native
 
     iterset = property(lambda self: self._iterset)
     toset = property(lambda self: self._toset)
@@ -104,7 +121,7 @@ class Map:
         return self._values_all()
 
     def _values_all(self):
-        if self._native is None:
+        if self._values is None:
             raise MapValueError("Map %s has no values" % self._name)
         return self._values
 

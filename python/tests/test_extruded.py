@@ -146,6 +146,9 @@ def test_extrusion_errors():
     e = op2.ExtrudedSet(s, 4)
     with pytest.raises(op2.DataValueError):
         op2.Map(e, nodes, 2, [[0, 1]] * 3, "m", offset=[1])
-    # The top layer would reach past the nodes: refused when declared.
+    # The top layer would reach past the nodes: PyOP2 took such a map and read out of bounds in
+    # a loop; op2rs takes it too and refuses it where it is first used.
+    high = op2.Map(e, nodes, 2, [[0, 10]] * 3, "m", offset=[1, 1])
+    assert high.values.max() == 10
     with pytest.raises(op2.MapValueError):
-        op2.Map(e, nodes, 2, [[0, 10]] * 3, "m", offset=[1, 1])
+        op2.Dat(nodes)(op2.READ, high)

@@ -147,3 +147,48 @@ def test_mixed_dat_through_a_local_iteration_space_per_point():
         want_b[rb[0]] += 20.0 + c
     np.testing.assert_array_equal(md[0].data_ro, want_a)
     np.testing.assert_array_equal(md[1].data_ro, want_b)
+
+
+def test_block_matrix_per_point_mat_times_dat_and_diagonal():
+    # PyOP2 0.8.2 called a kernel ending in `int i, int j` per block and per point, the indices
+    # offset by the block starts; `mat * mixed_dat` and `set_diagonal(mixed_dat)` work on the
+    # whole block matrix in its flat numbering (a's elements, then b's).
+    cells, a, b, c2a, c2b = spaces()
+    mm = op2.MixedMap([c2a, c2b])
+    mds = op2.MixedDataSet([a, b])
+    mat = op2.Mat(op2.Sparsity(mds, mm, "blocks_pp"), name="P")
+    w = op2.Dat(cells, np.arange(1.0, 5.0))
+    k = op2.Kernel("void el_ij(double A[1][1], const double *w, int i, int j) "
+                   "{ A[0][0] += (i == j) ? 4.0 * *w : -1.0 - i - 10.0 * j; }", "el_ij")
+    op2.par_loop(k, cells, mat(op2.INC, (mm[op2.i[0]], mm[op2.i[1]])), w(op2.READ))
+    want = np.zeros((9, 9))
+    for c in range(4):
+        rows = [c, c + 1, 5 + (3 - c)]
+        for i in range(3):
+            for j in range(3):
+                want[rows[i], rows[j]] += 4.0 * (c + 1) if i == j else -1.0 - i - 10.0 * j
+    np.testing.assert_array_equal(mat.values, want)
+    # The blocks, as PyOP2 numbers them.
+    np.testing.assert_array_equal(mat[0, 1].values, want[:5, 5:])
+    u = op2.MixedDat([op2.Dat(a, np.sin(np.arange(5.0)), np.float64),
+                      op2.Dat(b, np.arange(4.0), np.float64)])
+    y = mat * u
+    assert isinstance(y, op2.MixedDat) and y.dtype == np.float64
+    flat_u = np.concatenate([np.sin(np.arange(5.0)), np.arange(4.0)])
+    np.testing.assert_allclose(np.concatenate(y.data_ro), want @ flat_u, rtol=1e-14)
+    # Integer vectors are read as float64 values, as PETSc would have them.
+    iu = op2.MixedDat([op2.Dat(a, np.arange(5), np.int32), op2.Dat(b, np.arange(4), np.int32)])
+    np.testing.assert_allclose(np.concatenate((mat * iu).data_ro),
+                               want @ np.concatenate([np.arange(5.0), np.arange(4.0)]),
+                               rtol=1e-14)
+    with pytest.raises(TypeError):
+        mat * op2.Dat(a)
+    d = op2.MixedDat([op2.Dat(a, np.arange(10.0, 15.0)), op2.Dat(b, np.arange(20.0, 24.0))])
+    mat.set_diagonal(d)
+    want[np.arange(9), np.arange(9)] = np.concatenate([np.arange(10.0, 15.0),
+                                                       np.arange(20.0, 24.0)])
+    np.testing.assert_array_equal(mat.values, want)
+    with pytest.raises(TypeError):
+        mat.set_diagonal(op2.Dat(a))
+    with pytest.raises(ValueError):
+        mat.set_diagonal(op2.MixedDat([op2.Dat(b), op2.Dat(a)]))

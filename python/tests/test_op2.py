@@ -181,8 +181,16 @@ def test_copy_zero_and_dat_from_dat():
 def test_pyop2_errors():
     nodes, edges, e2n = chain(4)
     x = op2.Dat(nodes, name="x")
+    # Values past the target set: taken as PyOP2 took them, refused where first used (an
+    # argument, a sparsity, a mixed map) instead of read out of bounds.
+    bad = op2.Map(edges, nodes, 2, [0, 1, 1, 2, 2, 3, 3, 9], "bad")
+    assert list(bad.values[-1]) == [3, 9]
     with pytest.raises(op2.MapValueError):
-        op2.Map(edges, nodes, 2, [0, 1, 1, 2, 2, 3, 3, 9], "bad")
+        x(op2.READ, bad)
+    with pytest.raises(op2.MapValueError):
+        op2.Mat(op2.Sparsity(nodes, bad))
+    with pytest.raises(op2.MapValueError):
+        op2.MixedDat([x, op2.Dat(nodes)])(op2.READ, op2.MixedMap([e2n, bad]))
     with pytest.raises(op2.DataValueError):
         op2.Map(edges, nodes, 2, [0, 1], "short")
     with pytest.raises(op2.DataValueError):
@@ -284,7 +292,7 @@ def test_flattened_whole_rows_as_ffc_takes_coordinates():
     np.testing.assert_allclose(length.data_ro, (d * d).sum(axis=1))
 
 
-def test_forms_not_there_yet_say_so():
+def test_flattened_entries_and_forms_not_there_yet():
     nodes, edges, e2n = chain(3)
     x = op2.Dat(nodes ** 2, np.arange(8.0).reshape(4, 2), name="x")
     # flatten=True on map[k] is the plain entry, as in PyOP2.
@@ -292,10 +300,18 @@ def test_forms_not_there_yet_say_so():
     op2.par_loop(op2.Kernel("void cp(const double *a, double *b) { b[0] = a[0]; b[1] = a[1]; }",
                             "cp"), edges, x(op2.READ, e2n[1], flatten=True), y(op2.WRITE))
     np.testing.assert_array_equal(y.data_ro, np.arange(8.0).reshape(4, 2)[1:])
-    # A per-point (0.8.2) kernel over a flattened Dat of dim 2: one call per component.
-    with pytest.raises(NotImplementedError):
-        op2.par_loop(op2.Kernel("void pp(double *a, int i) { }", "pp"), edges,
-                     x(op2.READ, e2n[op2.i[0]], flatten=True))
+    # A per-point (0.8.2) kernel over a flattened Dat of dim 2: one call per value,
+    # component-major (i / arity the component, i % arity the entry).
+    z = op2.Dat(nodes ** 2, name="z")
+    op2.par_loop(op2.Kernel("void pp(double *z, const double *a, int i) { *z += 100 * i + *a; }",
+                            "pp"), edges,
+                 z(op2.INC, e2n[op2.i[0]], flatten=True), x(op2.READ, e2n[op2.i[0]], flatten=True))
+    want = np.zeros((4, 2))
+    for e in range(3):
+        for i in range(4):
+            node, comp = e2n.values[e][i % 2], i // 2
+            want[node, comp] += 100 * i + x.data_ro[node, comp]
+    np.testing.assert_array_equal(z.data_ro, want)
     layered = op2.Set(3, "layered", layers=4)
     with pytest.raises(NotImplementedError):
         op2.Map(layered, nodes, 2, [0, 1, 1, 2, 2, 3], "off", offset=[1, 1],

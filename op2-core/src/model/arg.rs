@@ -84,6 +84,10 @@ pub enum PerEntry {
     /// flatten=True)`, as FFC's kernels take coordinates). The kernel reads and writes through
     /// them as through a whole row.
     FlatRow,
+    /// A Dat through a whole map row, one call per value (PyOP2 0.8.2's `dat(access,
+    /// map[op2.i[0]], flatten=True)`): `arity * dim` calls, call `i` seeing component `i /
+    /// arity` of row `map[e][i % arity]` as a pointer to that one value (one dimension).
+    FlatEntries,
 }
 
 impl Arg {
@@ -228,6 +232,16 @@ impl<T: Scalar> Dat<T> {
     pub fn arg_entries(&self, map: &Map, access: Access) -> Arg {
         let mut a = self.arg_row(map, access);
         a.per_entry = Some(PerEntry::Row);
+        a
+    }
+
+    /// [`Dat::arg_entries`] one value at a time, component-major (PyOP2 0.8.2's `dat(access,
+    /// map[op2.i[0]], flatten=True)`): the kernel is called `arity * dim` times per element,
+    /// call `i` seeing component `i / arity` of row `map[e][i % arity]` and `i` as its last
+    /// parameter. For a Dat of dim 1 it is [`Dat::arg_entries`]. [`PerEntry::FlatEntries`].
+    pub fn arg_entries_flattened(&self, map: &Map, access: Access) -> Arg {
+        let mut a = self.arg_row(map, access);
+        a.per_entry = Some(PerEntry::FlatEntries);
         a
     }
 

@@ -154,7 +154,7 @@ impl Runtime {
         if args.iter().any(|a| {
             matches!(
                 a.per_entry,
-                Some(PerEntry::Row) | Some(PerEntry::Block { .. })
+                Some(PerEntry::Row | PerEntry::FlatEntries | PerEntry::Block { .. })
             )
         }) {
             return Err(bad(
@@ -295,6 +295,13 @@ impl Runtime {
                     },
                 ) => (m.arity(), None),
                 (
+                    Some(PerEntry::FlatEntries),
+                    ArgTarget::Dat {
+                        carrier,
+                        via: Via::Row(m),
+                    },
+                ) => (m.arity() * carrier.dim, None),
+                (
                     Some(PerEntry::Block { rows, cols, block }),
                     ArgTarget::Dat {
                         carrier,
@@ -367,6 +374,17 @@ impl Runtime {
             for (i, a) in args.iter().enumerate() {
                 let view = match (a.per_entry, &a.target) {
                     (
+                        Some(PerEntry::FlatEntries),
+                        ArgTarget::Dat {
+                            carrier,
+                            via: Via::Row(_),
+                        },
+                    ) => {
+                        // One value: a pointer, or an array of at most one.
+                        passed_shape(kernel, i, carrier, None, 1)?;
+                        continue;
+                    }
+                    (
                         Some(PerEntry::Row),
                         ArgTarget::Dat {
                             carrier,
@@ -418,6 +436,7 @@ impl Runtime {
         }
         let mut params = Vec::new();
         let mut call = Vec::new();
+        let mut prelude = String::new();
         let mut before = String::new();
         let mut after = String::new();
         let mut lowered = Vec::with_capacity(args.len());
@@ -440,6 +459,23 @@ impl Runtime {
                 Some(PerEntry::Row) => {
                     params.push(format!("{ctype} **{p}"));
                     call.push(format!("OP2_PASS({p}[op2_i])"));
+                }
+                Some(PerEntry::FlatEntries) => {
+                    let (n, d) = match &a.target {
+                        ArgTarget::Dat {
+                            carrier,
+                            via: Via::Row(m),
+                        } => (m.arity(), carrier.dim),
+                        _ => unreachable!("checked with the extent"),
+                    };
+                    params.push(format!("{ctype} **{p}"));
+                    // Pointers to the element's values, component-major, made once per element.
+                    let _ = writeln!(
+                        prelude,
+                        "  OP2_TYPEOF({p}[0] + 0) {p}_f[{}];\n  for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = 0; op2_c < {d}; ++op2_c) {p}_f[op2_c * {n} + op2_k] = {p}[op2_k] + op2_c;",
+                        n * d
+                    );
+                    call.push(format!("OP2_PASS({p}_f[op2_i])"));
                 }
                 Some(PerEntry::Block {
                     cols,
@@ -473,6 +509,7 @@ impl Runtime {
         let mut src = String::from(PASS_MACRO);
         src.push_str(&inlined_source(kernel, ""));
         let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
+        src.push_str(&prelude);
         let _ = writeln!(src, "  for (int op2_i = 0; op2_i < {rows}; ++op2_i) {{");
         match cols {
             Some(c) => {

@@ -4,7 +4,7 @@
 
 use op2::la::{self, LoopArg, Mat, Method, Preconditioner, SolverOptions, Sparsity, Split};
 use op2::{INC, Op2Error, READ, Runtime};
-use op2_test_support::{builder, kernel};
+use op2_test_support::{builder, close, kernel};
 
 /// A chain of `n` elements: nodes `0..=n`, elements `0..n` (element e joins nodes e, e+1); a
 /// mixed set (nodes, elements) and the mixed map from elements (its two nodes, itself).
@@ -92,6 +92,13 @@ const ELEMENT: &str = "void coupled(double A[9], const double *h) {
   for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++) A[3 * i + j] = B[i][j];
 }";
 
+/// [`ELEMENT`] one entry per call.
+const ELEMENT_IJ: &str = "void coupled_ij(double A[1][1], const double *h, int i, int j) {
+  double k = 1.0 / *h, m = *h;
+  double B[3][3] = {{k + 2.0 * m, -k, 0.5 * m}, {-k, k + 2.0 * m, 0.5 * m}, {0.5 * m, 0.5 * m, 3.0 * m}};
+  A[0][0] += B[i][j];
+}";
+
 fn element(h: f64) -> [[f64; 3]; 3] {
     let (k, m) = (1.0 / h, h);
     [
@@ -149,6 +156,21 @@ fn a_block_matrix_equals_its_dense_assembly_and_every_solve_agrees() {
             assert!((got[r][c] - dense[r][c]).abs() < 1e-14, "({r}, {c})");
         }
     }
+    // PyOP2 0.8.2's per-point form: one call per entry, indices counting through the row
+    // maps' entries in turn (the node map's two, then the element's own), the same matrix.
+    let per_point = Mat::new(&sp, "P");
+    la::par_loop(
+        &rt,
+        &kernel("coupled_ij", ELEMENT_IJ),
+        &elems,
+        [
+            LoopArg::Mat(per_point.arg_mixed_entries(INC, &mm, &mm)),
+            LoopArg::Op2(h.arg(READ)),
+        ],
+    )
+    .unwrap();
+    per_point.assemble();
+    assert_eq!(per_point.values(), values);
     // The same solution monolithically and with both fieldsplits.
     let b = rt.decl_mixed_dat::<f64>(&ms, &[1, 1], "b").unwrap();
     b.split()[0]
@@ -189,8 +211,14 @@ fn a_block_matrix_equals_its_dense_assembly_and_every_solve_agrees() {
                 bv[r]
             );
         }
+        // A x, multiplied through the mixed Dats, is b again.
+        let ax = rt.decl_mixed_dat::<f64>(&ms, &[1, 1], "ax").unwrap();
+        a.mult_mixed(&x, &ax).unwrap();
+        let axv = ax.to_flat().unwrap().to_vec().unwrap();
+        assert!(close(&axv, &bv, 1e-9), "{pc:?}");
         solutions.push(xv);
     }
+    assert!(a.mult_mixed(&b, &b).is_err(), "x and y must differ");
     for s in &solutions[1..] {
         assert!(
             s.iter()

@@ -69,6 +69,78 @@ fn a_vector_entry_per_call_equals_the_whole_element_kernel() {
     assert!(v1.iter().all(|&v| v > 0.0));
 }
 
+/// PyOP2 0.8.2's `dat(access, map[op2.i[0]], flatten=True)`: one call per value of the element's
+/// rows, component-major, against the whole-element kernel over the flattened rows.
+#[test]
+fn a_flattened_value_per_call_equals_the_whole_element_kernel() {
+    let rt = builder().build().unwrap();
+    let (tris, nodes, map, x) = strip(&rt, 23);
+    for dim in [1usize, 2, 3] {
+        let n = 3 * dim;
+        let y: Vec<f64> = (0..(25 * dim)).map(|v| 1.0 + (v as f64).cos()).collect();
+        let y = rt.decl_dat(&nodes, dim, y, "y").unwrap();
+        let per = kernel(
+            "flat_i",
+            &format!(
+                "{AREA}void flat_i(double *b, const double *y, const double *x[3], int i) {{
+                   *b += area(x) * *y * (i + 1); }}"
+            ),
+        );
+        let whole = kernel(
+            "flat_all",
+            &format!(
+                "{AREA}void flat_all(double *b[{n}], const double *y[{n}], const double *x[3]) {{
+                   for (int i = 0; i < {n}; i++) *b[i] += area(x) * *y[i] * (i + 1); }}"
+            ),
+        );
+        let b1 = rt.decl_dat_zeros::<f64>(&nodes, dim, "b1").unwrap();
+        let b2 = rt.decl_dat_zeros::<f64>(&nodes, dim, "b2").unwrap();
+        rt.par_loop(
+            &per,
+            &tris,
+            [
+                b1.arg_entries_flattened(&map, INC),
+                y.arg_entries_flattened(&map, READ),
+                x.arg_row(&map, READ),
+            ],
+        )
+        .unwrap();
+        rt.par_loop(
+            &whole,
+            &tris,
+            [
+                b2.arg_row_flattened(&map, INC),
+                y.arg_row_flattened(&map, READ),
+                x.arg_row(&map, READ),
+            ],
+        )
+        .unwrap();
+        let (v1, v2) = (b1.to_vec().unwrap(), b2.to_vec().unwrap());
+        assert!(close(&v1, &v2, 1e-13), "dim {dim}");
+        // Component c of node k was visited with index c * 3 + its place in the element: the
+        // components differ, so the order is not entry-major.
+        assert!(v1.iter().all(|&v| v > 0.0), "dim {dim}");
+        // Extents: a flattened arg of dim 2 runs over 6 values, a plain per-entry one over 3.
+        if dim == 2 {
+            let one = rt.decl_dat_zeros::<f64>(&nodes, 1, "one").unwrap();
+            let e = rt
+                .par_loop(
+                    &kernel(
+                        "mix_i",
+                        "void mix_i(double *b, double *c, int i) { *b += *c; }",
+                    ),
+                    &tris,
+                    [
+                        b1.arg_entries_flattened(&map, INC),
+                        one.arg_entries(&map, INC),
+                    ],
+                )
+                .unwrap_err();
+            assert!(matches!(e, Op2Error::IterationSpace { .. }), "{e}");
+        }
+    }
+}
+
 #[test]
 fn a_matrix_entry_per_call_equals_the_element_matrix() {
     let rt = builder().build().unwrap();
@@ -145,7 +217,29 @@ fn a_matrix_entry_per_call_equals_the_element_matrix() {
         )
         .unwrap();
         m.assemble();
+        // PyOP2 0.8.2's flatten=True per-point form: one scalar entry per call, rows and
+        // columns component by component (`i / 3` the component, `i % 3` the node).
+        let per_flat = kernel(
+            "mass_fij",
+            &format!(
+                "{AREA}void mass_fij(double A[1][1], const double *x[3], int i, int j) {{
+                   A[0][0] += area(x) * (1 + i % 3 + 2 * (j % 3)) * (1 + i / 3 + 3 * (j / 3)); }}"
+            ),
+        );
+        let pf = Mat::new(&sp, "PF");
+        la::par_loop(
+            &rt,
+            &per_flat,
+            &tris,
+            [
+                LoopArg::Mat(pf.arg_entries_flattened(INC, &map, &map)),
+                LoopArg::Op2(x.arg_row(&map, READ)),
+            ],
+        )
+        .unwrap();
+        pf.assemble();
         let (a, b) = (assemble(&per, true), assemble(&whole, false));
+        assert!(close(&pf.values(), &b, 1e-14), "{dims:?}");
         assert!(close(&a, &b, 1e-14), "{dims:?}");
         assert!(a.iter().any(|&v| v != 0.0));
         assert!(close(&assemble(&as_2d, false), &b, 1e-14), "{dims:?}");
