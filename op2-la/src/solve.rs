@@ -309,11 +309,13 @@ pub fn solve_mixed(
     }
     let flat_b = b.to_flat()?;
     let flat_x = x.to_flat()?;
-    let mut fields = vec![0u32; rows.flat().size()];
+    // One field per scalar row: element `f` of the flat set owns rows `f * dim ..`.
+    let dim = a.sparsity().dims().0;
+    let mut fields = vec![0u32; rows.flat().size() * dim];
     for (c, s) in rows.split().iter().enumerate() {
         for e in 0..s.size() {
             if let Some(f) = rows.flat_index(c, e) {
-                fields[f] = c as u32;
+                fields[f * dim..(f + 1) * dim].fill(c as u32);
             }
         }
     }

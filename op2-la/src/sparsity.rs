@@ -98,7 +98,19 @@ impl Sparsity {
         cols: &op2_core::MixedMap,
         name: &str,
     ) -> Result<Sparsity> {
-        Sparsity::new(&[(rows.flat(), cols.flat())], (1, 1), name)
+        Sparsity::mixed_blocks(rows, cols, (1, 1), name)
+    }
+
+    /// [`Sparsity::mixed`] with `dims` values per element, down and across, in every
+    /// component (PyOP2's mixed data sets whose components share one `cdim`): element `f` of
+    /// the flat row set owns scalar rows `f * dims.0 ..`, as in a block matrix on one set.
+    pub fn mixed_blocks(
+        rows: &op2_core::MixedMap,
+        cols: &op2_core::MixedMap,
+        dims: (usize, usize),
+        name: &str,
+    ) -> Result<Sparsity> {
+        Sparsity::new(&[(rows.flat(), cols.flat())], dims, name)
     }
 
     /// Its name.

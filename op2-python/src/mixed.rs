@@ -151,15 +151,18 @@ pub(crate) fn decl_mixed_map(
     })
 }
 
-/// The block sparsity of a row and a column mixed map.
+/// The block sparsity of a row and a column mixed map, `dims` values per element down and
+/// across in every component.
 #[pyfunction]
+#[pyo3(signature = (rows, cols, name, dims=(1, 1)))]
 pub(crate) fn mixed_sparsity(
     rows: &PyMixedMap,
     cols: &PyMixedMap,
     name: &str,
+    dims: (usize, usize),
 ) -> PyResult<PySparsity> {
     Ok(PySparsity {
-        sp: la::Sparsity::mixed(&rows.map, &cols.map, name).map_err(fail_la)?,
+        sp: la::Sparsity::mixed_blocks(&rows.map, &cols.map, dims, name).map_err(fail_la)?,
     })
 }
 

@@ -424,8 +424,11 @@ def decl_mixed_set(rt: PyRuntime, sets: Sequence[Set], name: str) -> MixedSet: .
 def decl_mixed_map(
     rt: PyRuntime, to: MixedSet, maps: Sequence[Map], name: str
 ) -> MixedMap: ...
-def mixed_sparsity(rows: MixedMap, cols: MixedMap, name: str) -> Sparsity:
-    """The block sparsity of a row and a column mixed map."""
+def mixed_sparsity(
+    rows: MixedMap, cols: MixedMap, name: str, dims: tuple[int, int] = ...
+) -> Sparsity:
+    """The block sparsity of a row and a column mixed map, ``dims`` values per element down
+    and across in every component."""
 def solve_mixed(
     mat: Mat, x: MixedDat, b: MixedDat, options: SolverOptions
 ) -> tuple[bool, str, int, float]:

@@ -107,9 +107,12 @@ class Sparsity:
         if not (isinstance(maps, (tuple, list)) and len(maps) == 2
                 and all(isinstance(m, MixedMap) for m in maps)):
             raise MapTypeError("a mixed Sparsity needs a MixedMap or a (rows, columns) pair")
-        if any(c != 1 for c in rows.cdim + cols.cdim):
-            raise NotImplementedError("mixed sparsities of components with dim > 1 are not in "
-                                      "op2rs yet")
+        if len(set(rows.cdim)) > 1 or len(set(cols.cdim)) > 1:
+            # One block shape is what op2-la's block matrices and the flat Dats of mixed
+            # solves have; PyOP2's nest gave each block its own.
+            raise NotImplementedError(
+                "mixed sparsities whose components have different dims (%s by %s) are not in "
+                "op2rs; components of one dim are" % (rows.cdim, cols.cdim))
         if maps[0].toset != rows.set or maps[1].toset != cols.set:
             raise RuntimeError("the MixedMaps do not go to the Sparsity's MixedDataSets")
         if name is not None and not isinstance(name, str):
@@ -129,7 +132,7 @@ class Sparsity:
             if self.mixed:
                 rmap, cmap = self._maps[0]
                 self._built = call(_op2.mixed_sparsity, rmap._mixed_native(),
-                                   cmap._mixed_native(), self._name)
+                                   cmap._mixed_native(), self._name, self.dims)
             else:
                 self._built = call(_op2.Sparsity,
                                    [(r._native, c._native) for r, c in self._maps],
@@ -141,7 +144,7 @@ class Sparsity:
     maps = property(lambda self: list(self._maps))
     rmaps = property(lambda self: [r for r, _ in self._maps])
     cmaps = property(lambda self: [c for _, c in self._maps])
-    dims = property(lambda self: (1, 1) if self.mixed
+    dims = property(lambda self: (self._dsets[0].cdim[0], self._dsets[1].cdim[0]) if self.mixed
                     else (self._dsets[0].cdim, self._dsets[1].cdim))
     shape = property(lambda self: (len(self._dsets[0]), len(self._dsets[1])) if self.mixed
                      else (1, 1))
@@ -280,6 +283,12 @@ class Mat:
         once-per-element kernel."""
         rpath, cpath = arg.path
         if self._sparsity.mixed:
+            if not per_point and self._sparsity.dims != (1, 1):
+                # PyOP2's buffer had one value per entry ([sum Ar][sum Ac]) whatever the
+                # dims, and mixed Mats cannot be flattened.
+                raise NotImplementedError(
+                    "once-per-element kernels on mixed matrices of vector components (dims %s);"
+                    " per-point (0.8.2) ones are" % (self._sparsity.dims,))
             # 0.8.2 called per block and per point, the indices offset by the block starts:
             # the entries of the mixed maps' rows in turn.
             return self._native.arg_mixed(
