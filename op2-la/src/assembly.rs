@@ -6,9 +6,9 @@
 //! matrix its element blocks give, whatever its thread count.
 
 use crate::error::{LaError, Result};
-use crate::mat::{Mat, MatArg};
+use crate::mat::{BoundaryDrop, Mat, MatArg};
 use crate::sparsity::assembled_elements;
-use op2_core::{Access, Arg, Dat, Kernel, Runtime, Set};
+use op2_core::{Access, Arg, Dat, Kernel, Map, Runtime, Set};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -37,6 +37,8 @@ impl From<MatArg> for LoopArg {
 /// among the matrix's stored values (`u32::MAX`: a row this process does not own).
 pub(crate) struct AssemblyPlan {
     slot: Vec<u32>,
+    /// Block entries dropped at extruded boundaries (their slots are `u32::MAX`).
+    dropped: Vec<usize>,
     nnz: usize,
     /// Per thread count: each thread's share of the matrix entries and the block entries that
     /// can reach them (see [`AssemblyPlan::shares`]).
@@ -49,6 +51,32 @@ pub(crate) struct AssemblyPlan {
 struct Share {
     entries: std::ops::Range<usize>,
     blocks: std::ops::Range<usize>,
+}
+
+/// For each element of the extruded set `map` goes from (in the order a loop runs them),
+/// whether it is the bottom and whether it is the top cell of its column.
+fn column_ends(map: &Map) -> Vec<(bool, bool)> {
+    let Some(ex) = map.from().extrusion() else {
+        return Vec::new();
+    };
+    let mut ends = Vec::with_capacity(map.from().exec_size());
+    for b in 0..ex.base().exec_size() {
+        let n = ex.column_len(b);
+        ends.extend((0..n).map(|k| (k == 0, k + 1 == n)));
+    }
+    ends
+}
+
+/// The row and column map entries `drop` leaves out of an element at `(bottom, top)`.
+fn dropped_entries(drop: &BoundaryDrop, (bottom, top): (bool, bool)) -> (Vec<usize>, Vec<usize>) {
+    let mut out = (Vec::new(), Vec::new());
+    for (end, at) in [(&drop.bottom, bottom), (&drop.top, top)] {
+        if let (Some((rows, cols)), true) = (end, at) {
+            out.0.extend_from_slice(rows);
+            out.1.extend_from_slice(cols);
+        }
+    }
+    out
 }
 
 impl AssemblyPlan {
@@ -89,7 +117,23 @@ impl AssemblyPlan {
             Some(c) => Box::new(c.iter().map(|&e| e as usize)),
             None => Box::new(0..elements),
         };
+        // Block entry (row node i component a, column node j component b).
+        let local = |i: usize, a: usize, j: usize, b: usize| {
+            if arg.component_major {
+                (a * ra + i) * cols_per + b * ca + j
+            } else {
+                (i * br + a) * cols_per + j * bc + b
+            }
+        };
+        // With boundary drops: each element's place in its column (bottom, top), and the
+        // block entries left out (their staging is zeroed by hand after a consuming pass).
+        let ends = arg.boundary.as_ref().map(|_| column_ends(&arg.row_map));
+        let mut dropped = Vec::new();
         for e in run {
+            let (drop_rows, drop_cols) = match (&arg.boundary, &ends) {
+                (Some(d), Some(ends)) => dropped_entries(d, ends[e]),
+                _ => (Vec::new(), Vec::new()),
+            };
             for i in 0..ra {
                 let rn = rv[e * ra + i] as usize;
                 for a in 0..br {
@@ -97,11 +141,23 @@ impl AssemblyPlan {
                     if row >= owned_rows {
                         continue;
                     }
+                    if drop_rows.contains(&i) {
+                        for j in 0..ca {
+                            for b in 0..bc {
+                                dropped.push(e * block + local(i, a, j, b));
+                            }
+                        }
+                        continue;
+                    }
                     let lo = sp.row_offsets()[row];
                     let cols = sp.row(row);
                     for j in 0..ca {
                         let cn = cv[e * ca + j] as usize;
                         for b in 0..bc {
+                            if drop_cols.contains(&j) {
+                                dropped.push(e * block + local(i, a, j, b));
+                                continue;
+                            }
                             let col = (cn * bc + b) as u32;
                             // The sparsity was built from these maps, so the entry is there.
                             let p =
@@ -111,12 +167,7 @@ impl AssemblyPlan {
                                         row,
                                         col: col as usize,
                                     })?;
-                            let local = if arg.component_major {
-                                (a * ra + i) * cols_per + b * ca + j
-                            } else {
-                                (i * br + a) * cols_per + j * bc + b
-                            };
-                            slot[e * block + local] = (lo + p) as u32;
+                            slot[e * block + local(i, a, j, b)] = (lo + p) as u32;
                         }
                     }
                 }
@@ -124,6 +175,7 @@ impl AssemblyPlan {
         }
         Ok(AssemblyPlan {
             slot,
+            dropped,
             nnz: sp.nnz(),
             shares: Mutex::new(HashMap::new()),
         })
@@ -408,7 +460,13 @@ pub fn par_loop(
     for (position, m, block) in staged {
         let (whole, chosen) = whole_set(set);
         let elements = assembled_elements(whole);
-        let key = (set.id(), m.row_map.id(), m.col_map.id(), m.component_major);
+        let key = (
+            set.id(),
+            m.row_map.id(),
+            m.col_map.id(),
+            m.component_major,
+            m.boundary.clone(),
+        );
         let cached = m.mat.lock().plans.get(&key).cloned();
         let plan = match cached {
             Some(p) => p,
@@ -430,6 +488,10 @@ pub fn par_loop(
                 threads,
                 on_openmp,
             );
+            // Dropped entries were not read: zero them so the staging is clean.
+            for &k in &plan.dropped {
+                blocks[k] = 0.0;
+            }
             st.clean.insert((whole.id(), position));
         } else {
             let blocks = block.data_ro()?;

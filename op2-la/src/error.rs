@@ -204,6 +204,14 @@ pub enum LaError {
         /// Columns.
         cols: usize,
     },
+    /// Boundary entries to drop ([`crate::MatArg::dropping_boundary`]) that do not fit the arg.
+    #[error("matrix {mat}: cannot drop extruded boundary entries: {reason}")]
+    BoundaryDrop {
+        /// The matrix.
+        mat: String,
+        /// What does not fit.
+        reason: String,
+    },
     /// Solver settings out of range.
     #[error("solver option {option} = {value}: {why}")]
     Option {

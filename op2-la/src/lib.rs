@@ -42,7 +42,7 @@ mod sparsity;
 
 pub use assembly::{LoopArg, host_threads, par_loop};
 pub use error::{LaError, Result};
-pub use mat::{CsrRef, Mat, MatArg};
+pub use mat::{BoundaryDrop, CsrRef, Mat, MatArg};
 pub use operator::{Neighbour, RankSystem, neighbours_of};
 pub use precond::{Preconditioner, Split};
 pub use solve::{

@@ -50,7 +50,7 @@ pub(crate) struct MatState {
     pub(crate) assembled: bool,
     /// Where each element's block goes, per (iteration set, row map, column map).
     /// Assembly plans by (set, row map, column map, component-major block).
-    pub(crate) plans: HashMap<(u64, u64, u64, bool), Arc<crate::assembly::AssemblyPlan>>,
+    pub(crate) plans: HashMap<PlanKey, Arc<crate::assembly::AssemblyPlan>>,
     /// Per-element staging for loops, per (iteration set, arg position).
     pub(crate) blocks: HashMap<(u64, usize), Dat<f64>>,
     /// The stagings an assembly left all zero (so the next loop needs no zeroing pass).
@@ -148,12 +148,63 @@ pub struct MatArg {
     /// Whether the element block's rows and columns go component by component
     /// ([`Mat::arg_flattened`]) rather than node by node.
     pub(crate) component_major: bool,
+    /// Entries left out in the bottom and top cells of extruded columns
+    /// ([`MatArg::dropping_boundary`]).
+    pub(crate) boundary: Option<Arc<BoundaryDrop>>,
 }
+
+/// Which map entries' rows and columns a loop over an extruded set leaves out of its bottom
+/// and top cells (PyOP2's `bt_masks` with `_extruded_bcs`): `(row map entries, column map
+/// entries)` per end, `None` for an end kept whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct BoundaryDrop {
+    /// Dropped in the bottom cell of every column.
+    pub bottom: Option<(Vec<usize>, Vec<usize>)>,
+    /// Dropped in the top cell of every column.
+    pub top: Option<(Vec<usize>, Vec<usize>)>,
+}
+
+/// What an assembly plan depends on: the set, the row and column maps, a component-major
+/// block, and the entries dropped at extruded boundaries.
+pub(crate) type PlanKey = (u64, u64, u64, bool, Option<Arc<BoundaryDrop>>);
 
 impl MatArg {
     /// The matrix it assembles into.
     pub fn mat(&self) -> &Mat {
         &self.mat
+    }
+
+    /// The same arg, with the element block's rows of row map entries `bottom.0` and its
+    /// columns of column map entries `bottom.1` left out in the bottom cell of every column of
+    /// an extruded iteration set, and likewise `top` in the top cell (PyOP2's boundary masks:
+    /// the kernel still computes them; the matrix gets nothing there, and its caller puts what
+    /// it wants on those rows, as a Dirichlet condition). Entries past the arities, or a row
+    /// map not from an extruded set, are refused.
+    pub fn dropping_boundary(mut self, drop: BoundaryDrop) -> Result<MatArg> {
+        let bad = |reason: String| LaError::BoundaryDrop {
+            mat: self.mat.0.name.clone(),
+            reason,
+        };
+        if self.row_map.from().extrusion().is_none() {
+            return Err(bad(format!(
+                "row map `{}` goes from `{}`, which is not extruded",
+                self.row_map.name(),
+                self.row_map.from().name()
+            )));
+        }
+        for (rows, cols) in drop.bottom.iter().chain(&drop.top) {
+            for (entries, map) in [(rows, &self.row_map), (cols, &self.col_map)] {
+                if let Some(&k) = entries.iter().find(|&&k| k >= map.arity()) {
+                    return Err(bad(format!(
+                        "entry {k} of map `{}`, whose arity is {}",
+                        map.name(),
+                        map.arity()
+                    )));
+                }
+            }
+        }
+        self.boundary = (drop != BoundaryDrop::default()).then(|| Arc::new(drop));
+        Ok(self)
     }
 
     /// Rows and columns of the element block.
@@ -229,6 +280,7 @@ impl Mat {
             col_map: col_map.clone(),
             per_entry: false,
             component_major: false,
+            boundary: None,
         }
     }
 

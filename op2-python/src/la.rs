@@ -13,6 +13,9 @@ pub(crate) fn fail_la(e: LaError) -> PyErr {
     crate::failure(e.kind(), &e)
 }
 
+/// Row map entries and column map entries (of a boundary drop).
+type Entries = (Vec<usize>, Vec<usize>);
+
 /// The f64 Dat a matrix operation needs (PyOP2's matrices hold doubles).
 fn f64_dat<'a>(d: &'a PyDat, what: &str) -> PyResult<&'a op2::Dat<f64>> {
     match &d.dat {
@@ -91,23 +94,33 @@ impl PyMat {
             mat: la::Mat::new(&sparsity.sp, name),
         }
     }
-    /// Sets every entry to zero (the pattern stays).
     /// The loop argument assembling into this matrix with `access` through `rows` and `cols`
-    /// in `form`.
+    /// in `form`; `boundary`, `(bottom, top)` with each `None` or `(row map entries, column
+    /// map entries)`, leaves those out of the bottom and top cells of extruded columns
+    /// ([`la::MatArg::dropping_boundary`], PyOP2's `bt_masks`).
+    #[pyo3(signature = (access, rows, cols, form, boundary=None))]
     fn arg(
         &self,
         access: crate::AccessMode,
         rows: &PyMap,
         cols: &PyMap,
         form: crate::MatForm,
-    ) -> crate::PyLoopArg {
+        boundary: Option<(Option<Entries>, Option<Entries>)>,
+    ) -> PyResult<crate::PyLoopArg> {
         let (acc, r, c) = (access.into(), &rows.map, &cols.map);
-        crate::PyLoopArg::mat(match form {
+        let arg = match form {
             crate::MatForm::Element => self.mat.arg(acc, r, c),
             crate::MatForm::Entries => self.mat.arg_entries(acc, r, c),
             crate::MatForm::Flattened => self.mat.arg_flattened(acc, r, c),
             crate::MatForm::EntriesFlattened => self.mat.arg_entries_flattened(acc, r, c),
-        })
+        };
+        let arg = match boundary {
+            Some((bottom, top)) => arg
+                .dropping_boundary(la::BoundaryDrop { bottom, top })
+                .map_err(fail_la)?,
+            None => arg,
+        };
+        Ok(crate::PyLoopArg::mat(arg))
     }
     /// The loop argument assembling into this block matrix with `access` through the mixed
     /// maps `rows` and `cols`: the kernel gets the whole element matrix, the row maps' entries

@@ -299,9 +299,22 @@ class Mat:
     """A matrix on a sparsity: ``Mat(sparsity, name)``."""
 
     def __new__(cls, sparsity: Sparsity, name: str) -> Self: ...
-    def arg(self, access: AccessMode, rows: Map, cols: Map, form: MatForm) -> LoopArg:
+    def arg(
+        self,
+        access: AccessMode,
+        rows: Map,
+        cols: Map,
+        form: MatForm,
+        boundary: tuple[
+            tuple[Sequence[int], Sequence[int]] | None,
+            tuple[Sequence[int], Sequence[int]] | None,
+        ]
+        | None = ...,
+    ) -> LoopArg:
         """The loop argument assembling into this matrix with ``access`` through ``rows`` and
-        ``cols`` in ``form``."""
+        ``cols`` in ``form``; ``boundary`` (``(bottom, top)``, each ``None`` or ``(row map
+        entries, column map entries)``) leaves those out of the bottom and top cells of
+        extruded columns."""
     def arg_mixed(
         self, access: AccessMode, rows: MixedMap, cols: MixedMap, form: MatForm = ...
     ) -> LoopArg:

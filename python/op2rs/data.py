@@ -9,8 +9,8 @@ import numpy as np
 from . import _op2
 from .access import DAT_MODES, GLOBAL_MODES, READ, RW, WRITE, INC, IterationIndex
 from .datatypes import as_cstr, as_dim, as_dtype, as_values
-from .exceptions import (DataSetTypeError, DataValueError, DatTypeError, DimTypeError, MapTypeError,
-                         MapValueError, ModeValueError, NameTypeError, NonUniqueNameError, call)
+from .exceptions import (DataSetTypeError, DataValueError, DatTypeError, DimTypeError,
+                         IndexValueError, MapTypeError, MapValueError, ModeValueError, NameTypeError, NonUniqueNameError, call)
 from .maps import Map, MapPath, MixedMap
 from .parloop import Arg
 from .runtime import current, fresh_name, viewed
@@ -217,6 +217,12 @@ class Dat:
 
     def __iter__(self):
         yield self
+
+    def __getitem__(self, idx):
+        """Component ``idx`` of a Dat seen as a mixed Dat of one: ``dat[0] is dat``."""
+        if idx != 0:
+            raise IndexValueError("Can only extract component 0 from %r" % (self,))
+        return self
 
     def __str__(self):
         return "OP2 Dat: %s on (%s) with datatype %s" % (self._name, self._dataset,

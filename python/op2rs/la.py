@@ -69,8 +69,8 @@ class Sparsity:
 
     def _build(self, dsets, maps, name):
         if isinstance(dsets, (MixedSet, MixedDataSet)) or (
-                isinstance(dsets, (tuple, list)) and dsets
-                and isinstance(dsets[0], (MixedSet, MixedDataSet))):
+                isinstance(dsets, (tuple, list))
+                and any(isinstance(d, (MixedSet, MixedDataSet)) for d in dsets)):
             return self._build_mixed(dsets, maps, name)
         if isinstance(dsets, (Set, DataSet)):
             dsets = (dsets, dsets)
@@ -101,24 +101,40 @@ class Sparsity:
     def _build_mixed(self, dsets, maps, name):
         if not isinstance(dsets, (tuple, list)):
             dsets = (dsets, dsets)
-        rows, cols = (d if isinstance(d, MixedDataSet) else MixedDataSet(d) for d in dsets)
-        if isinstance(maps, MixedMap):
+        if len(dsets) != 2:
+            raise DataSetTypeError("dsets must be a (rows, columns) pair")
+        # One side may be plain (PyOP2's blocks of one row or one column): it is taken as a
+        # mixed space of one component.
+        as_mixed = [d if isinstance(d, MixedDataSet) else
+                    MixedDataSet(d) if isinstance(d, MixedSet) else
+                    MixedDataSet([d]) if isinstance(d, (Set, DataSet)) else None for d in dsets]
+        if None in as_mixed:
+            raise DataSetTypeError("Sparsity dsets must be Sets, DataSets or mixed ones")
+        rows, cols = as_mixed
+        if isinstance(maps, (Map, MixedMap)):
             maps = (maps, maps)
         if not (isinstance(maps, (tuple, list)) and len(maps) == 2
-                and all(isinstance(m, MixedMap) for m in maps)):
+                and all(isinstance(m, (Map, MixedMap)) for m in maps)):
             raise MapTypeError("a mixed Sparsity needs a MixedMap or a (rows, columns) pair")
+        mixed_maps = tuple(_as_mixed_map(m) for m in maps)
+        if mixed_maps[0].iterset is not mixed_maps[1].iterset:
+            raise RuntimeError("Iterset of both maps in a pair must be the same")
         if len(set(rows.cdim)) > 1 or len(set(cols.cdim)) > 1:
             # One block shape is what op2-la's block matrices and the flat Dats of mixed
             # solves have; PyOP2's nest gave each block its own.
             raise NotImplementedError(
                 "mixed sparsities whose components have different dims (%s by %s) are not in "
                 "op2rs; components of one dim are" % (rows.cdim, cols.cdim))
-        if maps[0].toset != rows.set or maps[1].toset != cols.set:
+        if mixed_maps[0].toset != rows.set or mixed_maps[1].toset != cols.set:
             raise RuntimeError("the MixedMaps do not go to the Sparsity's MixedDataSets")
         if name is not None and not isinstance(name, str):
             raise NameTypeError("name must be of type str")
-        self._dsets = (rows, cols)
+        self._dsets = tuple(d if isinstance(d, (MixedDataSet, DataSet)) else
+                            _as_dataset(d) if isinstance(d, Set) else MixedDataSet(d)
+                            for d in dsets)
         self._maps = [tuple(maps)]
+        self._mixed_maps = mixed_maps
+        self._mixed_cdims = (rows.cdim[0], cols.cdim[0])
         self._name = fresh_name("sparsity", name)
         self._blocks = None
         self._built = None
@@ -130,7 +146,7 @@ class Sparsity:
         that a Sparsity PyOP2 could describe but never fill still describes itself."""
         if self._built is None:
             if self.mixed:
-                rmap, cmap = self._maps[0]
+                rmap, cmap = self._mixed_maps
                 self._built = call(_op2.mixed_sparsity, rmap._mixed_native(),
                                    cmap._mixed_native(), self._name, self.dims)
             else:
@@ -139,12 +155,12 @@ class Sparsity:
                                    (self._dsets[0].cdim, self._dsets[1].cdim), self._name)
         return self._built
 
-    mixed = property(lambda self: isinstance(self._dsets[0], MixedDataSet))
+    mixed = property(lambda self: hasattr(self, "_mixed_maps"))
     dsets = property(lambda self: self._dsets)
     maps = property(lambda self: list(self._maps))
     rmaps = property(lambda self: [r for r, _ in self._maps])
     cmaps = property(lambda self: [c for _, c in self._maps])
-    dims = property(lambda self: (self._dsets[0].cdim[0], self._dsets[1].cdim[0]) if self.mixed
+    dims = property(lambda self: self._mixed_cdims if self.mixed
                     else (self._dsets[0].cdim, self._dsets[1].cdim))
     shape = property(lambda self: (len(self._dsets[0]), len(self._dsets[1])) if self.mixed
                      else (1, 1))
@@ -292,15 +308,17 @@ class Mat:
             # 0.8.2 called per block and per point, the indices offset by the block starts:
             # the entries of the mixed maps' rows in turn.
             return self._native.arg_mixed(
-                arg.access._native, rpath.map._mixed_native(), cpath.map._mixed_native(),
+                arg.access._native, _as_mixed_map(rpath.map)._mixed_native(),
+                _as_mixed_map(cpath.map)._mixed_native(),
                 _op2.MatForm.Entries if per_point else _op2.MatForm.Element)
         dims = self._sparsity.dims
+        boundary = None if arg.flatten else _boundary(rpath.map, cpath.map)
         if per_point:
             # 0.8.2 called flattened ones once per scalar entry (Ar*r by Ac*c points).
             form = (_op2.MatForm.EntriesFlattened if arg.flatten and dims != (1, 1)
                     else _op2.MatForm.Entries)
-            return self._native.arg(arg.access._native, rpath.map._native, cpath.map._native,
-                                    form)
+            return call(self._native.arg, arg.access._native, rpath.map._native,
+                        cpath.map._native, form, boundary)
         form = _op2.MatForm.Element
         if dims != (1, 1):
             if not arg.flatten:
@@ -310,7 +328,8 @@ class Mat:
                     "once-per-element kernels on block matrices need flatten=True (the "
                     "element matrix component by component)")
             form = _op2.MatForm.Flattened
-        return self._native.arg(arg.access._native, rpath.map._native, cpath.map._native, form)
+        return call(self._native.arg, arg.access._native, rpath.map._native, cpath.map._native,
+                    form, boundary)
 
     def _split_arg(self, arg):
         """One argument per block of a mixed matrix (for reading a loop's arguments)."""
@@ -481,6 +500,33 @@ class MatBlock(Mat):
 
     def __mul__(self, v):
         raise NotImplementedError("multiply by the whole mixed matrix")
+
+
+def _boundary(rmap, cmap):
+    """The entries a loop leaves out of a matrix at extruded boundaries (PyOP2's boundary
+    masks): where the maps' iteration set has ``_extruded_bcs = (bottom, top)``, the columns
+    masked in the row map's and the column map's ``bottom_mask`` (``top_mask``); else None."""
+    bcs = getattr(rmap.iterset, "_extruded_bcs", None)
+    if not bcs or rmap.offset is None or cmap.offset is None:
+        return None
+
+    def masked(m, mask):
+        return [int(k) for k in np.flatnonzero(np.asarray(getattr(m, mask)) < 0)]
+
+    ends = tuple((masked(rmap, mask), masked(cmap, mask)) if on else None
+                 for on, mask in zip(bcs, ("bottom_mask", "top_mask")))
+    return ends if any(e is not None and (e[0] or e[1]) for e in ends) else None
+
+
+def _as_mixed_map(m):
+    """``m``, or for a plain Map a MixedMap of it alone (one per Map, so that a Sparsity and
+    the loops filling its matrix share its native map)."""
+    if isinstance(m, MixedMap):
+        return m
+    got = m.__dict__.get("_as_mixed")
+    if got is None:
+        got = m.__dict__["_as_mixed"] = MixedMap([m])
+    return got
 
 
 def _as_f64(v):

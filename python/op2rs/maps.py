@@ -45,9 +45,6 @@ class Map:
             raise ArityTypeError("arity must be an int")
         self._iterset, self._toset, self._arity = iterset, toset, int(arity)
         self._name = fresh_name("map", name)
-        if bt_masks is not None:
-            raise NotImplementedError(
-                "boundary masks (bt_masks=) of extruded maps are not in op2rs's Python API yet")
         if offset is not None:
             if iterset._native_iter is None:
                 raise MapTypeError("offset= needs an extruded iterset (Set(layers=) or "
@@ -60,6 +57,22 @@ class Map:
                 raise DataValueError("Map %s: %d offsets for arity %d"
                                      % (self._name, offset.size, self._arity))
         self._offset = offset
+        # Boundary masks: -1 at the columns an extruded loop's bottom (top) cells leave out of
+        # a matrix when its iteration set's `_extruded_bcs` asks (PyOP2 0.9+ ignored masks on
+        # a map without offsets, as op2rs does; 0.8 refused them, so no 0.8 program has one).
+        self._bottom_mask = np.zeros(len(offset)) if offset is not None else []
+        self._top_mask = np.zeros(len(offset)) if offset is not None else []
+        if offset is not None and bt_masks is not None:
+            try:
+                bottom, top = bt_masks
+                for mask, cols in ((self._bottom_mask, bottom), (self._top_mask, top)):
+                    cols = np.asarray(cols, dtype=np.int64).ravel()
+                    if cols.size and (cols.min() < 0 or cols.max() >= self._arity):
+                        raise IndexError(cols)
+                    mask[cols] = -1
+            except (TypeError, ValueError, IndexError):
+                raise DataValueError("Map %s: bt_masks must be two lists of columns below the "
+                                     "arity %d" % (self._name, self._arity)) from None
         self._parent = parent
         self._values = None
         self._built = None
@@ -110,6 +123,8 @@ class Map:
     arange = property(lambda self: (0, self._arity))
     name = property(lambda self: self._name)
     offset = property(lambda self: self._offset)
+    bottom_mask = property(lambda self: self._bottom_mask)
+    top_mask = property(lambda self: self._top_mask)
     split = property(lambda self: (self,))
 
     @property

@@ -98,6 +98,59 @@ def test_matrices_assemble_every_layer():
 
 
 @pytest.mark.parametrize("form", ["0.9", "0.10"])
+@pytest.mark.parametrize("per_point", [False, True])
+def test_boundary_masks_drop_bottom_and_top_rows_and_columns(form, per_point):
+    # PyOP2's bt_masks with the iteration set's _extruded_bcs: in the bottom cell of every
+    # column the bottom-masked map columns' rows and columns get nothing, likewise at the top;
+    # the kernel still runs there. Flattened Mat args and loops without _extruded_bcs keep all.
+    e2p, bottom = base_mesh()
+    base, cells, nodes, _ = make(form)
+    c2n = op2.Map(cells, nodes, 4, bottom, "c2n_bt", np.ones(4, dtype=np.int32),
+                  bt_masks=([0, 1], [2, 3]))
+    np.testing.assert_array_equal(c2n.bottom_mask, [-1, -1, 0, 0])
+    np.testing.assert_array_equal(c2n.top_mask, [0, 0, -1, -1])
+    sp = op2.Sparsity(nodes, c2n)
+    if per_point:
+        k = op2.Kernel("void elp(double A[1][1], int i, int j) "
+                       "{ A[0][0] += 1.0 + i + 10.0 * j; }", "elp")
+    else:
+        k = op2.Kernel("void el(double A[4][4]) { for (int i = 0; i < 4; i++) "
+                       "for (int j = 0; j < 4; j++) A[i][j] += 1.0 + i + 10.0 * j; }", "el")
+
+    def want(bottom_on, top_on):
+        w = np.zeros((nodes.total_size, nodes.total_size))
+        for n, row in enumerate(explicit_cells()):
+            k = n % (LAYERS - 1)
+            gone = set()
+            if bottom_on and k == 0:
+                gone |= {0, 1}
+            if top_on and k == LAYERS - 2:
+                gone |= {2, 3}
+            for i in range(4):
+                for j in range(4):
+                    if i not in gone and j not in gone:
+                        w[row[i], row[j]] += 1.0 + i + 10.0 * j
+        return w
+
+    for bcs in [None, (True, False), (False, True), (True, True)]:
+        if bcs is not None:
+            cells._extruded_bcs = bcs
+        mat = op2.Mat(sp, name="bt")
+        op2.par_loop(k, cells, mat(op2.INC, (c2n[op2.i[0]], c2n[op2.i[1]])))
+        np.testing.assert_array_equal(mat.values, want(*(bcs or (False, False))), err_msg=bcs)
+    # A flattened Mat arg keeps every entry (PyOP2 masked only the others).
+    mat = op2.Mat(sp, name="bt_flat")
+    op2.par_loop(k, cells, mat(op2.INC, (c2n[op2.i[0]], c2n[op2.i[1]]), flatten=True))
+    np.testing.assert_array_equal(mat.values, want(False, False))
+    del cells._extruded_bcs
+    # Masks are checked; a map without offsets ignores them (PyOP2 0.9+).
+    with pytest.raises(op2.DataValueError):
+        op2.Map(cells, nodes, 4, bottom, "bad", np.ones(4, dtype=np.int32), bt_masks=([4], []))
+    plain = op2.Map(base, base, 1, np.arange(NBASE), "plain", bt_masks=([0], [0]))
+    assert plain.bottom_mask == [] and plain.top_mask == []
+
+
+@pytest.mark.parametrize("form", ["0.9", "0.10"])
 def test_subsets_of_extruded_sets_run_their_columns(form):
     base, cells, nodes, c2n = make(form)
     z = np.arange(nodes.total_size, dtype=np.float64) % LAYERS

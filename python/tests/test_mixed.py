@@ -232,3 +232,38 @@ def test_block_matrix_of_vector_components_per_point():
     # Components of different dims have no one block shape.
     with pytest.raises(NotImplementedError):
         op2.Sparsity(op2.MixedDataSet([a ** 2, b ** 1]), mm)
+
+
+def test_sparsity_mixed_on_one_side():
+    # PyOP2's block sparsities may be mixed on one side only: rows on (a, b) by columns on a.
+    cells, a, b, c2a, c2b = spaces()
+    mm = op2.MixedMap([c2a, c2b])
+    mds = op2.MixedDataSet([a, b])
+    sp = op2.Sparsity((mds, a ** 1), (mm, c2a), "one_side")
+    assert sp.shape == (2, 1) and sp.dims == (1, 1)
+    assert [blk.dsets for blk in sp] == [(a ** 1, a ** 1), (b ** 1, a ** 1)]
+    assert sp[1, 0].maps == [(c2b, c2a)]
+    tr = op2.Sparsity((a, mds), (c2a, mm), "other_side")
+    assert tr.shape == (1, 2)
+    mat = op2.Mat(sp, name="R")
+    k = op2.Kernel("void rect(double A[3][2]) { for (int i = 0; i < 3; i++)"
+                   " for (int j = 0; j < 2; j++) A[i][j] += 1.0 + i + 10.0 * j; }", "rect")
+    op2.par_loop(k, cells, mat(op2.INC, (mm[op2.i[0]], c2a[op2.i[1]])))
+    want = np.zeros((9, 5))
+    for c in range(4):
+        rows, cols = [c, c + 1, 5 + (3 - c)], [c, c + 1]
+        for i in range(3):
+            for j in range(2):
+                want[rows[i], cols[j]] += 1.0 + i + 10.0 * j
+    np.testing.assert_array_equal(mat.values, want)
+    np.testing.assert_array_equal(mat[1, 0].values, want[5:, :])
+    # Row and column maps must start from one iteration set.
+    other = op2.Set(4, "other")
+    o2a = op2.Map(other, a, 2, [[i, i + 1] for i in range(4)], "o2a")
+    with pytest.raises(RuntimeError):
+        op2.Sparsity((mds, mds), (mm, op2.MixedMap([o2a, op2.Map(other, b, 1, [[0]] * 4)])))
+    # A Dat is a mixed Dat of one component: dat[0] is dat.
+    d = op2.Dat(a)
+    assert d[0] is d and list(d) == [d] and len(d) == 1
+    with pytest.raises(op2.IndexValueError):
+        d[1]

@@ -292,7 +292,7 @@ def test_flattened_whole_rows_as_ffc_takes_coordinates():
     np.testing.assert_allclose(length.data_ro, (d * d).sum(axis=1))
 
 
-def test_flattened_entries_and_forms_not_there_yet():
+def test_flattened_entries_per_point():
     nodes, edges, e2n = chain(3)
     x = op2.Dat(nodes ** 2, np.arange(8.0).reshape(4, 2), name="x")
     # flatten=True on map[k] is the plain entry, as in PyOP2.
@@ -312,10 +312,6 @@ def test_flattened_entries_and_forms_not_there_yet():
             node, comp = e2n.values[e][i % 2], i // 2
             want[node, comp] += 100 * i + x.data_ro[node, comp]
     np.testing.assert_array_equal(z.data_ro, want)
-    layered = op2.Set(3, "layered", layers=4)
-    with pytest.raises(NotImplementedError):
-        op2.Map(layered, nodes, 2, [0, 1, 1, 2, 2, 3], "off", offset=[1, 1],
-                bt_masks=([0], [1]))
 
 
 def test_configuration_logging_and_utils():

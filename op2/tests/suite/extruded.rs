@@ -340,6 +340,139 @@ fn an_assembled_mass_matrix_over_extruded_maps_equals_the_unstructured_one() {
     let _ = m.layers;
 }
 
+/// PyOP2's boundary masks: map entries whose rows (or columns) the bottom and top cells of every
+/// column leave out of an assembled matrix, on columns of different heights (one of a single
+/// cell, both bottom and top), in both kernel forms; a later loop without drops adds the whole
+/// element blocks (the staging was left clean); misuse is a typed error.
+#[test]
+fn boundary_drops_leave_bottom_and_top_entries_out_of_a_matrix() {
+    let rt = builder().build().unwrap();
+    let layers = vec![2usize, 4, 5, 3];
+    let nb = layers.len();
+    let base = rt.decl_set(nb, "base").unwrap();
+    let cells = rt
+        .decl_extruded_set(&base, layers.clone(), "cells")
+        .unwrap();
+    let nodes = rt
+        .decl_extruded_nodes(&base, layers.clone(), "nodes")
+        .unwrap();
+    let nstart: Vec<i32> = layers
+        .iter()
+        .scan(0, |s, &l| {
+            let a = *s;
+            *s += l as i32;
+            Some(a)
+        })
+        .collect();
+    let right = |b: usize| {
+        if b + 1 < nb && layers[b + 1] >= layers[b] {
+            b + 1
+        } else {
+            b
+        }
+    };
+    let bottom: Vec<i32> = (0..nb)
+        .flat_map(|b| [nstart[b], nstart[b] + 1, nstart[right(b)]])
+        .collect();
+    let c2n = rt
+        .decl_extruded_map(&cells, &nodes, 3, bottom, [1, 1, 1], "c2n")
+        .unwrap();
+    let sp = Sparsity::new(&[(&c2n, &c2n)], (1, 1), "bsp").unwrap();
+    let drop = la::BoundaryDrop {
+        bottom: Some((vec![0], vec![2])),
+        top: Some((vec![1], vec![0, 1])),
+    };
+    // The expected matrix, by hand: element block E[i][j] = 1 + i + 3j.
+    let n: usize = layers.iter().sum();
+    let rows = c2n.layered_values().to_vec();
+    let expect = |dropping: bool| {
+        let mut dense = vec![0.0; n * n];
+        let mut e = 0;
+        for &l in &layers {
+            for k in 0..l - 1 {
+                let (is_bottom, is_top) = (k == 0, k + 2 == l);
+                for i in 0..3 {
+                    for j in 0..3 {
+                        let gone = dropping
+                            && ((is_bottom && (i == 0 || j == 2))
+                                || (is_top && (i == 1 || j == 0 || j == 1)));
+                        if !gone {
+                            let (r, c) = (rows[e * 3 + i] as usize, rows[e * 3 + j] as usize);
+                            dense[r * n + c] += (1 + i + 3 * j) as f64;
+                        }
+                    }
+                }
+                e += 1;
+            }
+        }
+        dense
+    };
+    let whole = kernel(
+        "bt_all",
+        "void bt_all(double A[3][3]) { for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++) A[i][j] += 1 + i + 3 * j; }",
+    );
+    let per = kernel(
+        "bt_ij",
+        "void bt_ij(double A[1][1], int i, int j) { A[0][0] += 1 + i + 3 * j; }",
+    );
+    let dense_of = |m: &Mat| {
+        let mut d = vec![0.0; n * n];
+        let values = m.values();
+        for r in 0..n {
+            for (p, &c) in sp.row(r).iter().enumerate() {
+                d[r * n + c as usize] = values[sp.row_offsets()[r] + p];
+            }
+        }
+        d
+    };
+    for per_entry in [false, true] {
+        let m = Mat::new(&sp, "B");
+        let arg = |m: &Mat| {
+            if per_entry {
+                m.arg_entries(INC, &c2n, &c2n)
+            } else {
+                m.arg(INC, &c2n, &c2n)
+            }
+        };
+        let k = if per_entry { &per } else { &whole };
+        let dropped = arg(&m).dropping_boundary(drop.clone()).unwrap();
+        la::par_loop(&rt, k, &cells, [LoopArg::Mat(dropped)]).unwrap();
+        m.assemble();
+        assert_eq!(dense_of(&m), expect(true), "per entry: {per_entry}");
+        // Again without drops: the whole blocks are added on top.
+        la::par_loop(&rt, k, &cells, [LoopArg::Mat(arg(&m))]).unwrap();
+        m.assemble();
+        let both: Vec<f64> = expect(true)
+            .iter()
+            .zip(expect(false))
+            .map(|(a, b)| a + b)
+            .collect();
+        assert_eq!(dense_of(&m), both, "per entry: {per_entry}");
+    }
+    // An entry past the arity; a row map not from an extruded set.
+    let m = Mat::new(&sp, "B");
+    let e = m
+        .arg(INC, &c2n, &c2n)
+        .dropping_boundary(la::BoundaryDrop {
+            bottom: Some((vec![3], vec![])),
+            top: None,
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("entry 3"), "{e}");
+    let flat = rt
+        .decl_map(&base, &base, 1, vec![0, 1, 2, 3], "flat")
+        .unwrap();
+    let fm = Mat::new(
+        &Sparsity::new(&[(&flat, &flat)], (1, 1), "fsp").unwrap(),
+        "F",
+    );
+    let e = fm
+        .arg(INC, &flat, &flat)
+        .dropping_boundary(drop.clone())
+        .unwrap_err();
+    assert!(e.to_string().contains("not extruded"), "{e}");
+}
+
 #[test]
 fn regions_run_the_bottom_the_top_or_every_layer() {
     let rt = builder().build().unwrap();
