@@ -82,7 +82,7 @@ pub use runtime::{
     LoopTiming, MemoryKind, MemoryReport, MemoryUse, MixedDat, MixedMap, MixedSet, NodeKind,
     PendingGraph, Region, Runtime, RuntimeBuilder,
 };
-pub use set::{Extrusion, HaloNeighbour, Layers, Set, SetHalo, SetSizes};
+pub use set::{ExchangeLists, Extrusion, HaloNeighbour, Layers, Set, SetHalo, SetSizes};
 pub use settings::{Setting, SettingKind, SettingValues};
 pub use signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
 

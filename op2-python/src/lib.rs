@@ -640,15 +640,31 @@ impl PyRuntime {
         self.rt.communicator().size()
     }
 
-    fn decl_set(&self, sizes: (usize, usize, usize, usize), name: &str) -> PyResult<PySet> {
+    /// A set of section sizes (core, owned, exec halo, non-exec halo); with `exchanges`
+    /// (`(sends, receives)`, each a list of `(rank, elements)`, PyOP2's hand-built `Halo`)
+    /// its halo, agreed with the other ranks (collective).
+    #[pyo3(signature = (sizes, name, exchanges=None))]
+    fn decl_set(
+        &self,
+        sizes: (usize, usize, usize, usize),
+        name: &str,
+        exchanges: Option<(Vec<(usize, Vec<u32>)>, Vec<(usize, Vec<u32>)>)>,
+    ) -> PyResult<PySet> {
         let s = SetSizes {
             core: sizes.0,
             owned: sizes.1,
             exec_halo: sizes.2,
             nonexec_halo: sizes.3,
         };
+        let set = match exchanges {
+            Some((sends, receives)) => {
+                self.rt
+                    .decl_set_with_exchanges(s, op2::ExchangeLists { sends, receives }, name)
+            }
+            None => self.rt.decl_set_sections(s, name),
+        };
         Ok(PySet {
-            set: self.rt.decl_set_sections(s, name).map_err(fail)?,
+            set: set.map_err(fail)?,
         })
     }
 

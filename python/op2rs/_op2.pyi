@@ -233,8 +233,18 @@ class PyRuntime:
     @property
     def ranks(self) -> int:
         """How many ranks the runtime spans."""
-    def decl_set(self, sizes: tuple[int, int, int, int], name: str) -> Set:
-        """A set of (core, owned, exec halo, non-exec halo) sizes."""
+    def decl_set(
+        self,
+        sizes: tuple[int, int, int, int],
+        name: str,
+        exchanges: tuple[
+            Sequence[tuple[int, Sequence[int]]], Sequence[tuple[int, Sequence[int]]]
+        ]
+        | None = ...,
+    ) -> Set:
+        """A set of (core, owned, exec halo, non-exec halo) sizes; with ``exchanges``
+        (``(sends, receives)``, each ``(rank, elements)`` pairs) its halo, agreed with the
+        other ranks (collective)."""
     def decl_extruded_set(self, base: Set, layers: int, name: str) -> Set: ...
     def decl_subset(self, parent: Set, indices: ArrayLike, name: str) -> Set:
         """The subset of ``parent`` at ``indices`` (a one-dimensional int32 array)."""

@@ -43,8 +43,16 @@ class Set:
             raise SizeTypeError("Set sizes must be non-decreasing and non-negative")
         self._name = fresh_name("set", name)
         core, owned, exech, total = sizes
+        if halo is not None and not isinstance(halo, Halo):
+            raise TypeError("halo must be a Halo")
+        if halo is not None:
+            from types import SimpleNamespace
+            halo.verify(SimpleNamespace(size=owned, total_size=total))
+        exchanges = None if halo is None else (
+            [(r, [int(e) for e in v]) for r, v in sorted(halo.sends.items())],
+            [(r, [int(e) for e in v]) for r, v in sorted(halo.receives.items())])
         self._native = call(rt.decl_set, (core, owned - core, exech - owned, total - exech),
-                            self._name)
+                            self._name, exchanges)
         self._halo = halo
         self._layers = layers
         if layers is not None and layers > 1:
@@ -370,11 +378,46 @@ class MixedDataSet(_Parts):
 
 
 class Halo:
-    """PyOP2's hand-built halo (``Halo(sends, receives, comm=None, gnn2unn=None)``). op2rs
-    builds halos itself: declare the mesh in global numbering with ``op2.DistributedMesh``
-    and partition it."""
+    """PyOP2's hand-built halo: ``Halo(sends, receives, comm=None, gnn2unn=None)``, ``sends``
+    (``receives``) a dict from rank to the local numbers of the owned (halo) elements sent to
+    (received from) it, in matching order on the two ranks, or a list of arrays, one per rank.
+    A Set declared with it exchanges its Dats' halos through them (the ranks agree on the
+    order once, when the Set is declared); ``op2.DistributedMesh`` builds halos itself."""
 
     def __init__(self, sends, receives, comm=None, gnn2unn=None):
-        raise NotImplementedError(
-            "hand-built halos are not in op2rs; use op2.DistributedMesh, which partitions a "
-            "mesh and builds each rank's halos")
+        from .mpi import MPI
+        current()
+        self._sends, self._receives = _per_rank(sends), _per_rank(receives)
+        if comm is not None and getattr(comm, "size", None) != MPI.comm.size:
+            raise ValueError("Halo communicator not MPI.comm (op2rs runs on MPI's world)")
+        self._comm = MPI.comm
+        rank = self._comm.rank
+        assert rank not in self._sends, "Halo was specified with self-sends on rank %d" % rank
+        assert rank not in self._receives, \
+            "Halo was specified with self-receives on rank %d" % rank
+        self._global_to_petsc_numbering = gnn2unn
+
+    sends = property(lambda self: self._sends)
+    receives = property(lambda self: self._receives)
+    comm = property(lambda self: self._comm)
+    global_to_petsc_numbering = property(lambda self: self._global_to_petsc_numbering)
+
+    def verify(self, s):
+        """Asserts that the sends are owned elements of ``s`` and the receives halo ones."""
+        for dest, sends in self._sends.items():
+            assert (sends >= 0).all() and (sends < s.size).all(), \
+                "Halo send to %d is invalid (outside owned elements)" % dest
+        for source, receives in self._receives.items():
+            assert (receives >= s.size).all() and (receives < s.total_size).all(), \
+                "Halo receive from %d is invalid (not in halo elements)" % source
+
+
+def _per_rank(lists):
+    """A dict from rank to an int32 array: a dict as it is, a list of per-rank arrays without
+    its empty ones."""
+    if isinstance(lists, dict):
+        items = lists.items()
+    else:
+        items = enumerate(lists)
+    return {int(r): np.asarray(v, dtype=np.int32).ravel() for r, v in items
+            if isinstance(lists, dict) or len(v) > 0}

@@ -52,3 +52,36 @@ def test_partition_misuse():
         mesh.Map(s, s, 2, [0, 1, 2], "short")
     assert op2.MPI.comm.size == 1 and not op2.MPI.parallel
     assert op2.MPI.rank_zero(lambda: 7)() == 7
+
+
+def test_hand_built_halos_in_one_process():
+    # PyOP2's Halo: dicts (or lists of per-rank arrays) of local element numbers; a rank may
+    # not list itself; verify() checks sends are owned and receives halo elements. In one
+    # process a Set's Halo has no neighbours (python/examples/halo.py runs it across ranks).
+    h = op2.Halo({}, [])
+    assert h.sends == {} and h.receives == {} and h.comm.size == 1
+    assert h.global_to_petsc_numbering is None
+    s = op2.Set([3, 4, 4, 4], "with_halo", halo=h)
+    assert s.halo is h and s.sizes == (3, 4, 4, 4)
+    x = op2.Dat(s, np.arange(4.0))
+    op2.par_loop(op2.Kernel("void dbl(double *x) { *x *= 2.0; }", "dbl"), s, x(op2.RW))
+    np.testing.assert_array_equal(x.data_ro, 2.0 * np.arange(4.0))
+    listed = op2.Halo([[], [1, 2]], [np.array([], dtype=np.int32), [3]])
+    assert list(listed.sends) == [1] and list(listed.receives) == [1]
+    np.testing.assert_array_equal(listed.sends[1], [1, 2])
+    with pytest.raises(AssertionError):
+        op2.Halo({0: [1]}, {})
+    with pytest.raises(AssertionError):
+        op2.Halo({}, {0: [1]})
+    bad = op2.Halo.__new__(op2.Halo)
+    bad._sends, bad._receives = {1: np.array([5])}, {}
+    with pytest.raises(AssertionError):
+        bad.verify(op2.Set(3))
+    bad._sends, bad._receives = {}, {1: np.array([1])}
+    with pytest.raises(AssertionError):
+        bad.verify(op2.Set([2, 3, 3, 5]))
+    with pytest.raises(TypeError):
+        op2.Set(3, "h", halo={})
+    # Ranks this process does not have are refused by the runtime.
+    with pytest.raises(op2.Op2Error, match="rank 0 sends to rank 1"):
+        op2.Set([0, 2, 2, 3], "far", halo=op2.Halo({1: [0]}, {1: [2]}))

@@ -329,8 +329,6 @@ def test_configuration_logging_and_utils():
     p = utils.parser(group=True)
     ns = vars(p.parse_args(["-b", "openmp", "-l", "DEBUG"]))
     assert ns == {"backend": "openmp", "log_level": "DEBUG"}
-    with pytest.raises(NotImplementedError):
-        op2.Halo([], [])
 
 
 def test_par_loop_returns_the_loop():
@@ -388,3 +386,35 @@ def test_kernel_include_dirs_are_preprocessed(tmp_path):
                    include_dirs=[str(tmp_path)])
     with pytest.raises(op2.KernelTypeError):
         op2.Kernel(42, "k")
+
+
+def test_profiling_timers(tmp_path):
+    # PyOP2's pyop2.profiling: named timers, tic/toc, a decorator, a summary table or CSV.
+    from op2rs import profiling
+    profiling.reset()
+    clock = iter([0.0, 1.5, 2.0, 2.25, 10.0, 13.0]).__next__
+    t = profiling.Timer("assemble", timer=clock)
+    assert profiling.Timer("assemble") is t
+    t.start()
+    assert t.stop() == 1.5
+    t.start()
+    t.stop()
+    assert (t.ncalls, t.total, t.average) == (2, 1.75, 0.875)
+    with pytest.raises(AssertionError):
+        t.stop()
+    profiling.tic("solve")
+    assert profiling.toc("solve") >= 0.0
+
+    @profiling.profile("work")
+    def work(x):
+        return 2 * x
+    assert work(3) == 6 and work(4) == 8
+    assert profiling.get_timers()["work"].ncalls == 2
+    assert profiling.Timer().name != profiling.Timer().name
+    out = tmp_path / "t.csv"
+    profiling.summary(str(out))
+    lines = out.read_text().splitlines()
+    assert lines[0] == "Timer,Total time,Calls,Average time"
+    assert any(line.startswith("assemble,1.75,2,0.875") for line in lines)
+    profiling.reset()
+    assert profiling.get_timers() == {}

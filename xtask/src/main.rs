@@ -198,7 +198,7 @@ fn airfoil_h5() -> Result<PathBuf, String> {
 }
 
 /// The Python package's tests, then its examples: Jacobi and Aero on every backend (checked
-/// against NumPy), Airfoil on OpenMP from the `new_grid.h5` the Rust example writes (OP2's ten
+/// against NumPy), the distributed and hand-built-halo examples under mpirun, Airfoil on OpenMP from the `new_grid.h5` the Rust example writes (OP2's ten
 /// residuals) and Airfoil with vector maps (its first two).
 fn python_tests(features: &[&str]) -> Result<(), String> {
     let py = python_env()?;
@@ -238,6 +238,15 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
         c.arg(&py).arg(examples.join("distributed.py"));
         c.args(["--input", input, "--backend", backend]);
         run(c.args(extra).current_dir(root().join("target")))?;
+    }
+    // PyOP2's hand-built halos: each rank's part of a chain in local numbers, checked against
+    // NumPy on the whole chain.
+    for (ranks, backend) in [(2, "sequential"), (3, "openmp")] {
+        let mut c = mpi::mpirun(ranks, 300);
+        c.arg(&py).arg(examples.join("halo.py"));
+        run(c
+            .args(["--backend", backend])
+            .current_dir(root().join("target")))?;
     }
     let mesh = airfoil_h5()?;
     run(python(&[])

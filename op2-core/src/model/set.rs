@@ -71,6 +71,124 @@ impl HaloNeighbour {
     }
 }
 
+/// What one rank sends and receives for a set, as PyOP2's hand-built `Halo` gives it: per
+/// neighbour rank, the owned elements it sends and the halo elements it receives, in matching
+/// order on the two ranks, exec and non-exec halo mixed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExchangeLists {
+    /// `(rank, owned elements sent there)`.
+    pub sends: Vec<(usize, Vec<u32>)>,
+    /// `(rank, halo elements received from there)`.
+    pub receives: Vec<(usize, Vec<u32>)>,
+}
+
+impl ExchangeLists {
+    /// The [`SetHalo`] of a set of `sizes` (collective across `comm`'s ranks): each rank puts
+    /// the elements it receives in exec-halo-first order and tells the sender the new order and
+    /// how many go to its exec halo, so that exchanges of one halo section send and receive
+    /// matching parts. Lists that do not fit, on any rank, fail every rank.
+    pub fn into_halo(
+        self,
+        comm: &dyn crate::comm::Communicator,
+        sizes: SetSizes,
+        name: &str,
+    ) -> Result<SetHalo> {
+        let bad = |reason: String| Op2Error::BadHalo {
+            set: name.into(),
+            reason,
+        };
+        let (me, ranks) = (comm.rank(), comm.size());
+        let owned = sizes.core + sizes.owned;
+        let exec_end = owned + sizes.exec_halo;
+        let total = exec_end + sizes.nonexec_halo;
+        let local = || -> Result<()> {
+            for (what, lists) in [("sends to", &self.sends), ("receives from", &self.receives)] {
+                let mut seen = Vec::new();
+                for (rank, _) in lists.iter() {
+                    if *rank >= ranks || *rank == me || seen.contains(rank) {
+                        return Err(bad(format!(
+                            "rank {me} {what} rank {rank} (ranks 0..{ranks}, each once, not itself)"
+                        )));
+                    }
+                    seen.push(*rank);
+                }
+            }
+            for (rank, list) in &self.receives {
+                if let Some(&e) = list
+                    .iter()
+                    .find(|&&e| (e as usize) < owned || e as usize >= total)
+                {
+                    return Err(bad(format!(
+                        "element {e} received from rank {rank} is not a halo element (halo: {owned}..{total})"
+                    )));
+                }
+            }
+            Ok(())
+        };
+        let agreed = |r: Result<()>| -> Result<()> {
+            match (comm.first_failed_rank(r.is_err())?, r) {
+                (None, r) | (Some(_), r @ Err(_)) => r,
+                (Some(rank), Ok(())) => Err(bad(format!(
+                    "rank {rank}'s exchange lists do not fit (its own error says why)"
+                ))),
+            }
+        };
+        agreed(local())?;
+        // To each sender: the exec count, then the order (indices into its list) it sends in.
+        let mut out = vec![Vec::new(); ranks];
+        let mut receives = Vec::with_capacity(self.receives.len());
+        for (rank, list) in &self.receives {
+            let (exec, rest): (Vec<usize>, Vec<usize>) =
+                (0..list.len()).partition(|&i| (list[i] as usize) < exec_end);
+            let msg = &mut out[*rank];
+            msg.extend_from_slice(&(exec.len() as u32).to_ne_bytes());
+            for &i in exec.iter().chain(&rest) {
+                msg.extend_from_slice(&(i as u32).to_ne_bytes());
+            }
+            let ordered: Vec<u32> = exec.iter().chain(&rest).map(|&i| list[i]).collect();
+            receives.push((*rank, ordered));
+        }
+        let got = comm.all_to_all_v(out)?;
+        let mut neighbours = Vec::new();
+        let matched = (|| -> Result<()> {
+            for (rank, msg) in got.iter().enumerate() {
+                let words: Vec<u32> = msg
+                    .chunks_exact(4)
+                    .map(|c| u32::from_ne_bytes(c.try_into().expect("4 bytes")))
+                    .collect();
+                let send = self.sends.iter().find(|(r, _)| *r == rank).map(|(_, l)| l);
+                let receive = receives.iter().find(|(r, _)| *r == rank).map(|(_, l)| l);
+                let (send, send_to_exec) = match (send, words.split_first()) {
+                    (None, None) => (Vec::new(), 0),
+                    (Some(list), Some((&exec, order))) if order.len() == list.len() => (
+                        order.iter().map(|&i| list[i as usize]).collect(),
+                        exec as usize,
+                    ),
+                    (list, order) => {
+                        return Err(bad(format!(
+                            "rank {me} sends {} elements to rank {rank}, which receives {}",
+                            list.map_or(0, Vec::len),
+                            order.map_or(0, |(_, o)| o.len())
+                        )));
+                    }
+                };
+                if send.is_empty() && receive.is_none_or(Vec::is_empty) {
+                    continue;
+                }
+                neighbours.push(HaloNeighbour {
+                    rank,
+                    send,
+                    send_to_exec,
+                    receive: receive.cloned().unwrap_or_default(),
+                });
+            }
+            Ok(())
+        })();
+        agreed(matched)?;
+        Ok(SetHalo { neighbours })
+    }
+}
+
 /// A set's halo on this rank: per neighbour rank, what a halo exchange sends and receives.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SetHalo {

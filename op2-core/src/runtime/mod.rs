@@ -330,6 +330,21 @@ impl Runtime {
         Ok(set)
     }
 
+    /// [`Runtime::decl_set_with_halo`] from PyOP2-style exchange lists (per neighbour, the
+    /// owned elements sent and the halo elements received, in matching order, exec and
+    /// non-exec halo mixed): collective across the runtime's ranks, which agree on the order
+    /// of the lists ([`ExchangeLists::into_halo`](crate::ExchangeLists::into_halo)).
+    pub fn decl_set_with_exchanges(
+        &self,
+        sizes: SetSizes,
+        lists: crate::ExchangeLists,
+        name: &str,
+    ) -> Result<Set> {
+        crate::names::check_user_name("set", name)?;
+        let halo = lists.into_halo(&*self.shared.comm, sizes, name)?;
+        self.decl_set_with_halo(sizes, halo, name)
+    }
+
     /// Declares a set with explicit MPI section sizes.
     pub fn decl_set_sections(&self, sizes: SetSizes, name: &str) -> Result<Set> {
         let set = Set::new(next_id(), self.shared.id, name, sizes)?;

@@ -4,7 +4,10 @@
 //! owned elements exactly what one process computes on the whole mesh. `cargo xtask test` runs
 //! this file on every backend.
 
-use op2::{HaloNeighbour, INC, Kernel, READ, RW, Runtime, SetHalo, SetSizes, WRITE};
+use op2::{
+    ExchangeLists, HaloNeighbour, INC, Kernel, Op2Error, READ, RW, Runtime, SetHalo, SetSizes,
+    WRITE,
+};
 use op2_test_support::{builder, kernel, on_rank_runtimes};
 
 /// The loops every run does: scale the node values (so their halo goes out of date), an edge
@@ -57,7 +60,6 @@ fn run(
     e2n: Vec<i32>,
     x0: &[f64],
 ) -> Results {
-    let l = loops();
     // Each rank's memory report lists its halo lists, four bytes per element sent or received.
     let list_bytes = |h: &SetHalo| -> u64 {
         h.neighbours
@@ -79,6 +81,13 @@ fn run(
             .map(|u| u.host_bytes);
         assert!(held.unwrap_or(0) >= bytes, "{set}: {report}");
     }
+    run_on(rt, &nodes, &edges, e2n, x0)
+}
+
+/// [`run`]'s loops on sets already declared.
+fn run_on(rt: &Runtime, nodes: &op2::Set, edges: &op2::Set, e2n: Vec<i32>, x0: &[f64]) -> Results {
+    let l = loops();
+    let (nodes, edges) = (nodes.clone(), edges.clone());
     let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
     let x = rt.decl_dat(&nodes, 1, x0, "x").unwrap();
     let y = rt.decl_dat_zeros::<f64>(&edges, 1, "y").unwrap();
@@ -217,6 +226,120 @@ pub(super) fn core(n: usize) -> SetSizes {
 /// Node values of the whole chain.
 pub(super) fn initial(n: usize) -> Vec<f64> {
     (0..n).map(|i| ((i * 7) % 11) as f64 - 3.5).collect()
+}
+
+/// PyOP2's hand-built halos: per neighbour the elements sent and received in matching order,
+/// exec and non-exec halo mixed. The ranks agree on exec-first lists (the receiver's order goes
+/// to the sender) and the chain computes as with lists written exec-first by hand; lists whose
+/// lengths disagree fail both ranks.
+#[test]
+fn exchange_lists_in_any_order_become_the_halo() {
+    // Rank 0 receives 4 elements from rank 1 in mixed order (2, 3 exec halo; 4, 5 non-exec);
+    // rank 1 sends its owned 10..14 in that order.
+    let sizes = |rank: usize| {
+        if rank == 0 {
+            SetSizes {
+                core: 2,
+                exec_halo: 2,
+                nonexec_halo: 2,
+                ..SetSizes::default()
+            }
+        } else {
+            core(14)
+        }
+    };
+    let lists = |rank: usize, sent: usize| {
+        if rank == 0 {
+            ExchangeLists {
+                sends: vec![],
+                receives: vec![(1, vec![5, 2, 4, 3])],
+            }
+        } else {
+            ExchangeLists {
+                sends: vec![(0, (10..10 + sent as u32).collect())],
+                receives: vec![],
+            }
+        }
+    };
+    let halos = op2_test_support::on_ranks(2, std::time::Duration::from_secs(60), |rank, comm| {
+        lists(rank, 4).into_halo(&*comm, sizes(rank), "s").unwrap()
+    });
+    assert_eq!(
+        halos[0].neighbours,
+        vec![HaloNeighbour {
+            rank: 1,
+            send: vec![],
+            send_to_exec: 0,
+            receive: vec![2, 3, 5, 4],
+        }]
+    );
+    assert_eq!(
+        halos[1].neighbours,
+        vec![HaloNeighbour {
+            rank: 0,
+            send: vec![11, 13, 10, 12],
+            send_to_exec: 2,
+            receive: vec![],
+        }]
+    );
+    // Three sent for four received: both ranks refuse, neither waits.
+    let errs = op2_test_support::on_ranks(2, std::time::Duration::from_secs(60), |rank, comm| {
+        lists(rank, 3)
+            .into_halo(&*comm, sizes(rank), "s")
+            .unwrap_err()
+    });
+    for e in errs {
+        assert!(matches!(e, Op2Error::BadHalo { .. }), "{e}");
+    }
+    // A rank listing itself, or a non-halo element, fails every rank.
+    let errs = op2_test_support::on_ranks(2, std::time::Duration::from_secs(60), |rank, comm| {
+        let mut l = lists(rank, 4);
+        if rank == 1 {
+            l.receives = vec![(1, vec![0])];
+        }
+        l.into_halo(&*comm, sizes(rank), "s")
+            .unwrap_err()
+            .to_string()
+    });
+    assert!(
+        errs[1].contains("rank 1 receives from rank 1"),
+        "{}",
+        errs[1]
+    );
+    assert!(errs[0].contains("rank 1's exchange lists"), "{}", errs[0]);
+    // The chain of the next test, its lists handed over in reverse order.
+    const N: usize = 30;
+    const M: usize = 11;
+    let (h0, h1) = two_ranks(|rt, rank| {
+        let (ns, nh, es, eh, e2n, x0) = chain_part(rank, N, M);
+        run(&rt, ns, nh, es, eh, e2n, &x0)
+    });
+    let (l0, l1) = two_ranks(|rt, rank| {
+        let (ns, nh, es, eh, e2n, x0) = chain_part(rank, N, M);
+        let reversed = |h: &SetHalo| ExchangeLists {
+            sends: h
+                .neighbours
+                .iter()
+                .map(|n| (n.rank, n.send.iter().rev().copied().collect()))
+                .collect(),
+            receives: h
+                .neighbours
+                .iter()
+                .map(|n| (n.rank, n.receive.iter().rev().copied().collect()))
+                .collect(),
+        };
+        let nodes = rt
+            .decl_set_with_exchanges(ns, reversed(&nh), "nodes")
+            .unwrap();
+        let edges = rt
+            .decl_set_with_exchanges(es, reversed(&eh), "edges")
+            .unwrap();
+        run_on(&rt, &nodes, &edges, e2n, &x0)
+    });
+    for (h, l) in [(&h0, &l0), (&h1, &l1)] {
+        assert_eq!((&h.x, &h.y, &h.acc), (&l.x, &l.y, &l.acc));
+        assert_eq!((h.sum, h.max, h.exchanges), (l.sum, l.max, l.exchanges));
+    }
 }
 
 #[test]
