@@ -106,6 +106,10 @@ enum ArgForm {
     EntriesFlattened,
 }
 
+/// `(rank, local element numbers)` lists, one per neighbour rank (a hand-built halo's sends or
+/// receives).
+type PerRank = Vec<(usize, Vec<u32>)>;
+
 /// How a matrix arg hands the kernel its block.
 #[pyclass(
     name = "MatForm",
@@ -648,7 +652,7 @@ impl PyRuntime {
         &self,
         sizes: (usize, usize, usize, usize),
         name: &str,
-        exchanges: Option<(Vec<(usize, Vec<u32>)>, Vec<(usize, Vec<u32>)>)>,
+        exchanges: Option<(PerRank, PerRank)>,
     ) -> PyResult<PySet> {
         let s = SetSizes {
             core: sizes.0,
