@@ -75,7 +75,6 @@ class Map:
                                      "arity %d" % (self._name, self._arity)) from None
         self._parent = parent
         self._values = None
-        self._built = None
         if values is None and iterset.total_size == 0:
             # Nothing to map from: PyOP2 let such a map go without values.
             values = np.zeros((0, self._arity), np.int32)
@@ -92,29 +91,26 @@ class Map:
         # op2-rs keeps the rows a loop runs (owned and exec halo); PyOP2 keeps every row.
         self._values = v.reshape(-1, self._arity)
 
-    @property
-    def _native(self):
-        """The runtime's map, declared on first use. PyOP2 accepted any values at construction
-        and only a loop or sparsity reading them past the target set went wrong; op2-rs checks
-        them here, when an argument, a sparsity or a mixed map first needs the map, so that a
-        program that builds such a map and never uses it runs as it did, and one that uses it
-        gets MapValueError instead of reading out of bounds."""
-        if self._built is None:
-            if self._values is None:
-                return None
-            rt = self._rt
-            rows = np.ascontiguousarray(self._values[: self._iterset.exec_size]).ravel()
-            if self._offset is None:
-                self._built = call(rt.decl_map, self._iterset._native, self._toset._native,
-                                   self._arity, rows, self._name)
-            else:
-                self._built = call(rt.decl_map, self._iterset._native_iter, self._toset._native,
-                                   self._arity, rows, self._name, [int(o) for o in self._offset])
-        return self._built
-
-    @_native.setter
-    def _native(self, native):
-        self._built = native
+    def __getattr__(self, name):
+        """The runtime's map (``_native``), declared on first use. PyOP2 accepted any values at
+        construction and only a loop or sparsity reading them past the target set went wrong;
+        op2-rs checks them here, when an argument, a sparsity or a mixed map first needs the map,
+        so that a program that builds such a map and never uses it runs as it did, and one that
+        uses it gets MapValueError instead of reading out of bounds. Once made it is a plain
+        attribute (a loop's arguments read it on every call)."""
+        if name != "_native":
+            raise AttributeError(name)
+        if self._values is None:
+            return None
+        rows = np.ascontiguousarray(self._values[: self._iterset.exec_size]).ravel()
+        if self._offset is None:
+            native = call(self._rt.decl_map, self._iterset._native, self._toset._native,
+                          self._arity, rows, self._name)
+        else:
+            native = call(self._rt.decl_map, self._iterset._native_iter, self._toset._native,
+                          self._arity, rows, self._name, [int(o) for o in self._offset])
+        self._native = native
+        return native
 
     iterset = property(lambda self: self._iterset)
     toset = property(lambda self: self._toset)
