@@ -35,6 +35,8 @@ mod conformance;
 mod docs;
 mod fuzz;
 mod gpu;
+#[cfg(test)]
+mod layering;
 mod mpi;
 
 use std::env;
