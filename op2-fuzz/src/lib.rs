@@ -8,6 +8,7 @@
 //! printed with its kernels. `cargo xtask fuzz` runs the `op2-fuzz` binary on each backend; the
 //! test suite runs a fixed set of seeds (`tests/seeds.rs`).
 
+pub mod check;
 pub mod draw;
 pub mod expr;
 pub mod program;
@@ -16,9 +17,10 @@ mod ranks;
 pub mod reference;
 pub mod run;
 
+pub use check::{check, execute};
 pub use draw::Shape;
 pub use program::Program;
-pub use run::{Target, check, target, targets};
+pub use run::{Target, target, targets};
 
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::path::Path;

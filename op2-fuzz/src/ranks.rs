@@ -5,7 +5,7 @@
 //! write lands on the rank that owns the element.
 
 use crate::program::{Program, Ty};
-use crate::run::{DatH, Declared, FromF64, RuntimeOptions, Target, run_steps, runtime, to};
+use crate::run::{DatH, Declared, FromF64, RuntimeOptions, Spread, Target, run_steps, runtime, to};
 use op2::mpi::{GlobalDat, Input, LocalMesh, MeshBuilder, Options, Partitioner, block_range};
 use op2::{Communicator, Scalar};
 use std::collections::HashMap;
@@ -20,14 +20,12 @@ pub(crate) struct Distributed {
     owned: Vec<HashMap<u64, usize>>,
 }
 
-impl Distributed {
-    /// The local number of global element `e` of set `set` when this rank owns it.
-    pub(crate) fn owned(&self, set: usize, e: usize) -> Option<usize> {
+impl Spread for Distributed {
+    fn owned(&self, set: usize, e: usize) -> Option<usize> {
         self.owned[set].get(&(e as u64)).copied()
     }
 
-    /// Collective: the whole of `d` in global order on rank 0 (empty on the others).
-    pub(crate) fn gather(&self, d: &DatH) -> op2::Result<Vec<f64>> {
+    fn gather(&self, d: &DatH) -> op2::Result<Vec<f64>> {
         let values = d.gather(&self.local)?;
         Ok(values.unwrap_or_default())
     }
@@ -174,7 +172,7 @@ fn rank(
                 GlobalDatH::U64(g) => DatH::U64(local.dat(g)),
             })
             .collect(),
-        mesh: Some(Distributed { local, owned }),
+        mesh: Some(Box::new(Distributed { local, owned })),
     };
     run_steps(p, rt, declared)
 }

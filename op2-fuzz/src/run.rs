@@ -2,12 +2,11 @@
 //! what the host sees with the reference interpreter's observations.
 
 use crate::program::{Algebra, ArgSpec, BinOp, Path, Program, SmallSpec, Step, Ty, const_name};
-use crate::reference::{self, Observation};
+use crate::reference::Observation;
 use op2::{
     Access, Arg, Communicator, Const, Dat, Global, Kernel, LazyOptions, Map, MixedDat, MixedMap,
     MixedSet, Runtime, Scalar, Set, TilingMode,
 };
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path as FsPath;
 use std::sync::Arc;
 
@@ -449,58 +448,34 @@ impl MixedH {
     }
 }
 
-/// Runs `p` on `t` and returns what the host saw, in the reference's order; an op2 error or a
-/// panic is the failure's message.
-pub fn execute(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<Vec<f64>>, String> {
-    match catch_unwind(AssertUnwindSafe(|| execute_inner(p, t, cache))) {
-        Ok(r) => r,
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "(no message)".into());
-            Err(format!("panicked: {msg}"))
-        }
-    }
-}
-
 /// A program's objects declared on a runtime.
 pub(crate) struct Declared {
     pub(crate) sets: Vec<Set>,
     pub(crate) maps: Vec<Map>,
     pub(crate) dats: Vec<DatH>,
     /// The distributed mesh the sets, maps and Dats belong to, across ranks.
-    pub(crate) mesh: Option<Distributed>,
+    pub(crate) mesh: Option<Box<dyn Spread>>,
 }
 
-#[cfg(feature = "ranks")]
-use crate::ranks::Distributed;
-
-/// Without thread ranks no program runs distributed.
-#[cfg(not(feature = "ranks"))]
-pub(crate) enum Distributed {}
-
-#[cfg(not(feature = "ranks"))]
-impl Distributed {
-    fn owned(&self, _set: usize, _e: usize) -> Option<usize> {
-        match *self {}
-    }
-
-    fn gather(&self, _d: &DatH) -> op2::Result<Vec<f64>> {
-        match *self {}
-    }
+/// What a run across ranks adds to a program's objects (the thread ranks' distributed mesh):
+/// which local element of this rank is a global one it owns, and the host's view of a Dat.
+pub(crate) trait Spread {
+    /// The local number of global element `e` of set `set` when this rank owns it.
+    fn owned(&self, set: usize, e: usize) -> Option<usize>;
+    /// Collective: the whole of `d` in global order on rank 0 (empty on the others).
+    fn gather(&self, d: &DatH) -> op2::Result<Vec<f64>>;
 }
 
 fn ctx(what: String) -> impl Fn(op2::Op2Error) -> String {
     move |e: op2::Op2Error| format!("{what}: {e}")
 }
 
-fn execute_inner(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<Vec<Vec<f64>>, String> {
-    #[cfg(feature = "ranks")]
-    if let Some(ranks) = t.ranks {
-        return crate::ranks::execute_on_ranks(p, t, ranks, cache);
-    }
+/// Runs `p` in one process on `t`'s backend; what the host saw.
+pub(crate) fn run_in_one_process(
+    p: &Program,
+    t: &Target,
+    cache: Option<&FsPath>,
+) -> Result<Vec<Vec<f64>>, String> {
     let rt = runtime(t, RuntimeOptions::of(p), cache, None).map_err(ctx("runtime".into()))?;
     let d = declare(p, &rt)?;
     run_steps(p, rt, d)
@@ -755,11 +730,4 @@ pub fn compare(want: &[Observation], got: &[Vec<f64>]) -> Result<(), String> {
     } else {
         Err(out.join("\n"))
     }
-}
-
-/// Runs `p` on `t` and on the reference; the differences, or an error or panic, as a message.
-pub fn check(p: &Program, t: &Target, cache: Option<&FsPath>) -> Result<(), String> {
-    let want = reference::run(p);
-    let got = execute(p, t, cache)?;
-    compare(&want, &got)
 }

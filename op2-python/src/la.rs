@@ -2,6 +2,7 @@
 //! `Solver`), over op2-la. Shapes, argument forms and PyOP2's solver parameters are parsed in
 //! `op2rs/la.py`; here are the handles and the calls.
 
+use crate::mixed::{PyMixedDat, PyMixedMap};
 use crate::{AnyDat, Op2Failure, PyDat, PyMap};
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use op2::la::{self, LaError, Method, Preconditioner, SolverOptions, Split};
@@ -130,8 +131,8 @@ impl PyMat {
     fn arg_mixed(
         &self,
         access: crate::AccessMode,
-        rows: &crate::mixed::PyMixedMap,
-        cols: &crate::mixed::PyMixedMap,
+        rows: &PyMixedMap,
+        cols: &PyMixedMap,
         form: crate::MatForm,
     ) -> PyResult<crate::PyLoopArg> {
         let (acc, r, c) = (access.into(), &rows.map, &cols.map);
@@ -146,11 +147,7 @@ impl PyMat {
         }))
     }
     /// `y = A x` for a matrix of mixed spaces, `x` and `y` mixed Dats of float64.
-    fn mult_mixed(
-        &self,
-        x: &crate::mixed::PyMixedDat,
-        y: &crate::mixed::PyMixedDat,
-    ) -> PyResult<()> {
+    fn mult_mixed(&self, x: &PyMixedDat, y: &PyMixedDat) -> PyResult<()> {
         self.mat.assemble();
         self.mat
             .mult_mixed(x.f64("x")?, y.f64("y")?)
@@ -282,4 +279,34 @@ impl PySolverOptions {
         options.nonzero_initial_guess = nonzero_guess;
         Ok(PySolverOptions { options })
     }
+}
+
+/// The block sparsity of a row and a column mixed map, `dims` values per element down and
+/// across in every component.
+#[pyfunction]
+#[pyo3(signature = (rows, cols, name, dims=(1, 1)))]
+pub(crate) fn mixed_sparsity(
+    rows: &PyMixedMap,
+    cols: &PyMixedMap,
+    name: &str,
+    dims: (usize, usize),
+) -> PyResult<PySparsity> {
+    Ok(PySparsity {
+        sp: la::Sparsity::mixed_blocks(&rows.map, &cols.map, dims, name).map_err(fail_la)?,
+    })
+}
+
+/// Solves the mixed system `mat x = b` with `options`. Returns (converged, reason, iterations,
+/// residual).
+#[pyfunction]
+pub(crate) fn solve_mixed(
+    mat: &PyMat,
+    x: &PyMixedDat,
+    b: &PyMixedDat,
+    options: &PySolverOptions,
+) -> PyResult<(bool, String, usize, f64)> {
+    mat.mat.assemble();
+    let report =
+        la::solve_mixed(&mat.mat, b.f64("b")?, x.f64("x")?, &options.options).map_err(fail_la)?;
+    Ok(summary(&report))
 }

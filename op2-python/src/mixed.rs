@@ -1,10 +1,8 @@
 //! Mixed spaces for the `op2rs` package (PyOP2's `MixedSet`, `MixedMap`, `MixedDat`): handles
-//! over op2's mixed sets, maps and Dats, the loop arg that hands a kernel one pointer array
-//! across the components, block matrices' args and mixed solves.
+//! over op2's mixed sets, maps and Dats, and the loop arg that hands a kernel one pointer array
+//! across the components (block matrices and mixed solves are in `la.rs`).
 
-use crate::la::{PyMat, PySolverOptions, PySparsity, fail_la, summary};
 use crate::{AnyDat, Op2Failure, PyDat, PyMap, PySet, fail};
-use op2::la;
 use op2::{MixedDat, MixedMap, MixedSet};
 use pyo3::prelude::*;
 
@@ -149,34 +147,4 @@ pub(crate) fn decl_mixed_map(
     Ok(PyMixedMap {
         map: rt.rt.decl_mixed_map(&to.set, &m, name).map_err(fail)?,
     })
-}
-
-/// The block sparsity of a row and a column mixed map, `dims` values per element down and
-/// across in every component.
-#[pyfunction]
-#[pyo3(signature = (rows, cols, name, dims=(1, 1)))]
-pub(crate) fn mixed_sparsity(
-    rows: &PyMixedMap,
-    cols: &PyMixedMap,
-    name: &str,
-    dims: (usize, usize),
-) -> PyResult<PySparsity> {
-    Ok(PySparsity {
-        sp: la::Sparsity::mixed_blocks(&rows.map, &cols.map, dims, name).map_err(fail_la)?,
-    })
-}
-
-/// Solves the mixed system `mat x = b` with `options`. Returns (converged, reason, iterations,
-/// residual).
-#[pyfunction]
-pub(crate) fn solve_mixed(
-    mat: &PyMat,
-    x: &PyMixedDat,
-    b: &PyMixedDat,
-    options: &PySolverOptions,
-) -> PyResult<(bool, String, usize, f64)> {
-    mat.mat.assemble();
-    let report =
-        la::solve_mixed(&mat.mat, b.f64("b")?, x.f64("x")?, &options.options).map_err(fail_la)?;
-    Ok(summary(&report))
 }

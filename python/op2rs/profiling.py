@@ -48,8 +48,9 @@ class Timer:
 
     @property
     def elapsed(self):
-        """Time since the running interval started (0 when none runs)."""
-        return self._timer() - self._start if self._start is not None else 0.0
+        """Time since the running interval started (an AssertionError when none runs)."""
+        assert self._start is not None, "Timer %s has not been started yet." % self._name
+        return self._timer() - self._start
 
     @classmethod
     def summary(cls, filename=None):

@@ -402,6 +402,10 @@ def test_profiling_timers(tmp_path):
     assert (t.ncalls, t.total, t.average) == (2, 1.75, 0.875)
     with pytest.raises(AssertionError):
         t.stop()
+    with pytest.raises(AssertionError):
+        t.elapsed
+    t.start()
+    assert t.elapsed == 3.0
     profiling.tic("solve")
     assert profiling.toc("solve") >= 0.0
 

@@ -20,10 +20,8 @@ const KNOWN_CIRCLES: &[&str] = &[
     "op2-codegen: emit, rows",
     "op2-conformance: decl, decl::across, decl::columns, outputs",
     "op2-core: runtime, runtime::algebra, runtime::checkpoint, runtime::execute, runtime::extrusion, runtime::fusion, runtime::graph_view, runtime::memory, runtime::per_entry, runtime::steps, runtime::temporaries, runtime::tiling",
-    "op2-fuzz: ranks, run",
     "op2-la: assembly, mat, operator, precond, solve",
     "op2-mpi: distribute, local, ptscotch",
-    "op2-python: la, mixed",
 ];
 
 /// One crate target's modules: for each module path (`a::b`, "" the root), the modules it uses.
