@@ -7,9 +7,9 @@
 //! Every unit also carries, behind `#ifdef OP2_CUDA_EMULATION`, trampolines that let the same
 //! source run on the host under [`CUDA_EMULATION_PRELUDE`] (tests without a GPU).
 
+use crate::device_codegen::DeviceUnit;
 use crate::dialect::{
-    ConstPassing, DEVICE_ENTRY, DeviceOptions, DeviceStub, DeviceUnit, Dialect, FINISH_ENTRY,
-    KernelDecl,
+    ConstPassing, DEVICE_ENTRY, DeviceOptions, DeviceStub, Dialect, FINISH_ENTRY, KernelDecl,
 };
 use crate::emit::{const_symbol, emit_consts, emit_kernel};
 use op2_core::{Access, LoopSignature, Result};
@@ -374,10 +374,10 @@ static int op2_emu_run(void (*kernel)(void **), void **params, unsigned grid, un
 mod tests {
     use super::*;
     use crate::device::{
-        BlockLayout, StagedRow, StagingLayout, StagingMode, StubParam, block_atomics,
-        direct_staging_bytes, staged_direct_rows,
+        StagedRow, StubParam, block_atomics, direct_staging_bytes, staged_direct_rows,
     };
-    use crate::dialect::DeviceCodegen;
+    use crate::device_codegen::DeviceCodegen;
+    use crate::layout::{BlockLayout, StagingLayout, StagingMode};
     use op2_core::{Access, ArgKind, ArgSig, Codegen, ConstSig, DType, Kernel};
 
     fn emit(sig: &LoopSignature, stub: DeviceStub) -> DeviceUnit {

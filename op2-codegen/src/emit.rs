@@ -1,6 +1,7 @@
 //! The C emitter: kernel source, consts as file-scope variables, and a wrapper that gathers pointers
 //! through maps and calls the kernel once per element (PyOP2's sequential wrapper).
 
+use crate::batch::{HOST_INLINE, SIMD_BATCH, lanes_kernel, lanes_symbol, simd_batched};
 use op2_core::{Access, ArgKind, ArgSig, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;
 
@@ -156,73 +157,6 @@ pub(crate) fn emit_list_entry(s: &mut String, sig: &LoopSignature, simd: bool) {
     s.push_str("}\n");
 }
 
-/// Elements a batched loop runs at once (see [`emit_element_loop`]): two vectors of doubles on
-/// AVX2, one on AVX-512.
-pub(crate) const SIMD_BATCH: usize = 8;
-
-/// Most bytes of lane arrays a batched loop declares, on the stack of the thread running it (an
-/// OpenMP worker's may be small): Dats of very large dim run one element at a time.
-const MAX_LANE_BYTES: usize = 16 * 1024;
-
-/// Whether a loop's elements may run as SIMD lanes with nothing written through maps (the
-/// OpenCL host path vectorises such loops with `assume_safety`): every arg that writes is
-/// direct and the only arg on its data (so no lane reads or writes what another lane writes),
-/// nothing is written through maps or into Globals, and no arg passes whole rows (arrays of
-/// pointers do not vectorise).
-pub(crate) fn simd_reads_only(sig: &LoopSignature) -> bool {
-    simd_batched(sig)
-        && !sig
-            .args
-            .iter()
-            .any(|a| matches!(a.kind, ArgKind::Indirect { .. }) && a.access.writes())
-}
-
-/// Whether a host loop's elements may run as SIMD lanes, in batches ([`emit_element_loop`]):
-/// as [`simd_reads_only`] allows, and also with increments through maps (OP2's vectorised CPU
-/// scheme): each lane adds into its own zeroed lane array, and the lanes' increments are added
-/// to the Dat afterwards, one lane after another, so lanes that hit the same element do not
-/// lose increments. An incremented Dat must appear in no arg other than increments through
-/// maps (a lane must not read what another lane's increment changes). The indirect data the
-/// loop reads does not change during it, so it can be gathered into lane arrays ahead of the
-/// kernel; those arrays must be small ([`MAX_LANE_BYTES`]). A kernel that steps the pointers
-/// it is handed (a column walk, [`op2_core::Kernel::steps_pointers`]) never runs in batches:
-/// its lanes would be copies it steps off the end of.
-pub(crate) fn simd_batched(sig: &LoopSignature) -> bool {
-    if sig.kernel.steps_pointers() {
-        return false;
-    }
-    let lane_bytes: usize = sig
-        .args
-        .iter()
-        .filter(|a| matches!(a.kind, ArgKind::Indirect { .. }))
-        .map(|a| SIMD_BATCH * a.dim * a.dtype.size())
-        .sum();
-    let only_incs_through_maps = |i: usize| {
-        sig.data.iter().zip(&sig.args).all(|(&d, b)| {
-            d != sig.data[i]
-                || (matches!(b.kind, ArgKind::Indirect { .. }) && b.access == Access::Inc)
-        })
-    };
-    lane_bytes <= MAX_LANE_BYTES
-        && sig.args.iter().enumerate().all(|(i, a)| match a.kind {
-            ArgKind::Row { .. } => false,
-            ArgKind::Global => !a.access.is_reduction(),
-            ArgKind::Indirect { .. } => match a.access {
-                Access::Read => true,
-                Access::Inc => only_incs_through_maps(i),
-                _ => false,
-            },
-            ArgKind::Direct => {
-                !a.access.writes()
-                    || sig
-                        .data
-                        .iter()
-                        .enumerate()
-                        .all(|(j, &d)| j == i || d != sig.data[i])
-            }
-        })
-}
-
 /// The loop over elements `lo..hi` (C expressions) calling the kernel with `call` (the args'
 /// expressions for element `op2_n`). Loops that [`simd_batched`] allows run in batches of
 /// [`SIMD_BATCH`]: each indirect arg's values are first copied into a lane array (a gather the
@@ -281,7 +215,7 @@ pub(crate) fn emit_element_loop(
     let mut scatter = String::new();
     let mut rows_out = String::new();
     for (i, a) in sig.args.iter().enumerate() {
-        let direct_row = strided.as_ref().is_some_and(|st| st[i]) && crate::rows::direct_rows(a);
+        let direct_row = strided.as_ref().is_some_and(|st| st[i]) && crate::batch::direct_rows(a);
         if direct_row {
             // A direct row read by every lane: gathered whole like one through a map (its rows
             // are consecutive, but a vector load of a component across lanes is strided).
@@ -312,7 +246,7 @@ pub(crate) fn emit_element_loop(
                 element("op2_b0 + op2_l")
             );
             // Whole rows in and out, turned around by shuffles (see `crate::rows`).
-            let by_rows = soa && crate::rows::transposable(a);
+            let by_rows = soa && crate::batch::transposable(a);
             if by_rows {
                 let _ = writeln!(
                     s,
@@ -421,60 +355,6 @@ pub(crate) fn emit_lanes_kernel(s: &mut String, sig: &LoopSignature, simd: bool)
         close_user_names(s, sig);
         s.push('\n');
     }
-}
-
-/// The kernel rewritten for component-major lanes (see [`crate::lanes`]), and which of its args
-/// the rewrite strides.
-pub(crate) struct Lanes {
-    /// The rewritten kernel, from its name on.
-    pub(crate) source: String,
-    /// Per arg: whether it indexes its row with stride [`SIMD_BATCH`] in `source`.
-    pub(crate) strided: Vec<bool>,
-}
-
-/// The kernel rewritten for component-major lanes (see [`crate::lanes`]) when the loop runs in
-/// SIMD batches and the rewrite applies: every arg gathered through a map (read, or incremented
-/// into a lane array) indexes its row with stride [`SIMD_BATCH`], and so does every direct arg
-/// gathered as rows ([`crate::rows::direct_rows`]) where the kernel lets it. A direct row the
-/// kernel uses in a way the rewrite does not cover (handed on, `&q[i]`) stays in place, so that
-/// it does not cost the indirect args their lanes.
-pub(crate) fn lanes_kernel(sig: &LoopSignature) -> Option<Lanes> {
-    if !simd_batched(sig) {
-        return None;
-    }
-    let indirect: Vec<bool> = sig
-        .args
-        .iter()
-        .map(|a| matches!(a.kind, ArgKind::Indirect { .. }))
-        .collect();
-    let with_rows: Vec<bool> = sig
-        .args
-        .iter()
-        .zip(&indirect)
-        .map(|(a, &i)| i || crate::rows::direct_rows(a))
-        .collect();
-    let mut tries = vec![with_rows];
-    if tries[0] != indirect {
-        tries.push(indirect);
-    }
-    tries
-        .into_iter()
-        .filter(|strided| strided.contains(&true))
-        .find_map(|strided| {
-            let source = crate::lanes::strided_kernel(
-                sig.kernel.source(),
-                sig.kernel.name(),
-                &lanes_symbol(sig.kernel.name()),
-                &strided,
-                SIMD_BATCH,
-            )?;
-            Some(Lanes { source, strided })
-        })
-}
-
-/// The C symbol of the lane-strided copy of a kernel ([`lanes_kernel`]).
-fn lanes_symbol(name: &str) -> String {
-    format!("op2_lanes_{name}")
 }
 
 /// Largest reduction (in bytes) the host wrappers accumulate in a local array, on the stack of the
@@ -596,9 +476,6 @@ pub(crate) fn emit_kernel(s: &mut String, sig: &LoopSignature, inline: &str) {
     s.push('\n');
 }
 
-/// How a host unit inlines the kernel.
-pub(crate) const HOST_INLINE: &str = "inline __attribute__((always_inline))";
-
 /// File-scope declarations of the consts the kernel mentions, under their `op2_` symbols, with
 /// `storage` (`static` in C: the wrapper fills them on entry; `__constant__` in CUDA: the backend
 /// copies them in).
@@ -695,6 +572,7 @@ fn arg_expr(i: usize, a: &ArgSig, n: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch::simd_reads_only;
     use op2_core::{ConstSig, DType, Kernel};
 
     #[test]

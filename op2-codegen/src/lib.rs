@@ -10,13 +10,16 @@
 
 #![warn(missing_docs)]
 
+mod batch;
 mod cache;
 mod cuda;
 mod device;
+mod device_codegen;
 mod dialect;
 mod emit;
 mod jit;
 mod lanes;
+mod layout;
 mod list;
 mod opencl;
 mod openmp;
@@ -31,12 +34,13 @@ pub use cuda::{
     EMULATION_LAUNCH_STUB, EMULATION_SET_CONST, emulation_source,
 };
 pub use device::{
-    BlockLayout, StagedRow, StagingLayout, StagingMode, StubParam, atomic_reductions,
-    block_atomics, direct_staging_bytes, private_bytes_per_item, staged_direct_rows,
+    StagedRow, StubParam, atomic_reductions, block_atomics, direct_staging_bytes,
+    private_bytes_per_item, staged_direct_rows,
 };
+pub use device_codegen::{DeviceCodegen, DeviceUnit};
 pub use dialect::{
-    ConstPassing, DEVICE_ENTRY, DeviceCodegen, DeviceOptions, DeviceStub, DeviceUnit, Dialect,
-    FINISH_ENTRY, HostRange, KernelDecl,
+    ConstPassing, DEVICE_ENTRY, DeviceOptions, DeviceStub, Dialect, FINISH_ENTRY, HostRange,
+    KernelDecl,
 };
 pub use emit::{
     CCodegen, HostOptions, LIST_SIGNATURE, WRAPPER_SIGNATURE, const_symbol, kernel_symbol,
@@ -45,6 +49,7 @@ pub use emit::{
 pub use jit::{
     HOST_LIBRARIES, JitCompiler, JitFunction, jit_stats, loaded_libraries, loaded_libraries_memory,
 };
+pub use layout::{BlockLayout, StagingLayout, StagingMode};
 pub use list::HostListLoop;
 pub use opencl::{OpenCl, rewrite_params};
 pub use openmp::{OPENMP_WRAPPER_SIGNATURE, OpenMpCodegen};

@@ -2,9 +2,10 @@
 //! Consts as hidden `__constant` parameters (OpenCL C 1.2 has no program-scope storage a host can
 //! write, so values change without a new program), and the shared device stubs.
 
-use crate::device::{BlockLayout, consts_as_params};
+use crate::device::consts_as_params;
 use crate::dialect::{ConstPassing, DeviceOptions, DeviceStub, Dialect};
 use crate::emit::{close_user_names, const_symbol, open_user_names};
+use crate::layout::BlockLayout;
 use op2_core::{ArgKind, DType, LoopSignature, Op2Error, Result};
 use std::fmt::Write;
 
@@ -362,8 +363,10 @@ fn float_literal(v: f64, suffix: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{StagingLayout, StagingMode, StubParam};
-    use crate::dialect::{DeviceCodegen, HostRange};
+    use crate::device::StubParam;
+    use crate::device_codegen::DeviceCodegen;
+    use crate::dialect::HostRange;
+    use crate::layout::{StagingLayout, StagingMode};
     use op2_core::{Access, ArgSig, Codegen, ConstSig, Kernel};
 
     #[test]

@@ -2,10 +2,11 @@
 //! shared among threads, elements of a block in sequence (PyOP2's OpenMP backend), with per-thread
 //! partials for Global reductions combined in thread order.
 
+use crate::batch::{HOST_INLINE, SIMD_BATCH};
 use crate::emit::{
-    HOST_INLINE, HostOptions, SIMD_BATCH, combine_into, emit_consts, emit_element_loop,
-    emit_kernel, emit_lanes_kernel, emit_list_entry, emit_row_vectors, emit_wrapper_prologue,
-    kernel_call_args, reduces_locally, reduction_args,
+    HostOptions, combine_into, emit_consts, emit_element_loop, emit_kernel, emit_lanes_kernel,
+    emit_list_entry, emit_row_vectors, emit_wrapper_prologue, kernel_call_args, reduces_locally,
+    reduction_args,
 };
 use op2_core::{Access, Codegen, GeneratedUnit, LoopSignature};
 use std::fmt::Write;

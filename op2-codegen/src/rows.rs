@@ -16,25 +16,9 @@
 //! transposes as plain loops over the vectors' elements (as does `OP2_CFLAGS=-DOP2_NO_SHUFFLES`,
 //! which the tests use to check them).
 
-use crate::emit::{HOST_INLINE, SIMD_BATCH};
-use op2_core::{Access, ArgKind, ArgSig, LoopSignature};
+use crate::batch::{HOST_INLINE, SIMD_BATCH, direct_rows, lanes_kernel, transposable};
+use op2_core::{ArgSig, LoopSignature};
 use std::fmt::Write;
-
-/// Whether an arg's lanes move as whole rows: gathered through a map (read or incremented) with 2
-/// or 4 components. Other dims would need a row vector longer than the row (3 values read as 4
-/// could run past the Dat's end) or shuffles this file does not spell.
-pub(crate) fn transposable(a: &ArgSig) -> bool {
-    matches!(a.kind, ArgKind::Indirect { .. })
-        && matches!(a.access, Access::Read | Access::Inc)
-        && matches!(a.dim, 2 | 4)
-}
-
-/// Whether a direct arg's lanes are gathered as rows too: read, with 2 or 4 components. Its
-/// values for 8 consecutive elements are contiguous, but the kernel reads them a component at a
-/// time across lanes (a strided load); gathered into component-major lanes, each is one vector.
-pub(crate) fn direct_rows(a: &ArgSig) -> bool {
-    matches!(a.kind, ArgKind::Direct) && a.access == Access::Read && matches!(a.dim, 2 | 4)
-}
 
 /// The C type of one row of `a` (a vector of `dim` values), declared by [`emit_row_transposes`].
 pub(crate) fn row_type(a: &ArgSig) -> String {
@@ -64,7 +48,7 @@ pub(crate) fn add_call(a: &ArgSig, p: &str, v: &str) -> String {
 /// batches are off, or the loop has no [`transposable`] arg). Emitted before the user's code, so
 /// that no macro of theirs can reach into it.
 pub(crate) fn emit_row_transposes(s: &mut String, sig: &LoopSignature, simd: bool) {
-    let Some(lanes) = crate::emit::lanes_kernel(sig).filter(|_| simd) else {
+    let Some(lanes) = lanes_kernel(sig).filter(|_| simd) else {
         return;
     };
     let mut seen: Vec<(usize, &str)> = Vec::new();
