@@ -5,8 +5,8 @@
 
 use op2_core::{Access, ArgKind, ArgSig, LoopSignature};
 
-/// Elements a batched loop runs at once (see [`crate::emit::emit_element_loop`]): two vectors of doubles on
-/// AVX2, one on AVX-512.
+/// Elements a batched loop runs at once (see `emit_element_loop` in `emit.rs`): two vectors of
+/// doubles on AVX2, one on AVX-512.
 pub(crate) const SIMD_BATCH: usize = 8;
 
 /// Most bytes of lane arrays a batched loop declares, on the stack of the thread running it (an
@@ -26,8 +26,8 @@ pub(crate) fn simd_reads_only(sig: &LoopSignature) -> bool {
             .any(|a| matches!(a.kind, ArgKind::Indirect { .. }) && a.access.writes())
 }
 
-/// Whether a host loop's elements may run as SIMD lanes, in batches ([`crate::emit::emit_element_loop`]):
-/// as [`simd_reads_only`] allows, and also with increments through maps (OP2's vectorised CPU
+/// Whether a host loop's elements may run as SIMD lanes, in batches (`emit_element_loop` in
+/// `emit.rs`): as [`simd_reads_only`] allows, and also with increments through maps (OP2's vectorised CPU
 /// scheme): each lane adds into its own zeroed lane array, and the lanes' increments are added
 /// to the Dat afterwards, one lane after another, so lanes that hit the same element do not
 /// lose increments. An incremented Dat must appear in no arg other than increments through

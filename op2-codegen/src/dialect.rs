@@ -21,7 +21,8 @@ pub enum ConstPassing {
     /// through [`const_symbol`](crate::const_symbol)).
     Symbols,
     /// Hidden trailing parameters of the stub and of the user's kernel (OpenCL C 1.2, which has
-    /// no program-scope storage a host can write): one buffer per Const ([`StubParam::Const`]).
+    /// no program-scope storage a host can write): one buffer per Const
+    /// ([`StubParam::Const`](crate::StubParam::Const)).
     Params,
 }
 
@@ -56,9 +57,10 @@ pub trait Dialect: Send + Sync + fmt::Debug {
     /// A kernel's opening line with parameter declarations `decl`; `shared_memory` when it uses
     /// the work-group's local memory.
     fn kernel_head(&self, entry: &str, decl: &[String], shared_memory: bool) -> String;
-    /// Whether a kernel gets its local (shared) memory as parameters ([`StubParam::Shared`],
-    /// [`StubParam::Scratch`]; OpenCL) rather than from the launch (CUDA's dynamic shared memory,
-    /// reached as `op2_shared`).
+    /// Whether a kernel gets its local (shared) memory as parameters
+    /// ([`StubParam::Shared`](crate::StubParam::Shared),
+    /// [`StubParam::Scratch`](crate::StubParam::Scratch); OpenCL) rather than from the launch
+    /// (CUDA's dynamic shared memory, reached as `op2_shared`).
     fn local_memory_params(&self) -> bool;
     /// How Consts reach kernels.
     fn const_passing(&self) -> ConstPassing;
@@ -111,8 +113,8 @@ pub enum DeviceStub {
 /// Which elements a work-item of the [`DeviceStub::Host`] stub runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostRange {
-    /// A chunk of [`StubParam::Chunk`] consecutive elements (loops that modify nothing through
-    /// maps, so any two chunks may run at once).
+    /// A chunk of [`StubParam::Chunk`](crate::StubParam::Chunk) consecutive elements (loops that
+    /// modify nothing through maps, so any two chunks may run at once).
     Chunks,
     /// A block of a coloured plan (loops that modify data through maps): the blocks of one colour
     /// are launched together, colour by colour, and increments go straight to global memory.
