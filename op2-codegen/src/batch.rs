@@ -32,10 +32,10 @@ pub(crate) fn simd_reads_only(sig: &LoopSignature) -> bool {
 /// increments are added to the Dat afterwards, one lane after another, so lanes that hit the
 /// same element do not lose increments. An incremented Dat must appear in no arg other than
 /// increments through maps (a lane must not read what another lane's increment changes). The
-/// indirect data the loop reads does not change during it, so it can be gathered into lane arrays ahead of the
-/// kernel; those arrays must be small ([`MAX_LANE_BYTES`]). A kernel that steps the pointers
-/// it is handed (a column walk, [`op2_core::Kernel::steps_pointers`]) never runs in batches:
-/// its lanes would be copies it steps off the end of.
+/// indirect data the loop reads does not change during it, so it can be gathered into lane
+/// arrays ahead of the kernel; those arrays must be small ([`MAX_LANE_BYTES`]). A kernel that
+/// steps the pointers it is handed (a column walk, [`op2_core::Kernel::steps_pointers`]) never
+/// runs in batches: its lanes would be copies it steps off the end of.
 pub(crate) fn simd_batched(sig: &LoopSignature) -> bool {
     if sig.kernel.steps_pointers() {
         return false;
