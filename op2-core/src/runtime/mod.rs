@@ -333,11 +333,11 @@ impl Runtime {
     /// [`Runtime::decl_set_with_halo`] from PyOP2-style exchange lists (per neighbour, the
     /// owned elements sent and the halo elements received, in matching order, exec and
     /// non-exec halo mixed): collective across the runtime's ranks, which agree on the order
-    /// of the lists ([`ExchangeLists::into_halo`](crate::ExchangeLists::into_halo)).
+    /// of the lists ([`ExchangeLists::into_halo`](crate::set::ExchangeLists::into_halo)).
     pub fn decl_set_with_exchanges(
         &self,
         sizes: SetSizes,
-        lists: crate::ExchangeLists,
+        lists: crate::set::ExchangeLists,
         name: &str,
     ) -> Result<Set> {
         crate::names::check_user_name("set", name)?;
