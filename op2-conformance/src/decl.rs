@@ -6,7 +6,7 @@
 // Without `mpi` the distributed types are empty: the code that uses them cannot run.
 #![cfg_attr(not(feature = "mpi"), allow(unreachable_code, unused_variables))]
 
-use crate::outputs::OutputValue;
+use crate::values::OutputValue;
 use across::{Distributed, GMap, GSet};
 use op2::{Access, Arg, Const, Kernel, Op2Error, Result, Runtime as Op2Runtime, Scalar};
 use std::cell::OnceCell;

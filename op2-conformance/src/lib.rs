@@ -19,10 +19,11 @@ pub mod decl;
 mod outputs;
 mod random;
 mod runner;
+mod values;
 
 pub use cases::{Case, REORDERED_SUMS, cases};
 pub use decl::{CaseRuntime, Partition};
-pub use outputs::{Mismatch, OutputValue, Outputs, Values, close, compare};
+pub use outputs::{Mismatch, Outputs, close, compare};
 pub use random::{RandomLoop, SEED, check_random, random_loop};
 pub use runner::{
     CaseResult, DEFAULT_RANDOM_CASES, Outcome, RANDOM_ROW, assert_conforms, probe, run_case,
@@ -30,6 +31,7 @@ pub use runner::{
 };
 #[cfg(feature = "mpi")]
 pub use runner::{run_case_across, run_random_across, run_suite_across, runtime_across};
+pub use values::{OutputValue, Values};
 
 /// Defines a `#[test]` that runs the whole suite on the named backend and fails listing every case
 /// that differs from the sequential reference (a case the backend could not run counts as a

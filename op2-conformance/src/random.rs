@@ -2,7 +2,8 @@
 //! machine, so a failure replays; proptest shrinks a failing loop to a small one before reporting it.
 
 use crate::decl::CaseRuntime;
-use crate::outputs::{OutputValue, Outputs, compare};
+use crate::outputs::{Outputs, compare};
+use crate::values::OutputValue;
 use op2::{DType, INC, Kernel, MAX, READ, Result, WRITE};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};

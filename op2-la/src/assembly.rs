@@ -7,6 +7,7 @@
 
 use crate::error::{LaError, Result};
 use crate::mat::{BoundaryDrop, Mat, MatArg};
+use crate::plan::{AssemblyPlan, Share};
 use crate::sparsity::assembled_elements;
 use op2_core::{Access, Arg, Dat, Kernel, Map, Runtime, Set};
 use std::collections::HashMap;
@@ -31,26 +32,6 @@ impl From<MatArg> for LoopArg {
     fn from(a: MatArg) -> Self {
         LoopArg::Mat(a)
     }
-}
-
-/// Where each entry of each element block goes: `slot[element * block + local]` is its position
-/// among the matrix's stored values (`u32::MAX`: a row this process does not own).
-pub(crate) struct AssemblyPlan {
-    slot: Vec<u32>,
-    /// Block entries dropped at extruded boundaries (their slots are `u32::MAX`).
-    dropped: Vec<usize>,
-    nnz: usize,
-    /// Per thread count: each thread's share of the matrix entries and the block entries that
-    /// can reach them (see [`AssemblyPlan::shares`]).
-    shares: Mutex<HashMap<usize, Arc<Vec<Share>>>>,
-}
-
-/// One thread's part of an assembly: it owns matrix entries `entries` and scans block entries
-/// `blocks` (the first to the last that lands in its entries).
-#[derive(Debug, Clone)]
-struct Share {
-    entries: std::ops::Range<usize>,
-    blocks: std::ops::Range<usize>,
 }
 
 /// For each element of the extruded set `map` goes from (in the order a loop runs them),

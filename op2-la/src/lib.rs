@@ -30,19 +30,22 @@
 //! ```
 
 mod assembly;
+mod csr;
 mod error;
 mod mat;
 mod operator;
 /// PETSc's KSP as a [`LinearSolver`] (feature `petsc`).
 #[cfg(feature = "petsc")]
 pub mod petsc;
+mod plan;
 mod precond;
 mod solve;
 mod sparsity;
 
 pub use assembly::{LoopArg, host_threads, par_loop};
+pub use csr::CsrRef;
 pub use error::{LaError, Result};
-pub use mat::{BoundaryDrop, CsrRef, Mat, MatArg};
+pub use mat::{BoundaryDrop, Mat, MatArg};
 pub use operator::{Neighbour, RankSystem, neighbours_of};
 pub use precond::{Preconditioner, Split};
 pub use solve::{

@@ -2,8 +2,8 @@
 //! by hand, with PETSc's life cycle (insert or add, then `assemble`), Dirichlet rows, and the
 //! matrix-vector product on Dats.
 
+use crate::csr::{CsrRef, check_len};
 use crate::error::{LaError, Result};
-use crate::operator::{Operator, RankSystem, neighbours_of};
 use crate::sparsity::Sparsity;
 use op2_core::{Access, Dat, Map};
 use std::collections::HashMap;
@@ -50,87 +50,11 @@ pub(crate) struct MatState {
     pub(crate) assembled: bool,
     /// Where each element's block goes, per (iteration set, row map, column map).
     /// Assembly plans by (set, row map, column map, component-major block).
-    pub(crate) plans: HashMap<PlanKey, Arc<crate::assembly::AssemblyPlan>>,
+    pub(crate) plans: HashMap<PlanKey, Arc<crate::plan::AssemblyPlan>>,
     /// Per-element staging for loops, per (iteration set, arg position).
     pub(crate) blocks: HashMap<(u64, usize), Dat<f64>>,
     /// The stagings an assembly left all zero (so the next loop needs no zeroing pass).
     pub(crate) clean: std::collections::HashSet<(u64, usize)>,
-}
-
-/// A borrowed CSR matrix: what solvers and preconditioners work on.
-#[derive(Debug, Clone, Copy)]
-pub struct CsrRef<'a> {
-    /// Scalar rows.
-    pub rows: usize,
-    /// Scalar columns.
-    pub cols: usize,
-    /// `rows + 1` offsets into `col_idx` and `values`.
-    pub row_ptr: &'a [usize],
-    /// Column of each entry, sorted within rows.
-    pub col_idx: &'a [u32],
-    /// Value of each entry.
-    pub values: &'a [f64],
-}
-
-impl CsrRef<'_> {
-    /// Checks the arrays fit together (`rows + 1` non-decreasing offsets ending at the number of
-    /// entries, as many values as columns, every column below `cols`), so that solvers given a
-    /// hand-built matrix refuse it instead of reading outside it.
-    pub fn check(&self, matrix_name: &str) -> Result<()> {
-        let bad = |why: String| LaError::Csr {
-            mat: matrix_name.into(),
-            why,
-        };
-        if self.row_ptr.len() != self.rows + 1 {
-            return Err(bad(format!(
-                "{} row offsets for {} rows (needs rows + 1)",
-                self.row_ptr.len(),
-                self.rows
-            )));
-        }
-        if self.row_ptr[0] != 0 || self.row_ptr.windows(2).any(|w| w[0] > w[1]) {
-            return Err(bad("row offsets must start at 0 and never decrease".into()));
-        }
-        let nnz = self.row_ptr[self.rows];
-        if self.col_idx.len() != nnz || self.values.len() != nnz {
-            return Err(bad(format!(
-                "the offsets end at {nnz}, with {} columns and {} values",
-                self.col_idx.len(),
-                self.values.len()
-            )));
-        }
-        if let Some(c) = self.col_idx.iter().find(|&&c| c as usize >= self.cols) {
-            return Err(bad(format!("column {c} outside 0..{}", self.cols)));
-        }
-        Ok(())
-    }
-
-    /// `y = A x`.
-    pub fn mult(&self, x: &[f64], y: &mut [f64]) {
-        for (yr, bounds) in y.iter_mut().zip(self.row_ptr.windows(2)).take(self.rows) {
-            let (cols, vals) = (
-                &self.col_idx[bounds[0]..bounds[1]],
-                &self.values[bounds[0]..bounds[1]],
-            );
-            *yr = cols
-                .iter()
-                .zip(vals)
-                .map(|(&c, &v)| v * x[c as usize])
-                .sum();
-        }
-    }
-
-    /// The diagonal (0 where a row stores none).
-    pub fn diagonal(&self) -> Vec<f64> {
-        (0..self.rows)
-            .map(|r| {
-                let cols = &self.col_idx[self.row_ptr[r]..self.row_ptr[r + 1]];
-                cols.binary_search(&(r as u32))
-                    .map(|i| self.values[self.row_ptr[r] + i])
-                    .unwrap_or(0.0)
-            })
-            .collect()
-    }
 }
 
 /// A Mat argument of an assembly loop (see [`crate::par_loop()`]): the kernel receives the element's
@@ -539,67 +463,6 @@ impl Mat {
         self.with_csr("mult", |a| a.mult(x, y))
     }
 
-    /// `y = A x` with Dats as vectors: `x` on the column set with the column block size, `y` on
-    /// the row set with the row block size (forces pending loops that write `x`). Across ranks
-    /// every rank calls it together: each computes its owned rows of `y`, with the halo part of
-    /// `x` brought from its neighbours.
-    pub fn mult(&self, x: &Dat<f64>, y: &Dat<f64>) -> Result<()> {
-        self.check_vector("x", x, false)?;
-        self.check_vector("y", y, true)?;
-        if x.id() == y.id() {
-            return Err(LaError::Option {
-                option: "y",
-                value: y.name().into(),
-                why: "x and y must be different Dats",
-            });
-        }
-        let comm = crate::solve::ranks_of(x)?;
-        let sp = &self.0.sparsity;
-        let owned_cols = sp.col_set().size() * sp.dims().1;
-        let xs = x.data_ro()?[..owned_cols].to_vec();
-        let mut ys = y.data()?;
-        let rows = self.rows();
-        if let Some(comm) = comm.filter(|c| c.size() > 1) {
-            let neighbours = neighbours_of(sp.col_set(), sp.dims().1);
-            self.with_csr("mult", |a| {
-                let system = RankSystem {
-                    matrix: a,
-                    comm: &*comm,
-                    neighbours: &neighbours,
-                };
-                Operator::rank(&system).mult(&xs, &mut ys[..rows])
-            })?
-        } else {
-            self.mult_slices(&xs, &mut ys[..rows])
-        }
-    }
-
-    /// `y = A x` for a matrix of mixed spaces ([`Sparsity::mixed`]) with mixed Dats as vectors:
-    /// `x` on the column spaces, `y` on the row spaces, each of one value per element. The
-    /// components are joined into Dats on the flat sets, multiplied as [`Mat::mult`] does, and
-    /// `y`'s components set from the product.
-    pub fn mult_mixed(
-        &self,
-        x: &op2_core::MixedDat<f64>,
-        y: &op2_core::MixedDat<f64>,
-    ) -> Result<()> {
-        if x.split()
-            .iter()
-            .zip(y.split())
-            .any(|(a, b)| a.id() == b.id())
-        {
-            return Err(LaError::Option {
-                option: "y",
-                value: y.set().name().into(),
-                why: "x and y must be different Dats",
-            });
-        }
-        let (xf, yf) = (x.to_flat()?, y.to_flat()?);
-        self.mult(&xf, &yf)?;
-        y.set_from_flat(&yf)?;
-        Ok(())
-    }
-
     /// Checks that `dat` is a vector over the rows (`rows`) or the columns.
     pub(crate) fn check_vector(
         &self,
@@ -626,17 +489,6 @@ impl Mat {
         }
         Ok(())
     }
-}
-
-pub(crate) fn check_len(what: &'static str, len: usize, expected: usize) -> Result<()> {
-    if len != expected {
-        return Err(LaError::Length {
-            what,
-            len,
-            expected,
-        });
-    }
-    Ok(())
 }
 
 impl fmt::Debug for Mat {

@@ -3,9 +3,10 @@
 //! part of the vector from the neighbours (the set's halo lists) and each inner product is summed
 //! over all ranks, so every rank takes the same decisions.
 
-use crate::error::Result;
-use crate::mat::CsrRef;
-use op2_core::{Communicator, ReduceOp, Set};
+use crate::csr::CsrRef;
+use crate::error::{LaError, Result};
+use crate::mat::Mat;
+use op2_core::{Communicator, Dat, ReduceOp, Set};
 use std::cell::RefCell;
 
 /// What one rank exchanges with one neighbour before a product: scalar positions in the local
@@ -171,5 +172,82 @@ impl<'a> Operator<'a> {
     /// The matrix.
     pub(crate) fn matrix(&self) -> CsrRef<'a> {
         self.a
+    }
+}
+
+impl Mat {
+    /// `y = A x` with Dats as vectors: `x` on the column set with the column block size, `y` on
+    /// the row set with the row block size (forces pending loops that write `x`). Across ranks
+    /// every rank calls it together: each computes its owned rows of `y`, with the halo part of
+    /// `x` brought from its neighbours.
+    pub fn mult(&self, x: &Dat<f64>, y: &Dat<f64>) -> Result<()> {
+        self.check_vector("x", x, false)?;
+        self.check_vector("y", y, true)?;
+        if x.id() == y.id() {
+            return Err(LaError::Option {
+                option: "y",
+                value: y.name().into(),
+                why: "x and y must be different Dats",
+            });
+        }
+        let comm = ranks_of(x)?;
+        let sp = &self.0.sparsity;
+        let owned_cols = sp.col_set().size() * sp.dims().1;
+        let xs = x.data_ro()?[..owned_cols].to_vec();
+        let mut ys = y.data()?;
+        let rows = self.rows();
+        if let Some(comm) = comm.filter(|c| c.size() > 1) {
+            let neighbours = neighbours_of(sp.col_set(), sp.dims().1);
+            self.with_csr("mult", |a| {
+                let system = RankSystem {
+                    matrix: a,
+                    comm: &*comm,
+                    neighbours: &neighbours,
+                };
+                Operator::rank(&system).mult(&xs, &mut ys[..rows])
+            })?
+        } else {
+            self.mult_slices(&xs, &mut ys[..rows])
+        }
+    }
+
+    /// `y = A x` for a matrix of mixed spaces ([`Sparsity::mixed`](crate::Sparsity::mixed)) with
+    /// mixed Dats as vectors: `x` on the column spaces, `y` on the row spaces, each of one value
+    /// per element. The components are joined into Dats on the flat sets, multiplied as [`Mat::mult`] does, and
+    /// `y`'s components set from the product.
+    pub fn mult_mixed(
+        &self,
+        x: &op2_core::MixedDat<f64>,
+        y: &op2_core::MixedDat<f64>,
+    ) -> Result<()> {
+        if x.split()
+            .iter()
+            .zip(y.split())
+            .any(|(a, b)| a.id() == b.id())
+        {
+            return Err(LaError::Option {
+                option: "y",
+                value: y.set().name().into(),
+                why: "x and y must be different Dats",
+            });
+        }
+        let (xf, yf) = (x.to_flat()?, y.to_flat()?);
+        self.mult(&xf, &yf)?;
+        y.set_from_flat(&yf)?;
+        Ok(())
+    }
+}
+
+/// The ranks a Dat is spread over: `None` for one process, including a Dat whose runtime was
+/// dropped but which has no halo (its data is whole); a dropped runtime's halo Dat is an error,
+/// since its other ranks cannot be reached.
+pub(crate) fn ranks_of(d: &Dat<f64>) -> Result<Option<std::sync::Arc<dyn op2_core::Communicator>>> {
+    match d.communicator() {
+        Some(c) => Ok(Some(c)),
+        None if d.set().halo().is_none() => Ok(None),
+        None => Err(LaError::NoRuntime {
+            what: "Dat",
+            name: d.name().into(),
+        }),
     }
 }

@@ -2,8 +2,8 @@
 //! in place (`MatCreateSeqAIJWithArrays`) through a small C shim, configured with the same
 //! options as the native solvers, and PETSc's report comes back as a [`SolveReport`].
 
+use crate::csr::CsrRef;
 use crate::error::{LaError, Result};
-use crate::mat::CsrRef;
 use crate::precond::Preconditioner;
 use crate::solve::{
     ConvergedReason, LinearSolver, Method, SolveReport, SolverOptions, check_system,

@@ -1,8 +1,8 @@
 //! Preconditioners for the native Krylov solvers: Jacobi, symmetric SOR and ILU(0), each applying
 //! `z = M^-1 r` with the conventions of PETSc's PCJACOBI, PCSOR and PCILU.
 
+use crate::csr::CsrRef;
 use crate::error::{LaError, Result};
-use crate::mat::CsrRef;
 
 /// Which preconditioner a solve uses.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -4,9 +4,10 @@
 //! preconditioned residual norm, a zero initial guess unless asked, and the test
 //! `||r|| <= max(rtol ||r0||, atol)` -- so their iteration counts compare with PETSc's.
 
+use crate::csr::{CsrRef, check_len};
 use crate::error::{LaError, Result};
-use crate::mat::{CsrRef, Mat, check_len};
-use crate::operator::{Operator, RankSystem, neighbours_of};
+use crate::mat::Mat;
+use crate::operator::{Operator, RankSystem, neighbours_of, ranks_of};
 use crate::precond::{Applied, Preconditioner};
 use op2_core::Dat;
 
@@ -272,20 +273,6 @@ pub fn solve_with(
         a.with_csr("solve", |csr| {
             solver.solve_csr(csr, &bs, &mut xs[..n], options, a.name())
         })?
-    }
-}
-
-/// The ranks a Dat is spread over: `None` for one process, including a Dat whose runtime was
-/// dropped but which has no halo (its data is whole); a dropped runtime's halo Dat is an error,
-/// since its other ranks cannot be reached.
-pub(crate) fn ranks_of(d: &Dat<f64>) -> Result<Option<std::sync::Arc<dyn op2_core::Communicator>>> {
-    match d.communicator() {
-        Some(c) => Ok(Some(c)),
-        None if d.set().halo().is_none() => Ok(None),
-        None => Err(LaError::NoRuntime {
-            what: "Dat",
-            name: d.name().into(),
-        }),
     }
 }
 

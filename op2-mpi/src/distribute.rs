@@ -3,10 +3,10 @@
 //! move every dat's rows to the ranks that hold them, all by requests to owners; and the same in
 //! one process over the whole mesh ([`MeshBuilder::plan`]) for reports.
 
+use crate::collective::{agree, all_gather, bytes_to_u64s, u64s_to_bytes};
 use crate::error::{MpiError, Result};
 use crate::geometric::bisection_distributed;
 use crate::layout::{RankLayout, locality_order, rank_layout};
-use crate::local::LocalMesh;
 use crate::mesh::{Input, MeshBuilder, block_range};
 use crate::partition::{
     Partitioner, TopoMap, Topology, bisection, blocks, edge_cut, metis, propagate,
@@ -150,57 +150,9 @@ pub struct Distributed {
     pub report: PartitionReport,
 }
 
-// ---- wire helpers ----------------------------------------------------------------------------
-
-fn u64s_to_bytes(v: &[u64]) -> Vec<u8> {
-    bytemuck::cast_slice(v).to_vec()
-}
-
-fn bytes_to_u64s(b: &[u8]) -> Vec<u64> {
-    bytemuck::pod_collect_to_vec(b)
-}
-
-/// Every rank's `bytes`, in rank order.
-fn all_gather(comm: &dyn Communicator, bytes: Vec<u8>) -> Result<Vec<Vec<u8>>> {
-    Ok(comm.all_to_all_v(vec![bytes; comm.size()])?)
-}
-
-/// Makes a local failure collective: every rank learns whether any rank failed, and fails too,
-/// quoting the first failing rank's error.
-pub(crate) fn agree<T>(comm: &dyn Communicator, local: Result<T>) -> Result<T> {
-    let message = match &local {
-        Ok(_) => Vec::new(),
-        Err(e) => {
-            let mut m = e.to_string().into_bytes();
-            m.insert(0, b'!');
-            m
-        }
-    };
-    let all = all_gather(comm, message)?;
-    match local {
-        Err(e) => Err(e),
-        Ok(v) => match all.iter().position(|m| !m.is_empty()) {
-            None => Ok(v),
-            Some(rank) => Err(MpiError::OtherRank {
-                rank,
-                reason: String::from_utf8_lossy(&all[rank][1..]).into_owned(),
-            }),
-        },
-    }
-}
-
 // ---- the partition step ----------------------------------------------------------------------
 
 impl MeshBuilder {
-    /// The collective partition step: every rank calls it with the same declarations; each gets
-    /// its sets (core | owned | exec halo | non-exec halo), maps in local numbers and dats with
-    /// their halo values, declared on `rt` (whose communicator says the ranks).
-    pub fn partition(self, rt: &Runtime, options: &Options) -> Result<LocalMesh> {
-        let comm = rt.communicator().clone();
-        let distributed = self.distribute(&*comm, options)?;
-        distributed.declare(rt)
-    }
-
     /// The partition step without a runtime: this rank's part as plain data. No rank holds more
     /// than its share of the mesh at any point (docs/05-ranks.md), except with
     /// [`Partitioner::Metis`], which partitions on rank 0, and the input itself when it is

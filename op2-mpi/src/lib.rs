@@ -20,6 +20,7 @@
 //! # let _ = nodes; Ok(()) }
 //! ```
 
+mod collective;
 mod distribute;
 mod error;
 mod geometric;

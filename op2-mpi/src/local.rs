@@ -1,9 +1,9 @@
 //! A partitioned mesh declared on a runtime: its local sets, maps and dats by their global
 //! handles, and results gathered back in global order.
 
-use crate::distribute::{Distributed, PartitionReport};
+use crate::distribute::{Distributed, Options, PartitionReport};
 use crate::error::{MpiError, Result};
-use crate::mesh::{GlobalDat, GlobalMap, GlobalSet, typed};
+use crate::mesh::{GlobalDat, GlobalMap, GlobalSet, MeshBuilder, typed};
 use op2_core::comm::Communicator;
 use op2_core::{Dat, Map, Runtime, Scalar, Set};
 use std::any::Any;
@@ -26,6 +26,17 @@ impl fmt::Debug for LocalMesh {
             .field("rank", &self.comm.rank())
             .field("sets", &self.sets)
             .finish_non_exhaustive()
+    }
+}
+
+impl MeshBuilder {
+    /// The collective partition step: every rank calls it with the same declarations; each gets
+    /// its sets (core | owned | exec halo | non-exec halo), maps in local numbers and dats with
+    /// their halo values, declared on `rt` (whose communicator says the ranks).
+    pub fn partition(self, rt: &Runtime, options: &Options) -> Result<LocalMesh> {
+        let comm = rt.communicator().clone();
+        let distributed = self.distribute(&*comm, options)?;
+        distributed.declare(rt)
     }
 }
 

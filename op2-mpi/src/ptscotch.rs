@@ -89,7 +89,7 @@ pub(crate) fn partition(
 #[cfg(feature = "ptscotch")]
 mod imp {
     use super::failed;
-    use crate::distribute::agree;
+    use crate::collective::agree;
     use crate::error::Result;
     use crate::mpi_comm::MpiCommunicator;
     use op2_core::comm::Communicator;

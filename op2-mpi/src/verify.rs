@@ -1,7 +1,8 @@
 //! Checks a distribution against the mesh it came from: the invariants halo construction
 //! promises, each checked from the global data rather than from how the layout was built.
 
-use crate::distribute::{Distributed, agree};
+use crate::collective::agree;
+use crate::distribute::Distributed;
 use crate::error::{MpiError, Result};
 use crate::mesh::{Input, MeshBuilder};
 use op2_core::DType;
