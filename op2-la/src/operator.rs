@@ -213,8 +213,8 @@ impl Mat {
 
     /// `y = A x` for a matrix of mixed spaces ([`Sparsity::mixed`](crate::Sparsity::mixed)) with
     /// mixed Dats as vectors: `x` on the column spaces, `y` on the row spaces, each of one value
-    /// per element. The components are joined into Dats on the flat sets, multiplied as [`Mat::mult`] does, and
-    /// `y`'s components set from the product.
+    /// per element. The components are joined into Dats on the flat sets, multiplied as
+    /// [`Mat::mult`] does, and `y`'s components set from the product.
     pub fn mult_mixed(
         &self,
         x: &op2_core::MixedDat<f64>,
