@@ -378,9 +378,15 @@ fn rows_expected<T: RowValue>(m: &RandomMesh, dim: usize, tiled: bool) -> (Vec<T
 
 fn rows_case<T: RowValue>(m: &RandomMesh, dim: usize, tile: usize) -> Result<(), TestCaseError> {
     let backend = op2_test_support::backend();
-    // The host backends add a node's increments in element order, as plain Rust does, so their
-    // sums keep every bit; the device backends add them in their own order.
+    // The sequential backend adds a node's increments in element order, as plain Rust does, so
+    // its sums keep every bit. OpenMP's threads run a plan's block colours one after another, and
+    // a block of an earlier colour may come later in element order (greedy colouring gives block
+    // 2 colour 0 when it meets only block 1, of colour 1): a node shared by such blocks gets their
+    // increments in colour order, which rounds differently (seen with three threads and blocks of
+    // 16). Within a block, and with one block, the order is the elements'. The device backends add
+    // in their own order.
     let host = ["seq", "openmp"].contains(&backend.as_str());
+    let element_order = backend == "seq";
     let mut runs = vec![
         RowsRun {
             simd: true,
@@ -416,7 +422,7 @@ fn rows_case<T: RowValue>(m: &RandomMesh, dim: usize, tile: usize) -> Result<(),
         let (expected, slack) = rows_expected::<T>(m, dim, run.tile.is_some());
         let got = rows_loop::<T>(m, run, dim);
         // Tiles run a loop's elements in another order, and so do the device backends.
-        let exact = host && run.tile.is_none();
+        let exact = element_order && run.tile.is_none();
         let agree = |(i, (g, e)): (usize, (&T, &T))| {
             g == e || (!exact && (g.as_f64() - e.as_f64()).abs() <= 2.0 * slack[i])
         };
