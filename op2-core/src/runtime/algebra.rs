@@ -5,7 +5,8 @@
 //! once).
 
 use super::Runtime;
-use super::execute::{RuntimeShared, lock};
+use super::shared::RuntimeShared;
+use super::sync::lock;
 use crate::access::{INC, READ, RW, WRITE};
 use crate::arg::Arg;
 use crate::carrier::Dat;
@@ -604,9 +605,6 @@ impl<T: Scalar> Dat<T> {
         }
     }
 }
-
-/// The runtime's own kernels for Dat algebra, by name (each compiled once).
-pub(crate) type AlgebraKernels = std::collections::HashMap<String, Kernel>;
 
 /// A value of any Dat type as an `f64` (for the norm).
 pub(crate) fn to_f64<T: Scalar>(v: T) -> f64 {

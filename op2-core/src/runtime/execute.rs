@@ -1,197 +1,26 @@
-//! Running recorded work: the runtime's shared state (backend, communicator, trace, compiled
-//! loops, timings), forcing (taking what an access needs from the trace and running it in program
+//! Running recorded work on the hub: forcing (taking what an access needs from the trace and running it in program
 //! order, keeping what fails and what depends on it pending), and running each kind of step: a
 //! loop over a range of its set, halo exchanges, cross-rank reductions.
 
-use super::checkpoint::{Checkpointer, History};
-use super::stats::LazyStats;
-use super::steps::{Exchange, LoopStep, Reduction, ReductionTarget, Step};
-use super::timing::{self, DatTraffic, HaloTraffic, LoopTiming};
+use super::shared::{RuntimeShared, State, Wanted};
+use super::steps::{Exchange, LoopStep, Reduction, Step};
+use super::steps::{reduce_op, step_carriers};
+use super::sync::{lock, lock_once, locked_pointer};
+use super::timing::{self, HaloTraffic};
 use crate::access::Access;
-use crate::backend::{Backend, LoopInvocation, PreparedLoop};
-use crate::carrier::{Carrier, CarrierKind, CarrierOwner, LoopLock};
-use crate::comm::{Communicator, ReduceOp, combine};
-use crate::config::Config;
-use crate::dtype::HostBuffer;
+use crate::backend::{LoopInvocation, PreparedLoop};
+use crate::carrier::{Carrier, CarrierKind, CarrierOwner};
+use crate::comm::{Communicator, combine};
 use crate::error::{Op2Error, Result};
 use crate::map::Map;
 use crate::rows::row_bytes;
 use crate::set::Set;
 use crate::signature::LoopSignature;
-use crate::trace::{DataUse, Graph, section};
-use std::collections::{HashMap, HashSet};
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use crate::trace::{DataUse, section};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
-
-/// A recorded loop with everything needed to run it.
-pub struct LoopRecord {
-    pub(crate) sig: Arc<LoopSignature>,
-    pub(crate) prepared: Arc<dyn PreparedLoop>,
-    pub(crate) set: Set,
-    pub(crate) carriers: Vec<Arc<Carrier>>,
-    pub(crate) maps: Vec<Map>,
-    pub(crate) consts: Vec<Arc<Carrier>>,
-    /// Bytes the loop moves by OP2's convention (see [`LoopTiming::bytes`]).
-    pub(crate) bytes: u64,
-    /// Whether it runs over the exec halo too (it writes through maps, or an arg asked).
-    pub(crate) exec: bool,
-    /// Its number among the runtime's loops (counted when checkpointing; 0 otherwise).
-    pub(crate) ordinal: u64,
-}
-
-impl LoopRecord {
-    /// The loop's signature.
-    pub fn signature(&self) -> &LoopSignature {
-        &self.sig
-    }
-}
-
-pub(crate) struct State {
-    /// The pending graph.
-    pub(crate) trace: Graph<Step>,
-    /// Per Dat (by carrier id): the flush epoch in which the exchange that last brought its halo
-    /// up to date was recorded.
-    pub(crate) last_exchange: HashMap<u64, u64>,
-    /// Release nodes of temporaries recorded and perhaps still pending (so that forcing need
-    /// not look through every pending node for them).
-    pub(crate) pending_frees: Vec<u64>,
-    /// Maps made for subsets (by subset id, and the id of the map taken at its elements, 0 for
-    /// the subset's own map to its superset).
-    pub(crate) subset_maps: HashMap<(u64, u64), Map>,
-    /// Sets, maps and kernels made for extruded loops.
-    pub(crate) extruded: super::extrusion::ExtrusionCache,
-    /// Flushes so far (every rank flushes alike, so every rank agrees on this count where it
-    /// may not agree on what has run).
-    pub(crate) epoch: u64,
-    pub(crate) prepared: HashMap<LoopSignature, (Arc<LoopSignature>, Arc<dyn PreparedLoop>)>,
-    pub(crate) consts: Vec<Arc<Carrier>>,
-}
-
-/// The part of a runtime that data carriers point back to (weakly), to force pending work.
-pub struct RuntimeShared {
-    pub(crate) id: u64,
-    pub(crate) config: Config,
-    pub(crate) backend: Box<dyn Backend>,
-    /// The ranks this runtime runs with (one process: [`crate::SelfCommunicator`]).
-    pub(crate) comm: Arc<dyn Communicator>,
-    pub(crate) state: Mutex<State>,
-    /// Held while pending work runs, so that concurrent forces keep program order.
-    pub(crate) exec: Mutex<()>,
-    pub(crate) executed: AtomicU64,
-    pub(crate) recorded: AtomicU64,
-    /// Halo exchanges of one Dat started so far.
-    pub(crate) exchanges: AtomicU64,
-    /// Per-kernel run times, in order of first run.
-    pub(crate) timings: Mutex<Vec<LoopTiming>>,
-    /// Per-Dat halo traffic, in order of first exchange.
-    pub(crate) dat_traffic: Mutex<Vec<DatTraffic>>,
-    /// Checkpointing, when configured.
-    pub(crate) checkpoint: Option<Mutex<Checkpointer>>,
-    /// When checkpointing: the values every loop left in the Globals it writes, for replaying.
-    pub(crate) history: Option<Mutex<History>>,
-    /// Everything declared, weakly, for the memory report.
-    pub(crate) declared: Mutex<super::memory::Declared>,
-    /// What the lazy graph did.
-    pub(crate) stats: Mutex<LazyStats>,
-    /// Memory of released temporaries, for the next ones to reuse.
-    pub(crate) pool: Mutex<super::temporaries::Pool>,
-    /// Fused loops' code.
-    pub(crate) fusions: Mutex<super::fusion::Fusions>,
-    /// Sparse tiling's inspections, by chain shape.
-    pub(crate) tilings: Mutex<super::tiling::TilingCache>,
-    /// The runtime's own kernels for Dat algebra.
-    pub(crate) algebra: Mutex<super::algebra::AlgebraKernels>,
-}
-
-/// What a forcing must run.
-pub(crate) enum Wanted<'a> {
-    /// Everything pending.
-    All,
-    /// What an access reading `reads` and writing `writes` depends on.
-    Data {
-        reads: &'a [DataUse],
-        writes: &'a [DataUse],
-    },
-    /// These nodes (those still pending) and what they depend on.
-    Nodes(&'a [u64]),
-}
-
-impl Drop for RuntimeShared {
-    /// The runtime's last reference is gone (its last handle, or a Dat's access that outlived
-    /// it): data whose valid copy is on a device comes home, since handles to it outlive the
-    /// backend. `Runtime`'s own drop already did this in the usual case; doing it again moves
-    /// nothing.
-    fn drop(&mut self) {
-        if let Err(e) = self.backend.release() {
-            eprintln!("op2: copying device data home failed while the runtime was dropped: {e}");
-        }
-    }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves plain bookkeeping behind; keep going with it.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The data each arg of a loop step works on: the loop's own, except that reduction args
-/// accumulate in this rank's partials across ranks, or in scratch copies thrown away over
-/// elements computed redundantly.
-pub(crate) fn step_carriers(step: &LoopStep) -> Vec<Arc<Carrier>> {
-    let rec = &step.record;
-    let reductions = rec.sig.reduction_args();
-    rec.carriers
-        .iter()
-        .enumerate()
-        .map(
-            |(i, c)| match (&step.reductions, reductions.iter().position(|&r| r == i)) {
-                (ReductionTarget::Partials(r), Some(k)) => r.partials[k].clone(),
-                (ReductionTarget::Discard, Some(_)) => Carrier::detached(
-                    c,
-                    super::next_id(),
-                    "redundant elements' part, discarded",
-                    HostBuffer::zeroed(c.dtype(), c.dim()),
-                ),
-                _ => c.clone(),
-            },
-        )
-        .collect()
-}
-
-/// Locks each carrier of `uses` (a carrier, and whether that use writes it) once, in order of
-/// first use: for writing where any of its uses writes, shared otherwise.
-pub(crate) fn lock_once<'a>(
-    uses: &[(&'a Arc<Carrier>, bool)],
-    kernel: &str,
-) -> Result<Vec<(u64, LoopLock<'a>)>> {
-    let mut locked = Vec::with_capacity(uses.len());
-    for (c, _) in uses {
-        if !locked.iter().any(|(id, _)| *id == c.id) {
-            let writes = uses.iter().any(|(d, w)| d.id == c.id && *w);
-            locked.push((c.id, c.lock_for_loop(kernel, writes)?));
-        }
-    }
-    Ok(locked)
-}
-
-/// The data pointer of carrier `id` among those [`lock_once`] locked.
-pub(crate) fn locked_pointer(locked: &mut [(u64, LoopLock<'_>)], id: u64) -> *mut c_void {
-    let (_, guard) = locked
-        .iter_mut()
-        .find(|(i, _)| *i == id)
-        .expect("every carrier was locked together");
-    guard.pointer()
-}
-
-/// The reduction an access folds partial results with.
-pub(crate) fn reduce_op(access: Access) -> ReduceOp {
-    match access {
-        Access::Min => ReduceOp::Min,
-        Access::Max => ReduceOp::Max,
-        _ => ReduceOp::Sum,
-    }
-}
 
 impl RuntimeShared {
     /// The one place pending work runs. Takes what `wanted` needs from the graph (and, across

@@ -2,8 +2,9 @@
 //! as seed 002's figures label them, edges as its figures draw them, Graphviz dot), and the
 //! handle `par_loop` returns, which says whether its loop is still pending.
 
-use super::execute::{RuntimeShared, lock};
+use super::shared::RuntimeShared;
 use super::steps::Step;
+use super::sync::lock;
 use crate::error::Result;
 use crate::trace::Graph;
 use std::collections::HashMap;
@@ -193,7 +194,7 @@ impl LoopHandle {
         match self.runtime.upgrade() {
             Some(rt) => {
                 let _order = lock(&rt.exec);
-                rt.force(super::execute::Wanted::Nodes(&self.nodes))
+                rt.force(super::shared::Wanted::Nodes(&self.nodes))
             }
             None => Ok(()),
         }

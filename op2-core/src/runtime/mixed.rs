@@ -6,8 +6,9 @@
 //! section, so across ranks it has a halo like any set), on which op2-la's block matrices and
 //! the solvers see a mixed Dat as one vector.
 
-use super::execute::lock;
-use super::{Runtime, next_id};
+use super::Runtime;
+use super::sync::lock;
+use super::sync::next_id;
 use crate::access::Access;
 use crate::arg::{Arg, ArgTarget, PerEntry, Via};
 use crate::carrier::{CarrierKind, Dat};

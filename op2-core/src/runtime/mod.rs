@@ -1,35 +1,53 @@
 //! The runtime: declares sets, maps and data, validates and records `par_loop`s in the lazy trace,
-//! and runs them on the chosen backend when their results are needed. Split by job: `builder` (the
-//! configuration), `validate` (checking a loop's args), `steps` (a loop split into its section
-//! steps), `execute` (running recorded work) and `timing` (per-kernel timings); this file declares
-//! data and records loops.
+//! and runs them on the chosen backend when their results are needed. This file is the front: the
+//! `Runtime` handle, declaring data and recording a loop. The modules below it, bottom up, each
+//! using only those before it:
+//!
+//! 1. core: `sync` (ids, locks), `record` (a recorded loop), `stats`, `timing`, `validate`,
+//!    `steps` (a loop as its section steps);
+//! 2. subsystem states, each owning its state and the decisions that need no runtime:
+//!    `checkpoint`, `extrusion`, `fusion`, `tiling`, `temporaries`, `memory`;
+//! 3. the hub, `shared`: the state a runtime's handles, data and loop handles share;
+//! 4. execution on the hub: `execute` (forcing, running steps) and the subsystems' `run`
+//!    modules, `graph_view` (loop handles, the pending graph);
+//! 5. the front: this file, `builder`, and what each feature adds to `Runtime`: `extrusion::lower`,
+//!    `mixed`, `per_entry`, `subset`, `algebra`, `memory::report`, `temporaries::run`.
 
-mod algebra;
-mod builder;
-mod checkpoint;
-mod execute;
-mod extrusion;
-mod fusion;
-mod graph_view;
-mod memory;
-mod mixed;
-mod per_entry;
+// 1. Core.
+mod record;
 mod stats;
 mod steps;
-mod subset;
-mod temporaries;
-mod tiling;
+mod sync;
 mod timing;
 mod validate;
+// 2. Subsystem states (each with its work on the hub, or its API, in child modules).
+mod checkpoint;
+mod extrusion;
+mod fusion;
+mod memory;
+mod temporaries;
+mod tiling;
+// 3. The hub.
+mod shared;
+// 4. Execution on the hub.
+mod execute;
+mod graph_view;
+// 5. The front's features.
+mod algebra;
+mod builder;
+mod mixed;
+mod per_entry;
+mod subset;
 
 pub use algebra::ArithOp;
 pub use builder::RuntimeBuilder;
 pub use checkpoint::CheckpointStats;
-pub use execute::{LoopRecord, RuntimeShared};
 pub use extrusion::Region;
 pub use graph_view::{GraphNode, LoopHandle, NodeKind, PendingGraph};
 pub use memory::{MemoryKind, MemoryReport, MemoryUse};
 pub use mixed::{MixedDat, MixedMap, MixedSet};
+pub use record::LoopRecord;
+pub use shared::RuntimeShared;
 pub use stats::LazyStats;
 pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 
@@ -42,22 +60,14 @@ use crate::dtype::{HostBuffer, IntoValues, Scalar};
 use crate::error::{Op2Error, Result};
 use crate::kernel::Kernel;
 use crate::map::Map;
-use crate::registry::find_backend;
 use crate::set::{Set, SetHalo, SetSizes};
 use crate::signature::{ConstSig, LoopSignature};
-use crate::trace::{Graph, Pending};
+use crate::trace::Pending;
 use checkpoint::DeclaredAs;
-use execute::{State, lock};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use steps::{Recording, Step};
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-pub(crate) fn next_id() -> u64 {
-    NEXT_ID.fetch_add(1, Ordering::Relaxed)
-}
+use sync::{lock, next_id};
 
 /// An op2 runtime: one backend, one configuration, one lazy trace. Cheap to clone (a shared handle).
 ///
@@ -117,48 +127,8 @@ impl Runtime {
 
     /// A runtime with this configuration, one rank of the ranks `comm` connects.
     pub fn with_communicator(config: Config, comm: Arc<dyn Communicator>) -> Result<Runtime> {
-        let checkpoint = match &config.checkpoint {
-            Some(c) => Some(Mutex::new(checkpoint::Checkpointer::new(
-                c.clone(),
-                &*comm,
-            )?)),
-            None => None,
-        };
-        let factory = find_backend(&config.backend)?;
-        let backend = (factory.create)(&config)?;
         Ok(Runtime {
-            shared: Arc::new(RuntimeShared {
-                id: next_id(),
-                config,
-                backend,
-                comm,
-                state: Mutex::new(State {
-                    trace: Graph::default(),
-                    last_exchange: HashMap::new(),
-                    subset_maps: HashMap::new(),
-                    extruded: Default::default(),
-                    pending_frees: Vec::new(),
-                    epoch: 0,
-                    prepared: HashMap::new(),
-                    consts: Vec::new(),
-                }),
-                exec: Mutex::new(()),
-                executed: AtomicU64::new(0),
-                recorded: AtomicU64::new(0),
-                exchanges: AtomicU64::new(0),
-                timings: Mutex::new(Vec::new()),
-                dat_traffic: Mutex::new(Vec::new()),
-                history: checkpoint
-                    .as_ref()
-                    .map(|_| Mutex::new(checkpoint::History::default())),
-                checkpoint,
-                declared: Mutex::new(memory::Declared::default()),
-                stats: Mutex::new(LazyStats::default()),
-                pool: Mutex::new(temporaries::Pool::default()),
-                fusions: Mutex::new(fusion::Fusions::default()),
-                tilings: Mutex::new(tiling::TilingCache::default()),
-                algebra: Mutex::new(algebra::AlgebraKernels::new()),
-            }),
+            shared: Arc::new(RuntimeShared::new(config, comm)?),
         })
     }
 

@@ -4,7 +4,7 @@
 //! last parameters; the loop then runs that kernel like any other, on every backend.
 
 use super::Runtime;
-use super::execute::lock;
+use super::sync::lock;
 use crate::access::Access;
 use crate::arg::{Arg, ArgTarget, PerEntry, Via};
 use crate::dtype::DType;

@@ -8,12 +8,13 @@
 //! halo staleness of its Dats), never on how many elements a section has, so every rank records
 //! the same graph. Each step states the data sections it reads and writes: the graph's edges.
 
-use super::LoopRecord;
+use super::record::LoopRecord;
 use super::stats::LazyStats;
 use crate::access::Access;
 use crate::carrier::{Carrier, CarrierKind, HALO_BOTH};
-use crate::comm::{Communicator, PendingExchange};
+use crate::comm::{Communicator, PendingExchange, ReduceOp};
 use crate::config::LazyOptions;
+use crate::dtype::HostBuffer;
 use crate::signature::ArgKind;
 use crate::trace::{DataUse, Pending, section};
 use std::ops::Range;
@@ -514,4 +515,36 @@ fn range_uses(
         sections: section::ALL,
     }));
     (reads, writes)
+}
+/// The data each arg of a loop step works on: the loop's own, except that reduction args
+/// accumulate in this rank's partials across ranks, or in scratch copies thrown away over
+/// elements computed redundantly.
+pub(crate) fn step_carriers(step: &LoopStep) -> Vec<Arc<Carrier>> {
+    let rec = &step.record;
+    let reductions = rec.sig.reduction_args();
+    rec.carriers
+        .iter()
+        .enumerate()
+        .map(
+            |(i, c)| match (&step.reductions, reductions.iter().position(|&r| r == i)) {
+                (ReductionTarget::Partials(r), Some(k)) => r.partials[k].clone(),
+                (ReductionTarget::Discard, Some(_)) => Carrier::detached(
+                    c,
+                    super::sync::next_id(),
+                    "redundant elements' part, discarded",
+                    HostBuffer::zeroed(c.dtype(), c.dim()),
+                ),
+                _ => c.clone(),
+            },
+        )
+        .collect()
+}
+
+/// The reduction an access folds partial results with.
+pub(crate) fn reduce_op(access: Access) -> ReduceOp {
+    match access {
+        Access::Min => ReduceOp::Min,
+        Access::Max => ReduceOp::Max,
+        _ => ReduceOp::Sum,
+    }
 }

@@ -4,8 +4,9 @@
 //! the parent is replaced by its rows at the subset's elements. So every backend, plan and
 //! rank runs subsets with no code of their own.
 
-use super::execute::lock;
-use super::{Runtime, next_id};
+use super::Runtime;
+use super::sync::lock;
+use super::sync::next_id;
 use crate::arg::{Arg, ArgTarget, Via};
 use crate::carrier::CarrierKind;
 use crate::error::{Op2Error, Result};

@@ -1,40 +1,18 @@
-//! Temporary Dats as graph nodes (seed 002's malloc and free closures): a temporary gets its
-//! memory when its `malloc` node runs and gives it back to a pool when its `free` node runs, so
-//! the next temporary of that size reuses it instead of allocating. On device backends the
-//! device holds a temporary's data (its host copy is given back after each loop), so the pool
-//! sees nothing to keep: only host backends reuse memory.
+//! Temporaries declared and released through the runtime, and their malloc and free nodes run on
+//! the hub.
 
-use super::Runtime;
-use super::execute::{RuntimeShared, lock};
-use super::steps::Step;
+use super::KEPT_PER_SIZE;
 use crate::carrier::{Carrier, CarrierKind, Dat, TEMPORARY_LIVE, TEMPORARY_RELEASED};
-use crate::dtype::{DType, HostBuffer, Scalar};
+use crate::dtype::{HostBuffer, Scalar};
 use crate::error::{Op2Error, Result};
+use crate::runtime::Runtime;
+use crate::runtime::shared::RuntimeShared;
+use crate::runtime::steps::Step;
+use crate::runtime::sync::lock;
 use crate::set::Set;
 use crate::trace::{DataUse, Pending, section};
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-
-/// How many released buffers of one size the pool keeps.
-const KEPT_PER_SIZE: usize = 4;
-
-/// Released temporaries' memory, by element type and length.
-#[derive(Default)]
-pub(crate) struct Pool {
-    buffers: HashMap<(DType, usize), Vec<HostBuffer>>,
-}
-
-impl Pool {
-    /// Bytes the pool holds.
-    pub(crate) fn held_bytes(&self) -> u64 {
-        self.buffers
-            .values()
-            .flatten()
-            .map(|b| b.held_bytes() as u64)
-            .sum()
-    }
-}
 
 /// What a malloc or free node touches: every section of the temporary (so it comes before every
 /// loop that uses the temporary, or after). Allocations and releases also run in program order

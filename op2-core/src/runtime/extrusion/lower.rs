@@ -1,13 +1,9 @@
-//! Extruded sets (PyOP2's `ExtrudedSet`): columns of layers over a base set, maps that step by an
-//! offset per layer, iteration regions, and how a loop over one runs. On backends that walk
-//! columns (the host ones) a loop becomes a loop over the base set whose kernel, written here,
-//! reads each column's map row once and calls the user's kernel layer by layer, bottom to top;
-//! elsewhere, and where that order could race, it runs over the extruded set with each map's
-//! rows at every layer (made once). Either way plans, halos, ranks and every backend see an
-//! ordinary loop.
+//! A loop over an extruded set lowered to an ordinary loop: over the base set with a column walk
+//! written here, or over the extruded set with map rows at every layer.
 
-use super::execute::lock;
-use super::{Runtime, next_id};
+use super::{
+    BASE_AT_LAYERS, BOTTOM_ROWS, COLUMN_STARTS, COLUMNS_OF, FACET_ROWS, ROWS_AT_EVERY_LAYER, Region,
+};
 use crate::access::Access;
 use crate::arg::{Arg, ArgTarget, Via};
 use crate::carrier::{Carrier, CarrierKind, Dat};
@@ -15,54 +11,12 @@ use crate::dtype::HostBuffer;
 use crate::error::{Op2Error, Result};
 use crate::kernel::Kernel;
 use crate::map::Map;
+use crate::runtime::Runtime;
+use crate::runtime::sync::{lock, next_id};
 use crate::set::{Layers, Set};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Arc;
-
-/// Which layers of an extruded set a loop runs (PyOP2's iteration regions).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Region {
-    /// Every element of every column.
-    #[default]
-    All,
-    /// The bottom element of each column.
-    Bottom,
-    /// The top element of each column.
-    Top,
-    /// Each pair of vertically adjacent cells, once: maps give the lower cell's row followed by
-    /// the upper cell's (twice the arity), so a kernel sees both sides of the facet between them.
-    InteriorFacets,
-}
-
-/// What the runtime made for extruded loops, made once each.
-#[derive(Default)]
-pub(crate) struct ExtrusionCache {
-    /// Derived maps, by (kind, map or set id, the other id or 0).
-    maps: HashMap<(u8, u64, u64), Map>,
-    /// The interior-facet set of each extruded set (by the set's id).
-    facets: HashMap<u64, Set>,
-    /// Bottom and top subsets (by set id and region).
-    ends: HashMap<(u64, Region), Set>,
-    /// Elements per column of sets whose columns differ (by set id), as a Dat on the base set.
-    lengths: HashMap<u64, Arc<Carrier>>,
-    /// Kernels the runtime wrote (column walks, entry walks), by their source.
-    kernels: HashMap<String, Kernel>,
-}
-
-impl ExtrusionCache {
-    /// The kernel the runtime wrote as `source`, made once.
-    pub(crate) fn kernel(&mut self, source: String, make: impl FnOnce() -> Kernel) -> Kernel {
-        self.kernels.entry(source).or_insert_with(make).clone()
-    }
-}
-
-const ROWS_AT_EVERY_LAYER: u8 = 0;
-const BOTTOM_ROWS: u8 = 1;
-const COLUMN_STARTS: u8 = 2;
-const BASE_AT_LAYERS: u8 = 3;
-const FACET_ROWS: u8 = 4;
-const COLUMNS_OF: u8 = 5;
 
 impl Runtime {
     /// Declares the extruded set over `base` with `layers` node layers per column, named
@@ -191,8 +145,11 @@ impl Runtime {
             name,
         )?;
         lock(&self.shared.declared).map(&map.0);
-        self.shared
-            .checkpoint_declare("map", name, super::DeclaredAs::Map(&map))?;
+        self.shared.checkpoint_declare(
+            "map",
+            name,
+            crate::runtime::checkpoint::DeclaredAs::Map(&map),
+        )?;
         Ok(map)
     }
 
@@ -205,7 +162,7 @@ impl Runtime {
         set: &Set,
         region: Region,
         args: impl IntoIterator<Item = Arg>,
-    ) -> Result<super::LoopHandle> {
+    ) -> Result<crate::runtime::LoopHandle> {
         let args: Vec<Arg> = args.into_iter().collect();
         self.own("set", set.name(), set.runtime_id())?;
         // Interior facets first: a loop over every layer of the facets' own set, each map from
@@ -222,7 +179,7 @@ impl Runtime {
         };
         let set = &set;
         // Pointer arrays declared longer than the rows they get (PyOP2's kernels), padded.
-        let short = super::per_entry::short_rows(kernel, &args);
+        let short = crate::runtime::per_entry::short_rows(kernel, &args);
         let (padded, args) = if short.is_empty() {
             (None, args)
         } else {
@@ -338,15 +295,22 @@ impl Runtime {
                 _ => false,
             };
             let (sig, carrier) = if on_base {
-                super::validate::check_arg(self.shared.id, kernel, base, i, a, &mut base_maps)?
+                crate::runtime::validate::check_arg(
+                    self.shared.id,
+                    kernel,
+                    base,
+                    i,
+                    a,
+                    &mut base_maps,
+                )?
             } else {
-                super::validate::check_arg(self.shared.id, kernel, set, i, a, &mut maps)?
+                crate::runtime::validate::check_arg(self.shared.id, kernel, set, i, a, &mut maps)?
             };
             carrier.check_not_released(&format!("loop `{}`", kernel.name()))?;
             sigs.push(sig);
             carriers.push(carrier);
         }
-        super::validate::check_kernel_params(kernel, &sigs, &carriers)
+        crate::runtime::validate::check_kernel_params(kernel, &sigs, &carriers)
     }
 
     /// Whether a loop over `set` with `args` can walk columns: the backend can, every map is
@@ -512,7 +476,7 @@ impl Runtime {
         let name = format!("op2_col_{}", kernel.name());
         let mut src = String::new();
         // Host backends only: GNU C's attribute makes sure.
-        src.push_str(&super::per_entry::inlined_source(
+        src.push_str(&crate::runtime::per_entry::inlined_source(
             kernel,
             "__attribute__((always_inline)) ",
         ));
@@ -533,7 +497,7 @@ impl Runtime {
         src.push_str(&setup);
         let _ = writeln!(src, "    {}({});", kernel.name(), call.join(", "));
         src.push_str("  }\n}\n");
-        src.push_str(&super::per_entry::end_part(kernel));
+        src.push_str(&crate::runtime::per_entry::end_part(kernel));
         let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
             if steps {
                 Kernel::column_walk(&name, src)

@@ -4,17 +4,19 @@
 //! what the one before it wrote) fuse alike: every arg reaches only the element's own row, so
 //! running the kernels element by element gives what running the loops one after another does.
 //! The fused kernel is written once per combination and compiled through the backend like any
-//! kernel; a combination that does not compile (two kernels' helpers clash) runs unfused.
+//! kernel; a combination that does not compile (two kernels' helpers clash) runs unfused. This
+//! module decides what fuses and writes the fused code (below the hub); `run` fuses nodes of
+//! the pending graph and runs them.
 
-use super::LoopRecord;
-use super::execute::{RuntimeShared, State, lock};
-use super::steps::{LoopStep, ReductionTarget, Step};
+mod run;
+
+use super::record::LoopRecord;
+use super::steps::Step;
 use crate::access::Access;
 use crate::backend::PreparedLoop;
-use crate::carrier::{Carrier, CarrierKind};
-use crate::error::Result;
+use crate::carrier::Carrier;
 use crate::kernel::Kernel;
-use crate::signature::{ArgKind, ArgSig, ConstSig, LoopSignature};
+use crate::signature::{ArgKind, ArgSig, LoopSignature};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -220,195 +222,4 @@ fn fused_source(name: &str, members: &[&LoopRecord], u: &Unified) -> String {
         let _ = writeln!(s, "#undef {name}");
     }
     s
-}
-
-impl RuntimeShared {
-    /// Whether node `c` can join `group` (nodes of `st`'s graph) in one fused loop.
-    pub(crate) fn can_fuse(&self, st: &State, group: &[u64], c: u64) -> bool {
-        if group.len() >= MAX_MEMBERS {
-            return false;
-        }
-        let step = |n: u64| match st.trace.get(n).map(|x| &x.work) {
-            Some(Step::Loop(l)) if fusable(&l.record) => Some(l),
-            _ => None,
-        };
-        let (Some(first), Some(cand)) = (step(group[0]), step(c)) else {
-            return false;
-        };
-        let same_target = matches!(
-            (&first.reductions, &cand.reductions),
-            (ReductionTarget::Globals, ReductionTarget::Globals)
-                | (ReductionTarget::Partials(_), ReductionTarget::Partials(_))
-                | (ReductionTarget::Discard, ReductionTarget::Discard)
-        );
-        if first.record.set.id() != cand.record.set.id()
-            || first.range != cand.range
-            || first.part != cand.part
-            || !same_target
-            || first.range.is_empty()
-        {
-            return false;
-        }
-        let opts = self.config.lazy_opts;
-        let chained = st.trace.preds(c).any(|p| group.contains(&p));
-        if !(if chained {
-            opts.chain_fusion
-        } else {
-            opts.sibling_fusion
-        }) {
-            return false;
-        }
-        let mut members: Vec<&LoopRecord> = group
-            .iter()
-            .filter_map(|n| step(*n).map(|l| &*l.record))
-            .collect();
-        members.push(&cand.record);
-        unify(&members).is_some()
-    }
-
-    /// Runs loop steps (over the same range of the same set) as one fused loop. `None`, having
-    /// run nothing, when they cannot run as one now: their fused code does not compile, or some
-    /// of their data is borrowed on the host (the caller then runs them one by one, and only
-    /// those that need the borrowed data fail).
-    pub(crate) fn try_run_fused(&self, steps: &[LoopStep]) -> Option<Result<()>> {
-        let members: Vec<&LoopRecord> = steps.iter().map(|s| &*s.record).collect();
-        let u = unify(&members)?;
-        let consts = member_consts(&members);
-        let free = u
-            .carriers
-            .iter()
-            .chain(&consts)
-            .all(|c| c.lock_for_loop("fused loops", true).is_ok());
-        if !free {
-            return None;
-        }
-        let code = self.fused_code(&members, &u, &consts)?;
-        // Each fused arg's data as this run sees it (a reduction's partials across ranks).
-        let mut carriers = u.carriers.clone();
-        for (step, mine) in steps.iter().zip(&u.per_member) {
-            let own = super::execute::step_carriers(step);
-            for (k, &i) in mine.iter().enumerate() {
-                if own[k].id != step.record.carriers[k].id {
-                    carriers[i] = own[k].clone();
-                }
-            }
-        }
-        let first = &steps[0];
-        let seconds = match self.run_prepared(
-            "fused loops",
-            &code.sig,
-            &code.prepared,
-            &first.record.set,
-            first.range.clone(),
-            &carriers,
-            &[],
-            &consts,
-        ) {
-            Ok(s) => s,
-            Err(e) => return Some(Err(e)),
-        };
-        self.backend.loop_done(&carriers);
-        // Time is shared among the loops by the bytes each would move on its own.
-        let own: Vec<u64> = members
-            .iter()
-            .map(|r| direct_bytes(&r.sig.args, &r.carriers, first.range.len()))
-            .collect();
-        let total: u64 = own.iter().map(|b| (*b).max(1)).sum();
-        for (step, b) in steps.iter().zip(&own) {
-            self.loop_step_done(step, seconds * (*b).max(1) as f64 / total as f64);
-        }
-        let fused = direct_bytes(&u.sigs, &u.carriers, first.range.len());
-        lock(&self.stats).fusion_bytes_saved += own.iter().sum::<u64>().saturating_sub(fused);
-        Some(Ok(()))
-    }
-
-    /// The compiled fused loop for `members`, written and compiled the first time.
-    fn fused_code(
-        &self,
-        members: &[&LoopRecord],
-        u: &Unified,
-        consts: &[Arc<Carrier>],
-    ) -> Option<Arc<FusedCode>> {
-        let key = FusionKey {
-            kernels: members.iter().map(|r| r.sig.kernel.id()).collect(),
-            per_member: u.per_member.clone(),
-            sigs: u.sigs.clone(),
-            consts: consts.iter().map(|c| c.id).collect(),
-        };
-        let mut f = lock(&self.fusions);
-        if let Some(code) = f.codes.get(&key) {
-            return code.clone();
-        }
-        f.next += 1;
-        let name = format!("op2_fused_{}", f.next);
-        drop(f);
-        let kernel = Kernel::fused(
-            &name,
-            fused_source(&name, members, u),
-            members
-                .iter()
-                .zip(&u.per_member)
-                .map(|(r, args)| (r.sig.kernel.clone(), args.clone()))
-                .collect(),
-        );
-        let ids: Vec<u64> = u.carriers.iter().map(|c| c.id).collect();
-        let sig = LoopSignature {
-            kernel,
-            args: u.sigs.clone(),
-            consts: consts
-                .iter()
-                .map(|c| ConstSig {
-                    name: c.name.clone(),
-                    dtype: c.dtype(),
-                    dim: c.dim,
-                })
-                .collect(),
-            n_maps: 0,
-            data: LoopSignature::data_classes(&ids),
-        };
-        let code = match self.backend.prepare(&sig) {
-            Ok(prepared) => Some(Arc::new(FusedCode {
-                sig: Arc::new(sig),
-                prepared,
-            })),
-            Err(e) => {
-                if std::env::var_os("OP2_DEBUG_FUSION").is_some() {
-                    eprintln!("op2: fused loops run unfused: {e}");
-                }
-                None
-            }
-        };
-        lock(&self.fusions).codes.insert(key, code.clone());
-        code
-    }
-}
-
-/// The Consts of every loop, each once, in order of first use.
-fn member_consts(members: &[&LoopRecord]) -> Vec<Arc<Carrier>> {
-    let mut consts: Vec<Arc<Carrier>> = Vec::new();
-    for rec in members {
-        for c in &rec.consts {
-            if !consts.iter().any(|d| d.id == c.id) {
-                consts.push(c.clone());
-            }
-        }
-    }
-    consts
-}
-
-/// Bytes direct args `sigs` on `carriers` move over `n` elements by OP2's convention: each Dat
-/// arg's rows once when read or written, twice when both (Globals and Consts not counted).
-fn direct_bytes(sigs: &[ArgSig], carriers: &[Arc<Carrier>], n: usize) -> u64 {
-    sigs.iter()
-        .zip(carriers)
-        .filter(|(_, c)| matches!(c.kind(), CarrierKind::Dat(_)))
-        .map(|(a, _)| {
-            let row = (a.dim * a.dtype.size()) as u64;
-            let times = match a.access {
-                Access::Read | Access::Write => 1,
-                _ => 2,
-            };
-            row * n as u64 * times
-        })
-        .sum()
 }
