@@ -7,8 +7,10 @@
 #![cfg_attr(not(feature = "mpi"), allow(unreachable_code, unused_variables))]
 
 use crate::values::OutputValue;
-use across::{Distributed, GMap, GSet};
+use across::Distributed;
+use mesh::{MapKind, SetInner, SetKind};
 use op2::{Access, Arg, Const, Kernel, Op2Error, Result, Runtime as Op2Runtime, Scalar};
+use partition::not_distributed;
 use std::cell::OnceCell;
 use std::rc::Rc;
 
@@ -17,6 +19,11 @@ use std::rc::Rc;
 #[cfg(feature = "mpi")]
 mod across;
 mod columns;
+mod mesh;
+mod partition;
+
+pub use mesh::{Map, Set};
+pub use partition::{NOT_DISTRIBUTED, Partition};
 #[cfg(not(feature = "mpi"))]
 mod across {
     use op2::{Result, Runtime, Scalar};
@@ -60,43 +67,6 @@ mod across {
         ) -> Result<Option<Vec<T>>> {
             match *self {}
         }
-    }
-}
-
-/// The kernel name of [`Op2Error::Unsupported`] errors meaning "this case cannot run across
-/// ranks" (the runner reports the case as skipped there).
-pub const NOT_DISTRIBUTED: &str = "(not across ranks)";
-
-/// How the distributed harness partitions each case's mesh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Partition {
-    /// Contiguous blocks of every set in declaration order.
-    Blocks,
-    /// METIS on the graph of the case's first map (blocks when it declares none), renumbered.
-    Metis,
-}
-
-impl Partition {
-    /// The name the runner and the tables use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Partition::Blocks => "blocks",
-            Partition::Metis => "metis",
-        }
-    }
-
-    /// The partition called `name`.
-    pub fn from_name(name: &str) -> Option<Partition> {
-        [Partition::Blocks, Partition::Metis]
-            .into_iter()
-            .find(|p| p.name() == name)
-    }
-}
-
-fn not_distributed(reason: &str) -> Op2Error {
-    Op2Error::Unsupported {
-        kernel: NOT_DISTRIBUTED.into(),
-        reason: reason.into(),
     }
 }
 
@@ -250,94 +220,6 @@ impl CaseRuntime {
     }
 }
 
-enum SetKind {
-    Plain(op2::Set),
-    Global(GSet, Rc<Distributed>, Op2Runtime),
-    /// Extruded over a base set of either kind.
-    Columns(Rc<columns::Columns>),
-}
-
-struct SetInner {
-    /// Global size.
-    size: usize,
-    inner: SetKind,
-}
-
-/// A set of a case's mesh (cheap to clone).
-#[derive(Clone)]
-pub struct Set(Rc<SetInner>);
-
-impl Set {
-    /// Number of elements in the whole mesh.
-    pub fn size(&self) -> usize {
-        self.0.size
-    }
-
-    /// This rank's set itself (the whole set in one process; partitioning first across
-    /// ranks), for what the case runtime does not wrap (mixed sets).
-    pub fn op2(&self) -> Result<op2::Set> {
-        self.local()
-    }
-
-    fn local(&self) -> Result<op2::Set> {
-        match &self.0.inner {
-            SetKind::Plain(s) => Ok(s.clone()),
-            SetKind::Global(g, d, rt) => d.set(rt, *g),
-            SetKind::Columns(c) => Ok(c.local()?.0.clone()),
-        }
-    }
-
-    /// The global number of each local element (halos included): `None` in one process.
-    fn ids(&self) -> Result<Option<Vec<u64>>> {
-        match &self.0.inner {
-            SetKind::Plain(_) => Ok(None),
-            SetKind::Global(g, d, rt) => Ok(Some(d.global_ids(rt, *g)?.to_vec())),
-            SetKind::Columns(c) => Ok(c.local()?.1.clone()),
-        }
-    }
-
-    /// Whether the set is split across ranks.
-    fn distributed(&self) -> bool {
-        match &self.0.inner {
-            SetKind::Plain(_) => false,
-            SetKind::Global(..) => true,
-            SetKind::Columns(c) => c.distributed(),
-        }
-    }
-
-    fn global(&self) -> Option<(GSet, &Rc<Distributed>, &Op2Runtime)> {
-        match &self.0.inner {
-            SetKind::Plain(_) | SetKind::Columns(_) => None,
-            SetKind::Global(g, d, rt) => Some((*g, d, rt)),
-        }
-    }
-}
-
-enum MapKind {
-    Plain(op2::Map),
-    Global(GMap, Rc<Distributed>, Op2Runtime),
-    /// From an extruded set.
-    Columns(Rc<columns::ColumnMap>),
-}
-
-/// A map of a case's mesh.
-pub struct Map(MapKind);
-
-impl Map {
-    /// This rank's map itself, for what the case runtime does not wrap (mixed maps).
-    pub fn op2(&self) -> Result<op2::Map> {
-        self.local()
-    }
-
-    fn local(&self) -> Result<op2::Map> {
-        match &self.0 {
-            MapKind::Plain(m) => Ok(m.clone()),
-            MapKind::Global(g, d, rt) => d.map(rt, *g),
-            MapKind::Columns(m) => m.local(),
-        }
-    }
-}
-
 enum DatKind<T> {
     Plain(op2::Dat<T>),
     /// Across ranks: the global values until the first need, then this rank's Dat.
@@ -482,7 +364,7 @@ impl<T: OutputValue> Dat<T> {
         match (&self.0.set.0.inner, self.0.set.global()) {
             (SetKind::Columns(_), _) => match self.0.set.ids()? {
                 None => Ok(Some(d.to_vec()?)),
-                Some(ids) => columns::gather(&self.0.rt, &d, &ids, self.0.set.size()),
+                Some(ids) => mesh::gather(&self.0.rt, &d, &ids, self.0.set.size()),
             },
             (_, None) => Ok(Some(d.to_vec()?)),
             (_, Some((_, dist, rt))) => dist.gather(rt, &d),

@@ -2,7 +2,7 @@
 //! numbering on an op2-mpi `MeshBuilder` until its first loop, then partitioned collectively, and
 //! this rank's part of it.
 
-use super::{Partition, not_distributed};
+use super::partition::{Partition, not_distributed};
 use op2::mpi::{
     GlobalMap, GlobalSet, Input, LocalMesh, MeshBuilder, MpiError, Options, Partitioner,
 };
