@@ -92,6 +92,15 @@ fn imports(source: &str, known: &BTreeMap<String, (usize, String)>) -> BTreeSet<
             let mut first = path.next().unwrap_or("").trim().to_string();
             if LAYERS.contains(&first.as_str()) && first != "runtime" {
                 first = path.next().unwrap_or("").trim().to_string();
+            } else if first != "runtime" && known.contains_key(&first) {
+                // `crate::carrier` is the root's alias of `crate::model::carrier`: the layer
+                // path says where a module sits.
+                panic!(
+                    "`crate::{}` goes through the root's alias: import it by its layer's path \
+                     (crate::{}::{first})",
+                    item.trim(),
+                    LAYERS[known[&first].0]
+                );
             }
             assert!(
                 known.contains_key(&first),
@@ -155,10 +164,17 @@ fn a_path_through_the_root_is_refused() {
 }
 
 #[test]
+#[should_panic(expected = "import it by its layer's path (crate::model::carrier)")]
+fn a_root_alias_is_refused() {
+    imports("use crate::carrier::Dat;", &modules());
+}
+
+#[test]
 fn the_check_sees_imports_in_every_form() {
     let mods = modules();
     let found = imports(
-        "use crate::carrier::Dat;\nuse crate::{map::{Map, self}, set};\n// use crate::runtime;\n\
+        "use crate::model::carrier::Dat;\nuse crate::{model::map::{Map, self}, model::set};\n\
+         // use crate::runtime;\n\
          fn f() { crate::contract::backend::x(); $crate::__private::y(); }",
         &mods,
     );

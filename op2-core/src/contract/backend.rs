@@ -1,13 +1,13 @@
 //! The backend contract: `Backend` (run a loop's prepared code, move data home), `PreparedLoop`,
 //! `Codegen`, and what a device backend reports about its data (`DataState`, `DeviceStats`).
 
-use crate::carrier::Carrier;
-use crate::config::Config;
-use crate::error::Result;
-use crate::map::Map;
-use crate::rows::{check_range, check_rows, gather_rows, row_bytes};
-use crate::set::Set;
-use crate::signature::LoopSignature;
+use crate::contract::config::Config;
+use crate::contract::rows::{check_range, check_rows, gather_rows, row_bytes};
+use crate::model::carrier::Carrier;
+use crate::model::error::Result;
+use crate::model::map::Map;
+use crate::model::set::Set;
+use crate::model::signature::LoopSignature;
 use std::any::Any;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};

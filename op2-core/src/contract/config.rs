@@ -1,13 +1,13 @@
 //! Runtime configuration: the `OP2_*` environment variables and their programmatic equivalents, the
-//! shared ones as fields and each backend's own as declared [`crate::settings`].
+//! shared ones as fields and each backend's own as declared [`crate::contract::settings`].
 
-use crate::error::{Op2Error, Result};
-use crate::settings::{SettingValues, parse_flag};
+use crate::contract::settings::{SettingValues, parse_flag};
+use crate::model::error::{Op2Error, Result};
 use std::path::PathBuf;
 
 /// Settings of one runtime. [`Config::from_env`] reads the environment; the runtime builder overrides.
 /// The fields are what the runtime and every backend share; a backend's own settings are in
-/// [`Config::settings`], declared by the backend (see [`crate::settings`]).
+/// [`Config::settings`], declared by the backend (see [`crate::contract::settings`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Backend name (`OP2_BACKEND`, default `seq`).
@@ -108,7 +108,9 @@ impl CheckpointEvery {
             CheckpointEvery::Loops(0) | CheckpointEvery::Kernel { every: 0, .. } => {
                 Some("the interval must be at least 1")
             }
-            CheckpointEvery::Kernel { kernel, .. } if !crate::names::is_c_identifier(kernel) => {
+            CheckpointEvery::Kernel { kernel, .. }
+                if !crate::model::names::is_c_identifier(kernel) =>
+            {
                 Some("the kernel must be a C identifier")
             }
             _ => None,

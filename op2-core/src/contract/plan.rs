@@ -3,11 +3,11 @@
 //! the staging of indirect data (PyOP2's parallel execution plan). `op2-plan` builds and caches
 //! plans; backends consume them.
 
-use crate::access::Access;
-use crate::backend::LoopInvocation;
-use crate::error::Result;
-use crate::map::Map;
-use crate::signature::{ArgKind, LoopSignature};
+use crate::contract::backend::LoopInvocation;
+use crate::model::access::Access;
+use crate::model::error::Result;
+use crate::model::map::Map;
+use crate::model::signature::{ArgKind, LoopSignature};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;

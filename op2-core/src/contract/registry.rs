@@ -3,10 +3,10 @@
 //! backend by name here, and reads every registered backend's declared settings from the
 //! environment.
 
-use crate::backend::Backend;
-use crate::config::{Config, nonempty};
-use crate::error::{Op2Error, Result};
-use crate::settings::Setting;
+use crate::contract::backend::Backend;
+use crate::contract::config::{Config, nonempty};
+use crate::contract::settings::Setting;
+use crate::model::error::{Op2Error, Result};
 use std::sync::OnceLock;
 
 /// A registered backend: how to make one, and which Cargo feature of `op2` brings it in.

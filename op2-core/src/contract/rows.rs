@@ -1,8 +1,8 @@
 //! Rows of a carrier's bytes: sizes, bounds checks and gathers that halo packing needs, shared by
 //! the default [`Backend`](crate::Backend) methods and the device backends' data tables.
 
-use crate::carrier::{Carrier, CarrierKind};
-use crate::error::{Op2Error, Result};
+use crate::model::carrier::{Carrier, CarrierKind};
+use crate::model::error::{Op2Error, Result};
 
 /// Bytes of one row of a carrier: its dim times its element size.
 pub fn row_bytes(carrier: &Carrier) -> usize {

@@ -4,7 +4,7 @@
 //! `builder().setting(name, value)`, checks both against the declaration, and hands them to the
 //! backend in its [`crate::Config`]; first- and third-party backends alike.
 
-use crate::error::{Op2Error, Result};
+use crate::model::error::{Op2Error, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -1,10 +1,10 @@
 //! Loop args: which data a kernel parameter sees, how it is reached (direct, map entry, whole row) and
 //! the access mode; plus OP2-style constructors that also declare dim and type for checking.
 
-use crate::access::Access;
-use crate::carrier::{Carrier, Const, Dat, Global};
-use crate::dtype::Scalar;
-use crate::map::Map;
+use crate::model::access::Access;
+use crate::model::carrier::{Carrier, Const, Dat, Global};
+use crate::model::dtype::Scalar;
+use crate::model::map::Map;
 use std::sync::Arc;
 
 /// How a Dat arg is reached from the loop's element.

@@ -1,11 +1,11 @@
 //! Data carriers: Dats (data on a set), Globals (reduction targets and small read-only arrays) and
 //! Consts (named values visible in every kernel), sharing one untyped core, plus their host guards.
 
-use crate::comm::Communicator;
-use crate::dtype::{DType, HostBuffer, Scalar};
-use crate::error::{Op2Error, Result};
-use crate::set::Set;
-use crate::trace::section;
+use crate::model::comm::Communicator;
+use crate::model::dtype::{DType, HostBuffer, Scalar};
+use crate::model::error::{Op2Error, Result};
+use crate::model::set::Set;
+use crate::model::trace::section;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
@@ -49,7 +49,7 @@ impl CarrierOwner for NoOwner {
         Ok(())
     }
     fn communicator(&self) -> Arc<dyn Communicator> {
-        Arc::new(crate::comm::SelfCommunicator)
+        Arc::new(crate::model::comm::SelfCommunicator)
     }
     fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
         self

@@ -4,8 +4,8 @@
 //! one whose ranks are threads ([`thread_communicators`]), so distributed execution is tested
 //! without `mpirun`. The MPI implementation lives in `op2-mpi`.
 
-use crate::dtype::DType;
-use crate::error::{Op2Error, Result};
+use crate::model::dtype::DType;
+use crate::model::error::{Op2Error, Result};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex};

@@ -1,7 +1,7 @@
 //! The one error type of op2-rs: every misuse and every failure is a variant naming the objects involved.
 
-use crate::access::Access;
-use crate::dtype::DType;
+use crate::model::access::Access;
+use crate::model::dtype::DType;
 use std::path::PathBuf;
 
 /// Shorthand for results whose error is [`Op2Error`].

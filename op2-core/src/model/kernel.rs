@@ -1,9 +1,9 @@
 //! Kernels: a name and C99 source, with the parameter list read from the source so that `par_loop`
 //! can check parameter count, element types and shapes against its args.
 
-use crate::dtype::DType;
-use crate::error::{Op2Error, Result};
-use crate::names::is_c_identifier;
+use crate::model::dtype::DType;
+use crate::model::error::{Op2Error, Result};
+use crate::model::names::is_c_identifier;
 use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -52,9 +52,12 @@ static NEXT_KERNEL_ID: AtomicU64 = AtomicU64::new(1);
 impl Kernel {
     /// A kernel named `name` (a C identifier) whose `source` defines a function of that name.
     pub fn new(name: &str, source: &str) -> Result<Self> {
-        crate::names::check_user_name("kernel", name)?;
+        crate::model::names::check_user_name("kernel", name)?;
         let (identifiers, params) = read_source(source, name);
-        crate::names::check_source_identifiers(name, identifiers.iter().map(String::as_str))?;
+        crate::model::names::check_source_identifiers(
+            name,
+            identifiers.iter().map(String::as_str),
+        )?;
         if !identifiers.contains(name) {
             return Err(Op2Error::KernelNotFound {
                 kernel: name.into(),

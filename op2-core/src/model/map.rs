@@ -1,7 +1,7 @@
 //! Maps: connectivity from each element of one set to `arity` elements of another, validated at declaration.
 
-use crate::error::{Op2Error, Result};
-use crate::set::Set;
+use crate::model::error::{Op2Error, Result};
+use crate::model::set::Set;
 use std::fmt;
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! symbols, so a user's name can be anything C accepts except that prefix, C's keywords and the
 //! identifiers C reserves for its implementation.
 
-use crate::error::{Op2Error, Result};
+use crate::model::error::{Op2Error, Result};
 
 /// Whether `s` is a C identifier.
 pub fn is_c_identifier(s: &str) -> bool {

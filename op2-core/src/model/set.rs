@@ -1,6 +1,6 @@
 //! Sets: the things a mesh is made of (nodes, edges, cells), with MPI section sizes.
 
-use crate::error::{Op2Error, Result};
+use crate::model::error::{Op2Error, Result};
 use std::fmt;
 use std::sync::Arc;
 
@@ -40,10 +40,10 @@ pub struct HaloNeighbour {
 }
 
 impl HaloNeighbour {
-    /// The elements sent for the halo sections `sections` ([`crate::trace::section`] bits
+    /// The elements sent for the halo sections `sections` ([`crate::model::trace::section`] bits
     /// `EXEC_HALO`, `NONEXEC_HALO`) of the neighbour.
     pub fn send_for(&self, sections: u8) -> &[u32] {
-        use crate::trace::section::{EXEC_HALO, NONEXEC_HALO};
+        use crate::model::trace::section::{EXEC_HALO, NONEXEC_HALO};
         let split = self.send_to_exec.min(self.send.len());
         match (sections & EXEC_HALO != 0, sections & NONEXEC_HALO != 0) {
             (true, true) => &self.send,
@@ -56,7 +56,7 @@ impl HaloNeighbour {
     /// The elements received into the halo sections `sections` of a set whose exec halo ends at
     /// element `exec_end`.
     pub fn receive_for(&self, sections: u8, exec_end: usize) -> &[u32] {
-        use crate::trace::section::{EXEC_HALO, NONEXEC_HALO};
+        use crate::model::trace::section::{EXEC_HALO, NONEXEC_HALO};
         let split = self
             .receive
             .iter()
@@ -89,7 +89,7 @@ impl ExchangeLists {
     /// matching parts. Lists that do not fit, on any rank, fail every rank.
     pub fn into_halo(
         self,
-        comm: &dyn crate::comm::Communicator,
+        comm: &dyn crate::model::comm::Communicator,
         sizes: SetSizes,
         name: &str,
     ) -> Result<SetHalo> {

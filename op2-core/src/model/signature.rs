@@ -1,9 +1,9 @@
 //! Loop signatures: everything about a loop that shapes its generated code (kernel, arg kinds, types,
 //! dims, arities, access modes, consts) and nothing about its data. Compiled code is keyed by it.
 
-use crate::access::Access;
-use crate::dtype::DType;
-use crate::kernel::Kernel;
+use crate::model::access::Access;
+use crate::model::dtype::DType;
+use crate::model::kernel::Kernel;
 
 /// How the generated code reaches one arg.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

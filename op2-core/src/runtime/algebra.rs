@@ -7,12 +7,12 @@
 use super::Runtime;
 use super::shared::RuntimeShared;
 use super::sync::lock;
-use crate::access::{INC, READ, RW, WRITE};
-use crate::arg::Arg;
-use crate::carrier::Dat;
-use crate::dtype::{DType, Scalar};
-use crate::error::{Op2Error, Result};
-use crate::kernel::Kernel;
+use crate::model::access::{INC, READ, RW, WRITE};
+use crate::model::arg::Arg;
+use crate::model::carrier::Dat;
+use crate::model::dtype::{DType, Scalar};
+use crate::model::error::{Op2Error, Result};
+use crate::model::kernel::Kernel;
 
 /// An elementwise operation between two values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,12 +192,12 @@ impl<T: Scalar> Dat<T> {
 
     /// A Global holding `s`, to pass a scalar without compiling a kernel per value. It is the
     /// runtime's own (not declared to checkpointing, which would keep every one).
-    fn scalar<U: Scalar>(rt: &Runtime, s: U, name: &str) -> crate::carrier::Global<U> {
-        crate::carrier::Global::from_carrier(rt.carrier(
-            crate::carrier::CarrierKind::Global,
+    fn scalar<U: Scalar>(rt: &Runtime, s: U, name: &str) -> crate::model::carrier::Global<U> {
+        crate::model::carrier::Global::from_carrier(rt.carrier(
+            crate::model::carrier::CarrierKind::Global,
             name,
             1,
-            crate::dtype::HostBuffer::from_slice(&[s]),
+            crate::model::dtype::HostBuffer::from_slice(&[s]),
         ))
     }
 

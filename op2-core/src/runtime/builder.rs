@@ -2,10 +2,10 @@
 //! code, the shared settings by method and each backend's own by name.
 
 use super::Runtime;
-use crate::comm::Communicator;
-use crate::config::{CheckpointConfig, CheckpointEvery, Config, LazyOptions, TilingMode};
-use crate::error::{Op2Error, Result};
-use crate::registry::find_setting;
+use crate::contract::config::{CheckpointConfig, CheckpointEvery, Config, LazyOptions, TilingMode};
+use crate::contract::registry::find_setting;
+use crate::model::comm::Communicator;
+use crate::model::error::{Op2Error, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -108,7 +108,7 @@ impl RuntimeBuilder {
     }
 
     /// A backend's own setting by name (`cuda_strategy`, `opencl_device`, ...; overrides its
-    /// environment variable). [`crate::registry::known_settings`] lists them; an unknown name or
+    /// environment variable). [`crate::contract::registry::known_settings`] lists them; an unknown name or
     /// a value the setting does not take is a [`Op2Error::Config`] at [`RuntimeBuilder::build`].
     pub fn setting(mut self, name: &str, value: impl ToString) -> Self {
         self.settings.push((name.into(), value.to_string()));

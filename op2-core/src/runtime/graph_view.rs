@@ -5,8 +5,8 @@
 use super::shared::RuntimeShared;
 use super::steps::Step;
 use super::sync::lock;
-use crate::error::Result;
-use crate::trace::Graph;
+use crate::model::error::Result;
+use crate::model::trace::Graph;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Weak};
@@ -47,7 +47,7 @@ pub struct PendingGraph {
     pub nodes: Vec<GraphNode>,
     /// Dependency edges `(from, to)` as positions in `nodes`, with those implied by others left
     /// out (the transitive reduction: seed 002's figures draw them so; beyond
-    /// [`crate::trace::REDUCE_EDGES_UP_TO`] pending nodes, every direct edge).
+    /// [`crate::model::trace::REDUCE_EDGES_UP_TO`] pending nodes, every direct edge).
     pub edges: Vec<(usize, usize)>,
 }
 

@@ -9,14 +9,14 @@
 use super::Runtime;
 use super::sync::lock;
 use super::sync::next_id;
-use crate::access::Access;
-use crate::arg::{Arg, ArgTarget, PerEntry, Via};
-use crate::carrier::{CarrierKind, Dat};
-use crate::dtype::{DType, HostBuffer, Scalar};
-use crate::error::{Op2Error, Result};
-use crate::kernel::Kernel;
-use crate::map::Map;
-use crate::set::{HaloNeighbour, Set, SetHalo, SetSizes};
+use crate::model::access::Access;
+use crate::model::arg::{Arg, ArgTarget, PerEntry, Via};
+use crate::model::carrier::{CarrierKind, Dat};
+use crate::model::dtype::{DType, HostBuffer, Scalar};
+use crate::model::error::{Op2Error, Result};
+use crate::model::kernel::Kernel;
+use crate::model::map::Map;
+use crate::model::set::{HaloNeighbour, Set, SetHalo, SetSizes};
 use std::fmt::Write;
 use std::sync::Arc;
 

@@ -51,18 +51,18 @@ pub use shared::RuntimeShared;
 pub use stats::LazyStats;
 pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 
-use crate::arg::Arg;
-use crate::backend::PreparedLoop;
-use crate::carrier::{Carrier, CarrierKind, Const, Dat, Global, check_len};
-use crate::comm::Communicator;
-use crate::config::Config;
-use crate::dtype::{HostBuffer, IntoValues, Scalar};
-use crate::error::{Op2Error, Result};
-use crate::kernel::Kernel;
-use crate::map::Map;
-use crate::set::{Set, SetHalo, SetSizes};
-use crate::signature::{ConstSig, LoopSignature};
-use crate::trace::Pending;
+use crate::contract::backend::PreparedLoop;
+use crate::contract::config::Config;
+use crate::model::arg::Arg;
+use crate::model::carrier::{Carrier, CarrierKind, Const, Dat, Global, check_len};
+use crate::model::comm::Communicator;
+use crate::model::dtype::{HostBuffer, IntoValues, Scalar};
+use crate::model::error::{Op2Error, Result};
+use crate::model::kernel::Kernel;
+use crate::model::map::Map;
+use crate::model::set::{Set, SetHalo, SetSizes};
+use crate::model::signature::{ConstSig, LoopSignature};
+use crate::model::trace::Pending;
 use checkpoint::DeclaredAs;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -122,7 +122,7 @@ impl Runtime {
 
     /// A runtime with exactly this configuration.
     pub fn with_config(config: Config) -> Result<Runtime> {
-        Self::with_communicator(config, Arc::new(crate::comm::SelfCommunicator))
+        Self::with_communicator(config, Arc::new(crate::model::comm::SelfCommunicator))
     }
 
     /// A runtime with this configuration, one rank of the ranks `comm` connects.
@@ -196,13 +196,13 @@ impl Runtime {
     }
 
     /// A device backend's transfer counters; `None` on host backends.
-    pub fn device_stats(&self) -> Option<crate::backend::DeviceStats> {
+    pub fn device_stats(&self) -> Option<crate::contract::backend::DeviceStats> {
         self.shared.backend.device_stats()
     }
 
     /// Where a Dat's, Global's or Const's valid data lives on a device backend (by carrier id);
     /// `None` on host backends.
-    pub fn data_state(&self, carrier: u64) -> Option<crate::backend::DataState> {
+    pub fn data_state(&self, carrier: u64) -> Option<crate::contract::backend::DataState> {
         self.shared.backend.data_state(carrier)
     }
 
@@ -303,14 +303,14 @@ impl Runtime {
     /// [`Runtime::decl_set_with_halo`] from PyOP2-style exchange lists (per neighbour, the
     /// owned elements sent and the halo elements received, in matching order, exec and
     /// non-exec halo mixed): collective across the runtime's ranks, which agree on the order
-    /// of the lists ([`ExchangeLists::into_halo`](crate::set::ExchangeLists::into_halo)).
+    /// of the lists ([`ExchangeLists::into_halo`](crate::model::set::ExchangeLists::into_halo)).
     pub fn decl_set_with_exchanges(
         &self,
         sizes: SetSizes,
-        lists: crate::set::ExchangeLists,
+        lists: crate::model::set::ExchangeLists,
         name: &str,
     ) -> Result<Set> {
-        crate::names::check_user_name("set", name)?;
+        crate::model::names::check_user_name("set", name)?;
         let halo = lists.into_halo(&*self.shared.comm, sizes, name)?;
         self.decl_set_with_halo(sizes, halo, name)
     }
@@ -479,7 +479,7 @@ impl Runtime {
 
     /// Declares a named Const visible in every kernel (a scalar when `dim` is 1, else an array).
     pub fn decl_const<T: Scalar>(&self, dim: usize, values: &[T], name: &str) -> Result<Const<T>> {
-        crate::names::check_user_name("const", name)?;
+        crate::model::names::check_user_name("const", name)?;
         if dim == 0 {
             return Err(Op2Error::ZeroDimension {
                 what: "const",

@@ -5,12 +5,12 @@
 
 use super::Runtime;
 use super::sync::lock;
-use crate::access::Access;
-use crate::arg::{Arg, ArgTarget, PerEntry, Via};
-use crate::dtype::DType;
-use crate::error::{Op2Error, Result};
-use crate::kernel::Kernel;
-use crate::set::Set;
+use crate::model::access::Access;
+use crate::model::arg::{Arg, ArgTarget, PerEntry, Via};
+use crate::model::dtype::DType;
+use crate::model::error::{Op2Error, Result};
+use crate::model::kernel::Kernel;
+use crate::model::set::Set;
 use std::fmt::Write;
 
 /// How the runtime's kernels hand a pointer to the user's parameter, whatever its spelling
@@ -56,7 +56,7 @@ pub(crate) fn end_part(kernel: &Kernel) -> String {
 
 /// An error unless kernel parameter `i`, when its element type can be read, holds `carrier`'s
 /// (the runtime's kernels hand such parameters buffers and pointer arrays, whose shape is theirs).
-fn param_type(kernel: &Kernel, i: usize, carrier: &crate::carrier::Carrier) -> Result<()> {
+fn param_type(kernel: &Kernel, i: usize, carrier: &crate::model::carrier::Carrier) -> Result<()> {
     let Some(p) = kernel.params().and_then(|p| p.get(i)) else {
         return Ok(());
     };
@@ -78,7 +78,7 @@ fn param_type(kernel: &Kernel, i: usize, carrier: &crate::carrier::Carrier) -> R
 fn passed_shape(
     kernel: &Kernel,
     i: usize,
-    carrier: &crate::carrier::Carrier,
+    carrier: &crate::model::carrier::Carrier,
     row: Option<usize>,
     values: usize,
 ) -> Result<()> {
@@ -418,7 +418,7 @@ impl Runtime {
                         ..
                     } => m.from().clone(),
                     ArgTarget::Dat { carrier, .. } => match carrier.kind() {
-                        crate::carrier::CarrierKind::Dat(s) => s.clone(),
+                        crate::model::carrier::CarrierKind::Dat(s) => s.clone(),
                         _ => set.clone(),
                     },
                     _ => set.clone(),

@@ -1,11 +1,11 @@
 //! A recorded loop: the signature, prepared code, set, data and maps a loop step runs with. The
 //! bottom of the runtime: steps, fusion and tiling read records; nothing here reads them back.
 
-use crate::backend::PreparedLoop;
-use crate::carrier::Carrier;
-use crate::map::Map;
-use crate::set::Set;
-use crate::signature::LoopSignature;
+use crate::contract::backend::PreparedLoop;
+use crate::model::carrier::Carrier;
+use crate::model::map::Map;
+use crate::model::set::Set;
+use crate::model::signature::LoopSignature;
 use std::sync::Arc;
 
 /// A recorded loop with everything needed to run it.

@@ -10,13 +10,13 @@
 
 use super::record::LoopRecord;
 use super::stats::LazyStats;
-use crate::access::Access;
-use crate::carrier::{Carrier, CarrierKind, HALO_BOTH};
-use crate::comm::{Communicator, PendingExchange, ReduceOp};
-use crate::config::LazyOptions;
-use crate::dtype::HostBuffer;
-use crate::signature::ArgKind;
-use crate::trace::{DataUse, Pending, section};
+use crate::contract::config::LazyOptions;
+use crate::model::access::Access;
+use crate::model::carrier::{Carrier, CarrierKind, HALO_BOTH};
+use crate::model::comm::{Communicator, PendingExchange, ReduceOp};
+use crate::model::dtype::HostBuffer;
+use crate::model::signature::ArgKind;
+use crate::model::trace::{DataUse, Pending, section};
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -95,7 +95,7 @@ impl Step {
     }
 
     /// The steps that run in program order among themselves when forced together (see
-    /// [`crate::trace::Graph::schedule`]): communication (class 0), and temporaries' allocations
+    /// [`crate::model::trace::Graph::schedule`]): communication (class 0), and temporaries' allocations
     /// and releases (class 1: a temporary allocated after another was released then finds its
     /// memory in the pool).
     pub(crate) fn order_class(&self) -> Option<u8> {
@@ -296,7 +296,7 @@ pub(crate) fn loop_steps(
         let partials = globals
             .iter()
             .map(|(_, g, _)| {
-                let host = crate::dtype::HostBuffer::zeroed(g.dtype(), g.dim());
+                let host = crate::model::dtype::HostBuffer::zeroed(g.dtype(), g.dim());
                 Carrier::detached(g, new_id(), "this rank's partial", host)
             })
             .collect();

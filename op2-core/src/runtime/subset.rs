@@ -7,11 +7,11 @@
 use super::Runtime;
 use super::sync::lock;
 use super::sync::next_id;
-use crate::arg::{Arg, ArgTarget, Via};
-use crate::carrier::CarrierKind;
-use crate::error::{Op2Error, Result};
-use crate::map::Map;
-use crate::set::Set;
+use crate::model::arg::{Arg, ArgTarget, Via};
+use crate::model::carrier::CarrierKind;
+use crate::model::error::{Op2Error, Result};
+use crate::model::map::Map;
+use crate::model::set::Set;
 
 impl Runtime {
     /// Declares the subset of `parent` made of its elements `indices` (sorted, each once, among

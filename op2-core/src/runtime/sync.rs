@@ -1,8 +1,8 @@
 //! The runtime's smallest shared pieces: ids for everything it declares, and locks that survive a
 //! panic elsewhere (the state they guard is bookkeeping that stays usable).
 
-use crate::carrier::{Carrier, LoopLock};
-use crate::error::Result;
+use crate::model::carrier::{Carrier, LoopLock};
+use crate::model::error::Result;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -2,9 +2,9 @@
 //! moves by OP2's convention, with the halo exchanges and cross-rank reductions each loop started
 //! (per loop here, per Dat in [`HaloTraffic`] rows the runtime keeps beside them).
 
-use crate::carrier::{Carrier, CarrierKind};
-use crate::map::Map;
-use crate::signature::{ArgKind, LoopSignature};
+use crate::model::carrier::{Carrier, CarrierKind};
+use crate::model::map::Map;
+use crate::model::signature::{ArgKind, LoopSignature};
 use std::sync::Arc;
 
 /// Time spent in one kernel's loops, like OP2's `op_timing_output`.

@@ -2,15 +2,15 @@
 //! its map and data (sets, dims, types, access modes, runtimes), and the kernel's parameters
 //! against the args (count, element types, shapes, array bounds).
 
-use crate::access::Access;
-use crate::arg::{Arg, ArgTarget, Via};
-use crate::carrier::{Carrier, CarrierKind};
-use crate::dtype::DType;
-use crate::error::{Op2Error, Result};
-use crate::kernel::Kernel;
-use crate::map::Map;
-use crate::set::Set;
-use crate::signature::{ArgKind, ArgSig};
+use crate::model::access::Access;
+use crate::model::arg::{Arg, ArgTarget, Via};
+use crate::model::carrier::{Carrier, CarrierKind};
+use crate::model::dtype::DType;
+use crate::model::error::{Op2Error, Result};
+use crate::model::kernel::Kernel;
+use crate::model::map::Map;
+use crate::model::set::Set;
+use crate::model::signature::{ArgKind, ArgSig};
 use std::sync::Arc;
 
 /// Errors unless an object of runtime `runtime_id` belongs to runtime `owner`.
@@ -214,7 +214,7 @@ pub(crate) fn declared_values(bounds: &[Option<usize>]) -> usize {
 pub(crate) fn check_shape(
     kernel: &Kernel,
     i: usize,
-    p: &crate::kernel::KernelParam,
+    p: &crate::model::kernel::KernelParam,
     row: Option<usize>,
     values: usize,
 ) -> Result<()> {
@@ -278,7 +278,7 @@ pub(crate) fn check_kernel_params(
 pub(crate) fn check_param(
     kernel: &Kernel,
     i: usize,
-    p: &crate::kernel::KernelParam,
+    p: &crate::model::kernel::KernelParam,
     s: &ArgSig,
     c: &Carrier,
 ) -> Result<()> {

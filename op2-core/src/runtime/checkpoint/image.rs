@@ -9,7 +9,7 @@
 //! in the order [`Image::read`] reads them: integers fixed-width, strings and byte arrays as a
 //! u64 length and their bytes.
 
-use crate::error::{Op2Error, Result};
+use crate::model::error::{Op2Error, Result};
 use std::io::{self, Write};
 use std::path::Path;
 

@@ -36,15 +36,15 @@
 mod image;
 mod run;
 
-use crate::access::Access;
-use crate::carrier::{Carrier, CarrierKind};
-use crate::comm::Communicator;
-use crate::config::{CheckpointConfig, CheckpointEvery};
-use crate::dtype::DType;
-use crate::error::{Op2Error, Result};
-use crate::map::Map;
-use crate::set::Set;
-use crate::signature::{ArgKind, ArgSig};
+use crate::contract::config::{CheckpointConfig, CheckpointEvery};
+use crate::model::access::Access;
+use crate::model::carrier::{Carrier, CarrierKind};
+use crate::model::comm::Communicator;
+use crate::model::dtype::DType;
+use crate::model::error::{Op2Error, Result};
+use crate::model::map::Map;
+use crate::model::set::Set;
+use crate::model::signature::{ArgKind, ArgSig};
 use image::{Decl, GlobalValue, Image, hash_bytes};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -8,15 +8,15 @@ use super::{
     RowHash, Rows, Saved, Source, TIME_CHECK_LOOPS, Undecided, agree, any_rank, check_filled,
     covers_owned_rows, mismatch, same_everywhere, sum_over_ranks,
 };
-use crate::arg::{Arg, ArgTarget};
-use crate::carrier::{Carrier, CarrierKind, HALO_BOTH};
-use crate::config::CheckpointEvery;
-use crate::error::{Op2Error, Result};
-use crate::map::Map;
+use crate::contract::config::CheckpointEvery;
+use crate::model::arg::{Arg, ArgTarget};
+use crate::model::carrier::{Carrier, CarrierKind, HALO_BOTH};
+use crate::model::error::{Op2Error, Result};
+use crate::model::map::Map;
+use crate::model::set::Set;
+use crate::model::signature::ArgSig;
 use crate::runtime::shared::RuntimeShared;
 use crate::runtime::sync::lock;
-use crate::set::Set;
-use crate::signature::ArgSig;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -487,7 +487,7 @@ impl RuntimeShared {
             .iter()
             .map(|d| {
                 d.as_ref().is_none_or(|(d, _)| {
-                    d.temporary.load(Ordering::Acquire) == crate::carrier::TEMPORARY_RELEASED
+                    d.temporary.load(Ordering::Acquire) == crate::model::carrier::TEMPORARY_RELEASED
                 })
             })
             .collect();

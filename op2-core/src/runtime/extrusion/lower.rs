@@ -4,16 +4,16 @@
 use super::{
     BASE_AT_LAYERS, BOTTOM_ROWS, COLUMN_STARTS, COLUMNS_OF, FACET_ROWS, ROWS_AT_EVERY_LAYER, Region,
 };
-use crate::access::Access;
-use crate::arg::{Arg, ArgTarget, Via};
-use crate::carrier::{Carrier, CarrierKind, Dat};
-use crate::dtype::HostBuffer;
-use crate::error::{Op2Error, Result};
-use crate::kernel::Kernel;
-use crate::map::Map;
+use crate::model::access::Access;
+use crate::model::arg::{Arg, ArgTarget, Via};
+use crate::model::carrier::{Carrier, CarrierKind, Dat};
+use crate::model::dtype::HostBuffer;
+use crate::model::error::{Op2Error, Result};
+use crate::model::kernel::Kernel;
+use crate::model::map::Map;
+use crate::model::set::{Layers, Set};
 use crate::runtime::Runtime;
 use crate::runtime::sync::{lock, next_id};
-use crate::set::{Layers, Set};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Arc;
@@ -47,7 +47,7 @@ impl Runtime {
     }
 
     fn decl_columns(&self, base: &Set, layers: Layers, cells: bool, name: &str) -> Result<Set> {
-        crate::names::check_user_name("set", name)?;
+        crate::model::names::check_user_name("set", name)?;
         self.own("set", base.name(), base.runtime_id())?;
         let per_column = matches!(layers, Layers::PerColumn(_));
         let set = Set::extruded(next_id(), self.shared.id, name, base, layers, cells)?;
@@ -210,7 +210,10 @@ impl Runtime {
         let (buffers, args) = if args.iter().any(|a| {
             matches!(
                 a.per_entry,
-                Some(crate::arg::PerEntry::Buffer { .. } | crate::arg::PerEntry::FlatRow)
+                Some(
+                    crate::model::arg::PerEntry::Buffer { .. }
+                        | crate::model::arg::PerEntry::FlatRow
+                )
             )
         }) || multi_dim()
         {

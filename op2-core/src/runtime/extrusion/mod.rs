@@ -9,10 +9,10 @@
 
 mod lower;
 
-use crate::carrier::Carrier;
-use crate::kernel::Kernel;
-use crate::map::Map;
-use crate::set::Set;
+use crate::model::carrier::Carrier;
+use crate::model::kernel::Kernel;
+use crate::model::map::Map;
+use crate::model::set::Set;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -12,11 +12,11 @@ mod run;
 
 use super::record::LoopRecord;
 use super::steps::Step;
-use crate::access::Access;
-use crate::backend::PreparedLoop;
-use crate::carrier::Carrier;
-use crate::kernel::Kernel;
-use crate::signature::{ArgKind, ArgSig, LoopSignature};
+use crate::contract::backend::PreparedLoop;
+use crate::model::access::Access;
+use crate::model::carrier::Carrier;
+use crate::model::kernel::Kernel;
+use crate::model::signature::{ArgKind, ArgSig, LoopSignature};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;

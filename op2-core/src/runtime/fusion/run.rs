@@ -2,15 +2,15 @@
 //! and running a fused node.
 
 use super::{FusedCode, FusionKey, MAX_MEMBERS, Unified, fusable, fused_source, unify};
-use crate::access::Access;
-use crate::carrier::{Carrier, CarrierKind};
-use crate::error::Result;
-use crate::kernel::Kernel;
+use crate::model::access::Access;
+use crate::model::carrier::{Carrier, CarrierKind};
+use crate::model::error::Result;
+use crate::model::kernel::Kernel;
+use crate::model::signature::{ArgSig, ConstSig, LoopSignature};
 use crate::runtime::record::LoopRecord;
 use crate::runtime::shared::{RuntimeShared, State};
 use crate::runtime::steps::{LoopStep, ReductionTarget, Step};
 use crate::runtime::sync::lock;
-use crate::signature::{ArgSig, ConstSig, LoopSignature};
 use std::sync::Arc;
 
 impl RuntimeShared {

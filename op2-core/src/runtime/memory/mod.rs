@@ -5,9 +5,9 @@
 
 mod report;
 
-use crate::carrier::Carrier;
-use crate::map::MapInner;
-use crate::set::SetInner;
+use crate::model::carrier::Carrier;
+use crate::model::map::MapInner;
+use crate::model::set::SetInner;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
@@ -73,7 +73,7 @@ pub struct MemoryUse {
     pub declared_bytes: u64,
 }
 
-/// A runtime's memory, owner by owner ([`Runtime::memory_report`]).
+/// A runtime's memory, owner by owner ([`crate::Runtime::memory_report`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemoryReport {
     /// One row per owner: declared objects in order of declaration, then what the backend holds.

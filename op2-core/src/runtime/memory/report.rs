@@ -2,8 +2,8 @@
 //! own holdings, owner by owner.
 
 use super::{MemoryKind, MemoryReport, MemoryUse, live};
-use crate::backend::{BackendMemory, MemoryOwner};
-use crate::carrier::CarrierKind;
+use crate::contract::backend::{BackendMemory, MemoryOwner};
+use crate::model::carrier::CarrierKind;
 use crate::runtime::Runtime;
 use crate::runtime::sync::lock;
 use std::collections::HashMap;
@@ -55,7 +55,9 @@ impl Runtime {
                 Ok(g) => g.held_bytes(),
                 Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().held_bytes(),
                 Err(std::sync::TryLockError::WouldBlock) if c.host_released() => 0,
-                Err(std::sync::TryLockError::WouldBlock) => crate::rows::carrier_bytes(&c),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    crate::contract::rows::carrier_bytes(&c)
+                }
             };
             carrier_rows.insert(c.id, uses.len());
             uses.push(MemoryUse {
@@ -63,7 +65,7 @@ impl Runtime {
                 name: c.name.clone(),
                 host_bytes: host as u64,
                 device_bytes: 0,
-                declared_bytes: crate::rows::carrier_bytes(&c) as u64,
+                declared_bytes: crate::contract::rows::carrier_bytes(&c) as u64,
             });
         }
         for m in maps {

@@ -7,7 +7,7 @@
 
 mod run;
 
-use crate::dtype::{DType, HostBuffer};
+use crate::model::dtype::{DType, HostBuffer};
 use std::collections::HashMap;
 
 /// How many released buffers of one size the pool keeps.

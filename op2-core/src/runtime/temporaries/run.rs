@@ -2,15 +2,15 @@
 //! the hub.
 
 use super::KEPT_PER_SIZE;
-use crate::carrier::{Carrier, CarrierKind, Dat, TEMPORARY_LIVE, TEMPORARY_RELEASED};
-use crate::dtype::{HostBuffer, Scalar};
-use crate::error::{Op2Error, Result};
+use crate::model::carrier::{Carrier, CarrierKind, Dat, TEMPORARY_LIVE, TEMPORARY_RELEASED};
+use crate::model::dtype::{HostBuffer, Scalar};
+use crate::model::error::{Op2Error, Result};
+use crate::model::set::Set;
+use crate::model::trace::{DataUse, Pending, section};
 use crate::runtime::Runtime;
 use crate::runtime::shared::RuntimeShared;
 use crate::runtime::steps::Step;
 use crate::runtime::sync::lock;
-use crate::set::Set;
-use crate::trace::{DataUse, Pending, section};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -104,7 +104,7 @@ impl RuntimeShared {
     /// pool has one and the optimisation is on, else newly allocated zeroed memory.
     pub(crate) fn malloc_temporary(&self, c: &Arc<Carrier>) -> Result<()> {
         let mut g = c.lock_for_loop("malloc", true)?;
-        let crate::carrier::LoopLock::Write(host) = &mut g else {
+        let crate::model::carrier::LoopLock::Write(host) = &mut g else {
             unreachable!("a write lock")
         };
         if !host.is_released() {
@@ -137,7 +137,7 @@ impl RuntimeShared {
     /// Takes a released temporary's memory: into the pool with the optimisation on, else freed.
     pub(crate) fn free_temporary(&self, c: &Arc<Carrier>) -> Result<()> {
         let mut g = c.lock_for_loop("free", true)?;
-        let crate::carrier::LoopLock::Write(host) = &mut g else {
+        let crate::model::carrier::LoopLock::Write(host) = &mut g else {
             unreachable!("a write lock")
         };
         if host.is_released() {

@@ -46,10 +46,10 @@
 mod run;
 
 use super::steps::LoopStep;
-use crate::access::Access;
-use crate::carrier::CarrierKind;
-use crate::error::Result;
-use crate::signature::ArgKind;
+use crate::model::access::Access;
+use crate::model::carrier::CarrierKind;
+use crate::model::error::Result;
+use crate::model::signature::ArgKind;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

@@ -5,10 +5,10 @@ use super::{
     CACHE_ENTRIES, ChainKey, ChainRun, Entry, MUST_GAIN, TILE_BYTES, TILE_ELEMENTS, TRIALS, Tiling,
     auto_threshold, chain_key, give_back_freed_memory, inspect, median,
 };
-use crate::access::Access;
-use crate::backend::{ElementListLoop, FirstPanic};
-use crate::comm::combine;
-use crate::config::TilingMode;
+use crate::contract::backend::{ElementListLoop, FirstPanic};
+use crate::contract::config::TilingMode;
+use crate::model::access::Access;
+use crate::model::comm::combine;
 use crate::runtime::shared::RuntimeShared;
 use crate::runtime::steps::{LoopStep, reduce_op, step_carriers};
 use crate::runtime::sync::{lock, lock_once, locked_pointer};
@@ -159,9 +159,9 @@ impl RuntimeShared {
             .map(|s| s.record.prepared.element_lists())
             .collect::<Option<_>>()?;
         // Every carrier of the chain locked once, for writing where any loop writes it.
-        let carriers: Vec<Vec<Arc<crate::carrier::Carrier>>> =
+        let carriers: Vec<Vec<Arc<crate::model::carrier::Carrier>>> =
             steps.iter().map(step_carriers).collect();
-        let uses: Vec<(&Arc<crate::carrier::Carrier>, bool)> = steps
+        let uses: Vec<(&Arc<crate::model::carrier::Carrier>, bool)> = steps
             .iter()
             .zip(&carriers)
             .flat_map(|(s, cs)| {
