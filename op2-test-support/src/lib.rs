@@ -1,11 +1,9 @@
 //! op2-test-support: the helpers op2-rs's tests share (written once here instead of copied per
 //! test file): runtimes on the suite's backend or on every backend that starts, kernels, ranks as
-//! threads, child test processes, typed-error assertions, the external readers the file tests
-//! check against ([`tools`]), and the Poisson problem ([`poisson`]) that the linear-algebra tests,
-//! the `poisson` example and `la-bench` solve. Unpublished; test code only.
+//! threads, child test processes, typed-error assertions, and the external readers the file tests
+//! check against ([`tools`]). Unpublished; test code only.
 
 pub mod memory;
-pub mod poisson;
 pub mod tools;
 
 use op2::{Communicator, Kernel, Runtime, RuntimeBuilder};

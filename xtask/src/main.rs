@@ -562,6 +562,8 @@ fn test(args: &[String]) -> Result<(), String> {
         "op2-conformance/mpi".to_string(),
         // The wave example's mpirun test.
         "wave/mpi".to_string(),
+        // The Poisson problem's tests across thread ranks.
+        "poisson/mpi".to_string(),
         // The fuzzer's programs on thread ranks (its seed tests).
         "op2-fuzz/ranks".to_string(),
         // OP2's HDF5 files, in the facade and in Airfoil.
@@ -684,13 +686,13 @@ fn test(args: &[String]) -> Result<(), String> {
         "build",
         "--release",
         "-p",
-        "op2",
-        "--example",
+        "poisson",
+        "--bin",
         "poisson",
         "--features",
         "mpi",
     ]))?;
-    let poisson = root().join("target/release/examples/poisson");
+    let poisson = root().join("target/release/poisson");
     run(&mut Command::new(&poisson))?;
     run(mpi::mpirun(2, 600)
         .arg(&poisson)

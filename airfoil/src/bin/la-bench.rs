@@ -3,7 +3,7 @@
 //! the native CG + Jacobi solve of the 200 x 200 Poisson problem (against PETSc's where PETSc is
 //! built in). Every figure is measured in this one run, side by side.
 
-use op2_test_support::poisson as problem;
+use poisson as problem;
 
 use airfoil::mesh::Mesh;
 use op2::la::{self, Mat, Method, Preconditioner, SolverOptions, Sparsity};

@@ -1,4 +1,5 @@
-//! The Poisson problem the `poisson` example, the linear-algebra tests and the bench share:
+//! The Poisson problem, an application of op2-rs's sparse matrices that its binary, its tests and
+//! Airfoil's `la-bench` share:
 //! `-Δu = f` on the unit square with `u = 0` on the boundary, P1 elements on `2 n^2` triangles,
 //! exact solution `u = sin(πx) sin(πy)`; the stiffness matrix is assembled by a Mat loop, the load
 //! vector by an INC loop, and the L2 error is integrated by a Global reduction.
@@ -56,7 +57,7 @@ pub fn unit_square(rt: &Runtime, n: usize) -> Result<UnitSquare, Box<dyn std::er
         return distributed_unit_square(rt, n);
         #[cfg(not(feature = "mpi"))]
         return Err(
-            "the Poisson problem across ranks needs op2-test-support's `mpi` feature".into(),
+            "the Poisson problem across ranks needs the poisson crate's `mpi` feature".into(),
         );
     }
     let nv = (n + 1) * (n + 1);

@@ -2,14 +2,14 @@
 //! par_loop with a Mat arg, solved with CG and a preconditioner, the L2 error against the exact
 //! solution over successive refinements, and the observed order of convergence (2 for P1).
 //!
-//! `cargo run --release --example poisson [-- --sizes 8,16,32,64,128 --method cg --pc jacobi
+//! `cargo run --release -p poisson [-- --sizes 8,16,32,64,128 --method cg --pc jacobi
 //! --rtol 1e-10]`; `OP2_BACKEND` picks the backend that assembles (`seq` by default). Built with
-//! `--features mpi`, `mpirun -np 2 target/release/examples/poisson` partitions each mesh with
+//! `--features mpi`, `mpirun -np 2 target/release/poisson` partitions each mesh with
 //! METIS and assembles and solves across the ranks (preconditioners then act per rank's block).
 
-// The problem itself (mesh, kernels, assembly, solve) is shared with the linear-algebra tests and
-// `la-bench`: op2-test-support/src/poisson.rs.
-use op2_test_support::poisson as problem;
+// The problem itself (mesh, kernels, assembly, solve) is the crate's library, shared with its
+// tests and `la-bench`.
+use poisson as problem;
 
 use op2::la::{Method, Preconditioner, SolverOptions};
 use std::process::ExitCode;
