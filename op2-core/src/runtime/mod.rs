@@ -1,6 +1,6 @@
 //! The runtime: declares sets, maps and data, validates and records `par_loop`s in the lazy trace,
 //! and runs them on the chosen backend when their results are needed. This file is the front: the
-//! `Runtime` handle, declaring data and recording a loop. The modules below it, bottom up, each
+//! `Runtime` handle and declaring data. The modules below it, bottom up, each
 //! using only those before it:
 //!
 //! 1. core: `sync` (ids, locks), `record` (a recorded loop), `stats`, `timing`, `validate`,
@@ -10,7 +10,8 @@
 //! 3. the hub, `shared`: the state a runtime's handles, data and loop handles share;
 //! 4. execution on the hub: `execute` (forcing, running steps) and the subsystems' `run`
 //!    modules, `graph_view` (loop handles, the pending graph);
-//! 5. the front: this file, `builder`, and what each feature adds to `Runtime`: `extrusion::lower`,
+//! 5. the front: this file, `par_loop` (a loop's path from `par_loop` to the lazy graph, in
+//!    order), `builder`, and what each feature adds to `Runtime`: `extrusion::lower`,
 //!    `mixed`, `per_entry`, `subset`, `algebra`, `memory::report`, `temporaries::run`.
 
 // 1. Core.
@@ -32,10 +33,11 @@ mod shared;
 // 4. Execution on the hub.
 mod execute;
 mod graph_view;
-// 5. The front's features.
+// 5. The front: a loop's path, then each feature's API.
 mod algebra;
 mod builder;
 mod mixed;
+mod par_loop;
 mod per_entry;
 mod subset;
 
@@ -51,22 +53,18 @@ pub use shared::RuntimeShared;
 pub use stats::LazyStats;
 pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 
-use crate::contract::backend::PreparedLoop;
 use crate::contract::config::Config;
-use crate::model::arg::Arg;
 use crate::model::carrier::{Carrier, CarrierKind, Const, Dat, Global, check_len};
 use crate::model::comm::Communicator;
 use crate::model::dtype::{HostBuffer, IntoValues, Scalar};
 use crate::model::error::{Op2Error, Result};
-use crate::model::kernel::Kernel;
 use crate::model::map::Map;
 use crate::model::set::{Set, SetHalo, SetSizes};
-use crate::model::signature::{ConstSig, LoopSignature};
 use crate::model::trace::Pending;
 use checkpoint::DeclaredAs;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use steps::{Recording, Step};
+use steps::Step;
 use sync::{lock, next_id};
 
 /// An op2 runtime: one backend, one configuration, one lazy trace. Cheap to clone (a shared handle).
@@ -540,142 +538,5 @@ impl Runtime {
 
     fn own(&self, what: &'static str, name: &str, runtime_id: u64) -> Result<()> {
         validate::own(self.shared.id, what, name, runtime_id)
-    }
-
-    /// Records `kernel` over `set` with `args` (one per kernel parameter). Validates everything and
-    /// compiles the loop's code now (so mistakes surface here); runs it when its results are needed,
-    /// or at once when the runtime is eager. The handle says whether the loop is still pending.
-    ///
-    /// Over an extruded set it runs every layer of every column; [`Runtime::par_loop_region`]
-    /// runs other regions.
-    pub fn par_loop(
-        &self,
-        kernel: &Kernel,
-        set: &Set,
-        args: impl IntoIterator<Item = Arg>,
-    ) -> Result<LoopHandle> {
-        self.par_loop_region(kernel, set, Region::All, args)
-    }
-
-    /// Records a loop over a set that is not extruded (perhaps a subset): what `par_loop` does
-    /// once extruded loops are lowered.
-    fn record_loop(&self, kernel: &Kernel, set: &Set, args: Vec<Arg>) -> Result<LoopHandle> {
-        self.own("set", set.name(), set.runtime_id())?;
-        let args = if set.is_subset() {
-            self.subset_args(set, args)?
-        } else {
-            args
-        };
-        let asks_exec = args.iter().any(|a| a.exec_halo);
-        let mut sigs = Vec::with_capacity(args.len());
-        let mut carriers = Vec::with_capacity(args.len());
-        let mut maps: Vec<Map> = Vec::new();
-        for (i, arg) in args.iter().enumerate() {
-            let (sig, carrier) =
-                validate::check_arg(self.shared.id, kernel, set, i, arg, &mut maps)?;
-            carrier.check_not_released(&format!("loop `{}`", kernel.name()))?;
-            sigs.push(sig);
-            carriers.push(carrier);
-        }
-        validate::check_kernel_params(kernel, &sigs, &carriers)?;
-
-        if let Some(c) = lock(&self.shared.state)
-            .consts
-            .iter()
-            .find(|c| c.name == kernel.name())
-        {
-            return Err(Op2Error::NameClash {
-                kernel: kernel.name().into(),
-                name: c.name.clone(),
-            });
-        }
-        let (consts, const_sigs): (Vec<_>, Vec<_>) = {
-            let st = lock(&self.shared.state);
-            st.consts
-                .iter()
-                .filter(|c| kernel.mentions(&c.name))
-                .map(|c| {
-                    (
-                        c.clone(),
-                        ConstSig {
-                            name: c.name.clone(),
-                            dtype: c.dtype(),
-                            dim: c.dim,
-                        },
-                    )
-                })
-                .unzip()
-        };
-        let ids: Vec<u64> = carriers.iter().map(|c| c.id).collect();
-        let probe = LoopSignature {
-            kernel: kernel.clone(),
-            args: sigs,
-            consts: const_sigs,
-            n_maps: maps.len(),
-            data: LoopSignature::data_classes(&ids),
-        };
-        let (sig, prepared) = self.prepare(probe)?;
-        // After compiling: a loop that fails there is not counted, and decides nothing.
-        let ordinal = match self.shared.checkpoint_before_loop(
-            kernel.name(),
-            set,
-            &args,
-            &sig.args,
-            &carriers,
-            &maps,
-        )? {
-            checkpoint::LoopFate::Run(n) => n,
-            checkpoint::LoopFate::Replayed => {
-                return Ok(LoopHandle::new(&self.shared, kernel.name(), Vec::new()));
-            }
-        };
-
-        let exec = sig.has_indirect_writes() || asks_exec;
-        let end = if exec { set.exec_size() } else { set.size() };
-        let bytes = timing::loop_bytes(&sig, &carriers, &maps, end);
-        let record = Arc::new(LoopRecord {
-            sig,
-            prepared,
-            set: set.clone(),
-            carriers,
-            maps,
-            consts,
-            bytes,
-            exec,
-            ordinal,
-        });
-        self.shared.recorded.fetch_add(1, Ordering::Relaxed);
-        let steps = {
-            let st = lock(&self.shared.state);
-            // "Pending" for the halo rules: recorded since the last flush. Whether it has run
-            // can differ between ranks (they may force different data); flushes cannot.
-            let exchange_pending = |c: u64| st.last_exchange.get(&c) == Some(&st.epoch);
-            let rec = Recording {
-                comm: &*self.shared.comm,
-                opts: self.shared.config.lazy_opts,
-                exchange_pending: &exchange_pending,
-                stats: &self.shared.stats,
-            };
-            steps::loop_steps(&record, &rec, next_id)
-        };
-        let nodes = self.push_steps(steps);
-        let handle = LoopHandle::new(&self.shared, kernel.name(), nodes);
-        if !self.shared.config.lazy {
-            self.flush()?;
-        }
-        Ok(handle)
-    }
-
-    fn prepare(&self, probe: LoopSignature) -> Result<(Arc<LoopSignature>, Arc<dyn PreparedLoop>)> {
-        if let Some((s, p)) = lock(&self.shared.state).prepared.get(&probe) {
-            return Ok((s.clone(), p.clone()));
-        }
-        // Compile without holding the state lock: it can take a while.
-        let prepared = self.shared.backend.prepare(&probe)?;
-        let sig = Arc::new(probe.clone());
-        lock(&self.shared.state)
-            .prepared
-            .insert(probe, (sig.clone(), prepared.clone()));
-        Ok((sig, prepared))
     }
 }

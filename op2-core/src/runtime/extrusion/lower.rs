@@ -153,109 +153,6 @@ impl Runtime {
         Ok(map)
     }
 
-    /// Records `kernel` over `region` of the extruded set `set` with `args`: like
-    /// [`Runtime::par_loop`] (which runs [`Region::All`]), and a [`Op2Error::NotExtruded`] for
-    /// any other region of a set that is not extruded.
-    pub fn par_loop_region(
-        &self,
-        kernel: &Kernel,
-        set: &Set,
-        region: Region,
-        args: impl IntoIterator<Item = Arg>,
-    ) -> Result<crate::runtime::LoopHandle> {
-        let args: Vec<Arg> = args.into_iter().collect();
-        self.own("set", set.name(), set.runtime_id())?;
-        // Interior facets first: a loop over every layer of the facets' own set, each map from
-        // the cells doubled (so per-entry args below see the facet's whole rows).
-        let (set, args, region) = if region == Region::InteriorFacets && set.extrusion().is_some() {
-            let facets = self.facet_set(set)?;
-            let args = args
-                .into_iter()
-                .map(|a| self.facet_arg(kernel, set, &facets, a))
-                .collect::<Result<Vec<_>>>()?;
-            (facets, args, Region::All)
-        } else {
-            (set.clone(), args, region)
-        };
-        let set = &set;
-        // Pointer arrays declared longer than the rows they get (PyOP2's kernels), padded.
-        let short = crate::runtime::per_entry::short_rows(kernel, &args);
-        let (padded, args) = if short.is_empty() {
-            (None, args)
-        } else {
-            let (k, args) = self.lower_padded_rows(kernel, args, &short)?;
-            (Some(k), args)
-        };
-        let kernel = padded.as_ref().unwrap_or(kernel);
-        // Mixed args first (their kernel joins the components' rows), then a local iteration
-        // space (its kernel walks the entries); the result runs like any loop (over columns too).
-        let (joined, args) = if args.iter().any(|a| !a.joined.is_empty()) {
-            let (k, args) = self.lower_joined(kernel, args)?;
-            (Some(k), args)
-        } else {
-            (None, args)
-        };
-        let kernel = joined.as_ref().unwrap_or(kernel);
-        // Buffers (one call per element) before entries (one per entry): not in one loop. A
-        // kernel taking an element's values as a 2-D array (`double A[3][3]`, PyOP2's element
-        // matrices) is called through the same kind of kernel, which hands it each pointer as
-        // the type it declares (a `double *` is not a `double (*)[3]` to a C++ or OpenCL
-        // compiler).
-        let multi_dim = || {
-            args.iter().all(|a| a.per_entry.is_none())
-                && kernel
-                    .params()
-                    .is_some_and(|ps| ps.iter().any(|p| p.pointers == 0 && p.bounds.len() >= 2))
-        };
-        let (buffers, args) = if args.iter().any(|a| {
-            matches!(
-                a.per_entry,
-                Some(
-                    crate::model::arg::PerEntry::Buffer { .. }
-                        | crate::model::arg::PerEntry::FlatRow
-                )
-            )
-        }) || multi_dim()
-        {
-            let (k, args) = self.lower_buffers(kernel, args)?;
-            (Some(k), args)
-        } else {
-            (None, args)
-        };
-        let kernel = buffers.as_ref().unwrap_or(kernel);
-        let (entries, args) = if args.iter().any(|a| a.per_entry.is_some()) {
-            let (k, args) = self.lower_entries(kernel, set, args)?;
-            (Some(k), args)
-        } else {
-            (None, args)
-        };
-        let kernel = entries.as_ref().unwrap_or(kernel);
-        if set.extrusion().is_none() {
-            // A subset of an extruded set's cells (PyOP2's Subset of an ExtrudedSet): its args
-            // as the loop over every cell has them, run at the subset's cells.
-            if let Some(whole) = set.superset().filter(|s| s.extrusion().is_some())
-                && region == Region::All
-            {
-                let base = whole.extrusion().expect("extruded").base().clone();
-                self.check_user_view(kernel, whole, &base, &args)?;
-                let (_, args) = self.layered_loop(whole, Region::All, args)?;
-                return self.record_loop(kernel, set, args);
-            }
-            if region != Region::All {
-                return Err(Op2Error::NotExtruded {
-                    what: format!("loop `{}` over {region:?}", kernel.name()),
-                    reason: format!(
-                        "only extruded sets have layers, and `{}` is not extruded",
-                        set.name()
-                    ),
-                });
-            }
-            return self.record_loop(kernel, set, args);
-        }
-        let (walker, set, args) = self.lower_extruded(kernel, set, region, args)?;
-        self.record_loop(walker.as_ref().unwrap_or(kernel), &set, args)
-    }
-
     /// A loop over `region` of the extruded set `set`, as an ordinary loop: over the base set
     /// with a column-walking kernel, or over the extruded set (or its bottom or top subset)
     /// with every map at every layer.
@@ -281,7 +178,13 @@ impl Runtime {
 
     /// Checks the args as the user's kernel sees them: maps from the extruded set (or its
     /// base, whose rows stay the same in every layer), Dats direct on either.
-    fn check_user_view(&self, kernel: &Kernel, set: &Set, base: &Set, args: &[Arg]) -> Result<()> {
+    pub(crate) fn check_user_view(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        base: &Set,
+        args: &[Arg],
+    ) -> Result<()> {
         let mut sigs = Vec::with_capacity(args.len());
         let mut carriers = Vec::with_capacity(args.len());
         let (mut maps, mut base_maps) = (Vec::new(), Vec::new());
@@ -513,7 +416,12 @@ impl Runtime {
 
     /// The loop over the extruded set (or its bottom or top subset) with every map at every
     /// layer.
-    fn layered_loop(&self, set: &Set, region: Region, args: Vec<Arg>) -> Result<(Set, Vec<Arg>)> {
+    pub(crate) fn layered_loop(
+        &self,
+        set: &Set,
+        region: Region,
+        args: Vec<Arg>,
+    ) -> Result<(Set, Vec<Arg>)> {
         let base = set.extrusion().expect("extruded").base().clone();
         let mut lowered = Vec::with_capacity(args.len());
         for mut a in args {
@@ -703,7 +611,7 @@ impl Runtime {
     }
 
     /// The set of interior horizontal facets of the extruded cells `set`: one fewer per column.
-    fn facet_set(&self, set: &Set) -> Result<Set> {
+    pub(crate) fn facet_set(&self, set: &Set) -> Result<Set> {
         if let Some(s) = lock(&self.shared.state).extruded.facets.get(&set.id()) {
             return Ok(s.clone());
         }
@@ -734,7 +642,13 @@ impl Runtime {
     /// An arg of a loop over the interior facets of `cells`, over `facets`: a map from the
     /// cells, with offsets or plain, becomes the facet's map (the lower cell's row, then the
     /// upper cell's).
-    fn facet_arg(&self, kernel: &Kernel, cells: &Set, facets: &Set, mut a: Arg) -> Result<Arg> {
+    pub(crate) fn facet_arg(
+        &self,
+        kernel: &Kernel,
+        cells: &Set,
+        facets: &Set,
+        mut a: Arg,
+    ) -> Result<Arg> {
         if let ArgTarget::Dat { carrier, via } = &mut a.target {
             let on_cells = matches!(carrier.kind(), CarrierKind::Dat(s) if s == cells);
             match via.clone() {
