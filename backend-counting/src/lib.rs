@@ -59,16 +59,16 @@ impl Backend for CountingBackend {
         self.inner.host_access(carrier, write)
     }
 
-    fn runs_on_host_memory(&self) -> bool {
-        self.inner.runs_on_host_memory()
-    }
-
-    fn host_threads(&self, config: &op2::Config) -> usize {
-        self.inner.host_threads(config)
-    }
-
-    fn uses_openmp_threads(&self) -> bool {
-        self.inner.uses_openmp_threads()
+    /// The wrapped backend's memory and threads; the rest as any backend's (this one promises
+    /// neither column walks nor an order of operations it does not control).
+    fn capabilities(&self, config: &op2::Config) -> op2::Capabilities {
+        let inner = self.inner.capabilities(config);
+        op2::Capabilities {
+            host_memory: inner.host_memory,
+            host_threads: inner.host_threads,
+            openmp_threads: inner.openmp_threads,
+            ..op2::Capabilities::new(config)
+        }
     }
 
     fn run_team(&self, n: usize, work: &(dyn Fn(usize, usize) + Sync)) -> bool {

@@ -7,7 +7,7 @@
 #![warn(missing_docs)]
 
 use op2_codegen::{HostListLoop, HostOptions, JitCompiler, JitFunction, OpenMpCodegen};
-use op2_core::backend::FirstPanic;
+use op2_core::backend::{Capabilities, FirstPanic};
 use op2_core::{
     Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, Op2Error,
     PreparedLoop, Result, Setting, SettingKind,
@@ -171,17 +171,15 @@ impl Backend for OpenMpBackend {
         "openmp"
     }
 
-    fn host_threads(&self, _config: &Config) -> usize {
-        self.threads()
-    }
-
-    /// Threads point into the Dats themselves, so a column's kernel can step through its layers.
-    fn walks_columns(&self) -> bool {
-        true
-    }
-
-    fn uses_openmp_threads(&self) -> bool {
-        true
+    /// Its own thread count, OpenMP's threads; threads point into the Dats themselves, so a
+    /// column's kernel can step through its layers.
+    fn capabilities(&self, config: &Config) -> Capabilities {
+        Capabilities {
+            host_threads: self.threads(),
+            openmp_threads: true,
+            walks_columns: true,
+            ..Capabilities::new(config)
+        }
     }
 
     fn run_team(&self, n: usize, work: &(dyn Fn(usize, usize) + Sync)) -> bool {

@@ -5,7 +5,8 @@
 
 use op2_codegen::{CCodegen, HostListLoop, HostOptions, JitCompiler, JitFunction};
 use op2_core::{
-    Backend, BackendFactory, Codegen, Config, LoopInvocation, LoopSignature, PreparedLoop, Result,
+    Backend, BackendFactory, Capabilities, Codegen, Config, LoopInvocation, LoopSignature,
+    PreparedLoop, Result,
 };
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -35,19 +36,17 @@ impl Backend for SeqBackend {
         "seq"
     }
 
-    /// One: the reference stays sequential, and so does the work beside its loops.
-    fn host_threads(&self, _config: &Config) -> usize {
-        1
-    }
-
-    /// The reference: tiling (which changes the order increments arrive in) only when asked.
-    fn keeps_operation_order(&self) -> bool {
-        true
-    }
-
-    /// The generated C points into the Dats themselves.
-    fn walks_columns(&self) -> bool {
-        true
+    /// One thread: the reference stays sequential, and so does the work beside its loops. Its
+    /// order of operations is the reference's: tiling (which changes the order increments
+    /// arrive in) only when asked. Its generated C points into the Dats themselves, so it walks
+    /// columns.
+    fn capabilities(&self, config: &Config) -> Capabilities {
+        Capabilities {
+            host_threads: 1,
+            keeps_operation_order: true,
+            walks_columns: true,
+            ..Capabilities::new(config)
+        }
     }
 
     /// No plans, no copies: only the compiled loops.

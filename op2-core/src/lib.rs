@@ -59,8 +59,8 @@ mod layering;
 pub use access::{Access, INC, MAX, MIN, READ, RW, WRITE};
 pub use arg::{Arg, ArgTarget, OP_ID, PerEntry, Via, op_arg_dat, op_arg_gbl};
 pub use backend::{
-    Backend, BackendMemory, Codegen, DataState, DeviceStats, ElementListLoop, GeneratedUnit,
-    LoopInvocation, MemoryOwner, PreparedLoop,
+    Backend, BackendMemory, Capabilities, Codegen, DataState, DeviceStats, ElementListLoop,
+    GeneratedUnit, LoopInvocation, MemoryOwner, PreparedLoop,
 };
 pub use carrier::{Carrier, CarrierKind, Const, Dat, Global, HostRead, HostWrite, LoopLock};
 pub use comm::{

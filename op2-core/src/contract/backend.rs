@@ -52,6 +52,56 @@ impl FirstPanic {
     }
 }
 
+/// What a backend can do and how it runs, as data read once when a runtime starts (wgpu-hal and
+/// cubecl describe their backends the same way): the runtime and the crates above it read these
+/// fields instead of asking the backend one question each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The data loops see is the host copy itself (host backends). Work beside the loops may then
+    /// use and reset the host copy directly, as op2-la's assembly pass does with its staging,
+    /// instead of running a loop to zero it.
+    pub host_memory: bool,
+    /// How many host threads work on a loop, so that work beside the loops (op2-la's assembly
+    /// pass, sparse tiling) uses as many.
+    pub host_threads: usize,
+    /// Its host threads are OpenMP's: work beside the loops then runs on OpenMP's threads too
+    /// (op2-la's assembly pass has an OpenMP version), since two thread pools that spin on the
+    /// same cores slow each other down.
+    pub openmp_threads: bool,
+    /// It runs loops over extruded sets column by column: the runtime then hands it a loop over
+    /// the base set whose kernel walks each column's layers, reaching data by pointer steps from
+    /// each column's bottom row (so the pointers a kernel gets must point into the Dats
+    /// themselves, not into staged copies, SIMD lanes or gathered rows: such a loop's kernel says
+    /// so with [`crate::model::kernel::Kernel::steps_pointers`]). Otherwise it gets a loop over
+    /// every extruded element with maps made for every layer.
+    pub walks_columns: bool,
+    /// Loops fused by the lazy graph may run on it (as one generated loop whose kernel calls each
+    /// loop's kernel in turn). A backend whose code generation cannot call a kernel from another
+    /// says false, and such loops run one after another.
+    pub fuses_loops: bool,
+    /// It is a reference whose order of floating-point operations must not change on its own:
+    /// the lazy graph then tiles chains only when told to (`OP2_TILING=always`), never because
+    /// it measured a gain.
+    pub keeps_operation_order: bool,
+}
+
+impl Capabilities {
+    /// A host backend's usual answers: host memory, the configured thread count
+    /// (`OMP_NUM_THREADS`, else every core the process may use), threads of its own (not
+    /// OpenMP's), no column walks, loops fused, no fixed order of operations. Backends change
+    /// the fields that differ (`Capabilities { walks_columns: true, ..Capabilities::new(config) }`).
+    pub fn new(config: &Config) -> Capabilities {
+        Capabilities {
+            host_memory: true,
+            host_threads: config.host_threads(),
+            openmp_threads: false,
+            walks_columns: false,
+            fuses_loops: true,
+            keeps_operation_order: false,
+        }
+    }
+}
+
 /// An execution backend: turns loop signatures into runnable code and runs it.
 pub trait Backend: Send + Sync {
     /// The registered name (`seq`, `openmp`, ...).
@@ -98,36 +148,14 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
-    /// Whether the data loops see is the host copy itself (true for host backends). Work beside
-    /// the loops may then use and reset the host copy directly, as op2-la's assembly pass does
-    /// with its staging, instead of running a loop to zero it. The default answers from
-    /// [`Backend::device_stats`]: a backend that counts device transfers has device memory.
-    fn runs_on_host_memory(&self) -> bool {
-        self.device_stats().is_none()
-    }
-
-    /// How many host threads work on a loop, so that work beside the loops (op2-la's assembly
-    /// pass) uses as many. The default: the configured thread count (`OMP_NUM_THREADS`), else
-    /// every core the process may use; the sequential reference says one.
-    fn host_threads(&self, config: &Config) -> usize {
-        config.host_threads()
-    }
-
-    /// Whether the backend runs loops over extruded sets column by column: the runtime then
-    /// hands it a loop over the base set whose kernel walks each column's layers, reaching
-    /// data by pointer steps from each column's bottom row (so the pointers a kernel gets must
-    /// point into the Dats themselves, not into staged copies, SIMD lanes or gathered rows:
-    /// such a loop's kernel says so with [`crate::Kernel::steps_pointers`]). Otherwise (the
-    /// default) it gets a loop over every extruded element with maps made for every layer.
-    fn walks_columns(&self) -> bool {
-        false
-    }
-
-    /// Whether the backend's host threads are OpenMP's: work beside the loops then runs on
-    /// OpenMP's threads too (op2-la's assembly pass has an OpenMP version), since two thread pools
-    /// that spin on the same cores slow each other down.
-    fn uses_openmp_threads(&self) -> bool {
-        false
+    /// What the backend can do and how it runs ([`Capabilities`]), read once when a runtime
+    /// starts. The default: [`Capabilities::new`], with host memory unless the backend counts
+    /// device transfers ([`Backend::device_stats`]).
+    fn capabilities(&self, config: &Config) -> Capabilities {
+        Capabilities {
+            host_memory: self.device_stats().is_none(),
+            ..Capabilities::new(config)
+        }
     }
 
     /// Runs `work(t, team)` on a team of up to `n` of the backend's own host threads at once, `t`
@@ -138,21 +166,6 @@ pub trait Backend: Send + Sync {
     /// three ways and made tiled chains up to 1.3 times slower.
     fn run_team(&self, n: usize, work: &(dyn Fn(usize, usize) + Sync)) -> bool {
         let _ = (n, work);
-        false
-    }
-
-    /// Whether loops fused by the lazy graph may run on this backend (as one generated loop whose
-    /// kernel calls each loop's kernel in turn). A backend whose code generation cannot call a
-    /// kernel from another says false, and such loops run one after another.
-    fn fuses_loops(&self) -> bool {
-        true
-    }
-
-    /// Whether the backend is a reference whose order of floating-point operations must not
-    /// change on its own: the lazy graph then tiles chains only when told to
-    /// (`OP2_TILING=always`), never because it measured a gain. The sequential reference says
-    /// yes.
-    fn keeps_operation_order(&self) -> bool {
         false
     }
 

@@ -78,7 +78,7 @@ impl RuntimeShared {
                     .collect();
                 chosen.extend(frees);
             }
-            let fusion = self.config.lazy_opts.fusion() && self.backend.fuses_loops();
+            let fusion = self.config.lazy_opts.fusion() && self.caps.fuses_loops;
             let st = &*st;
             let groups = st.trace.schedule_groups(
                 &chosen,

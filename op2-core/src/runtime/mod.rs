@@ -53,6 +53,7 @@ pub use shared::RuntimeShared;
 pub use stats::LazyStats;
 pub use timing::{DatTraffic, HaloTraffic, LoopTiming};
 
+use crate::contract::backend::Capabilities;
 use crate::contract::config::Config;
 use crate::model::carrier::{Carrier, CarrierKind, Const, Dat, Global, check_len};
 use crate::model::comm::Communicator;
@@ -175,22 +176,25 @@ impl Runtime {
         lock(&self.shared.dat_traffic).clone()
     }
 
-    /// Whether the backend's loops work on the host copy of the data itself (see
-    /// [`Backend::runs_on_host_memory`](crate::Backend::runs_on_host_memory)).
+    /// What the backend can do and how it runs, as it said when the runtime started.
+    pub fn capabilities(&self) -> Capabilities {
+        self.shared.caps
+    }
+
+    /// Whether the backend's loops work on the host copy of the data itself
+    /// ([`Capabilities::host_memory`]).
     pub fn runs_on_host_memory(&self) -> bool {
-        self.shared.backend.runs_on_host_memory()
+        self.shared.caps.host_memory
     }
 
-    /// How many host threads the backend works with (see
-    /// [`Backend::host_threads`](crate::Backend::host_threads)).
+    /// How many host threads the backend works with ([`Capabilities::host_threads`]).
     pub fn host_threads(&self) -> usize {
-        self.shared.backend.host_threads(&self.shared.config)
+        self.shared.caps.host_threads
     }
 
-    /// Whether the backend's host threads are OpenMP's (see
-    /// [`Backend::uses_openmp_threads`](crate::Backend::uses_openmp_threads)).
+    /// Whether the backend's host threads are OpenMP's ([`Capabilities::openmp_threads`]).
     pub fn uses_openmp_threads(&self) -> bool {
-        self.shared.backend.uses_openmp_threads()
+        self.shared.caps.openmp_threads
     }
 
     /// A device backend's transfer counters; `None` on host backends.

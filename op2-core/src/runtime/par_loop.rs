@@ -33,6 +33,13 @@ struct Draft {
     args: Vec<Arg>,
 }
 
+/// A lowered loop's args, checked: their signatures, data, and the maps they use (each once).
+struct CheckedArgs {
+    sigs: Vec<ArgSig>,
+    carriers: Vec<Arc<Carrier>>,
+    maps: Vec<Map>,
+}
+
 /// One lowering pass: the loop as it is where the pass has nothing to do.
 type Pass = fn(&Runtime, Draft) -> Result<Draft>;
 
@@ -96,7 +103,11 @@ impl Runtime {
             kernel, set, args, ..
         } = loop_;
         self.own("set", set.name(), set.runtime_id())?;
-        let (sigs, carriers, maps) = self.check_args(&kernel, &set, &args)?;
+        let CheckedArgs {
+            sigs,
+            carriers,
+            maps,
+        } = self.check_args(&kernel, &set, &args)?;
         let (consts, const_sigs) = self.consts_of(&kernel)?;
         let ids: Vec<u64> = carriers.iter().map(|c| c.id).collect();
         let (sig, prepared) = self.prepare(LoopSignature {
@@ -138,12 +149,7 @@ impl Runtime {
     }
 
     /// Each arg checked against the set and the kernel: their signatures, data and maps.
-    fn check_args(
-        &self,
-        kernel: &Kernel,
-        set: &Set,
-        args: &[Arg],
-    ) -> Result<(Vec<ArgSig>, Vec<Arc<Carrier>>, Vec<Map>)> {
+    fn check_args(&self, kernel: &Kernel, set: &Set, args: &[Arg]) -> Result<CheckedArgs> {
         let mut sigs = Vec::with_capacity(args.len());
         let mut carriers = Vec::with_capacity(args.len());
         let mut maps: Vec<Map> = Vec::new();
@@ -155,7 +161,11 @@ impl Runtime {
             carriers.push(carrier);
         }
         validate::check_kernel_params(kernel, &sigs, &carriers)?;
-        Ok((sigs, carriers, maps))
+        Ok(CheckedArgs {
+            sigs,
+            carriers,
+            maps,
+        })
     }
 
     /// The Consts `kernel` mentions, with their signatures; a kernel named like a Const is an

@@ -14,7 +14,7 @@ use super::sync::next_id;
 use super::temporaries::Pool;
 use super::tiling::TilingCache;
 use super::timing::{DatTraffic, LoopTiming};
-use crate::contract::backend::{Backend, PreparedLoop};
+use crate::contract::backend::{Backend, Capabilities, PreparedLoop};
 use crate::contract::config::Config;
 use crate::contract::registry::find_backend;
 use crate::model::carrier::Carrier;
@@ -55,6 +55,8 @@ pub struct RuntimeShared {
     pub(crate) id: u64,
     pub(crate) config: Config,
     pub(crate) backend: Box<dyn Backend>,
+    /// What the backend can do, read once.
+    pub(crate) caps: Capabilities,
     /// The ranks this runtime runs with (one process: [`crate::SelfCommunicator`]).
     pub(crate) comm: Arc<dyn Communicator>,
     pub(crate) state: Mutex<State>,
@@ -98,6 +100,7 @@ impl RuntimeShared {
         let backend = (factory.create)(&config)?;
         Ok(RuntimeShared {
             id: next_id(),
+            caps: backend.capabilities(&config),
             config,
             backend,
             comm,

@@ -13,6 +13,8 @@ fn the_reference_runs_on_one_host_thread() {
     assert_eq!(rt.host_threads(), 1);
     assert!(rt.runs_on_host_memory());
     assert!(!rt.uses_openmp_threads());
+    let caps = rt.capabilities();
+    assert!(caps.walks_columns && caps.keeps_operation_order && caps.fuses_loops);
 }
 
 #[cfg(feature = "openmp")]
@@ -24,6 +26,8 @@ fn openmp_reports_its_threads_as_openmps() {
     assert_eq!(rt.host_threads(), 3);
     assert!(rt.runs_on_host_memory());
     assert!(rt.uses_openmp_threads());
+    let caps = rt.capabilities();
+    assert!(caps.walks_columns && caps.fuses_loops && !caps.keeps_operation_order);
 }
 
 #[cfg(any(feature = "opencl", feature = "cuda"))]
@@ -40,6 +44,8 @@ fn device_backends_keep_data_in_device_memory() {
             assert!(!rt.runs_on_host_memory(), "{name}");
             assert!(!rt.uses_openmp_threads(), "{name}");
             assert_eq!(rt.host_threads(), 2, "{name}: the configured threads");
+            let caps = rt.capabilities();
+            assert!(!caps.walks_columns && caps.fuses_loops, "{name}: {caps:?}");
         }
     }
 }

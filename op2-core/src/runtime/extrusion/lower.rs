@@ -224,7 +224,7 @@ impl Runtime {
     /// written through one extruded map only (not also directly or read through another), one
     /// whose bottom rows colour the columns safely ([`Map::columns_exact`]).
     fn walks_columns(&self, set: &Set, base: &Set, args: &[Arg]) -> bool {
-        if !self.shared.backend.walks_columns() || set.total_size() == 0 {
+        if !self.shared.caps.walks_columns || set.total_size() == 0 {
             return false;
         }
         // Bottom rows into an empty set cannot be declared (only empty columns point there).

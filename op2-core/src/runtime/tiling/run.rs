@@ -42,14 +42,14 @@ impl RuntimeShared {
         let always = self.config.tiling == TilingMode::Always;
         // Checkpointing records the Globals each loop leaves, which a tiled chain only has
         // once all of its loops ran.
-        if (!always && self.backend.keeps_operation_order()) || self.history.is_some() {
+        if (!always && self.caps.keeps_operation_order) || self.history.is_some() {
             return None;
         }
         let bytes: u64 = steps.iter().map(|s| s.record.bytes).sum();
         if steps.len() < 2 || (!always && bytes < auto_threshold()) || steps[0].range.is_empty() {
             return None;
         }
-        let threads = self.backend.host_threads(&self.config).max(1);
+        let threads = self.caps.host_threads.max(1);
         let tile_size = self.config.tile_size.unwrap_or_else(|| {
             let per_element = steps[0].record.bytes.max(1) * steps.len() as u64
                 / steps[0].range.len().max(1) as u64;
