@@ -17,10 +17,40 @@ use crate::model::map::Map;
 use crate::model::set::Set;
 use crate::model::signature::LoopSignature;
 use crate::model::trace::{DataUse, section};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
+
+/// Nodes of the graph that run together: one step, or loops fused into one.
+type Group = Vec<(u64, Step)>;
+
+/// What a forcing has met so far: its first error, and the nodes that failed or wait on a
+/// failure (with whether communication did: every later communication then waits too).
+#[derive(Default)]
+struct Outcome {
+    first_error: Option<Op2Error>,
+    stuck: HashSet<u64>,
+    comm_stuck: bool,
+}
+
+impl Outcome {
+    /// Nothing has failed.
+    fn clear(&self) -> bool {
+        self.stuck.is_empty() && !self.comm_stuck
+    }
+}
+
+/// What became of a group offered as the start of a tiled chain.
+enum Chain {
+    /// Not the start of a chain of two or more tileable loops.
+    None,
+    /// A chain whose tiling did not pay: its groups after the first (this many) run as usual
+    /// and are not offered again.
+    Declined(usize),
+    /// The chain ran (or failed part way, the rest put back on the queue).
+    Ran,
+}
 
 impl RuntimeShared {
     /// The one place pending work runs. Takes what `wanted` needs from the graph (and, across
@@ -32,65 +62,55 @@ impl RuntimeShared {
     /// not depend on a failure still run. The first error is returned. The caller holds `exec`.
     pub(crate) fn force(&self, wanted: Wanted<'_>) -> Result<()> {
         let started = Instant::now();
-        let order: Vec<Vec<(u64, Step)>> = {
-            let mut st = lock(&self.state);
-            if st.trace.is_empty() {
-                return Ok(());
-            }
-            let mut chosen: HashSet<u64> = match wanted {
-                Wanted::All => st.trace.iter().map(|(n, _)| n).collect(),
-                Wanted::Data { reads, writes } => st.trace.needed(reads, writes),
-                Wanted::Nodes(nodes) => st.trace.closure(nodes.iter().copied()),
-            };
-            if chosen.is_empty() {
-                return Ok(());
-            }
-            let last_comm = chosen
-                .iter()
-                .copied()
-                .filter(|n| st.trace.get(*n).is_some_and(|x| x.work.communicates()))
-                .max();
-            if let Some(last) = last_comm {
-                let earlier: Vec<u64> = st
-                    .trace
-                    .iter()
-                    .filter(|(n, x)| *n < last && x.work.communicates() && !chosen.contains(n))
-                    .map(|(n, _)| n)
-                    .collect();
-                if !earlier.is_empty() {
-                    let more = st.trace.closure(earlier);
-                    chosen.extend(more);
+        let Some(order) = self.schedule(wanted) else {
+            return Ok(());
+        };
+        lock(&self.stats).schedule_seconds += started.elapsed().as_secs_f64();
+        let mut queue: VecDeque<Group> = order.into();
+        let mut outcome = Outcome::default();
+        // Groups left of a chain that was offered for tiling and declined: its tails are not
+        // offered again (each would be a new shape to inspect and time, for the same answer).
+        let mut declined = 0usize;
+        while let Some(group) = queue.pop_front() {
+            if declined > 0 {
+                declined -= 1;
+            } else if self.config.lazy_opts.tiling && outcome.clear() {
+                match self.run_chain_tiled(&group, &mut queue, &mut outcome) {
+                    Chain::Ran => continue,
+                    Chain::Declined(tails) => declined = tails,
+                    Chain::None => {}
                 }
             }
-            if self.config.lazy_opts.temporaries {
-                // Releasing a temporary whose loops all run now costs nothing and needs nothing
-                // else: it goes too, so that a temporary allocated after it reuses its memory.
-                let State {
-                    trace,
-                    pending_frees,
-                    ..
-                } = &mut *st;
-                pending_frees.retain(|n| trace.get(*n).is_some());
-                let frees: Vec<u64> = pending_frees
-                    .iter()
-                    .copied()
-                    .filter(|n| !chosen.contains(n) && trace.preds(*n).all(|p| chosen.contains(&p)))
-                    .collect();
-                chosen.extend(frees);
-            }
-            let fusion = self.config.lazy_opts.fusion() && self.caps.fuses_loops;
-            let st = &*st;
-            let groups = st.trace.schedule_groups(
-                &chosen,
-                Step::rank,
-                Step::order_class,
-                |w| fusion && super::fusion::leads(w),
-                |group, c| self.can_fuse(st, group, c),
-            );
-            let mut stats = lock(&self.stats);
-            stats.forces += 1;
-            stats.nodes_scheduled += chosen.len() as u64;
-            drop(stats);
+            self.run_group(group, &mut queue, &mut outcome);
+        }
+        outcome.first_error.map_or(Ok(()), Err)
+    }
+
+    /// The groups to run, in order (each one node, or loops fused into one), or `None` when
+    /// nothing is pending that `wanted` needs.
+    fn schedule(&self, wanted: Wanted<'_>) -> Option<Vec<Group>> {
+        let mut st = lock(&self.state);
+        if st.trace.is_empty() {
+            return None;
+        }
+        let chosen = self.choose(&mut st, wanted);
+        if chosen.is_empty() {
+            return None;
+        }
+        let fusion = self.config.lazy_opts.fusion() && self.caps.fuses_loops;
+        let st = &*st;
+        let groups = st.trace.schedule_groups(
+            &chosen,
+            Step::rank,
+            Step::order_class,
+            |w| fusion && super::fusion::leads(w),
+            |group, c| self.can_fuse(st, group, c),
+        );
+        let mut stats = lock(&self.stats);
+        stats.forces += 1;
+        stats.nodes_scheduled += chosen.len() as u64;
+        drop(stats);
+        Some(
             groups
                 .into_iter()
                 .map(|g| {
@@ -98,135 +118,186 @@ impl RuntimeShared {
                         .map(|n| (n, st.trace.get(n).expect("chosen").work.clone()))
                         .collect()
                 })
-                .collect()
+                .collect(),
+        )
+    }
+
+    /// The pending nodes a forcing runs: what `wanted` needs, every earlier step that starts
+    /// communication (and what it needs), and the releases of temporaries whose loops all run.
+    fn choose(&self, st: &mut State, wanted: Wanted<'_>) -> HashSet<u64> {
+        let mut chosen: HashSet<u64> = match wanted {
+            Wanted::All => st.trace.iter().map(|(n, _)| n).collect(),
+            Wanted::Data { reads, writes } => st.trace.needed(reads, writes),
+            Wanted::Nodes(nodes) => st.trace.closure(nodes.iter().copied()),
         };
-        let mut first_error = None;
-        let mut stuck: HashSet<u64> = HashSet::new();
-        let mut comm_stuck = false;
-        lock(&self.stats).schedule_seconds += started.elapsed().as_secs_f64();
-        let mut queue: std::collections::VecDeque<Vec<(u64, Step)>> = order.into();
-        let tiling = self.config.lazy_opts.tiling;
-        // Groups left of a chain that was offered for tiling and declined: its tails are not
-        // offered again (each would be a new shape to inspect and time, for the same answer).
-        let mut declined = 0usize;
-        while let Some(group) = queue.pop_front() {
-            if declined > 0 {
-                declined -= 1;
-            } else if tiling && stuck.is_empty() && !comm_stuck {
-                // A run of loop steps, one after another with nothing between them, may run
-                // tile by tile (sparse tiling); otherwise they go on one by one.
-                let mut chain: Vec<LoopStep> = Vec::new();
-                let mut nodes: Vec<u64> = Vec::new();
-                for g in std::iter::once(&group).chain(queue.iter()) {
-                    match g.as_slice() {
-                        [(n, Step::Loop(l))]
-                            if chain.len() < super::tiling::MAX_CHAIN
-                                && super::tiling::tileable(l)
-                                && super::tiling::joins(&chain, l) =>
-                        {
-                            chain.push(l.clone());
-                            nodes.push(*n);
-                        }
-                        _ => break,
-                    }
-                }
-                if chain.len() >= 2 {
-                    if let Some(run) = self.try_run_chain(&chain) {
-                        let mut rest: Vec<Vec<(u64, Step)>> = Vec::new();
-                        for _ in 1..chain.len() {
-                            rest.extend(queue.pop_front());
-                        }
-                        let mut st = lock(&self.state);
-                        for n in &nodes[..run.ran] {
-                            st.trace.remove(*n);
-                        }
-                        drop(st);
-                        lock(&self.stats).nodes_run += run.ran as u64;
-                        if let Err(e) = run.result {
-                            // The failed step stays pending; those after it go the usual way
-                            // (each runs unless it depends on the failure).
-                            first_error.get_or_insert(e);
-                            stuck.insert(nodes[run.ran]);
-                            // `rest[i]` is the chain's step `i + 1`.
-                            for g in rest.into_iter().skip(run.ran).rev() {
-                                queue.push_front(g);
-                            }
-                        }
-                        continue;
-                    }
-                    declined = chain.len() - 1;
-                }
-            }
-            let communicates = group.iter().any(|(_, s)| s.communicates());
-            let blocked = (comm_stuck && communicates)
-                || (!stuck.is_empty() && {
-                    let st = lock(&self.state);
-                    group
-                        .iter()
-                        .any(|(n, _)| st.trace.preds(*n).any(|p| stuck.contains(&p)))
-                });
-            let result = if group.len() > 1 {
-                // A fused group runs as one only when nothing it needs failed and it can (its
-                // code compiles, none of its data is borrowed); otherwise as its loops, one by
-                // one, so that only those that depend on a failure stay pending.
-                let steps: Vec<LoopStep> = group
-                    .iter()
-                    .map(|(_, s)| match s {
-                        Step::Loop(l) => l.clone(),
-                        _ => unreachable!("only loop steps are fused"),
-                    })
-                    .collect();
-                match (!blocked).then(|| self.try_run_fused(&steps)).flatten() {
-                    Some(r) => Some(r),
-                    None => {
-                        for single in group.into_iter().rev() {
-                            queue.push_front(vec![single]);
-                        }
-                        continue;
-                    }
-                }
-            } else if blocked {
-                None
-            } else {
-                Some(self.run_step(&group[0].1))
-            };
-            match result {
-                Some(Ok(())) => {
-                    let mut st = lock(&self.state);
-                    let (mut chains, mut siblings) = (0, 0);
-                    for k in 1..group.len() {
-                        let n = group[k].0;
-                        if st
-                            .trace
-                            .preds(n)
-                            .any(|p| group[..k].iter().any(|(m, _)| *m == p))
-                        {
-                            chains += 1;
-                        } else {
-                            siblings += 1;
-                        }
-                    }
-                    for (n, _) in &group {
-                        st.trace.remove(*n);
-                    }
-                    drop(st);
-                    let mut stats = lock(&self.stats);
-                    stats.nodes_run += 1;
-                    stats.chain_fusions += chains;
-                    stats.sibling_fusions += siblings;
-                }
-                Some(Err(e)) => {
-                    first_error.get_or_insert(e);
-                    stuck.extend(group.iter().map(|(n, _)| *n));
-                    comm_stuck |= communicates;
-                }
-                None => {
-                    stuck.extend(group.iter().map(|(n, _)| *n));
-                    comm_stuck |= communicates;
-                }
+        if chosen.is_empty() {
+            return chosen;
+        }
+        let last_comm = chosen
+            .iter()
+            .copied()
+            .filter(|n| st.trace.get(*n).is_some_and(|x| x.work.communicates()))
+            .max();
+        if let Some(last) = last_comm {
+            let earlier: Vec<u64> = st
+                .trace
+                .iter()
+                .filter(|(n, x)| *n < last && x.work.communicates() && !chosen.contains(n))
+                .map(|(n, _)| n)
+                .collect();
+            if !earlier.is_empty() {
+                let more = st.trace.closure(earlier);
+                chosen.extend(more);
             }
         }
-        first_error.map_or(Ok(()), Err)
+        if self.config.lazy_opts.temporaries {
+            // Releasing a temporary whose loops all run now costs nothing and needs nothing
+            // else: it goes too, so that a temporary allocated after it reuses its memory.
+            let State {
+                trace,
+                pending_frees,
+                ..
+            } = st;
+            pending_frees.retain(|n| trace.get(*n).is_some());
+            let frees: Vec<u64> = pending_frees
+                .iter()
+                .copied()
+                .filter(|n| !chosen.contains(n) && trace.preds(*n).all(|p| chosen.contains(&p)))
+                .collect();
+            chosen.extend(frees);
+        }
+        chosen
+    }
+
+    /// Runs the chain of loop steps starting with `group` tile by tile (sparse tiling), when
+    /// the groups at the queue's front make one (single loop steps, one after another, that
+    /// tile together) and tiling takes it. The chain's other groups leave the queue; after a
+    /// failure those after the failed step go back, to run the usual way.
+    fn run_chain_tiled(
+        &self,
+        group: &Group,
+        queue: &mut VecDeque<Group>,
+        outcome: &mut Outcome,
+    ) -> Chain {
+        let mut chain: Vec<LoopStep> = Vec::new();
+        let mut nodes: Vec<u64> = Vec::new();
+        for g in std::iter::once(group).chain(queue.iter()) {
+            match g.as_slice() {
+                [(n, Step::Loop(l))]
+                    if chain.len() < super::tiling::MAX_CHAIN
+                        && super::tiling::tileable(l)
+                        && super::tiling::joins(&chain, l) =>
+                {
+                    chain.push(l.clone());
+                    nodes.push(*n);
+                }
+                _ => break,
+            }
+        }
+        if chain.len() < 2 {
+            return Chain::None;
+        }
+        let Some(run) = self.try_run_chain(&chain) else {
+            return Chain::Declined(chain.len() - 1);
+        };
+        let mut rest: Vec<Group> = Vec::new();
+        for _ in 1..chain.len() {
+            rest.extend(queue.pop_front());
+        }
+        let mut st = lock(&self.state);
+        for n in &nodes[..run.ran] {
+            st.trace.remove(*n);
+        }
+        drop(st);
+        lock(&self.stats).nodes_run += run.ran as u64;
+        if let Err(e) = run.result {
+            // The failed step stays pending; those after it go the usual way (each runs
+            // unless it depends on the failure).
+            outcome.first_error.get_or_insert(e);
+            outcome.stuck.insert(nodes[run.ran]);
+            // `rest[i]` is the chain's step `i + 1`.
+            for g in rest.into_iter().skip(run.ran).rev() {
+                queue.push_front(g);
+            }
+        }
+        Chain::Ran
+    }
+
+    /// Runs one group: a single step, or fused loops as one (or, when they cannot run as one,
+    /// put back on the queue as single steps); not at all when it waits on a failure.
+    fn run_group(&self, group: Group, queue: &mut VecDeque<Group>, outcome: &mut Outcome) {
+        let communicates = group.iter().any(|(_, s)| s.communicates());
+        let blocked = (outcome.comm_stuck && communicates)
+            || (!outcome.stuck.is_empty() && {
+                let st = lock(&self.state);
+                group
+                    .iter()
+                    .any(|(n, _)| st.trace.preds(*n).any(|p| outcome.stuck.contains(&p)))
+            });
+        let result = if group.len() > 1 {
+            // A fused group runs as one only when nothing it needs failed and it can (its
+            // code compiles, none of its data is borrowed); otherwise as its loops, one by
+            // one, so that only those that depend on a failure stay pending.
+            let steps: Vec<LoopStep> = group
+                .iter()
+                .map(|(_, s)| match s {
+                    Step::Loop(l) => l.clone(),
+                    _ => unreachable!("only loop steps are fused"),
+                })
+                .collect();
+            match (!blocked).then(|| self.try_run_fused(&steps)).flatten() {
+                Some(r) => Some(r),
+                None => {
+                    for single in group.into_iter().rev() {
+                        queue.push_front(vec![single]);
+                    }
+                    return;
+                }
+            }
+        } else if blocked {
+            None
+        } else {
+            Some(self.run_step(&group[0].1))
+        };
+        match result {
+            Some(Ok(())) => self.group_done(&group),
+            Some(Err(e)) => {
+                outcome.first_error.get_or_insert(e);
+                outcome.stuck.extend(group.iter().map(|(n, _)| *n));
+                outcome.comm_stuck |= communicates;
+            }
+            None => {
+                outcome.stuck.extend(group.iter().map(|(n, _)| *n));
+                outcome.comm_stuck |= communicates;
+            }
+        }
+    }
+
+    /// A group that ran leaves the graph; a fused one is counted as chain or sibling fusions
+    /// (each member after the first: a chain when it depends on an earlier member).
+    fn group_done(&self, group: &Group) {
+        let mut st = lock(&self.state);
+        let (mut chains, mut siblings) = (0, 0);
+        for k in 1..group.len() {
+            let n = group[k].0;
+            if st
+                .trace
+                .preds(n)
+                .any(|p| group[..k].iter().any(|(m, _)| *m == p))
+            {
+                chains += 1;
+            } else {
+                siblings += 1;
+            }
+        }
+        for (n, _) in group {
+            st.trace.remove(*n);
+        }
+        drop(st);
+        let mut stats = lock(&self.stats);
+        stats.nodes_run += 1;
+        stats.chain_fusions += chains;
+        stats.sibling_fusions += siblings;
     }
 
     fn run_step(&self, step: &Step) -> Result<()> {
