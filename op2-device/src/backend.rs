@@ -673,24 +673,260 @@ impl<D: Device> DeviceLoop<D> {
     }
 }
 
+impl<D: Device> DeviceLoop<D> {
+    /// Local memory for the reductions' scratch in a work-group of `threads` (none without
+    /// reductions).
+    fn scratch(&self, threads: usize) -> usize {
+        if self.reductions.is_empty() {
+            0
+        } else {
+            SCRATCH_PER_THREAD * threads
+        }
+    }
+
+    /// A direct or atomics stub: one launch over the range, a work-group of as many threads as
+    /// fit (staged direct rows take local memory in proportion to the group).
+    fn run_direct(
+        &self,
+        inv: &LoopInvocation<'_>,
+        stub: DeviceStub,
+        consts: &[&[u8]],
+        base: LaunchValues<'_, D::Buffer>,
+    ) -> Result<()> {
+        let limits = self.shared.limits();
+        let mut values = base;
+        let maps;
+        if stub == DeviceStub::Atomic {
+            maps = self.device_maps(inv)?;
+            values.maps = &maps;
+        }
+        let loaded = self.program(&stub, consts)?;
+        let const_buffers = self.const_buffers(&loaded.unit, consts)?;
+        values.consts = &const_buffers;
+        // Staged direct rows take shared memory in proportion to the block: fewer threads
+        // (whole warps) where a block of the usual size would not fit.
+        let staged =
+            op2_codegen::staged_direct_rows(&self.sig, self.device().dialect(), &self.options);
+        let staged_per_thread = op2_codegen::direct_staging_bytes(&self.sig, &staged, 1);
+        let fit = limits
+            .local_memory
+            .checked_div(staged_per_thread)
+            .map_or(usize::MAX, |n| (n / 32 * 32).max(1));
+        let threads = self.shared.work_group(
+            self.kernel_name(),
+            limits
+                .direct_threads
+                .min(self.device().max_threads(&loaded.program))
+                .min(fit),
+            loaded.unit.private_bytes,
+        )?;
+        let groups = self.groups(inv.end - inv.start, threads)?;
+        values.slots = groups as usize;
+        values.scratch_bytes = self.scratch(threads);
+        let partials = self.partials(values.slots)?;
+        values.partials = &partials;
+        let args = self.args(&loaded.unit.params, &values)?;
+        // The staged rows and the reductions' scratch share the block's memory, one after the
+        // other (the stub waits between them).
+        let local = values.scratch_bytes.max(op2_codegen::direct_staging_bytes(
+            &self.sig, &staged, threads,
+        ));
+        self.device().launch(
+            &loaded.program,
+            Entry::Stub,
+            self.shape(groups, threads, local),
+            &args,
+        )?;
+        self.finish_reductions(&loaded, &mut values)
+    }
+
+    /// The host scheme (a device whose work-items are CPU cores): the range in chunks, one per
+    /// work-item, or in coloured blocks where data is modified through maps.
+    fn run_on_host_cores(
+        &self,
+        inv: &LoopInvocation<'_>,
+        range: HostRange,
+        consts: &[&[u8]],
+        base: LaunchValues<'_, D::Buffer>,
+    ) -> Result<()> {
+        let sh = &self.shared;
+        let cores = sh.limits().host_scheme.unwrap_or(1);
+        let elements = inv.end - inv.start;
+        let size = sh
+            .block_size
+            .unwrap_or_else(|| host_range_size(elements, cores));
+        let mut values = base;
+        let maps = self.device_maps(inv)?;
+        values.maps = &maps;
+        let loaded = self.program(&DeviceStub::Host(range), consts)?;
+        let const_buffers = self.const_buffers(&loaded.unit, consts)?;
+        values.consts = &const_buffers;
+        let partials;
+        let planned;
+        match range {
+            HostRange::Chunks => {
+                values.chunk = size;
+                let groups = self.groups(elements, size)?;
+                values.slots = groups as usize;
+                partials = self.partials(values.slots)?;
+                values.partials = &partials;
+                let args = self.args(&loaded.unit.params, &values)?;
+                self.device().launch(
+                    &loaded.program,
+                    Entry::Stub,
+                    self.shape(groups, 1, 0),
+                    &args,
+                )?;
+            }
+            HostRange::Blocks => {
+                // Only args that modify data through maps (and direct args modifying the same
+                // data) constrain the colours: nothing is staged, and a block's elements run in
+                // turn on one work-item.
+                let args: Vec<PlanArg<'_>> = PlanArg::colouring_args(inv);
+                let plan = sh.planner.plan(&PlanRequest {
+                    set: inv.set.id(),
+                    start: inv.start,
+                    end: inv.end,
+                    block_size: size,
+                    args: &args,
+                    detail: PlanDetail::BlockColours,
+                })?;
+                let layout = BlockLayout {
+                    stagings: Vec::new(),
+                    arg_staging: vec![None; self.sig.args.len()],
+                };
+                planned = (self.device_plan(&plan, &layout, None)?, plan);
+                let (device_plan, plan) = (&planned.0, &planned.1);
+                values.slots = plan.blocks();
+                partials = self.partials(values.slots)?;
+                values.partials = &partials;
+                values.plan = Some((plan, device_plan));
+                self.launch_colours(&loaded, plan, &mut values, 1, 0)?;
+            }
+        }
+        self.finish_reductions(&loaded, &mut values)
+    }
+
+    /// A planned stub: the plan's blocks staged in local memory, launched colour by colour, or
+    /// every block at once where increments are atomic at both levels.
+    fn run_planned(
+        &self,
+        inv: &LoopInvocation<'_>,
+        expected: &BlockLayout,
+        consts: &[&[u8]],
+        base: LaunchValues<'_, D::Buffer>,
+    ) -> Result<()> {
+        let plan = self.plan(inv)?;
+        let layout = self.layout_of(&plan, expected);
+        let rebuild = || {
+            build_plan(&PlanRequest {
+                set: inv.set.id(),
+                start: plan.start,
+                end: plan.end,
+                block_size: plan.block_size,
+                args: &PlanArg::of_loop(inv),
+                detail: PlanDetail::Full,
+            })
+        };
+        let device_plan = self.device_plan(&plan, &layout, Some(&rebuild))?;
+        let all_at_once =
+            op2_codegen::block_atomics(&self.sig, &layout, self.device().dialect(), &self.options);
+        let loaded = self.program(&DeviceStub::Planned(layout), consts)?;
+        let mut values = base;
+        let const_buffers = self.const_buffers(&loaded.unit, consts)?;
+        values.consts = &const_buffers;
+        let threads = self.shared.work_group(
+            self.kernel_name(),
+            plan.block_size
+                .min(self.device().max_threads(&loaded.program)),
+            loaded.unit.private_bytes,
+        )?;
+        values.slots = plan.blocks();
+        values.staging_bytes = plan.stats.max_staging_bytes;
+        values.scratch_bytes = self.scratch(threads);
+        let partials = self.partials(values.slots)?;
+        values.partials = &partials;
+        values.plan = Some((&plan, &device_plan));
+        let local = values.staging_bytes + values.scratch_bytes;
+        if all_at_once {
+            // Increments are atomic at both levels: every block at once.
+            values.block_offset = 0;
+            let args = self.args(&loaded.unit.params, &values)?;
+            self.device().launch(
+                &loaded.program,
+                Entry::Stub,
+                self.shape(self.groups(plan.blocks(), 1)?, threads, local),
+                &args,
+            )?;
+        } else {
+            self.launch_colours(&loaded, &plan, &mut values, threads, local)?;
+        }
+        self.finish_reductions(&loaded, &mut values)
+    }
+
+    /// The block layout of `plan` for the program: as the signature expects it, except that
+    /// the plan's indices may be narrower than the program's bound (they are widened at
+    /// upload), never wider; a plan whose stagings differ from the expected ones gets its own.
+    fn layout_of(&self, plan: &Plan, expected: &BlockLayout) -> BlockLayout {
+        if plan.staging.len() == expected.stagings.len() {
+            BlockLayout::of_plan(
+                &self.sig,
+                &plan.arg_staging,
+                plan.staging.iter().zip(&expected.stagings).map(|(st, e)| {
+                    let wide = e.wide_indices || matches!(st.global_to_local, LocalIndices::U32(_));
+                    (st.dim, st.entries.clone(), wide)
+                }),
+            )
+        } else {
+            BlockLayout::of_plan(
+                &self.sig,
+                &plan.arg_staging,
+                plan.staging.iter().map(|st| {
+                    let wide = matches!(st.global_to_local, LocalIndices::U32(_));
+                    (st.dim, st.entries.clone(), wide)
+                }),
+            )
+        }
+    }
+
+    /// The program's final kernel, where it has one, folds the reductions' partials (one
+    /// work-item without tree reductions).
+    fn finish_reductions(
+        &self,
+        loaded: &Loaded<D>,
+        values: &mut LaunchValues<'_, D::Buffer>,
+    ) -> Result<()> {
+        let Some(params) = &loaded.unit.finish_params else {
+            return Ok(());
+        };
+        let threads = if self.options.tree_reductions {
+            FINISH_THREADS.min(self.shared.limits().max_threads)
+        } else {
+            1
+        };
+        values.scratch_bytes = SCRATCH_PER_THREAD * threads;
+        let args = self.args(params, values)?;
+        self.device().launch(
+            &loaded.program,
+            Entry::Finish,
+            self.shape(1, threads, values.scratch_bytes),
+            &args,
+        )
+    }
+}
+
 impl<D: Device> PreparedLoop for DeviceLoop<D> {
+    /// Runs the range with the stub the signature chose (direct or atomics, the host scheme,
+    /// or planned), then folds the reductions.
     fn run(&self, inv: &LoopInvocation<'_>) -> Result<()> {
         if inv.start >= inv.end {
             return Ok(());
         }
         let sh = &self.shared;
-        let limits = sh.limits();
         sh.data.forget_dropped();
         let consts = inv.const_bytes();
         let buffers = sh.data.for_invocation(inv)?;
-        let scratch = |threads: usize| {
-            if self.reductions.is_empty() {
-                0
-            } else {
-                SCRATCH_PER_THREAD * threads
-            }
-        };
-        let mut values = LaunchValues {
+        let base = LaunchValues {
             start: inv.start,
             end: inv.end,
             block_offset: 0,
@@ -704,202 +940,14 @@ impl<D: Device> PreparedLoop for DeviceLoop<D> {
             staging_bytes: 0,
             scratch_bytes: 0,
         };
-        let partials;
-        let maps;
-        let planned;
-        let const_buffers;
-        let loaded;
         match sh.stub_of(inv.sig) {
             stub @ (DeviceStub::Direct | DeviceStub::Atomic) => {
-                if stub == DeviceStub::Atomic {
-                    maps = self.device_maps(inv)?;
-                    values.maps = &maps;
-                }
-                loaded = self.program(&stub, &consts)?;
-                const_buffers = self.const_buffers(&loaded.unit, &consts)?;
-                values.consts = &const_buffers;
-                // Staged direct rows take shared memory in proportion to the block: fewer
-                // threads (whole warps) where a block of the usual size would not fit.
-                let staged = op2_codegen::staged_direct_rows(
-                    &self.sig,
-                    self.device().dialect(),
-                    &self.options,
-                );
-                let staged_per_thread = op2_codegen::direct_staging_bytes(&self.sig, &staged, 1);
-                let fit = limits
-                    .local_memory
-                    .checked_div(staged_per_thread)
-                    .map_or(usize::MAX, |n| (n / 32 * 32).max(1));
-                let threads = sh.work_group(
-                    self.kernel_name(),
-                    limits
-                        .direct_threads
-                        .min(self.device().max_threads(&loaded.program))
-                        .min(fit),
-                    loaded.unit.private_bytes,
-                )?;
-                let groups = self.groups(inv.end - inv.start, threads)?;
-                values.slots = groups as usize;
-                values.scratch_bytes = scratch(threads);
-                partials = self.partials(values.slots)?;
-                values.partials = &partials;
-                let args = self.args(&loaded.unit.params, &values)?;
-                // The staged rows and the reductions' scratch share the block's memory, one
-                // after the other (the stub waits between them).
-                let local = values.scratch_bytes.max(op2_codegen::direct_staging_bytes(
-                    &self.sig, &staged, threads,
-                ));
-                self.device().launch(
-                    &loaded.program,
-                    Entry::Stub,
-                    self.shape(groups, threads, local),
-                    &args,
-                )?;
+                self.run_direct(inv, stub, &consts, base)?
             }
-            stub @ DeviceStub::Host(range) => {
-                let cores = limits.host_scheme.unwrap_or(1);
-                let elements = inv.end - inv.start;
-                let size = sh
-                    .block_size
-                    .unwrap_or_else(|| host_range_size(elements, cores));
-                maps = self.device_maps(inv)?;
-                values.maps = &maps;
-                loaded = self.program(&stub, &consts)?;
-                const_buffers = self.const_buffers(&loaded.unit, &consts)?;
-                values.consts = &const_buffers;
-                match range {
-                    HostRange::Chunks => {
-                        values.chunk = size;
-                        let groups = self.groups(elements, size)?;
-                        values.slots = groups as usize;
-                        partials = self.partials(values.slots)?;
-                        values.partials = &partials;
-                        let args = self.args(&loaded.unit.params, &values)?;
-                        self.device().launch(
-                            &loaded.program,
-                            Entry::Stub,
-                            self.shape(groups, 1, 0),
-                            &args,
-                        )?;
-                    }
-                    HostRange::Blocks => {
-                        // Only args that modify data through maps (and direct args modifying
-                        // the same data) constrain the colours: nothing is staged, and a
-                        // block's elements run in turn on one work-item.
-                        let args: Vec<PlanArg<'_>> = PlanArg::colouring_args(inv);
-                        let plan = sh.planner.plan(&PlanRequest {
-                            set: inv.set.id(),
-                            start: inv.start,
-                            end: inv.end,
-                            block_size: size,
-                            args: &args,
-                            detail: PlanDetail::BlockColours,
-                        })?;
-                        let layout = BlockLayout {
-                            stagings: Vec::new(),
-                            arg_staging: vec![None; self.sig.args.len()],
-                        };
-                        planned = (self.device_plan(&plan, &layout, None)?, plan);
-                        let (device_plan, plan) = (&planned.0, &planned.1);
-                        values.slots = plan.blocks();
-                        partials = self.partials(values.slots)?;
-                        values.partials = &partials;
-                        values.plan = Some((plan, device_plan));
-                        self.launch_colours(&loaded, plan, &mut values, 1, 0)?;
-                    }
-                }
-            }
-            DeviceStub::Planned(expected) => {
-                let plan = self.plan(inv)?;
-                // The plan groups args as the signature says; its indices may be narrower than
-                // the program's bound (they are widened at upload), never wider.
-                let layout = BlockLayout::of_plan(
-                    &self.sig,
-                    &plan.arg_staging,
-                    plan.staging.iter().zip(&expected.stagings).map(|(st, e)| {
-                        let wide =
-                            e.wide_indices || matches!(st.global_to_local, LocalIndices::U32(_));
-                        (st.dim, st.entries.clone(), wide)
-                    }),
-                );
-                let layout = if plan.staging.len() == expected.stagings.len() {
-                    layout
-                } else {
-                    BlockLayout::of_plan(
-                        &self.sig,
-                        &plan.arg_staging,
-                        plan.staging.iter().map(|st| {
-                            let wide = matches!(st.global_to_local, LocalIndices::U32(_));
-                            (st.dim, st.entries.clone(), wide)
-                        }),
-                    )
-                };
-                let rebuild = || {
-                    build_plan(&PlanRequest {
-                        set: inv.set.id(),
-                        start: plan.start,
-                        end: plan.end,
-                        block_size: plan.block_size,
-                        args: &PlanArg::of_loop(inv),
-                        detail: PlanDetail::Full,
-                    })
-                };
-                planned = (self.device_plan(&plan, &layout, Some(&rebuild))?, plan);
-                let (device_plan, plan) = (&planned.0, &planned.1);
-                let all_at_once = op2_codegen::block_atomics(
-                    &self.sig,
-                    &layout,
-                    self.device().dialect(),
-                    &self.options,
-                );
-                loaded = self.program(&DeviceStub::Planned(layout), &consts)?;
-                const_buffers = self.const_buffers(&loaded.unit, &consts)?;
-                values.consts = &const_buffers;
-                let threads = sh.work_group(
-                    self.kernel_name(),
-                    plan.block_size
-                        .min(self.device().max_threads(&loaded.program)),
-                    loaded.unit.private_bytes,
-                )?;
-                values.slots = plan.blocks();
-                values.staging_bytes = plan.stats.max_staging_bytes;
-                values.scratch_bytes = scratch(threads);
-                partials = self.partials(values.slots)?;
-                values.partials = &partials;
-                values.plan = Some((plan, device_plan));
-                let local = values.staging_bytes + values.scratch_bytes;
-                if all_at_once {
-                    // Increments are atomic at both levels: every block at once.
-                    values.block_offset = 0;
-                    let args = self.args(&loaded.unit.params, &values)?;
-                    self.device().launch(
-                        &loaded.program,
-                        Entry::Stub,
-                        self.shape(self.groups(plan.blocks(), 1)?, threads, local),
-                        &args,
-                    )?;
-                } else {
-                    self.launch_colours(&loaded, plan, &mut values, threads, local)?;
-                }
-            }
+            DeviceStub::Host(range) => self.run_on_host_cores(inv, range, &consts, base)?,
+            DeviceStub::Planned(expected) => self.run_planned(inv, &expected, &consts, base)?,
         }
-        if let Some(params) = &loaded.unit.finish_params {
-            // Without tree reductions one work-item folds the partials.
-            let threads = if self.options.tree_reductions {
-                FINISH_THREADS.min(limits.max_threads)
-            } else {
-                1
-            };
-            values.scratch_bytes = SCRATCH_PER_THREAD * threads;
-            let args = self.args(params, &values)?;
-            self.device().launch(
-                &loaded.program,
-                Entry::Finish,
-                self.shape(1, threads, values.scratch_bytes),
-                &args,
-            )?;
-        }
-        if limits.wait_each_loop {
+        if sh.limits().wait_each_loop {
             self.device().synchronize()?;
         }
         Ok(())
