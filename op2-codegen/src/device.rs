@@ -814,18 +814,50 @@ pub(crate) fn emit_planned_stub(
     d: &dyn Dialect,
     options: &DeviceOptions,
 ) -> Vec<StubParam> {
-    let (entry, private_copies, tree) = (
-        DEVICE_ENTRY,
-        options.private_copies,
-        options.tree_reductions,
-    );
-    let (g, sh, wide, barrier) = (d.global(), d.shared(), d.wide(), d.barrier());
+    let barrier = d.barrier();
     // The dialect's atomic addition where blocks run with atomics at both levels.
     let atomic_add = if block_atomics(sig, b, d, options) {
         d.atomic_add()
     } else {
         None
     };
+    let (decl, order) = planned_params(sig, b, d, options);
+    s.push_str(&d.kernel_head(DEVICE_ENTRY, &decl, true));
+    emit_stage_in(s, sig, b, d, atomic_add.is_some());
+    emit_reduction_init(s, sig);
+    // Every work-item runs the same number of rounds, so all of them reach every barrier.
+    s.push_str(
+        "  for (int op2_i0 = 0; op2_i0 < op2_nelem; op2_i0 += op2_lsize) {\n    \
+         const int op2_i = op2_i0 + op2_lid;\n    \
+         const int op2_e = op2_first + op2_i;\n    \
+         const int op2_active = op2_i < op2_nelem && op2_e >= op2_start && op2_e < op2_end;\n    \
+         const int op2_col = op2_active ? (int)op2_element_colours[op2_e - op2_plan_start] : -1;\n",
+    );
+    let (mut call, around) = emit_element_args(s, sig, b, d, options.private_copies);
+    call.extend(const_args(sig, d, options));
+    let call = around.wrap(&format!(
+        "{}({})",
+        kernel_symbol(sig.kernel.name()),
+        call.join(", ")
+    ));
+    emit_element_call(s, sig, b, d, &call, atomic_add);
+    let _ = writeln!(s, "  }}\n  {barrier};");
+    emit_stage_out(s, b, d, atomic_add);
+    emit_reduction_finish(s, sig, "op2_slot", options.tree_reductions, d, false);
+    s.push_str("}\n");
+    order
+}
+
+/// The planned stub's parameters (declarations, and what each one is): the range and the plan,
+/// the data, each staging area's items, offsets, sizes and local indices, and local memory
+/// where the dialect takes it as parameters.
+fn planned_params(
+    sig: &LoopSignature,
+    b: &BlockLayout,
+    d: &dyn Dialect,
+    options: &DeviceOptions,
+) -> (Vec<String>, Vec<StubParam>) {
+    let g = d.global();
     let mut decl: Vec<String> = vec![
         "const int op2_start".into(),
         "const int op2_end".into(),
@@ -873,10 +905,23 @@ pub(crate) fn emit_planned_stub(
             order.push(StubParam::Scratch);
         }
     }
-    s.push_str(&d.kernel_head(entry, &decl, true));
+    (decl, order)
+}
+
+/// The block's start: which block this work-group runs, its elements, and each staging area
+/// filled from global memory (zeros for increments), then a barrier.
+fn emit_stage_in(
+    s: &mut String,
+    sig: &LoopSignature,
+    b: &BlockLayout,
+    d: &dyn Dialect,
+    atomics: bool,
+) {
+    let (g, sh, wide, barrier) = (d.global(), d.shared(), d.wide(), d.barrier());
+    let reductions = !reduction_args(sig).is_empty();
     // Blocks of all colours in one launch run in the plan's own order, neighbours beside
     // neighbours (the block map orders them by colour).
-    let block = if atomic_add.is_some() {
+    let block = if atomics {
         "(uint)op2_slot"
     } else {
         "op2_block_map[op2_slot]"
@@ -929,16 +974,18 @@ pub(crate) fn emit_planned_stub(
         s.push_str("  char *op2_scratch = op2_shared + op2_bytes;\n");
     }
     let _ = writeln!(s, "  {barrier};");
-    emit_reduction_init(s, sig);
-    let by_colour = b.kernel_by_colour(sig);
-    // Every work-item runs the same number of rounds, so all of them reach every barrier.
-    s.push_str(
-        "  for (int op2_i0 = 0; op2_i0 < op2_nelem; op2_i0 += op2_lsize) {\n    \
-         const int op2_i = op2_i0 + op2_lid;\n    \
-         const int op2_e = op2_first + op2_i;\n    \
-         const int op2_active = op2_i < op2_nelem && op2_e >= op2_start && op2_e < op2_end;\n    \
-         const int op2_col = op2_active ? (int)op2_element_colours[op2_e - op2_plan_start] : -1;\n",
-    );
+}
+
+/// Each arg as the element's kernel call passes it (staged items, private increments, private
+/// copies), declaring what the call needs; returns the call's arguments and what goes around it.
+fn emit_element_args(
+    s: &mut String,
+    sig: &LoopSignature,
+    b: &BlockLayout,
+    d: &dyn Dialect,
+    private_copies: bool,
+) -> (Vec<String>, Around) {
+    let (g, wide) = (d.global(), d.wide());
     let mut call = Vec::new();
     let mut around = Around::default();
     for (i, a) in sig.args.iter().enumerate() {
@@ -1040,12 +1087,22 @@ pub(crate) fn emit_planned_stub(
             }
         }
     }
-    call.extend(const_args(sig, d, options));
-    let call = around.wrap(&format!(
-        "{}({})",
-        kernel_symbol(sig.kernel.name()),
-        call.join(", ")
-    ));
+    (call, around)
+}
+
+/// The element's kernel call: colour by colour where the kernel modifies staged data, else at
+/// once, its private increments then added into the staged items (atomically with block
+/// atomics, else colour by colour).
+fn emit_element_call(
+    s: &mut String,
+    sig: &LoopSignature,
+    b: &BlockLayout,
+    d: &dyn Dialect,
+    call: &str,
+    atomic_add: Option<&str>,
+) {
+    let (sh, barrier) = (d.shared(), d.barrier());
+    let by_colour = b.kernel_by_colour(sig);
     if by_colour {
         let _ = writeln!(
             s,
@@ -1090,7 +1147,12 @@ pub(crate) fn emit_planned_stub(
             }
         }
     }
-    let _ = writeln!(s, "  }}\n  {barrier};");
+}
+
+/// The staged areas written back: increments added (atomically where blocks of every colour run
+/// at once), read-write items stored; read-only areas left.
+fn emit_stage_out(s: &mut String, b: &BlockLayout, d: &dyn Dialect, atomic_add: Option<&str>) {
+    let wide = d.wide();
     for (k, st) in b.stagings.iter().enumerate() {
         let (dim, src) = (st.dim, st.source_arg);
         let target =
@@ -1107,9 +1169,6 @@ pub(crate) fn emit_planned_stub(
             "  for (int op2_k = op2_lid; op2_k < op2_s{k}_n * {dim}; op2_k += op2_lsize) {store};"
         );
     }
-    emit_reduction_finish(s, sig, "op2_slot", tree, d, false);
-    s.push_str("}\n");
-    order
 }
 
 /// The map entries an indirect INC arg adds to, each with its offset in the arg's private
