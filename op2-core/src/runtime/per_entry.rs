@@ -13,6 +13,16 @@ use crate::model::kernel::Kernel;
 use crate::model::set::Set;
 use std::fmt::Write;
 
+/// C declaring `{p}_f`: pointers to each value of the `n` rows of `d` values that the pointer array
+/// `p` points at, component-major (every row's first value, then every row's second, ...), as
+/// PyOP2's flattened per-entry forms number an element's values.
+fn component_major_pointers(p: &str, n: usize, d: usize) -> String {
+    format!(
+        "  OP2_TYPEOF({p}[0] + 0) {p}_f[{}];\n  for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = 0; op2_c < {d}; ++op2_c) {p}_f[op2_c * {n} + op2_k] = {p}[op2_k] + op2_c;\n",
+        n * d
+    )
+}
+
 /// How the runtime's kernels hand a pointer to the user's parameter, whatever its spelling
 /// (`const`, arrays): through `void *` in C, CUDA's `op2_any` in C++, as it is in OpenCL (whose
 /// address spaces a `void *` would lose).
@@ -233,11 +243,7 @@ impl Runtime {
                     param_type(kernel, i, carrier)?;
                     let (n, d) = (m.arity(), carrier.dim);
                     params.push(format!("{ctype} **{p}"));
-                    let _ = writeln!(
-                        before,
-                        "  OP2_TYPEOF({p}[0] + 0) {p}_f[{}];\n  for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = 0; op2_c < {d}; ++op2_c) {p}_f[op2_c * {n} + op2_k] = {p}[op2_k] + op2_c;",
-                        n * d
-                    );
+                    before.push_str(&component_major_pointers(&p, n, d));
                     call.push(format!("OP2_PASS({p}_f)"));
                     // The pointers point into the arg's own data.
                     positions.push(i);
@@ -470,11 +476,7 @@ impl Runtime {
                     };
                     params.push(format!("{ctype} **{p}"));
                     // Pointers to the element's values, component-major, made once per element.
-                    let _ = writeln!(
-                        prelude,
-                        "  OP2_TYPEOF({p}[0] + 0) {p}_f[{}];\n  for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = 0; op2_c < {d}; ++op2_c) {p}_f[op2_c * {n} + op2_k] = {p}[op2_k] + op2_c;",
-                        n * d
-                    );
+                    prelude.push_str(&component_major_pointers(&p, n, d));
                     call.push(format!("OP2_PASS({p}_f[op2_i])"));
                 }
                 Some(PerEntry::Block {
