@@ -184,3 +184,207 @@ fn the_check_sees_imports_in_every_form() {
         .collect();
     assert_eq!(found, want);
 }
+
+/// The runtime's own layers, bottom up, by module (a file under `src/runtime`, or a
+/// subsystem's directory). `mod` is the `Runtime` front itself.
+const RUNTIME_LAYERS: [(&str, &[&str]); 5] = [
+    (
+        "core",
+        &[
+            "engine", "record", "stats", "steps", "sync", "timing", "validate",
+        ],
+    ),
+    (
+        "subsystem",
+        &[
+            "checkpoint",
+            "extrusion",
+            "fusion",
+            "memory",
+            "temporaries",
+            "tiling",
+        ],
+    ),
+    ("hub", &["shared"]),
+    ("execution", &["execute", "graph_view"]),
+    (
+        "front",
+        &[
+            "mod",
+            "algebra",
+            "builder",
+            "extruded",
+            "memory_report",
+            "mixed",
+            "par_loop",
+            "per_entry",
+            "subset",
+            "temporary_dats",
+        ],
+    ),
+];
+
+/// The runtime layer of module `m`, if it is one.
+fn runtime_layer(m: &str) -> Option<usize> {
+    RUNTIME_LAYERS
+        .iter()
+        .position(|(_, mods)| mods.contains(&m))
+}
+
+/// The runtime modules `source` (a file of runtime module `own`) imports: `crate::runtime::x`
+/// anywhere, and `super::x` in a file directly under `src/runtime` (in a subsystem's child,
+/// `super` is the subsystem itself). An item of the runtime's root (`crate::runtime::Runtime`)
+/// is the front's.
+fn runtime_imports(source: &str, top_level: bool) -> BTreeSet<String> {
+    let code: String = source
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = BTreeSet::new();
+    let prefixes: &[&str] = if top_level {
+        &["crate::runtime::", "super::"]
+    } else {
+        &["crate::runtime::"]
+    };
+    for prefix in prefixes {
+        let mut rest = code.as_str();
+        while let Some(i) = rest.find(prefix) {
+            let before = rest[..i].chars().last();
+            rest = &rest[i + prefix.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue; // part of a longer path
+            }
+            let items: Vec<String> = if rest.starts_with('{') {
+                let end = rest.find('}').unwrap_or(rest.len());
+                // Only the first segment of each item names a module; nested groups are
+                // rare here and start with a module name anyway.
+                rest[1..end].split(',').map(|s| s.to_string()).collect()
+            } else {
+                vec![
+                    rest.chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect(),
+                ]
+            };
+            for item in items {
+                let first = item.trim().split("::").next().unwrap_or("").trim();
+                if first.is_empty() || first == "self" {
+                    continue;
+                }
+                let m = if runtime_layer(first).is_some() {
+                    first
+                } else {
+                    "mod"
+                };
+                found.insert(m.to_string());
+            }
+        }
+    }
+    found
+}
+
+/// Every runtime module with the text of each of its files and whether the file sits directly
+/// under `src/runtime`.
+fn runtime_modules() -> BTreeMap<String, Vec<(bool, String)>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/runtime");
+    let mut out: BTreeMap<String, Vec<(bool, String)>> = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).expect("src/runtime exists") {
+        let path = entry.expect("a readable entry").path();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let files: Vec<(bool, String)> = if path.is_dir() {
+            let mut inner: Vec<_> = std::fs::read_dir(&path)
+                .expect("a readable directory")
+                .map(|e| e.expect("a readable entry").path())
+                .collect();
+            inner.sort();
+            inner
+                .iter()
+                .map(|p| {
+                    // A subsystem's `mod.rs` is its module: `super` there is the runtime.
+                    let is_mod = p.file_stem().is_some_and(|s| s == "mod");
+                    (is_mod, std::fs::read_to_string(p).expect("readable"))
+                })
+                .collect()
+        } else {
+            vec![(true, std::fs::read_to_string(&path).expect("readable"))]
+        };
+        out.entry(stem).or_default().extend(files);
+    }
+    out
+}
+
+/// No hub: the runtime's modules import only their own layer or those below it, and a
+/// subsystem imports no other subsystem (each owns its state and works with the core's engine
+/// alone), so only the hub and what sits above it see every subsystem.
+fn check_runtime_layers(mods: &BTreeMap<String, Vec<(bool, String)>>) {
+    for name in mods.keys() {
+        assert!(
+            runtime_layer(name).is_some(),
+            "runtime module `{name}` has no layer: add it to RUNTIME_LAYERS"
+        );
+    }
+    for (name, files) in mods {
+        let layer = runtime_layer(name).unwrap();
+        for (top_level, text) in files {
+            for d in runtime_imports(text, *top_level) {
+                if d == *name {
+                    continue;
+                }
+                let dl = runtime_layer(&d).unwrap();
+                assert!(
+                    dl < layer || (dl == layer && RUNTIME_LAYERS[layer].0 != "subsystem"),
+                    "runtime module `{name}` ({}) imports `{d}` ({}): the runtime's layers \
+                     import only downward, and subsystems only the core",
+                    RUNTIME_LAYERS[layer].0,
+                    RUNTIME_LAYERS[dl].0
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn runtime_layers_import_downward_and_subsystems_see_only_the_core() {
+    let mods = runtime_modules();
+    assert!(
+        mods.len() > 20,
+        "found the runtime's modules: {:?}",
+        mods.keys()
+    );
+    check_runtime_layers(&mods);
+}
+
+#[test]
+fn the_runtime_check_sees_its_imports() {
+    let found = runtime_imports(
+        "use super::{engine::Engine, shared::State};\nuse crate::runtime::Runtime;\n\
+         fn f() { crate::runtime::steps::x(); y::super::z(); }\n// use super::execute;",
+        true,
+    );
+    let want: BTreeSet<String> = ["engine", "shared", "mod", "steps"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(found, want);
+}
+
+#[test]
+#[should_panic(expected = "runtime module `fusion` (subsystem) imports `shared` (hub)")]
+fn a_subsystem_seeing_the_hub_is_refused() {
+    let mut mods = runtime_modules();
+    mods.get_mut("fusion")
+        .unwrap()
+        .push((false, "use crate::runtime::shared::RuntimeShared;".into()));
+    check_runtime_layers(&mods);
+}
+
+#[test]
+#[should_panic(expected = "runtime module `tiling` (subsystem) imports `fusion` (subsystem)")]
+fn a_subsystem_seeing_another_is_refused() {
+    let mut mods = runtime_modules();
+    mods.get_mut("tiling")
+        .unwrap()
+        .push((true, "use super::fusion::Fusions;".into()));
+    check_runtime_layers(&mods);
+}

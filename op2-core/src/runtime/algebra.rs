@@ -6,7 +6,6 @@
 
 use super::Runtime;
 use super::shared::RuntimeShared;
-use super::sync::lock;
 use crate::model::access::{INC, READ, RW, WRITE};
 use crate::model::arg::Arg;
 use crate::model::carrier::Dat;
@@ -108,8 +107,8 @@ pub(crate) fn runtime_of<T: Scalar>(d: &Dat<T>) -> Result<Runtime> {
 }
 
 impl Runtime {
-    /// The runtime's own kernel `op` for `dtype` and `dim`, written by `source(name, c_type)` the
-    /// first time (kept, so its compiled code is reused).
+    /// The runtime's own kernel `op` for `dtype` and `dim`, written by `source(name, c_type)`
+    /// (made once per source, so its compiled code is reused).
     fn algebra_kernel(
         &self,
         op: &str,
@@ -118,11 +117,11 @@ impl Runtime {
         source: impl FnOnce(&str, &str) -> String,
     ) -> Kernel {
         let name = format!("op2_dat_{op}_{}_{dim}", dtype.c_name().replace(' ', "_"));
-        let mut cache = lock(&self.shared.algebra);
-        cache
-            .entry(name.clone())
-            .or_insert_with(|| Kernel::internal(&name, source(&name, dtype.c_name())))
-            .clone()
+        self.shared
+            .written
+            .get(source(&name, dtype.c_name()), |src| {
+                Kernel::internal(&name, src)
+            })
     }
 }
 

@@ -2,20 +2,17 @@
 //! order, keeping what fails and what depends on it pending), and running each kind of step: a
 //! loop over a range of its set, halo exchanges, cross-rank reductions.
 
+use super::engine::{Engine, StepRunner, run_prepared};
 use super::shared::{RuntimeShared, State, Wanted};
 use super::steps::{Exchange, LoopStep, Reduction, Step};
 use super::steps::{reduce_op, step_carriers};
-use super::sync::{lock, lock_once, locked_pointer};
+use super::sync::lock;
 use super::timing::{self, HaloTraffic};
-use crate::contract::backend::{LoopInvocation, PreparedLoop};
 use crate::contract::rows::row_bytes;
 use crate::model::access::Access;
 use crate::model::carrier::{Carrier, CarrierKind, CarrierOwner};
 use crate::model::comm::{Communicator, combine};
 use crate::model::error::{Op2Error, Result};
-use crate::model::map::Map;
-use crate::model::set::Set;
-use crate::model::signature::LoopSignature;
 use crate::model::trace::{DataUse, section};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -104,7 +101,7 @@ impl RuntimeShared {
             Step::rank,
             Step::order_class,
             |w| fusion && super::fusion::leads(w),
-            |group, c| self.can_fuse(st, group, c),
+            |group, c| self.fusions.with(self).can_fuse(&st.trace, group, c),
         );
         let mut stats = lock(&self.stats);
         stats.forces += 1;
@@ -197,7 +194,7 @@ impl RuntimeShared {
         if chain.len() < 2 {
             return Chain::None;
         }
-        let Some(run) = self.try_run_chain(&chain) else {
+        let Some(run) = self.tilings.with(self).try_run_chain(&chain) else {
             return Chain::Declined(chain.len() - 1);
         };
         let mut rest: Vec<Group> = Vec::new();
@@ -245,7 +242,10 @@ impl RuntimeShared {
                     _ => unreachable!("only loop steps are fused"),
                 })
                 .collect();
-            match (!blocked).then(|| self.try_run_fused(&steps)).flatten() {
+            match (!blocked)
+                .then(|| self.fusions.with(self).try_run_fused(&steps))
+                .flatten()
+            {
                 Some(r) => Some(r),
                 None => {
                     for single in group.into_iter().rev() {
@@ -308,103 +308,8 @@ impl RuntimeShared {
             Step::ReduceInit(r) => self.init_reduction(r),
             Step::ReduceBegin(r) => self.begin_reduction(r),
             Step::ReduceEnd(r) => self.end_reduction(r),
-            Step::Malloc(c) => self.malloc_temporary(c),
-            Step::Free(c) => self.free_temporary(c),
-        }
-    }
-
-    pub(crate) fn run_loop(&self, step: &LoopStep) -> Result<()> {
-        let rec = &step.record;
-        let carriers = step_carriers(step);
-        let seconds = self.run_prepared(
-            rec.sig.kernel.name(),
-            &rec.sig,
-            &rec.prepared,
-            &rec.set,
-            step.range.clone(),
-            &carriers,
-            &rec.maps,
-            &rec.consts,
-        )?;
-        self.backend.loop_done(&carriers);
-        self.loop_step_done(step, seconds);
-        Ok(())
-    }
-
-    /// Runs prepared code over `range` of `set` with the data of `carriers` (one per arg) and
-    /// `consts`, each locked once (exclusively when some arg writes it); returns the seconds the
-    /// code ran.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn run_prepared(
-        &self,
-        kernel: &str,
-        sig: &LoopSignature,
-        prepared: &Arc<dyn PreparedLoop>,
-        set: &Set,
-        range: std::ops::Range<usize>,
-        carriers: &[Arc<Carrier>],
-        maps: &[Map],
-        consts: &[Arc<Carrier>],
-    ) -> Result<f64> {
-        let uses: Vec<(&Arc<Carrier>, bool)> = carriers
-            .iter()
-            .zip(&sig.args)
-            .map(|(c, a)| (c, a.access.writes()))
-            .chain(consts.iter().map(|c| (c, false)))
-            .collect();
-        let mut locked = lock_once(&uses, kernel)?;
-        let args: Vec<_> = carriers
-            .iter()
-            .map(|c| locked_pointer(&mut locked, c.id))
-            .collect();
-        let const_ptrs: Vec<_> = consts
-            .iter()
-            .map(|c| locked_pointer(&mut locked, c.id).cast_const())
-            .collect();
-        let started = Instant::now();
-        prepared.run(&LoopInvocation {
-            sig,
-            set,
-            start: range.start,
-            end: range.end,
-            args: &args,
-            carriers,
-            maps,
-            consts: &const_ptrs,
-        })?;
-        Ok(started.elapsed().as_secs_f64())
-    }
-
-    /// Bookkeeping after a loop step ran for `seconds`: its timing row, the loop counted once
-    /// its last step ran, and, when checkpointing, the values it left in the Globals it writes.
-    pub(crate) fn loop_step_done(&self, step: &LoopStep, seconds: f64) {
-        let rec = &step.record;
-        timing::record(
-            &mut lock(&self.timings),
-            rec.sig.kernel.name(),
-            seconds,
-            u64::from(step.first),
-            if step.first { rec.bytes } else { 0 },
-        );
-        if step.last {
-            self.executed.fetch_add(1, Ordering::Relaxed);
-            // Across ranks a Global's value is final once its reduction finished.
-            if self.history.is_some() && self.comm.size() == 1 {
-                let globals: Vec<(usize, &Arc<Carrier>)> = rec
-                    .sig
-                    .args
-                    .iter()
-                    .zip(&rec.carriers)
-                    .enumerate()
-                    .filter(|(_, (a, c))| {
-                        a.access.writes() && matches!(c.kind(), CarrierKind::Global)
-                    })
-                    .map(|(i, (_, c))| (i, c))
-                    .collect();
-                if !globals.is_empty() {
-                    self.checkpoint_globals(rec.ordinal, &globals);
-                }
-            }
+            Step::Malloc(c) => self.temporaries.with(&self.engine).malloc_temporary(c),
+            Step::Free(c) => self.temporaries.with(&self.engine).free_temporary(c),
         }
     }
 
@@ -603,10 +508,10 @@ impl RuntimeShared {
             let g = g.bytes_mut().expect("a write lock gives mutable bytes");
             combine(g, &combined, global.dtype(), reduce_op(*access));
         }
-        if self.history.is_some() {
+        if self.checkpointing.is_on() {
             let globals: Vec<(usize, &Arc<Carrier>)> =
                 r.globals.iter().map(|(arg, g, _)| (*arg, g)).collect();
-            self.checkpoint_globals(r.ordinal, &globals);
+            self.checkpoints().checkpoint_globals(r.ordinal, &globals);
         }
         Ok(())
     }
@@ -618,13 +523,75 @@ impl RuntimeShared {
     }
 }
 
+/// The runtime as the subsystems that run steps their own way (fused, tiled) see it.
+impl StepRunner for RuntimeShared {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn run_pending(&self) -> Result<()> {
+        self.force(Wanted::All)
+    }
+
+    fn run_loop(&self, step: &LoopStep) -> Result<()> {
+        let rec = &step.record;
+        let carriers = step_carriers(step);
+        let seconds = run_prepared(
+            rec.sig.kernel.name(),
+            &rec.sig,
+            &rec.prepared,
+            &rec.set,
+            step.range.clone(),
+            &carriers,
+            &rec.maps,
+            &rec.consts,
+        )?;
+        self.backend.loop_done(&carriers);
+        self.loop_step_done(step, seconds);
+        Ok(())
+    }
+
+    /// Bookkeeping after a loop step ran for `seconds`: its timing row, the loop counted once
+    /// its last step ran, and, when checkpointing, the values it left in the Globals it writes.
+    fn loop_step_done(&self, step: &LoopStep, seconds: f64) {
+        let rec = &step.record;
+        timing::record(
+            &mut lock(&self.timings),
+            rec.sig.kernel.name(),
+            seconds,
+            u64::from(step.first),
+            if step.first { rec.bytes } else { 0 },
+        );
+        if step.last {
+            self.executed.fetch_add(1, Ordering::Relaxed);
+            // Across ranks a Global's value is final once its reduction finished.
+            if self.checkpointing.is_on() && self.comm.size() == 1 {
+                let globals: Vec<(usize, &Arc<Carrier>)> = rec
+                    .sig
+                    .args
+                    .iter()
+                    .zip(&rec.carriers)
+                    .enumerate()
+                    .filter(|(_, (a, c))| {
+                        a.access.writes() && matches!(c.kind(), CarrierKind::Global)
+                    })
+                    .map(|(i, (_, c))| (i, c))
+                    .collect();
+                if !globals.is_empty() {
+                    self.checkpoints().checkpoint_globals(rec.ordinal, &globals);
+                }
+            }
+        }
+    }
+}
+
 impl CarrierOwner for RuntimeShared {
     /// Runs the pending work a host access to `carrier` depends on (across ranks also every
     /// earlier pending step that starts communication, and what that needs), then the
     /// backend's hook.
     fn force_for_host(&self, carrier: &Carrier, write: bool) -> Result<()> {
         let _order = lock(&self.exec);
-        self.checkpoint_host_access(carrier, write)?;
+        self.checkpoints().checkpoint_host_access(carrier, write)?;
         let uses = [DataUse {
             id: carrier.id,
             sections: section::ALL,

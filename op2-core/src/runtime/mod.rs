@@ -1,27 +1,31 @@
 //! The runtime: declares sets, maps and data, validates and records `par_loop`s in the lazy trace,
 //! and runs them on the chosen backend when their results are needed. This file is the front: the
 //! `Runtime` handle and declaring data. The modules below it, bottom up, each
-//! using only those before it:
+//! using only those before it (the layering test checks this):
 //!
 //! 1. core: `sync` (ids, locks), `record` (a recorded loop), `stats`, `timing`, `validate`,
-//!    `steps` (a loop as its section steps);
-//! 2. subsystem states, each owning its state and the decisions that need no runtime:
+//!    `steps` (a loop as its section steps), `engine` (what every part works with: backend,
+//!    configuration, ranks, Consts, the kernels the runtime writes; and `StepRunner`, what a
+//!    subsystem that runs steps asks of the runtime);
+//! 2. subsystems, each owning its state and doing its work with the engine alone:
 //!    `checkpoint`, `extrusion`, `fusion`, `tiling`, `temporaries`, `memory`;
-//! 3. the hub, `shared`: the state a runtime's handles, data and loop handles share;
-//! 4. execution on the hub: `execute` (forcing, running steps) and the subsystems' `run`
-//!    modules, `graph_view` (loop handles, the pending graph);
+//! 3. the hub, `shared`: the engine, the lazy graph's state and each subsystem, which a
+//!    runtime's handles, data and loop handles share;
+//! 4. execution on the hub: `execute` (forcing, running steps; the `StepRunner`),
+//!    `graph_view` (loop handles, the pending graph);
 //! 5. the front: this file, `par_loop` (a loop's path from `par_loop` to the lazy graph, in
-//!    order), `builder`, and what each feature adds to `Runtime`: `extrusion::lower`,
-//!    `mixed`, `per_entry`, `subset`, `algebra`, `memory::report`, `temporaries::run`.
+//!    order), `builder`, and what each feature adds to `Runtime`: `extruded`, `mixed`,
+//!    `per_entry`, `subset`, `algebra`, `memory_report`, `temporary_dats`.
 
 // 1. Core.
+mod engine;
 mod record;
 mod stats;
 mod steps;
 mod sync;
 mod timing;
 mod validate;
-// 2. Subsystem states (each with its work on the hub, or its API, in child modules).
+// 2. Subsystems (each with its work, given the engine, in a `run` child).
 mod checkpoint;
 mod extrusion;
 mod fusion;
@@ -36,10 +40,13 @@ mod graph_view;
 // 5. The front: a loop's path, then each feature's API.
 mod algebra;
 mod builder;
+mod extruded;
+mod memory_report;
 mod mixed;
 mod par_loop;
 mod per_entry;
 mod subset;
+mod temporary_dats;
 
 pub use algebra::ArithOp;
 pub use builder::RuntimeBuilder;
@@ -94,7 +101,7 @@ impl Drop for Runtime {
             if let Err(e) = self.shared.flush() {
                 eprintln!("op2: pending loops failed while the runtime was dropped: {e}");
             }
-            if let Err(e) = self.shared.checkpoint_finish() {
+            if let Err(e) = self.shared.checkpoints().checkpoint_finish() {
                 eprintln!("op2: {e}");
             }
             // Handles outlive the runtime: the data they read from now on must be the latest.
@@ -270,7 +277,7 @@ impl Runtime {
     /// What checkpointing has done so far (`None` when it is off): checkpoints taken, the bytes
     /// the last one saved against every Dat's, whether this run restarted and from where.
     pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {
-        self.shared.checkpoint_stats()
+        self.shared.checkpoints().checkpoint_stats()
     }
 
     /// Completes the checkpoint being taken, if any (Dats whose fate the loops since its backup
@@ -278,7 +285,7 @@ impl Runtime {
     /// failure to write it is returned here, or by the next loop). Dropping the runtime does
     /// the same.
     pub fn checkpoint_wait(&self) -> Result<()> {
-        self.shared.checkpoint_wait()
+        self.shared.checkpoints().checkpoint_wait()
     }
 
     /// Declares a set of `size` elements, all core (no MPI halos).
@@ -328,6 +335,7 @@ impl Runtime {
     fn note_set(&self, set: &Set) -> Result<()> {
         lock(&self.shared.declared).set(&set.0);
         self.shared
+            .checkpoints()
             .checkpoint_declare("set", set.name(), DeclaredAs::Set(set))
     }
 
@@ -339,7 +347,7 @@ impl Runtime {
     /// numbered in order.
     pub fn number_globally(&self, set: &Set, global_ids: Vec<u64>) -> Result<()> {
         self.own("set", set.name(), set.runtime_id())?;
-        self.shared.checkpoint_number(set, global_ids)
+        self.shared.checkpoints().checkpoint_number(set, global_ids)
     }
 
     /// Declares a map from `from` to `to` with `arity` entries per element; `values` is row-major and
@@ -359,6 +367,7 @@ impl Runtime {
         let map = Map::new(next_id(), from, to, arity, values.into(), name)?;
         lock(&self.shared.declared).map(&map.0);
         self.shared
+            .checkpoints()
             .checkpoint_declare("map", name, DeclaredAs::Map(&map))?;
         Ok(map)
     }
@@ -413,7 +422,7 @@ impl Runtime {
         {
             // Just declared: nothing else holds this lock yet.
             let values = c.host.read().unwrap_or_else(|e| e.into_inner());
-            self.shared.checkpoint_declare(
+            self.shared.checkpoints().checkpoint_declare(
                 "dat",
                 name,
                 DeclaredAs::Dat {
@@ -463,7 +472,7 @@ impl Runtime {
             });
         }
         check_len("global", name, dim, values.len())?;
-        self.shared.checkpoint_declare(
+        self.shared.checkpoints().checkpoint_declare(
             "global",
             name,
             DeclaredAs::Replicated {
@@ -490,14 +499,10 @@ impl Runtime {
             });
         }
         check_len("const", name, dim, values.len())?;
-        if lock(&self.shared.state)
-            .consts
-            .iter()
-            .any(|c| c.name == name)
-        {
+        if lock(&self.shared.consts).iter().any(|c| c.name == name) {
             return Err(Op2Error::DuplicateConst { name: name.into() });
         }
-        self.shared.checkpoint_declare(
+        self.shared.checkpoints().checkpoint_declare(
             "const",
             name,
             DeclaredAs::Replicated {
@@ -505,14 +510,14 @@ impl Runtime {
                 values: bytemuck::cast_slice(values),
             },
         )?;
-        let mut st = lock(&self.shared.state);
+        let mut consts = lock(&self.shared.consts);
         let c = self.carrier(
             CarrierKind::Const,
             name,
             dim,
             HostBuffer::from_slice(values),
         );
-        st.consts.push(c.clone());
+        consts.push(c.clone());
         Ok(Const::from_carrier(c))
     }
 
@@ -522,10 +527,10 @@ impl Runtime {
     pub fn remove_const<T: Scalar>(&self, c: &Const<T>) -> Result<()> {
         self.own("const", c.name(), c.carrier().runtime_id)?;
         self.flush()?;
-        let mut st = lock(&self.shared.state);
-        let before = st.consts.len();
-        st.consts.retain(|k| k.id != c.id());
-        if st.consts.len() == before {
+        let mut consts = lock(&self.shared.consts);
+        let before = consts.len();
+        consts.retain(|k| k.id != c.id());
+        if consts.len() == before {
             return Err(Op2Error::ConstRemoved {
                 name: c.name().into(),
             });

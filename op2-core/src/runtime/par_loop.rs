@@ -118,7 +118,7 @@ impl Runtime {
             data: LoopSignature::data_classes(&ids),
         })?;
         // After compiling: a loop that fails there is not counted, and decides nothing.
-        let ordinal = match self.shared.checkpoint_before_loop(
+        let ordinal = match self.shared.checkpoints().checkpoint_before_loop(
             kernel.name(),
             &set,
             &args,
@@ -171,15 +171,14 @@ impl Runtime {
     /// The Consts `kernel` mentions, with their signatures; a kernel named like a Const is an
     /// error (the generated code would declare the name twice).
     fn consts_of(&self, kernel: &Kernel) -> Result<(Vec<Arc<Carrier>>, Vec<ConstSig>)> {
-        let st = lock(&self.shared.state);
-        if let Some(c) = st.consts.iter().find(|c| c.name == kernel.name()) {
+        let consts = lock(&self.shared.consts);
+        if let Some(c) = consts.iter().find(|c| c.name == kernel.name()) {
             return Err(Op2Error::NameClash {
                 kernel: kernel.name().into(),
                 name: c.name.clone(),
             });
         }
-        Ok(st
-            .consts
+        Ok(consts
             .iter()
             .filter(|c| kernel.mentions(&c.name))
             .map(|c| {

@@ -4,7 +4,6 @@
 //! last parameters; the loop then runs that kernel like any other, on every backend.
 
 use super::Runtime;
-use super::sync::lock;
 use crate::model::access::Access;
 use crate::model::arg::{Arg, ArgTarget, PerEntry, Via};
 use crate::model::dtype::DType;
@@ -145,9 +144,9 @@ impl Runtime {
         src.push_str("}\n");
         src.push_str(&end_part(kernel));
         let part = kernel.clone();
-        lock(&self.shared.state).extruded.kernel(src.clone(), || {
-            Kernel::fused(name, src, vec![(part, positions)])
-        })
+        self.shared
+            .written
+            .get(src, |src| Kernel::fused(name, src, vec![(part, positions)]))
     }
 
     /// `kernel` with its buffer args ([`PerEntry::Buffer`]) gathered into local buffers before
@@ -536,7 +535,7 @@ impl Runtime {
             .chain(std::iter::repeat_n(usize::MAX, dims))
             .collect();
         let part = kernel.clone();
-        let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
+        let k = self.shared.written.get(src, |src| {
             Kernel::fused(&name, src, vec![(part, positions)])
         });
         Ok((k, lowered))

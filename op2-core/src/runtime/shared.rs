@@ -4,23 +4,19 @@
 //! and below everything that works on it: forcing and running in `execute`, each subsystem's own
 //! work on the hub in its `run` module, and the `Runtime` API in front.
 
-use super::checkpoint::{Checkpointer, History};
+use super::checkpoint::{CheckpointWork, Checkpointing};
+use super::engine::Engine;
 use super::extrusion::ExtrusionCache;
 use super::fusion::Fusions;
 use super::memory::Declared;
-use super::stats::LazyStats;
 use super::steps::Step;
-use super::sync::next_id;
-use super::temporaries::Pool;
-use super::tiling::TilingCache;
+use super::temporaries::Temporaries;
+use super::tiling::Tilings;
 use super::timing::{DatTraffic, LoopTiming};
-use crate::contract::backend::{Backend, Capabilities, PreparedLoop};
+use crate::contract::backend::PreparedLoop;
 use crate::contract::config::Config;
-use crate::contract::registry::find_backend;
-use crate::model::carrier::Carrier;
 use crate::model::comm::Communicator;
 use crate::model::error::Result;
-use crate::model::kernel::Kernel;
 use crate::model::map::Map;
 use crate::model::signature::LoopSignature;
 use crate::model::trace::{DataUse, Graph};
@@ -41,27 +37,20 @@ pub(crate) struct State {
     /// Maps made for subsets (by subset id, and the id of the map taken at its elements, 0 for
     /// the subset's own map to its superset).
     pub(crate) subset_maps: HashMap<(u64, u64), Map>,
-    /// Sets, maps and kernels made for extruded loops.
+    /// Sets and maps made for extruded loops.
     pub(crate) extruded: ExtrusionCache,
     /// Flushes so far (every rank flushes alike, so every rank agrees on this count where it
     /// may not agree on what has run).
     pub(crate) epoch: u64,
     pub(crate) prepared: HashMap<LoopSignature, (Arc<LoopSignature>, Arc<dyn PreparedLoop>)>,
-    pub(crate) consts: Vec<Arc<Carrier>>,
 }
 
-/// The part of a runtime that data carriers point back to (weakly), to force pending work.
+/// The part of a runtime that data carriers point back to (weakly), to force pending work: the
+/// engine (reached through `Deref`), the lazy graph's state, and each subsystem, which owns its
+/// own state and works with the engine alone.
 pub struct RuntimeShared {
-    pub(crate) id: u64,
-    pub(crate) config: Config,
-    pub(crate) backend: Box<dyn Backend>,
-    /// What the backend can do, read once.
-    pub(crate) caps: Capabilities,
-    /// The ranks this runtime runs with (one process: [`crate::SelfCommunicator`]).
-    pub(crate) comm: Arc<dyn Communicator>,
+    pub(crate) engine: Engine,
     pub(crate) state: Mutex<State>,
-    /// Held while pending work runs, so that concurrent forces keep program order.
-    pub(crate) exec: Mutex<()>,
     pub(crate) executed: AtomicU64,
     pub(crate) recorded: AtomicU64,
     /// Halo exchanges of one Dat started so far.
@@ -70,40 +59,38 @@ pub struct RuntimeShared {
     pub(crate) timings: Mutex<Vec<LoopTiming>>,
     /// Per-Dat halo traffic, in order of first exchange.
     pub(crate) dat_traffic: Mutex<Vec<DatTraffic>>,
-    /// Checkpointing, when configured.
-    pub(crate) checkpoint: Option<Mutex<Checkpointer>>,
-    /// When checkpointing: the values every loop left in the Globals it writes, for replaying.
-    pub(crate) history: Option<Mutex<History>>,
+    /// Checkpointing and the history of Globals (both idle unless configured).
+    pub(crate) checkpointing: Checkpointing,
     /// Everything declared, weakly, for the memory report.
     pub(crate) declared: Mutex<Declared>,
-    /// What the lazy graph did.
-    pub(crate) stats: Mutex<LazyStats>,
     /// Memory of released temporaries, for the next ones to reuse.
-    pub(crate) pool: Mutex<Pool>,
+    pub(crate) temporaries: Temporaries,
     /// Fused loops' code.
-    pub(crate) fusions: Mutex<Fusions>,
+    pub(crate) fusions: Fusions,
     /// Sparse tiling's inspections, by chain shape.
-    pub(crate) tilings: Mutex<TilingCache>,
-    /// The runtime's own kernels for Dat algebra.
-    pub(crate) algebra: Mutex<HashMap<String, Kernel>>,
+    pub(crate) tilings: Tilings,
+}
+
+impl std::ops::Deref for RuntimeShared {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
 }
 
 impl RuntimeShared {
+    /// Checkpointing at work with this runtime's engine.
+    pub(crate) fn checkpoints(&self) -> CheckpointWork<'_> {
+        self.checkpointing.with(self)
+    }
+
     /// A new runtime's shared part: the configured backend made, checkpointing opened (every
     /// rank agreeing), every subsystem's state empty.
     pub(crate) fn new(config: Config, comm: Arc<dyn Communicator>) -> Result<RuntimeShared> {
-        let checkpoint = match &config.checkpoint {
-            Some(c) => Some(Mutex::new(Checkpointer::new(c.clone(), &*comm)?)),
-            None => None,
-        };
-        let factory = find_backend(&config.backend)?;
-        let backend = (factory.create)(&config)?;
+        let checkpointing = Checkpointing::new(config.checkpoint.as_ref(), &*comm)?;
         Ok(RuntimeShared {
-            id: next_id(),
-            caps: backend.capabilities(&config),
-            config,
-            backend,
-            comm,
+            engine: Engine::new(config, comm)?,
             state: Mutex::new(State {
                 trace: Graph::default(),
                 last_exchange: HashMap::new(),
@@ -112,22 +99,17 @@ impl RuntimeShared {
                 pending_frees: Vec::new(),
                 epoch: 0,
                 prepared: HashMap::new(),
-                consts: Vec::new(),
             }),
-            exec: Mutex::new(()),
             executed: AtomicU64::new(0),
             recorded: AtomicU64::new(0),
             exchanges: AtomicU64::new(0),
             timings: Mutex::new(Vec::new()),
             dat_traffic: Mutex::new(Vec::new()),
-            history: checkpoint.as_ref().map(|_| Mutex::new(History::default())),
-            checkpoint,
+            checkpointing,
             declared: Mutex::new(Declared::default()),
-            stats: Mutex::new(LazyStats::default()),
-            pool: Mutex::new(Pool::default()),
-            fusions: Mutex::new(Fusions::default()),
-            tilings: Mutex::new(TilingCache::default()),
-            algebra: Mutex::new(HashMap::new()),
+            temporaries: Temporaries::default(),
+            fusions: Fusions::default(),
+            tilings: Tilings::default(),
         })
     }
 }

@@ -30,11 +30,13 @@
 //! is an [`Op2Error::CheckpointReplay`] (its value is not known yet). At the backup point the
 //! saved Dats and the Consts are loaded and the loops run again.
 //!
-//! This module holds the checkpointer's state and decisions (below the hub); `run` takes,
-//! writes and restores checkpoints on the hub, and `image` is the file's format.
+//! This module holds the checkpointer's state and decisions; `run` takes, writes and restores
+//! checkpoints with the engine, and `image` is the file's format.
 
 mod image;
 mod run;
+
+pub(crate) use run::CheckpointWork;
 
 use crate::contract::config::{CheckpointConfig, CheckpointEvery};
 use crate::model::access::Access;
@@ -48,7 +50,7 @@ use crate::model::signature::{ArgKind, ArgSig};
 use image::{Decl, GlobalValue, Image, hash_bytes};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -89,7 +91,39 @@ pub(crate) enum LoopFate {
     Replayed,
 }
 
-/// The values loops left in the Globals they write, for replaying (see `RuntimeShared`).
+/// The checkpointing subsystem as a runtime holds it: the checkpointer and the history of
+/// Globals, both present exactly when checkpointing is configured. Its work (`run`) takes the
+/// engine and nothing else of the runtime.
+pub(crate) struct Checkpointing {
+    checkpointer: Option<Mutex<Checkpointer>>,
+    history: Option<Mutex<History>>,
+}
+
+impl Checkpointing {
+    /// Checkpointing as `config` says (idle when `None`): see [`Checkpointer::new`].
+    pub(crate) fn new(
+        config: Option<&CheckpointConfig>,
+        comm: &dyn Communicator,
+    ) -> Result<Checkpointing> {
+        let checkpointer = match config {
+            Some(c) => Some(Mutex::new(Checkpointer::new(c.clone(), comm)?)),
+            None => None,
+        };
+        Ok(Checkpointing {
+            history: checkpointer
+                .as_ref()
+                .map(|_| Mutex::new(History::default())),
+            checkpointer,
+        })
+    }
+
+    /// Whether checkpointing is on (then every loop's Globals are kept for replaying).
+    pub(crate) fn is_on(&self) -> bool {
+        self.checkpointer.is_some()
+    }
+}
+
+/// The values loops left in the Globals they write, for replaying (see [`Checkpointing`]).
 #[derive(Default)]
 pub(crate) struct History {
     values: Vec<GlobalValue>,
@@ -608,7 +642,7 @@ fn check_filled(path: &std::path::Path, dat: &str, filled: &[u32]) -> Result<()>
     }
 }
 
-/// How a declaration reaches [`RuntimeShared::checkpoint_declare`].
+/// How a declaration reaches [`run::CheckpointWork::checkpoint_declare`].
 pub(crate) enum DeclaredAs<'a> {
     Set(&'a Set),
     Map(&'a Map),

@@ -1,6 +1,6 @@
-//! Checkpointing on the hub: declarations checked against a checkpoint, loops replayed or run,
-//! Dats decided and saved, a checkpoint written in the background and restored at the backup
-//! point.
+//! Checkpointing's work, with the engine: declarations checked against a checkpoint, loops
+//! replayed or run, Dats decided and saved, a checkpoint written in the background and restored
+//! at the backup point.
 
 use super::image::{Decl, GlobalValue, Image, SavedDat, hash_bytes};
 use super::{
@@ -8,6 +8,7 @@ use super::{
     RowHash, Rows, Saved, Source, TIME_CHECK_LOOPS, Undecided, agree, any_rank, check_filled,
     covers_owned_rows, mismatch, same_everywhere, sum_over_ranks,
 };
+use super::{Checkpointing, History};
 use crate::contract::config::CheckpointEvery;
 use crate::model::arg::{Arg, ArgTarget};
 use crate::model::carrier::{Carrier, CarrierKind, HALO_BOTH};
@@ -15,14 +16,14 @@ use crate::model::error::{Op2Error, Result};
 use crate::model::map::Map;
 use crate::model::set::Set;
 use crate::model::signature::ArgSig;
-use crate::runtime::shared::RuntimeShared;
+use crate::runtime::engine::{Engine, StepRunner};
 use crate::runtime::sync::lock;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// The bytes of a carrier's host data, brought home from a device first.
-fn host_bytes(shared: &RuntimeShared, c: &Carrier) -> Result<Vec<u8>> {
+fn host_bytes(shared: &Engine, c: &Carrier) -> Result<Vec<u8>> {
     shared.backend.host_access(c, false)?;
     Ok(c.lock_for_loop("checkpoint", false)?.bytes().to_vec())
 }
@@ -30,7 +31,7 @@ fn host_bytes(shared: &RuntimeShared, c: &Carrier) -> Result<Vec<u8>> {
 /// Overwrites a carrier's host data through `fill` (given the host bytes; the backend then
 /// treats the host copy as the valid one).
 fn overwrite(
-    shared: &RuntimeShared,
+    shared: &Engine,
     c: &Carrier,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
@@ -41,9 +42,31 @@ fn overwrite(
     Ok(())
 }
 
-impl RuntimeShared {
+/// Checkpointing at work: its state and the engine it works with.
+pub(crate) struct CheckpointWork<'a> {
+    rt: &'a dyn StepRunner,
+    engine: &'a Engine,
+    state: &'a Checkpointing,
+}
+
+impl Checkpointing {
+    /// This subsystem working with the runtime `rt`.
+    pub(crate) fn with<'a>(&'a self, rt: &'a dyn StepRunner) -> CheckpointWork<'a> {
+        CheckpointWork {
+            rt,
+            engine: rt.engine(),
+            state: self,
+        }
+    }
+}
+
+impl CheckpointWork<'_> {
     fn checkpointer(&self) -> Option<std::sync::MutexGuard<'_, Checkpointer>> {
-        self.checkpoint.as_ref().map(lock)
+        self.state.checkpointer.as_ref().map(lock)
+    }
+
+    fn history(&self) -> Option<&std::sync::Mutex<History>> {
+        self.state.history.as_ref()
     }
 
     /// The global numbers of `set`'s local elements, when checkpointing and it has them.
@@ -66,7 +89,7 @@ impl RuntimeShared {
         if let Some(mut ck) = self.checkpointer() {
             let owned = set.size();
             let mut rows = [owned as u64];
-            sum_over_ranks(&*self.comm, &mut rows)?;
+            sum_over_ranks(&*self.engine.comm, &mut rows)?;
             let global_rows = rows[0];
             let bad = gids.iter().position(|&g| g >= global_rows);
             let checked = match bad {
@@ -83,7 +106,7 @@ impl RuntimeShared {
                 }),
                 None => Ok(()),
             };
-            agree(&*self.comm, &ck.config.path, checked)?;
+            agree(&*self.engine.comm, &ck.config.path, checked)?;
             ck.numbering.insert(
                 set.id(),
                 Arc::new(Numbering {
@@ -162,7 +185,9 @@ impl RuntimeShared {
                     ));
                 }
                 // Sets are numbered after they are declared: checked at the backup point.
-                Some(d) if (!partial || self.comm.size() == 1) && kind != "set" && *d != now => {
+                Some(d)
+                    if (!partial || self.engine.comm.size() == 1) && kind != "set" && *d != now =>
+                {
                     return Err(mismatch(
                         path,
                         format!(
@@ -199,7 +224,7 @@ impl RuntimeShared {
             .iter()
             .flat_map(|&i| [decls[i].sizes[0], decls[i].hash])
             .collect();
-        sum_over_ranks(&*self.comm, &mut values)?;
+        sum_over_ranks(&*self.engine.comm, &mut values)?;
         for (k, &i) in partials.iter().enumerate() {
             decls[i].sizes[0] = values[2 * k];
             decls[i].hash = values[2 * k + 1];
@@ -220,11 +245,11 @@ impl RuntimeShared {
         carriers: &[Arc<Carrier>],
         maps: &[Map],
     ) -> Result<LoopFate> {
-        if self.checkpoint.is_none() {
+        if self.state.checkpointer.is_none() {
             return Ok(LoopFate::Run(0));
         }
         // The order of locks everywhere: exec, then the checkpointer, then state or history.
-        let _order = lock(&self.exec);
+        let _order = lock(&self.engine.exec);
         let mut guard = self.checkpointer().expect("checked above");
         let ck = &mut *guard;
         if let Some(why) = &ck.broken {
@@ -255,7 +280,7 @@ impl RuntimeShared {
                             ));
                         };
                         let path = &ck.config.path;
-                        overwrite(self, c, |host| {
+                        overwrite(self.engine, c, |host| {
                             if host.len() != g.bytes.len() {
                                 return Err(mismatch(
                                     path,
@@ -284,7 +309,7 @@ impl RuntimeShared {
             }
         }
 
-        let ranks = self.comm.size();
+        let ranks = self.engine.comm.size();
         let mut due = ck.due(kernel, ranks);
         if matches!(ck.config.every, CheckpointEvery::Time(_))
             && ranks > 1
@@ -292,8 +317,8 @@ impl RuntimeShared {
             && index > 0
         {
             // Rank 0's clock decides for all.
-            let mine = [due && self.comm.rank() == 0];
-            due = any_rank(&*self.comm, &mine)?[0];
+            let mine = [due && self.engine.comm.rank() == 0];
+            due = any_rank(&*self.engine.comm, &mine)?[0];
         }
         if due {
             if let Some(d) = ck.deciding.take() {
@@ -303,10 +328,10 @@ impl RuntimeShared {
             }
             // A failed background write is every rank's error.
             let written = ck.reap_writer(false);
-            agree(&*self.comm, &ck.config.path, written)?;
+            agree(&*self.engine.comm, &ck.config.path, written)?;
             // The backup point: everything recorded so far runs first.
-            let ran = self.force(crate::runtime::shared::Wanted::All);
-            agree(&*self.comm, &ck.config.path, ran)?;
+            let ran = self.rt.run_pending();
+            agree(&*self.engine.comm, &ck.config.path, ran)?;
             self.start_checkpoint(ck, index)?;
         } else if ranks == 1 {
             ck.reap_writer(false)?;
@@ -315,7 +340,7 @@ impl RuntimeShared {
             self.decide(ck, &mut d, set, sigs, carriers, maps)?;
             let done = d.undecided.iter().all(|u| u.saved.is_some());
             let done = if ranks > 1 && !d.undecided.is_empty() {
-                !any_rank(&*self.comm, &[!done])?[0]
+                !any_rank(&*self.engine.comm, &[!done])?[0]
             } else {
                 done
             };
@@ -395,7 +420,7 @@ impl RuntimeShared {
             };
             let rows = ck.rows(set);
             let row = saved.row_bytes as usize;
-            loaded = overwrite(self, &dat, |host| {
+            loaded = overwrite(self.engine, &dat, |host| {
                 if Some(host.len()) != set.total_size().checked_mul(row) {
                     return Err(mismatch(
                         &path,
@@ -426,13 +451,13 @@ impl RuntimeShared {
             }
         }
         if loaded.is_ok() {
-            let consts = lock(&self.state).consts.clone();
+            let consts = lock(&self.engine.consts).clone();
             for (name, bytes) in &image.consts {
                 let Some(c) = consts.iter().find(|c| c.name() == name) else {
                     loaded = Err(mismatch(&path, format!("const `{name}` is not declared")));
                     break;
                 };
-                loaded = overwrite(self, c, |host| {
+                loaded = overwrite(self.engine, c, |host| {
                     if host.len() != bytes.len() {
                         return Err(mismatch(&path, format!("const `{name}` has another size")));
                     }
@@ -444,7 +469,12 @@ impl RuntimeShared {
                 }
             }
         }
-        if self.comm.first_failed_rank(loaded.is_err())?.is_some() {
+        if self
+            .engine
+            .comm
+            .first_failed_rank(loaded.is_err())?
+            .is_some()
+        {
             loaded?;
             return Err(mismatch(
                 &path,
@@ -452,7 +482,7 @@ impl RuntimeShared {
             ));
         }
         // The next checkpoint replays the loops before this one's backup point too.
-        if let Some(history) = &self.history {
+        if let Some(history) = self.history() {
             let mut h = lock(history);
             let later = std::mem::take(&mut h.values);
             h.values.extend(image.history.iter().cloned());
@@ -471,7 +501,7 @@ impl RuntimeShared {
         // Every Dat ever declared, by declaration: the same list on every rank (checked), so
         // the flags below line up. A Dat dropped on any rank is left out everywhere.
         let path = ck.config.path.clone();
-        if !same_everywhere(&*self.comm, ck.dats.len() as u64)? {
+        if !same_everywhere(&*self.engine.comm, ck.dats.len() as u64)? {
             return Err(mismatch(
                 &path,
                 "the ranks declared different numbers of Dats".into(),
@@ -491,12 +521,12 @@ impl RuntimeShared {
                 })
             })
             .collect();
-        let dropped = any_rank(&*self.comm, &dropped)?;
+        let dropped = any_rank(&*self.engine.comm, &dropped)?;
         let dirty: Vec<bool> = alive
             .iter()
             .map(|d| d.as_ref().is_some_and(|(d, _)| ck.dirty.contains(&d.id)))
             .collect();
-        let dirty = any_rank(&*self.comm, &dirty)?;
+        let dirty = any_rank(&*self.engine.comm, &dirty)?;
         let mut all: Vec<u64> = alive
             .iter()
             .map(|d| match d.as_ref().map(|(d, _)| (d, d.kind())) {
@@ -506,7 +536,7 @@ impl RuntimeShared {
                 _ => 0,
             })
             .collect();
-        sum_over_ranks(&*self.comm, &mut all)?;
+        sum_over_ranks(&*self.engine.comm, &mut all)?;
         let undecided = alive
             .into_iter()
             .zip(dirty.iter().zip(&dropped))
@@ -519,15 +549,12 @@ impl RuntimeShared {
                 })
             })
             .collect();
-        let consts = lock(&self.state).consts.clone();
+        let consts = lock(&self.engine.consts).clone();
         let consts = consts
             .iter()
-            .map(|c| Ok((c.name().to_string(), host_bytes(self, c)?)))
+            .map(|c| Ok((c.name().to_string(), host_bytes(self.engine, c)?)))
             .collect::<Result<Vec<_>>>();
-        let history = self
-            .history
-            .as_ref()
-            .expect("history is kept when checkpointing");
+        let history = self.history().expect("history is kept when checkpointing");
         let history = {
             let h = lock(history);
             match &h.error {
@@ -539,7 +566,7 @@ impl RuntimeShared {
             }
         };
         let (consts, mut history) = agree(
-            &*self.comm,
+            &*self.engine.comm,
             &ck.config.path,
             consts.and_then(|c| Ok((c, history?))),
         )?;
@@ -569,7 +596,7 @@ impl RuntimeShared {
             unreachable!("a Dat's carrier")
         };
         // Rows are saved by global number: across ranks a saved Dat's set needs one.
-        if self.comm.size() > 1 && !ck.numbering.contains_key(&set.id()) {
+        if self.engine.comm.size() > 1 && !ck.numbering.contains_key(&set.id()) {
             return Err(Op2Error::CheckpointWrite {
                 path: ck.config.path.clone(),
                 reason: format!(
@@ -580,7 +607,7 @@ impl RuntimeShared {
                 ),
             });
         }
-        let mut bytes = host_bytes(self, dat)?;
+        let mut bytes = host_bytes(self.engine, dat)?;
         let row = dat.dim() * dat.dtype().size();
         bytes.truncate(ck.rows(set).owned() * row);
         Ok(bytes)
@@ -620,7 +647,7 @@ impl RuntimeShared {
                     || !covers_owned_rows(&u.dat, owned, set, sigs, carriers, maps),
             );
         }
-        let needs = any_rank(&*self.comm, &needs)?;
+        let needs = any_rank(&*self.engine.comm, &needs)?;
         let mut result = match d.error.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -632,7 +659,7 @@ impl RuntimeShared {
                 result = result.and(self.save(ck, &mut d.saved, u));
             }
         }
-        agree(&*self.comm, &ck.config.path, result)
+        agree(&*self.engine.comm, &ck.config.path, result)
     }
 
     /// Saves a decided Dat: the rows a host access saved, or its rows now.
@@ -661,23 +688,23 @@ impl RuntimeShared {
         for u in std::mem::take(&mut d.undecided) {
             result = result.and(self.save(ck, &mut d.saved, u));
         }
-        agree(&*self.comm, &path, result)?;
+        agree(&*self.engine.comm, &path, result)?;
         // The same order on every rank.
         d.saved
             .sort_by(|a, b| (a.dat.name(), a.occurrence).cmp(&(b.dat.name(), b.occurrence)));
         let mut image = d.image;
-        let lead = self.comm.rank() == 0;
+        let lead = self.engine.comm.rank() == 0;
         let assembled = self.assemble(ck, &d.saved);
-        image.dats = agree(&*self.comm, &path, assembled)?;
+        image.dats = agree(&*self.engine.comm, &path, assembled)?;
         // One write at a time, in order: the newer must not be overtaken by the older.
         let written = if lead { ck.reap_writer(true) } else { Ok(()) };
-        agree(&*self.comm, &path, written)?;
+        agree(&*self.engine.comm, &path, written)?;
         ck.stats.taken += 1;
         ck.stats.last_backup = Some(image.backup);
         ck.stats.saved_dats = d.saved.iter().map(|s| s.dat.name().to_string()).collect();
         ck.stats.all_dat_bytes = image.all_dat_bytes;
         let mut saved_bytes = [d.saved.iter().map(|s| s.bytes.len() as u64).sum::<u64>()];
-        sum_over_ranks(&*self.comm, &mut saved_bytes)?;
+        sum_over_ranks(&*self.engine.comm, &mut saved_bytes)?;
         ck.stats.saved_dat_bytes = saved_bytes[0];
         if !lead {
             return Ok(());
@@ -702,7 +729,7 @@ impl RuntimeShared {
     /// The saved Dats in global numbering, on rank 0 (empty on the others): each rank sends its
     /// owned rows with their global numbers.
     fn assemble(&self, ck: &Checkpointer, saved: &[Saved]) -> Result<Vec<SavedDat>> {
-        let ranks = self.comm.size();
+        let ranks = self.engine.comm.size();
         let layout = |s: &Saved| {
             let CarrierKind::Dat(set) = s.dat.kind() else {
                 unreachable!("a Dat's carrier")
@@ -751,11 +778,11 @@ impl RuntimeShared {
             }
             message.extend_from_slice(&s.bytes);
         }
-        sum_over_ranks(&*self.comm, &mut totals)?;
+        sum_over_ranks(&*self.engine.comm, &mut totals)?;
         let mut sends = vec![Vec::new(); ranks];
         sends[0] = message;
-        let got = self.comm.all_to_all_v(sends)?;
-        if self.comm.rank() != 0 {
+        let got = self.engine.comm.all_to_all_v(sends)?;
+        if self.engine.comm.rank() != 0 {
             return Ok(Vec::new());
         }
         let mut out: Vec<SavedDat> = saved
@@ -846,7 +873,7 @@ impl RuntimeShared {
             }
             // On one process the checkpoint is complete once every Dat is saved or decided
             // (across ranks that is agreed at the next loop).
-            if self.comm.size() == 1
+            if self.engine.comm.size() == 1
                 && d.error.is_none()
                 && d.undecided.iter().all(|u| u.saved.is_some())
             {
@@ -865,12 +892,12 @@ impl RuntimeShared {
     /// loop has run, so a failure here is kept for the next checkpoint to report (returning it
     /// would count the loop as failed and run it again).
     pub(crate) fn checkpoint_globals(&self, at: u64, globals: &[(usize, &Arc<Carrier>)]) {
-        let Some(history) = &self.history else {
+        let Some(history) = self.history() else {
             return;
         };
         let mut h = lock(history);
         for (arg, c) in globals {
-            match host_bytes(self, c) {
+            match host_bytes(self.engine, c) {
                 Ok(bytes) => h.values.push(GlobalValue {
                     at,
                     arg: *arg as u32,
@@ -887,7 +914,7 @@ impl RuntimeShared {
     /// Completes the checkpoint being taken (saving the Dats still undecided as they are) and
     /// waits until it is on disk. Collective across ranks (a failure is every rank's).
     pub(crate) fn checkpoint_wait(&self) -> Result<()> {
-        let _order = lock(&self.exec);
+        let _order = lock(&self.engine.exec);
         let Some(mut guard) = self.checkpointer() else {
             return Ok(());
         };
@@ -899,7 +926,13 @@ impl RuntimeShared {
         if result.is_ok() {
             result = ck.reap_writer(true);
         }
-        if self.comm.size() > 1 && self.comm.first_failed_rank(result.is_err())?.is_some() {
+        if self.engine.comm.size() > 1
+            && self
+                .engine
+                .comm
+                .first_failed_rank(result.is_err())?
+                .is_some()
+        {
             result?;
             return Err(Op2Error::CheckpointWrite {
                 path: ck.config.path.clone(),

@@ -5,12 +5,10 @@
 //! elsewhere, and where that order could race, it runs over the extruded set with each map's
 //! rows at every layer (made once). Either way plans, halos, ranks and every backend see an
 //! ordinary loop. This module holds the regions and what the runtime made once for extruded
-//! loops (below the hub); `lower` turns a loop over an extruded set into that ordinary loop.
-
-mod lower;
+//! loops; the runtime's front (`extruded`) turns a loop over an extruded set into that ordinary
+//! loop.
 
 use crate::model::carrier::Carrier;
-use crate::model::kernel::Kernel;
 use crate::model::map::Map;
 use crate::model::set::Set;
 use std::collections::HashMap;
@@ -35,27 +33,18 @@ pub enum Region {
 #[derive(Default)]
 pub(crate) struct ExtrusionCache {
     /// Derived maps, by (kind, map or set id, the other id or 0).
-    maps: HashMap<(u8, u64, u64), Map>,
+    pub(crate) maps: HashMap<(u8, u64, u64), Map>,
     /// The interior-facet set of each extruded set (by the set's id).
-    facets: HashMap<u64, Set>,
+    pub(crate) facets: HashMap<u64, Set>,
     /// Bottom and top subsets (by set id and region).
-    ends: HashMap<(u64, Region), Set>,
+    pub(crate) ends: HashMap<(u64, Region), Set>,
     /// Elements per column of sets whose columns differ (by set id), as a Dat on the base set.
-    lengths: HashMap<u64, Arc<Carrier>>,
-    /// Kernels the runtime wrote (column walks, entry walks), by their source.
-    kernels: HashMap<String, Kernel>,
+    pub(crate) lengths: HashMap<u64, Arc<Carrier>>,
 }
 
-impl ExtrusionCache {
-    /// The kernel the runtime wrote as `source`, made once.
-    pub(crate) fn kernel(&mut self, source: String, make: impl FnOnce() -> Kernel) -> Kernel {
-        self.kernels.entry(source).or_insert_with(make).clone()
-    }
-}
-
-const ROWS_AT_EVERY_LAYER: u8 = 0;
-const BOTTOM_ROWS: u8 = 1;
-const COLUMN_STARTS: u8 = 2;
-const BASE_AT_LAYERS: u8 = 3;
-const FACET_ROWS: u8 = 4;
-const COLUMNS_OF: u8 = 5;
+pub(crate) const ROWS_AT_EVERY_LAYER: u8 = 0;
+pub(crate) const BOTTOM_ROWS: u8 = 1;
+pub(crate) const COLUMN_STARTS: u8 = 2;
+pub(crate) const BASE_AT_LAYERS: u8 = 3;
+pub(crate) const FACET_ROWS: u8 = 4;
+pub(crate) const COLUMNS_OF: u8 = 5;

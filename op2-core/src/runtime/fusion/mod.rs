@@ -5,8 +5,8 @@
 //! running the kernels element by element gives what running the loops one after another does.
 //! The fused kernel is written once per combination and compiled through the backend like any
 //! kernel; a combination that does not compile (two kernels' helpers clash) runs unfused. This
-//! module decides what fuses and writes the fused code (below the hub); `run` fuses nodes of
-//! the pending graph and runs them.
+//! module decides what fuses and writes the fused code; `run` fuses nodes of the pending graph
+//! and runs them, through the engine.
 
 mod run;
 
@@ -19,7 +19,7 @@ use crate::model::kernel::Kernel;
 use crate::model::signature::{ArgKind, ArgSig, LoopSignature};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How many loops one fused node runs at most.
 const MAX_MEMBERS: usize = 8;
@@ -178,9 +178,16 @@ struct FusionKey {
 
 /// Fused code by combination (`None`: it did not compile; such loops run unfused).
 #[derive(Default)]
-pub(crate) struct Fusions {
+struct FusedCodes {
     codes: HashMap<FusionKey, Option<Arc<FusedCode>>>,
     next: u64,
+}
+
+/// The fusion subsystem as a runtime holds it: the fused code made so far. Its work (`run`)
+/// takes the runtime as a [`super::engine::StepRunner`] and nothing else of it.
+#[derive(Default)]
+pub(crate) struct Fusions {
+    made: Mutex<FusedCodes>,
 }
 
 /// The C source of the fused kernel `name`: each distinct kernel once, under a name of the

@@ -1,25 +1,44 @@
-//! Fusion on the hub: grouping pending nodes into fused loops, compiling each combination once
-//! and running a fused node.
+//! Fusion's work: grouping pending nodes into fused loops, compiling each combination once and
+//! running a fused node.
 
-use super::{FusedCode, FusionKey, MAX_MEMBERS, Unified, fusable, fused_source, unify};
+use super::{FusedCode, FusionKey, Fusions, MAX_MEMBERS, Unified, fusable, fused_source, unify};
 use crate::model::access::Access;
 use crate::model::carrier::{Carrier, CarrierKind};
 use crate::model::error::Result;
 use crate::model::kernel::Kernel;
 use crate::model::signature::{ArgSig, ConstSig, LoopSignature};
+use crate::model::trace::Graph;
+use crate::runtime::engine::{Engine, StepRunner, run_prepared};
 use crate::runtime::record::LoopRecord;
-use crate::runtime::shared::{RuntimeShared, State};
 use crate::runtime::steps::{LoopStep, ReductionTarget, Step};
 use crate::runtime::sync::lock;
 use std::sync::Arc;
 
-impl RuntimeShared {
-    /// Whether node `c` can join `group` (nodes of `st`'s graph) in one fused loop.
-    pub(crate) fn can_fuse(&self, st: &State, group: &[u64], c: u64) -> bool {
+/// Fusion at work: its state and the runtime it runs steps with.
+pub(crate) struct FusionWork<'a> {
+    rt: &'a dyn StepRunner,
+    engine: &'a Engine,
+    state: &'a Fusions,
+}
+
+impl Fusions {
+    /// This subsystem working with the runtime `rt`.
+    pub(crate) fn with<'a>(&'a self, rt: &'a dyn StepRunner) -> FusionWork<'a> {
+        FusionWork {
+            rt,
+            engine: rt.engine(),
+            state: self,
+        }
+    }
+}
+
+impl FusionWork<'_> {
+    /// Whether node `c` can join `group` (nodes of the pending graph `trace`) in one fused loop.
+    pub(crate) fn can_fuse(&self, trace: &Graph<Step>, group: &[u64], c: u64) -> bool {
         if group.len() >= MAX_MEMBERS {
             return false;
         }
-        let step = |n: u64| match st.trace.get(n).map(|x| &x.work) {
+        let step = |n: u64| match trace.get(n).map(|x| &x.work) {
             Some(Step::Loop(l)) if fusable(&l.record) => Some(l),
             _ => None,
         };
@@ -40,8 +59,8 @@ impl RuntimeShared {
         {
             return false;
         }
-        let opts = self.config.lazy_opts;
-        let chained = st.trace.preds(c).any(|p| group.contains(&p));
+        let opts = self.engine.config.lazy_opts;
+        let chained = trace.preds(c).any(|p| group.contains(&p));
         if !(if chained {
             opts.chain_fusion
         } else {
@@ -85,7 +104,7 @@ impl RuntimeShared {
             }
         }
         let first = &steps[0];
-        let seconds = match self.run_prepared(
+        let seconds = match run_prepared(
             "fused loops",
             &code.sig,
             &code.prepared,
@@ -98,7 +117,7 @@ impl RuntimeShared {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        self.backend.loop_done(&carriers);
+        self.engine.backend.loop_done(&carriers);
         // Time is shared among the loops by the bytes each would move on its own.
         let own: Vec<u64> = members
             .iter()
@@ -106,10 +125,12 @@ impl RuntimeShared {
             .collect();
         let total: u64 = own.iter().map(|b| (*b).max(1)).sum();
         for (step, b) in steps.iter().zip(&own) {
-            self.loop_step_done(step, seconds * (*b).max(1) as f64 / total as f64);
+            self.rt
+                .loop_step_done(step, seconds * (*b).max(1) as f64 / total as f64);
         }
         let fused = direct_bytes(&u.sigs, &u.carriers, first.range.len());
-        lock(&self.stats).fusion_bytes_saved += own.iter().sum::<u64>().saturating_sub(fused);
+        lock(&self.engine.stats).fusion_bytes_saved +=
+            own.iter().sum::<u64>().saturating_sub(fused);
         Some(Ok(()))
     }
 
@@ -126,7 +147,7 @@ impl RuntimeShared {
             sigs: u.sigs.clone(),
             consts: consts.iter().map(|c| c.id).collect(),
         };
-        let mut f = lock(&self.fusions);
+        let mut f = lock(&self.state.made);
         if let Some(code) = f.codes.get(&key) {
             return code.clone();
         }
@@ -157,7 +178,7 @@ impl RuntimeShared {
             n_maps: 0,
             data: LoopSignature::data_classes(&ids),
         };
-        let code = match self.backend.prepare(&sig) {
+        let code = match self.engine.backend.prepare(&sig) {
             Ok(prepared) => Some(Arc::new(FusedCode {
                 sig: Arc::new(sig),
                 prepared,
@@ -169,7 +190,7 @@ impl RuntimeShared {
                 None
             }
         };
-        lock(&self.fusions).codes.insert(key, code.clone());
+        lock(&self.state.made).codes.insert(key, code.clone());
         code
     }
 }

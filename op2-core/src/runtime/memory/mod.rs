@@ -1,9 +1,7 @@
 //! Memory by owner: what a runtime holds for each Dat, Map, Global and Const (host and device
 //! copies), for plans, halo lists and compiled code, gathered into one [`MemoryReport`]. This
-//! module holds the report's types and the runtime's list of what it declared (below the hub);
-//! `report` gathers the report (above it).
-
-mod report;
+//! module holds the report's types and the runtime's list of what it declared; the runtime's
+//! front (`memory_report`) gathers the report.
 
 use crate::model::carrier::Carrier;
 use crate::model::map::MapInner;
@@ -163,11 +161,11 @@ impl fmt::Display for MemoryReport {
 /// lists what is still alive).
 #[derive(Default)]
 pub(crate) struct Declared {
-    sets: Vec<Weak<SetInner>>,
-    carriers: Vec<Weak<Carrier>>,
-    maps: Vec<Weak<MapInner>>,
+    pub(crate) sets: Vec<Weak<SetInner>>,
+    pub(crate) carriers: Vec<Weak<Carrier>>,
+    pub(crate) maps: Vec<Weak<MapInner>>,
     /// Entries alive at the last sweep: the lists are swept of dead entries when they double.
-    alive_at_sweep: usize,
+    pub(crate) alive_at_sweep: usize,
 }
 
 impl Declared {
@@ -201,6 +199,6 @@ impl Declared {
 }
 
 /// The entries still alive.
-fn live<T>(v: &[Weak<T>]) -> Vec<Arc<T>> {
+pub(crate) fn live<T>(v: &[Weak<T>]) -> Vec<Arc<T>> {
     v.iter().filter_map(Weak::upgrade).collect()
 }

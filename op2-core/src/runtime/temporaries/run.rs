@@ -1,105 +1,31 @@
-//! Temporaries declared and released through the runtime, and their malloc and free nodes run on
-//! the hub.
+//! The temporaries subsystem's work, with the engine: malloc and free nodes run, memory taken
+//! from the pool and given back to it.
 
-use super::KEPT_PER_SIZE;
-use crate::model::carrier::{Carrier, CarrierKind, Dat, TEMPORARY_LIVE, TEMPORARY_RELEASED};
-use crate::model::dtype::{HostBuffer, Scalar};
-use crate::model::error::{Op2Error, Result};
-use crate::model::set::Set;
-use crate::model::trace::{DataUse, Pending, section};
-use crate::runtime::Runtime;
-use crate::runtime::shared::RuntimeShared;
-use crate::runtime::steps::Step;
+use super::{KEPT_PER_SIZE, Temporaries};
+use crate::model::carrier::{Carrier, CarrierKind};
+use crate::model::dtype::HostBuffer;
+use crate::model::error::Result;
+use crate::runtime::engine::Engine;
 use crate::runtime::sync::lock;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
-/// What a malloc or free node touches: every section of the temporary (so it comes before every
-/// loop that uses the temporary, or after). Allocations and releases also run in program order
-/// among themselves when forced together ([`Step::order_class`]), which is not a dependency: an
-/// allocation never makes an earlier release needed.
-fn uses(c: &Carrier) -> (Vec<DataUse>, Vec<DataUse>) {
-    (
-        vec![],
-        vec![DataUse {
-            id: c.id,
-            sections: section::ALL,
-        }],
-    )
+/// The temporaries subsystem at work: its pool and the engine.
+pub(crate) struct TemporariesWork<'a> {
+    engine: &'a Engine,
+    state: &'a Temporaries,
 }
 
-impl Runtime {
-    /// Declares a temporary Dat: zero-filled like [`Runtime::decl_dat_zeros`], for values a few
-    /// loops pass between them (PyOP2's temporaries). With the `temporaries` optimisation on
-    /// (`OP2_LAZY_OPT`), its memory is taken when its first loop runs, from the memory of a
-    /// released temporary of the same size when there is one, and
-    /// [`Runtime::release_temporary`] gives it back once the loops recorded before the release
-    /// have run. Without it, the Dat is allocated now and freed when its last handle and last
-    /// loop are gone. On device backends the device holds its data and no memory is reused.
-    pub fn decl_temporary<T: Scalar>(&self, set: &Set, dim: usize, name: &str) -> Result<Dat<T>> {
-        let dat = if self.shared.config.lazy_opts.temporaries {
-            let len = Runtime::values_for(set, dim, name)?;
-            let dat =
-                self.decl_dat_buffer(set, dim, HostBuffer::unallocated(T::DTYPE, len), name)?;
-            let c = dat.carrier().clone();
-            c.temporary.store(TEMPORARY_LIVE, Ordering::Release);
-            let (reads, writes) = uses(&c);
-            self.push_steps(vec![Pending {
-                work: Step::Malloc(c),
-                reads,
-                writes,
-            }]);
-            if !self.shared.config.lazy {
-                self.flush()?;
-            }
-            dat
-        } else {
-            let dat = self.decl_dat_zeros(set, dim, name)?;
-            dat.carrier()
-                .temporary
-                .store(TEMPORARY_LIVE, Ordering::Release);
-            dat
-        };
-        Ok(dat)
-    }
-
-    /// Releases a temporary Dat ([`Runtime::decl_temporary`]): its memory goes back (to the pool
-    /// for the next temporary, with the `temporaries` optimisation) once every loop recorded so
-    /// far that uses it has run (without the optimisation, when the last handle to it and the
-    /// last loop using it are gone). Using it afterwards, in a loop or on the host, is
-    /// [`Op2Error::TemporaryReleased`]. Releasing a Dat that is not a temporary is
-    /// [`Op2Error::NotTemporary`]; releasing one twice does nothing more.
-    pub fn release_temporary<T: Scalar>(&self, dat: &Dat<T>) -> Result<()> {
-        let c = dat.carrier();
-        self.own("dat", c.name(), c.runtime_id)?;
-        let was = c.temporary.load(Ordering::Acquire);
-        if was == TEMPORARY_RELEASED {
-            return Ok(());
+impl Temporaries {
+    /// This subsystem working with `engine`.
+    pub(crate) fn with<'a>(&'a self, engine: &'a Engine) -> TemporariesWork<'a> {
+        TemporariesWork {
+            engine,
+            state: self,
         }
-        if was != TEMPORARY_LIVE {
-            return Err(Op2Error::NotTemporary {
-                name: c.name().into(),
-            });
-        }
-        c.temporary.store(TEMPORARY_RELEASED, Ordering::Release);
-        if !self.shared.config.lazy_opts.temporaries {
-            // Its memory goes when the last handle and the last pending loop using it do.
-            return Ok(());
-        }
-        let (reads, writes) = uses(c);
-        self.push_steps(vec![Pending {
-            work: Step::Free(c.clone()),
-            reads,
-            writes,
-        }]);
-        if !self.shared.config.lazy {
-            self.flush()?;
-        }
-        Ok(())
     }
 }
 
-impl RuntimeShared {
+impl TemporariesWork<'_> {
     /// Gives a temporary its memory: a released temporary's of the same size (zeroed) when the
     /// pool has one and the optimisation is on, else newly allocated zeroed memory.
     pub(crate) fn malloc_temporary(&self, c: &Arc<Carrier>) -> Result<()> {
@@ -111,15 +37,15 @@ impl RuntimeShared {
             return Ok(());
         }
         let len = host.released_len();
-        let reused = if self.config.lazy_opts.temporaries {
-            lock(&self.pool)
+        let reused = if self.engine.config.lazy_opts.temporaries {
+            lock(&self.state.pool)
                 .buffers
                 .get_mut(&(host.dtype(), len))
                 .and_then(Vec::pop)
         } else {
             None
         };
-        let mut st = lock(&self.stats);
+        let mut st = lock(&self.engine.stats);
         st.temporaries_allocated += 1;
         match reused {
             Some(mut b) => {
@@ -148,8 +74,8 @@ impl RuntimeShared {
         let b = std::mem::replace(&mut **host, HostBuffer::unallocated(dtype, len));
         drop(g);
         c.mark_host_released();
-        if self.config.lazy_opts.temporaries && matches!(c.kind(), CarrierKind::Dat(_)) {
-            let mut pool = lock(&self.pool);
+        if self.engine.config.lazy_opts.temporaries && matches!(c.kind(), CarrierKind::Dat(_)) {
+            let mut pool = lock(&self.state.pool);
             let kept = pool.buffers.entry((b.dtype(), len)).or_default();
             if kept.len() < KEPT_PER_SIZE {
                 kept.push(b);

@@ -40,8 +40,8 @@
 //! with enough tiles per level to keep them busy; then its first runs alternate loop by loop and tiled, timed, and the faster
 //! way is kept. The sequential reference never tiles by itself (its order of operations is the
 //! reference); `OP2_TILING=always` tiles every chain it can, on any host backend. Inspections
-//! are cached per chain shape. This module decides and inspects (below the hub); `run` runs
-//! chains on the hub.
+//! are cached per chain shape. This module decides and inspects; `run` runs chains, through
+//! the engine.
 
 mod run;
 
@@ -51,7 +51,7 @@ use crate::model::carrier::CarrierKind;
 use crate::model::error::Result;
 use crate::model::signature::ArgKind;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Most loops one tiled chain runs.
 pub(crate) const MAX_CHAIN: usize = 16;
@@ -193,11 +193,18 @@ struct Entry {
 
 /// Inspections and timings by chain shape.
 #[derive(Default)]
-pub(crate) struct TilingCache {
+struct TilingCache {
     entries: HashMap<ChainKey, Entry>,
 }
 
-/// What became of a chain handed to [`RuntimeShared::try_run_chain`].
+/// The tiling subsystem as a runtime holds it: its inspections, by chain shape. Its work
+/// (`run`) takes the runtime as a [`super::engine::StepRunner`] and nothing else of it.
+#[derive(Default)]
+pub(crate) struct Tilings {
+    cache: Mutex<TilingCache>,
+}
+
+/// What became of a chain handed to [`run::TilingWork::try_run_chain`].
 pub(crate) struct ChainRun {
     /// How many of its steps ran, from the first (all of them unless one failed).
     pub(crate) ran: usize,

@@ -1,15 +1,15 @@
-//! Tiling on the hub: a chain of pending loop steps inspected once per shape (cached), then run
+//! Tiling's work: a chain of pending loop steps inspected once per shape (cached), then run
 //! tile by tile on the backend's threads, or loop by loop where tiling would not pay.
 
 use super::{
     CACHE_ENTRIES, ChainKey, ChainRun, Entry, MUST_GAIN, TILE_BYTES, TILE_ELEMENTS, TRIALS, Tiling,
-    auto_threshold, chain_key, give_back_freed_memory, inspect, median,
+    Tilings, auto_threshold, chain_key, give_back_freed_memory, inspect, median,
 };
 use crate::contract::backend::{ElementListLoop, FirstPanic};
 use crate::contract::config::TilingMode;
 use crate::model::access::Access;
 use crate::model::comm::combine;
-use crate::runtime::shared::RuntimeShared;
+use crate::runtime::engine::{Engine, StepRunner};
 use crate::runtime::steps::{LoopStep, reduce_op, step_carriers};
 use crate::runtime::sync::{lock, lock_once, locked_pointer};
 use std::ffi::c_void;
@@ -32,31 +32,51 @@ impl<T> Shared<T> {
     }
 }
 
-impl RuntimeShared {
+/// Tiling at work: its state and the runtime it runs steps with.
+pub(crate) struct TilingWork<'a> {
+    rt: &'a dyn StepRunner,
+    engine: &'a Engine,
+    state: &'a Tilings,
+}
+
+impl Tilings {
+    /// This subsystem working with the runtime `rt`.
+    pub(crate) fn with<'a>(&'a self, rt: &'a dyn StepRunner) -> TilingWork<'a> {
+        TilingWork {
+            rt,
+            engine: rt.engine(),
+            state: self,
+        }
+    }
+}
+
+impl TilingWork<'_> {
     /// Runs `steps` (a chain of tileable loop steps, in program order) tile by tile, or loop
     /// by loop while timing both ways, or returns `None` (nothing ran) when tiling does not pay
     /// or cannot start (data borrowed by the program): the caller then runs them one by one.
     /// A chain shape is inspected once; its first runs alternate loop by loop and tiled
     /// ([`TRIALS`] each), and from then on it runs the faster way.
     pub(crate) fn try_run_chain(&self, steps: &[LoopStep]) -> Option<ChainRun> {
-        let always = self.config.tiling == TilingMode::Always;
+        let always = self.engine.config.tiling == TilingMode::Always;
         // Checkpointing records the Globals each loop leaves, which a tiled chain only has
         // once all of its loops ran.
-        if (!always && self.caps.keeps_operation_order) || self.history.is_some() {
+        if (!always && self.engine.caps.keeps_operation_order)
+            || self.engine.config.checkpoint.is_some()
+        {
             return None;
         }
         let bytes: u64 = steps.iter().map(|s| s.record.bytes).sum();
         if steps.len() < 2 || (!always && bytes < auto_threshold()) || steps[0].range.is_empty() {
             return None;
         }
-        let threads = self.caps.host_threads.max(1);
-        let tile_size = self.config.tile_size.unwrap_or_else(|| {
+        let threads = self.engine.caps.host_threads.max(1);
+        let tile_size = self.engine.config.tile_size.unwrap_or_else(|| {
             let per_element = steps[0].record.bytes.max(1) * steps.len() as u64
                 / steps[0].range.len().max(1) as u64;
             ((TILE_BYTES / per_element.max(1)) as usize).clamp(TILE_ELEMENTS.0, TILE_ELEMENTS.1)
         });
         let key = chain_key(steps, tile_size, threads);
-        let known = lock(&self.tilings)
+        let known = lock(&self.state.cache)
             .entries
             .get(&key)
             .map(|e| (e.tiling.clone(), e.choice, e.untiled.len() <= e.tiled.len()));
@@ -66,14 +86,14 @@ impl RuntimeShared {
                 let started = Instant::now();
                 let t = inspect(steps, &key, threads, !always).map(Arc::new);
                 give_back_freed_memory();
-                let mut stats = lock(&self.stats);
+                let mut stats = lock(&self.engine.stats);
                 stats.tiling_inspections += 1;
                 stats.tiling_seconds += started.elapsed().as_secs_f64();
                 if t.is_none() {
                     stats.tiling_refused += 1;
                 }
                 drop(stats);
-                let mut cache = lock(&self.tilings);
+                let mut cache = lock(&self.state.cache);
                 if cache.entries.len() >= CACHE_ENTRIES {
                     cache.entries.clear();
                 }
@@ -101,7 +121,7 @@ impl RuntimeShared {
                 // A timed run loop by loop, as the caller would run it.
                 let started = Instant::now();
                 for (k, step) in steps.iter().enumerate() {
-                    if let Err(e) = self.run_loop(step) {
+                    if let Err(e) = self.rt.run_loop(step) {
                         return Some(ChainRun {
                             ran: k,
                             result: Err(e),
@@ -127,7 +147,7 @@ impl RuntimeShared {
 
     /// Records a timed run of a chain shape, and chooses once both ways have their trials.
     fn note_trial(&self, key: &ChainKey, tiled: bool, seconds: f64) {
-        let mut cache = lock(&self.tilings);
+        let mut cache = lock(&self.state.cache);
         let Some(e) = cache.entries.get_mut(key) else {
             return;
         };
@@ -144,7 +164,7 @@ impl RuntimeShared {
                 e.tiling = None;
             }
             drop(cache);
-            let mut stats = lock(&self.stats);
+            let mut stats = lock(&self.engine.stats);
             if !wins {
                 stats.tiling_refused += 1;
             }
@@ -310,7 +330,7 @@ impl RuntimeShared {
                 }
             };
             // On the backend's own threads where it has them (OpenMP's); else std threads.
-            if !self.backend.run_team(n, &worker) {
+            if !self.engine.backend.run_team(n, &worker) {
                 std::thread::scope(|scope| {
                     for t in 1..n {
                         let worker = &worker;
@@ -346,10 +366,10 @@ impl RuntimeShared {
         let spent: Vec<u64> = nanos.iter().map(|n| n.load(Ordering::Relaxed)).collect();
         let total = spent.iter().sum::<u64>().max(1) as f64;
         for ((s, cs), ns) in steps.iter().zip(&carriers).zip(&spent) {
-            self.backend.loop_done(cs);
-            self.loop_step_done(s, wall * *ns as f64 / total);
+            self.engine.backend.loop_done(cs);
+            self.rt.loop_step_done(s, wall * *ns as f64 / total);
         }
-        let mut stats = lock(&self.stats);
+        let mut stats = lock(&self.engine.stats);
         stats.tiled_chains += 1;
         stats.tiled_loops += steps.len() as u64;
         let (tiles, levels) = tiling.shape();

@@ -1,10 +1,10 @@
 //! The memory report gathered: what is alive among what a runtime declared, with the backend's
 //! own holdings, owner by owner.
 
-use super::{MemoryKind, MemoryReport, MemoryUse, live};
 use crate::contract::backend::{BackendMemory, MemoryOwner};
 use crate::model::carrier::CarrierKind;
 use crate::runtime::Runtime;
+use crate::runtime::memory::{MemoryKind, MemoryReport, MemoryUse, live};
 use crate::runtime::sync::lock;
 use std::collections::HashMap;
 
@@ -118,7 +118,7 @@ impl Runtime {
                 declared_bytes: 0,
             });
         }
-        let pooled = lock(&self.shared.pool).held_bytes();
+        let pooled = self.shared.temporaries.held_bytes();
         if pooled > 0 {
             uses.push(MemoryUse {
                 kind: MemoryKind::Other,

@@ -1,9 +1,6 @@
 //! A loop over an extruded set lowered to an ordinary loop: over the base set with a column walk
 //! written here, or over the extruded set with map rows at every layer.
 
-use super::{
-    BASE_AT_LAYERS, BOTTOM_ROWS, COLUMN_STARTS, COLUMNS_OF, FACET_ROWS, ROWS_AT_EVERY_LAYER, Region,
-};
 use crate::model::access::Access;
 use crate::model::arg::{Arg, ArgTarget, Via};
 use crate::model::carrier::{Carrier, CarrierKind, Dat};
@@ -13,6 +10,9 @@ use crate::model::kernel::Kernel;
 use crate::model::map::Map;
 use crate::model::set::{Layers, Set};
 use crate::runtime::Runtime;
+use crate::runtime::extrusion::{
+    BASE_AT_LAYERS, BOTTOM_ROWS, COLUMN_STARTS, COLUMNS_OF, FACET_ROWS, ROWS_AT_EVERY_LAYER, Region,
+};
 use crate::runtime::sync::{lock, next_id};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -59,13 +59,13 @@ impl Runtime {
         // theirs from the base's (element k of global column g is g * n + k). Columns of
         // different heights need the program's own (`number_globally`).
         let uniform = set.extrusion().and_then(|e| e.uniform_len());
-        if let (Some(n), Some(gids)) = (uniform, self.shared.checkpoint_gids(base)) {
+        if let (Some(n), Some(gids)) = (uniform, self.shared.checkpoints().checkpoint_gids(base)) {
             let n = n as u64;
             let ids = gids
                 .iter()
                 .flat_map(|&g| (0..n).map(move |k| g * n + k))
                 .collect();
-            self.shared.checkpoint_number(&set, ids)?;
+            self.shared.checkpoints().checkpoint_number(&set, ids)?;
         }
         Ok(set)
     }
@@ -145,7 +145,7 @@ impl Runtime {
             name,
         )?;
         lock(&self.shared.declared).map(&map.0);
-        self.shared.checkpoint_declare(
+        self.shared.checkpoints().checkpoint_declare(
             "map",
             name,
             crate::runtime::checkpoint::DeclaredAs::Map(&map),
@@ -404,7 +404,7 @@ impl Runtime {
         let _ = writeln!(src, "    {}({});", kernel.name(), call.join(", "));
         src.push_str("  }\n}\n");
         src.push_str(&crate::runtime::per_entry::end_part(kernel));
-        let k = lock(&self.shared.state).extruded.kernel(src.clone(), || {
+        let k = self.shared.written.get(src, |src| {
             if steps {
                 Kernel::column_walk(&name, src)
             } else {
