@@ -16,7 +16,7 @@ pub struct LoopRecord {
     pub(crate) carriers: Vec<Arc<Carrier>>,
     pub(crate) maps: Vec<Map>,
     pub(crate) consts: Vec<Arc<Carrier>>,
-    /// Bytes the loop moves by OP2's convention (see [`LoopTiming::bytes`]).
+    /// Bytes the loop moves by OP2's convention (see [`crate::runtime::timing::LoopTiming::bytes`]).
     pub(crate) bytes: u64,
     /// Whether it runs over the exec halo too (it writes through maps, or an arg asked).
     pub(crate) exec: bool,
