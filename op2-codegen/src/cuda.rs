@@ -10,6 +10,7 @@
 use crate::device_codegen::DeviceUnit;
 use crate::dialect::{
     ConstPassing, DEVICE_ENTRY, DeviceOptions, DeviceStub, Dialect, FINISH_ENTRY, KernelDecl,
+    without_builtin_includes,
 };
 use crate::emit::{const_symbol, emit_consts, emit_kernel};
 use op2_core::{Access, LoopSignature, Result};
@@ -146,7 +147,11 @@ impl Dialect for Cuda {
     ) -> Result<()> {
         // A static, always-inlined declaration first, as the C emitter does: the definition that
         // follows keeps internal linkage, and the stub sees through its pointers.
-        emit_kernel(s, sig, "__device__ __forceinline__");
+        // NVRTC has no C library: `#include <math.h>` (CUDA's math functions are built in)
+        // would not compile.
+        let mut kernel = String::new();
+        emit_kernel(&mut kernel, sig, "__device__ __forceinline__");
+        s.push_str(&without_builtin_includes(&kernel, &["math.h"], "CUDA"));
         Ok(())
     }
 

@@ -161,3 +161,51 @@ pub struct KernelDecl {
     /// Its parameters' C declarations, in order.
     pub decls: Vec<String>,
 }
+
+/// `source` with each `#include <h>` of a header in `builtin` (the C library headers whose
+/// functions, types and constants a device language has built in: OpenCL C's `sqrt`, `bool`,
+/// `INT_MAX`; CUDA's math functions) left as a comment: a device compiler has no C library to
+/// find them in, and kernels written for the host (today's PyOP2 kernels begin with
+/// `#include <math.h>`) would not compile. Other includes stay, and fail with the compiler's
+/// message if the device cannot find them.
+pub fn without_builtin_includes(source: &str, builtin: &[&str], language: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    for line in source.split_inclusive('\n') {
+        let header = line
+            .trim_start()
+            .strip_prefix('#')
+            .map(str::trim_start)
+            .and_then(|l| l.strip_prefix("include"))
+            .map(str::trim)
+            .and_then(|l| l.strip_prefix('<'))
+            .and_then(|l| l.strip_suffix('>'))
+            .map(str::trim);
+        match header {
+            Some(h) if builtin.contains(&h) => {
+                out.push_str(&format!("/* <{h}>: built into {language} */"));
+                if line.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_builtin_includes;
+
+    #[test]
+    fn builtin_headers_become_comments_and_others_stay() {
+        let src = "#include <math.h>\n  # include < stdbool.h >\n#include <omp.h>\n\
+                   #include \"math.h\"\nvoid k(double *x) { *x = sqrt(*x); }";
+        let out = without_builtin_includes(src, &["math.h", "stdbool.h"], "OpenCL C");
+        assert_eq!(
+            out,
+            "/* <math.h>: built into OpenCL C */\n/* <stdbool.h>: built into OpenCL C */\n\
+             #include <omp.h>\n#include \"math.h\"\nvoid k(double *x) { *x = sqrt(*x); }"
+        );
+    }
+}

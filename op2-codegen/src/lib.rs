@@ -40,7 +40,7 @@ pub use device::{
 pub use device_codegen::{DeviceCodegen, DeviceUnit};
 pub use dialect::{
     ConstPassing, DEVICE_ENTRY, DeviceOptions, DeviceStub, Dialect, FINISH_ENTRY, HostRange,
-    KernelDecl,
+    KernelDecl, without_builtin_includes,
 };
 pub use emit::{
     CCodegen, HostOptions, LIST_SIGNATURE, WRAPPER_SIGNATURE, const_symbol, kernel_symbol,

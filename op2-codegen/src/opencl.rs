@@ -3,7 +3,7 @@
 //! write, so values change without a new program), and the shared device stubs.
 
 use crate::device::consts_as_params;
-use crate::dialect::{ConstPassing, DeviceOptions, DeviceStub, Dialect};
+use crate::dialect::{ConstPassing, DeviceOptions, DeviceStub, Dialect, without_builtin_includes};
 use crate::emit::{close_user_names, const_symbol, open_user_names};
 use crate::layout::BlockLayout;
 use op2_core::{ArgKind, DType, LoopSignature, Op2Error, Result};
@@ -181,14 +181,26 @@ impl Dialect for OpenCl {
         }
         // C's 64-bit `long long` is OpenCL's `long`: OpenCL reserves `long long` (for 128 bits;
         // PoCL made it so, and an int64 Dat's kernel then read and wrote past its rows).
-        let source = opencl_long_long(&source);
+        let source = without_builtin_includes(
+            &opencl_long_long(&source),
+            &[
+                "math.h",
+                "tgmath.h",
+                "stdbool.h",
+                "stdint.h",
+                "float.h",
+                "limits.h",
+            ],
+            "OpenCL C",
+        );
         open_user_names(s, sig, params_mode);
         // Always inlined: clang (PoCL's compiler) otherwise keeps a kernel such as Airfoil's
         // adt_calc a call per element ("too costly to inline"), and a loop with a call in it
-        // does not vectorise.
+        // does not vectorise. Static, so that a definition spelt `static` (as today's PyOP2
+        // writes every kernel) agrees with it, and one without it keeps internal linkage.
         let _ = writeln!(
             s,
-            "__attribute__((always_inline)) void {name}({});",
+            "static __attribute__((always_inline)) void {name}({});",
             opencl_long_long(&list.join(", "))
         );
         s.push_str(&source);
@@ -569,7 +581,7 @@ mod tests {
         ));
         assert!(src.contains("const uint op2_b = op2_block_map[op2_slot];"));
         // The user's kernel inlined; `restrict` where no other parameter reaches the buffer.
-        assert!(src.contains("__attribute__((always_inline)) void edge("));
+        assert!(src.contains("static __attribute__((always_inline)) void edge("));
         assert!(src.contains("__global double *restrict op2_arg1"), "{src}");
         assert!(src.contains("__global const int *restrict op2_map0"));
         // Increments through maps: no SIMD lanes.

@@ -97,7 +97,7 @@ class Arg:
 def _checked(kernel, iterset, args):
     """The native args of a loop of ``kernel`` over ``iterset``, checked in PyOP2's order (see
     the module's doc), and the native set it runs over."""
-    if type(kernel) is not Kernel:
+    if not isinstance(kernel, Kernel):
         raise KernelTypeError("kernel must be a Kernel")
     if not isinstance(iterset, Set):
         raise SetTypeError("iterset must be a Set")

@@ -199,8 +199,8 @@ fn airfoil_h5() -> Result<PathBuf, String> {
     Ok(mesh)
 }
 
-/// The Python package's tests, then its examples: Jacobi and Aero on every backend (checked
-/// against NumPy), the distributed and hand-built-halo examples under mpirun, Airfoil on OpenMP from the `new_grid.h5` the Rust example writes (OP2's ten
+/// The Python package's tests, then its examples: Jacobi, Aero and today's-API Poisson on every
+/// backend (checked against NumPy or the exact solution; Poisson under mpirun too), the distributed and hand-built-halo examples under mpirun, Airfoil on OpenMP from the `new_grid.h5` the Rust example writes (OP2's ten
 /// residuals) and Airfoil with vector maps (its first two).
 fn python_tests(features: &[&str]) -> Result<(), String> {
     let py = python_env()?;
@@ -228,6 +228,16 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
         run(python(&[])
             .arg(examples.join("aero.py"))
             .args(["--backend", b]))?;
+        // Today's PyOP2 API (`from pyop2 import op2`): P1 Poisson from packed kernels, its
+        // error second order against the exact solution.
+        run(python(&[])
+            .arg(examples.join("poisson_today.py"))
+            .args(["--backend", b]))?;
+    }
+    {
+        let mut c = mpi::mpirun(2, 300);
+        c.arg(&py).arg(examples.join("poisson_today.py"));
+        run(c.current_dir(root().join("target")))?;
     }
     // Across ranks: a mesh partitioned from Python, checked against NumPy (every rank handing
     // in the mesh at 2 ranks, with MPI started by mpi4py too; rank 0 alone at 3 on OpenMP).

@@ -920,3 +920,58 @@ fn pointer_arrays_declared_longer_than_the_row_are_padded_with_zeros() {
     let e = rt.par_loop(&long, &nodes, [x.arg(op2::WRITE)]).unwrap_err();
     assert!(matches!(e, op2::Op2Error::KernelParamBound { .. }), "{e}");
 }
+
+// ---- kernels written for the host: `static`, C library headers ------------------------------
+
+/// Today's PyOP2 writes every kernel `static` and begins it with `#include <math.h>`: the
+/// device dialects keep the definition's linkage and have those headers built in.
+#[test]
+fn a_static_kernel_including_c_library_headers_runs_directly_and_through_maps() {
+    let rt = rt();
+    let n = 300;
+    let nodes = rt.decl_set(n + 1, "nodes").unwrap();
+    let edges = rt.decl_set(n, "edges").unwrap();
+    let e2n: Vec<i32> = (0..n as i32).flat_map(|e| [e, e + 1]).collect();
+    let m = rt.decl_map(&edges, &nodes, 2, e2n, "e2n").unwrap();
+    let x0: Vec<f64> = (0..n).map(|e| 0.5 + e as f64 / 7.0).collect();
+    let x = rt.decl_dat(&edges, 1, &x0, "x").unwrap();
+    let acc = rt.decl_dat(&nodes, 1, vec![0.0f64; n + 1], "acc").unwrap();
+    let top = rt.decl_global(1, &[0.0f64], "top").unwrap();
+    let k = kernel(
+        "root_edge",
+        "#include <math.h>\n#include <stdbool.h>\n#include <float.h>\n\
+         static void root_edge(const double *x, double *a, double *b, double *top) {\n\
+           bool big = *x > 20.0;\n\
+           double r = sqrt(*x) + (big ? 1.0 : 0.0) + 0.0 * DBL_EPSILON;\n\
+           *a += r; *b += 2.0 * r;\n\
+           if (r > *top) *top = r;\n\
+         }",
+    );
+    rt.par_loop(
+        &k,
+        &edges,
+        [
+            x.arg(READ),
+            acc.arg_via(&m, 0, INC),
+            acc.arg_via(&m, 1, INC),
+            top.arg(MAX),
+        ],
+    )
+    .unwrap();
+    let root = |v: f64| v.sqrt() + if v > 20.0 { 1.0 } else { 0.0 };
+    let mut want = vec![0.0f64; n + 1];
+    for (e, v) in x0.iter().enumerate() {
+        want[e] += root(*v);
+        want[e + 1] += 2.0 * root(*v);
+    }
+    let got = acc.data().unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+            "acc[{i}]: {g} vs {w} ({})",
+            backend()
+        );
+    }
+    let best = x0.iter().map(|v| root(*v)).fold(0.0f64, f64::max);
+    assert!((top.value().unwrap()[0] - best).abs() <= 1e-12 * best);
+}
