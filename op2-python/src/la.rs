@@ -179,6 +179,25 @@ impl PyMat {
         self.mat.assemble();
         Ok(())
     }
+    /// Adds (`add`) or inserts the dense row-major `values` at scalar `rows` and `cols`
+    /// (PETSc's `MatSetValues`; every entry must be in the pattern).
+    fn entries(
+        &self,
+        rows: Vec<usize>,
+        cols: Vec<usize>,
+        values: Vec<f64>,
+        add: bool,
+    ) -> PyResult<()> {
+        self.mat.assemble();
+        let res = if add {
+            self.mat.add_values(&rows, &cols, &values)
+        } else {
+            self.mat.set_values(&rows, &cols, &values)
+        };
+        res.map_err(fail_la)?;
+        self.mat.assemble();
+        Ok(())
+    }
     /// The stored values in CSR order (a copy).
     fn array<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         self.mat.assemble();

@@ -341,6 +341,11 @@ class Mat:
     ) -> None:
         """Adds (``add``) or sets each value of ``values`` on the diagonal entry of scalar row
         ``rows[k]``."""
+    def entries(
+        self, rows: Sequence[int], cols: Sequence[int], values: Sequence[float], add: bool
+    ) -> None:
+        """Adds (``add``) or inserts the dense row-major ``values`` at scalar ``rows`` and
+        ``cols`` (PETSc's ``MatSetValues``; every entry must be in the pattern)."""
     def array(self) -> NDArray[np.float64]:
         """The stored values in CSR order (a copy)."""
     def dense(self) -> NDArray[np.float64]:

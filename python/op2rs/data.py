@@ -96,7 +96,7 @@ class Dat:
         if access is not READ and access is not WRITE and access is not RW and access is not INC:
             raise ModeValueError("Dat access must be READ, WRITE, RW or INC")
         # A loop writing the Dat flags its halo; views handed out are seen to by par_loop.
-        after = None if access is READ else Dat._after_write
+        after = None if access is READ else type(self)._after_write
         if path is None:
             return Arg(self, access, None, flatten,
                        self._native.arg(access._native, _op2.ArgForm.Direct),
@@ -535,11 +535,14 @@ class MixedDat(_Parts):
     """One Dat per component: ``MixedDat(mixed_dataset_or_dats)``; items that are Dats are used
     as they are, Sets and DataSets get a new Dat."""
 
+    # The class of the Dats it makes for Sets and DataSets (today's pyop2 makes its own).
+    _dat_class = Dat
+
     def __init__(self, mdset_or_dats):
         current()
         if isinstance(mdset_or_dats, MixedDataSet):
             mdset_or_dats = mdset_or_dats.split
-        dats = tuple(d if isinstance(d, Dat) else Dat(d) for d in mdset_or_dats)
+        dats = tuple(d if isinstance(d, Dat) else self._dat_class(d) for d in mdset_or_dats)
         if len({d.dtype for d in dats}) > 1:
             raise DataValueError("MixedDat with different dtypes is not supported")
         self._parts = self._dats = dats

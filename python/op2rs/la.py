@@ -148,7 +148,7 @@ class Sparsity:
             if self.mixed:
                 rmap, cmap = self._mixed_maps
                 self._built = call(_op2.mixed_sparsity, rmap._mixed_native(),
-                                   cmap._mixed_native(), self._name, self.dims)
+                                   cmap._mixed_native(), self._name, self._pair_dims)
             else:
                 self._built = call(_op2.Sparsity,
                                    [(r._native, c._native) for r, c in self._maps],
@@ -160,8 +160,11 @@ class Sparsity:
     maps = property(lambda self: list(self._maps))
     rmaps = property(lambda self: [r for r, _ in self._maps])
     cmaps = property(lambda self: [c for _, c in self._maps])
-    dims = property(lambda self: self._mixed_cdims if self.mixed
-                    else (self._dsets[0].cdim, self._dsets[1].cdim))
+    # The (rows, columns) values per entry; `dims` is this in PyOP2 0.8-0.10 (today's pyop2
+    # nests it per block), so op2rs itself reads `_pair_dims`.
+    _pair_dims = property(lambda self: self._mixed_cdims if self.mixed
+                          else (self._dsets[0].cdim, self._dsets[1].cdim))
+    dims = property(lambda self: self._pair_dims)
     shape = property(lambda self: (len(self._dsets[0]), len(self._dsets[1])) if self.mixed
                      else (1, 1))
     nrows = property(lambda self: _owned(self._dsets[0]))
@@ -273,7 +276,7 @@ class Mat:
         self._blocks = None
 
     sparsity = property(lambda self: self._sparsity)
-    dims = property(lambda self: self._sparsity.dims)
+    dims = property(lambda self: self._sparsity._pair_dims)
     dtype = property(lambda self: self._dtype)
     ctype = property(lambda self: "double")
     name = property(lambda self: self._name)
@@ -290,7 +293,7 @@ class Mat:
             raise MapValueError("Path maps not in sparsity maps")
         if self._sparsity.mixed and flatten:
             raise MatTypeError("Mats on mixed spaces cannot be flattened")
-        rdim, cdim = (self._sparsity.dims if flatten else (1, 1))
+        rdim, cdim = (self._sparsity._pair_dims if flatten else (1, 1))
         return Arg(self, access, tuple(path), flatten, None, rmap.iterset, True,
                    (rmap.arity * rdim, cmap.arity * cdim))
 
@@ -299,19 +302,19 @@ class Mat:
         once-per-element kernel."""
         rpath, cpath = arg.path
         if self._sparsity.mixed:
-            if not per_point and self._sparsity.dims != (1, 1):
+            if not per_point and self._sparsity._pair_dims != (1, 1):
                 # PyOP2's buffer had one value per entry ([sum Ar][sum Ac]) whatever the
                 # dims, and mixed Mats cannot be flattened.
                 raise NotImplementedError(
                     "once-per-element kernels on mixed matrices of vector components (dims %s);"
-                    " per-point (0.8.2) ones are" % (self._sparsity.dims,))
+                    " per-point (0.8.2) ones are" % (self._sparsity._pair_dims,))
             # 0.8.2 called per block and per point, the indices offset by the block starts:
             # the entries of the mixed maps' rows in turn.
             return self._native.arg_mixed(
                 arg.access._native, _as_mixed_map(rpath.map)._mixed_native(),
                 _as_mixed_map(cpath.map)._mixed_native(),
                 _op2.MatForm.Entries if per_point else _op2.MatForm.Element)
-        dims = self._sparsity.dims
+        dims = self._sparsity._pair_dims
         boundary = None if arg.flatten else _boundary(rpath.map, cpath.map)
         if per_point:
             # 0.8.2 called flattened ones once per scalar entry (Ar*r by Ac*c points).

@@ -43,6 +43,11 @@ class Arg:
         return made[1]
 
     @property
+    def map_(self):
+        """Today's PyOP2's spelling of :attr:`map`."""
+        return self.map
+
+    @property
     def map(self):
         """The map of an indirect argument (a (row, column) pair for a matrix), else None."""
         p = self.path
@@ -106,8 +111,8 @@ def _checked(kernel, iterset, args):
     shape = None
     # Over a Subset, args are on (and maps from) its superset; over an ExtrudedSet (or a Subset
     # of one), on it or its parent.
-    whole = iterset._superset if type(iterset) is Subset else iterset
-    parent = whole._parent if type(whole) is ExtrudedSet else whole
+    whole = iterset._superset if isinstance(iterset, Subset) else iterset
+    parent = whole._parent if isinstance(whole, ExtrudedSet) else whole
     for a in args:
         if type(a) is not Arg:
             raise TypeError("par_loop args are built by calling a Dat, Global or Mat with an "
@@ -136,7 +141,8 @@ def _checked(kernel, iterset, args):
             a = args[j]
             native[j] = a.lis_native(per_point)
     target = iterset._native
-    if iterset._native_iter is not None and any(a.path is not None for a in args):
+    if iterset._native_iter is not None and (
+            iterset._direct_per_layer or any(a.path is not None for a in args)):
         # Extruded: layer by layer. PyOP2 ran a loop of direct args once per column.
         target = iterset._native_iter
     return native, target

@@ -22,6 +22,9 @@ class Set:
 
     # The native set loops over it run: the extruded cells for an extruded set, else `_native`.
     _native_iter = None
+    # Whether a loop of direct args only over an extruded set runs every layer (today's
+    # pyop2) rather than once per column (PyOP2 0.8-0.10).
+    _direct_per_layer = False
 
     def __init__(self, size=None, name=None, halo=None, layers=None):
         rt = current()

@@ -9,7 +9,7 @@ them. They are op2rs's classes where the two eras agree, and subclasses where th
   today's PyOP2 hands indirect data over (0.8-0.10's ``dat(access, map)`` was an array of
   pointers);
 - ``Sparsity(dsets, [(rmap, cmap, regions), ...])`` and ``mat(access, (rmap, cmap))`` with the
-  element matrix packed likewise;
+  element matrix packed likewise (rows and columns node by node, components within);
 - ``Kernel(code, name, ...)`` with today's keywords; ``par_loop(kernel, iterset, *args,
   iteration_region=, pass_layer_arg=)``.
 
@@ -17,6 +17,7 @@ No ``op2.init`` is needed: the first object starts op2-rs on ``PYOP2_BACKEND`` (
 by default), or on the backend an earlier ``op2.init(backend=...)`` chose."""
 
 import numbers
+import re
 
 import numpy as np
 
@@ -26,9 +27,9 @@ from op2rs import access as _access
 from op2rs.configuration import configuration  # noqa: F401
 from op2rs.data import Dat as _Dat
 from op2rs.data import Global as _Global
-from op2rs.data import MixedDat  # noqa: F401
-from op2rs.exceptions import (MapValueError, ModeValueError, NameTypeError,  # noqa: F401
-                              SizeTypeError, SparsityTypeError)
+from op2rs.data import MixedDat as _MixedDat
+from op2rs.exceptions import (MapTypeError, MapValueError, ModeValueError,  # noqa: F401
+                              NameTypeError, SizeTypeError, SparsityTypeError)
 from op2rs.exceptions import call as _call
 from op2rs.kernels import Kernel as _Kernel
 from op2rs.la import Mat as _Mat
@@ -36,10 +37,13 @@ from op2rs.la import _boundary, _same_map
 from op2rs.la import Sparsity as _Sparsity
 from op2rs.logger import critical, debug, error, info, set_log_level, warning  # noqa: F401
 from op2rs.maps import Map as _Map
-from op2rs.maps import MixedMap  # noqa: F401
+from op2rs.maps import MixedMap as _MixedMap
+from op2rs.runtime import on_exit as _on_exit
 from op2rs.parloop import Arg as _Arg
+from op2rs.parloop import ParLoop
 from op2rs.parloop import par_loop as _par_loop
-from op2rs.sets import DataSet, MixedDataSet, MixedSet  # noqa: F401
+from op2rs.sets import DataSet, MixedDataSet  # noqa: F401
+from op2rs.sets import MixedSet as _MixedSet
 from op2rs.sets import ExtrudedSet as _ExtrudedSet
 from op2rs.sets import Halo  # noqa: F401
 from op2rs.sets import Set as _Set
@@ -60,7 +64,11 @@ __all__ = ["configuration", "READ", "WRITE", "RW", "INC", "MIN", "MAX",
            "debug", "info", "warning", "error", "critical", "initialised",
            "set_log_level", "MPI", "init", "exit", "Kernel", "Set", "ExtrudedSet",
            "MixedSet", "Subset", "DataSet", "MixedDataSet", "Halo", "Dat", "MixedDat", "Mat",
-           "Global", "Constant", "Map", "MixedMap", "Sparsity", "par_loop"]
+           "Global", "Constant", "Map", "MixedMap", "Sparsity", "par_loop", "ParLoop",
+           "LegacyParloop", "PermutedMap", "ComposedMap"]
+
+# Today's name of the loop object a program makes and runs itself.
+LegacyParloop = ParLoop
 
 
 def init(**kwargs):
@@ -149,6 +157,8 @@ class ExtrudedSet(_ExtrudedSet):
         super().__init__(parent, layers)
 
     comm = property(lambda self: self._parent.comm)
+    # A loop of direct args runs every layer: today's kernels see each cell.
+    _direct_per_layer = True
 
 
 class Subset(_Subset):
@@ -164,15 +174,71 @@ def _check_map_args(offset_quotient):
 
 
 class Map(_Map):
-    """``Map(iterset, toset, arity, values=None, name=None, offset=None)``."""
+    """``Map(iterset, toset, arity, values=None, name=None, offset=None)``. Maps are equal only
+    to themselves (today's rule; 0.8-0.10 compared values)."""
 
     def __init__(self, iterset, toset, arity, values=None, name=None, offset=None,
                  offset_quotient=None):
         _started()
         _check_map_args(offset_quotient)
         super().__init__(iterset, toset, arity, values, name, offset)
+        self._offset_quotient = offset_quotient
 
     comm = property(lambda self: self.iterset.comm)
+    offset_quotient = property(lambda self: self._offset_quotient)
+
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+
+def _plain(m):
+    if m.offset is not None:
+        raise NotImplementedError("composed and permuted maps of extruded maps are not "
+                                  "supported by op2rs yet")
+    return m
+
+
+class PermutedMap(Map):
+    """``PermutedMap(map_, permutation)``: ``map_`` with each row's entries reordered,
+    ``values[:, k] = map_.values[:, permutation[k]]``."""
+
+    def __init__(self, map_, permutation):
+        _plain(map_)
+        perm = np.asarray(permutation, dtype=np.int64).ravel()
+        if sorted(perm.tolist()) != list(range(map_.arity)):
+            raise ValueError("permutation must reorder the %d entries of a row" % map_.arity)
+        values = np.asarray(map_.values_with_halo)[:, perm] if map_.iterset.total_size else None
+        super().__init__(map_.iterset, map_.toset, map_.arity, values,
+                         "%s_permuted" % map_.name)
+        self.map_, self.permutation = map_, perm
+
+
+class ComposedMap(Map):
+    """``ComposedMap(map_0, map_1, ..., map_n)``: ``map_0`` taken at the element that
+    ``map_n``, then ``map_n-1``, ..., reach from each element of ``map_n``'s iteration set
+    (every map but the first of arity 1)."""
+
+    def __init__(self, *maps_, name=None):
+        if len(maps_) < 2:
+            raise ValueError("ComposedMap composes two maps or more")
+        for m in maps_:
+            _plain(m)
+        for outer, inner in zip(maps_, maps_[1:]):
+            if inner.toset is not outer.iterset:
+                raise MapTypeError("%s goes to %s, not to %s's iteration set"
+                                   % (inner.name, inner.toset.name, outer.name))
+        if any(m.arity != 1 for m in maps_[1:]):
+            raise NotImplementedError("ComposedMap: every map but the first must have arity 1")
+        last = maps_[-1]
+        at = np.arange(last.iterset.total_size)
+        for m in reversed(maps_[1:]):
+            at = np.asarray(m.values_with_halo)[at, 0] if len(at) else at
+        first = maps_[0]
+        values = np.asarray(first.values_with_halo)[at] if len(at) else None
+        super().__init__(last.iterset, first.toset, first.arity, values,
+                         name or "_".join(m.name for m in maps_))
+        self.maps_ = tuple(maps_)
 
 
 class Dat(_Dat):
@@ -181,7 +247,81 @@ class Dat(_Dat):
 
     def __init__(self, dataset, data=None, dtype=None, name=None):
         _started()
+        self._version = 0
         super().__init__(dataset, data, dtype, name)
+
+    # -- versions: every write through the host, a loop or a copy counts one.
+
+    @property
+    def dat_version(self):
+        """How many times the values may have changed (writable host access, loops writing
+        the Dat, ``zero``, copies into it)."""
+        return self._version
+
+    def _after_write(self, arg):
+        _Dat._after_write(self, arg)
+        self._version += 1
+
+    @property
+    def data(self):
+        self._version += 1
+        return _Dat.data.fget(self)
+
+    @property
+    def data_with_halos(self):
+        self._version += 1
+        return _Dat.data_with_halos.fget(self)
+
+    data_wo = data
+    data_wo_with_halos = data_with_halos
+
+    def zero(self, subset=None):
+        """Sets the values to zero (those of ``subset``'s elements only, when given)."""
+        self._version += 1
+        if subset is None:
+            return _Dat.zero(self)
+        self.data_with_halos[np.asarray(subset.indices, dtype=np.int64)] = 0
+
+    def copy(self, other, subset=None):
+        """Copies the values into ``other`` (those of ``subset``'s elements only)."""
+        if subset is None:
+            _Dat.copy(self, other)
+        else:
+            idx = np.asarray(subset.indices, dtype=np.int64)
+            other.data_with_halos[idx] = self.data_ro_with_halos[idx]
+        if isinstance(other, Dat):
+            other._version += 1
+
+    @property
+    def halo_valid(self):
+        """Whether the halo holds the owners' current values."""
+        return not self.needs_halo_update
+
+    @halo_valid.setter
+    def halo_valid(self, value):
+        self.needs_halo_update = not value
+
+    @property
+    def nbytes(self):
+        """Bytes of the values, halos included."""
+        return self.dtype.itemsize * self.dataset.total_size * self.dataset.cdim
+
+    def axpy(self, alpha, other):
+        """``self += alpha * other``."""
+        self += other * alpha
+
+    def maxpy(self, alphas, others):
+        """``self += sum(alpha * other)`` over the pairs."""
+        for a, o in zip(alphas, others):
+            self.axpy(a, o)
+
+    def load(self, filename):
+        """Reads the owned values ``save`` wrote (``.npy`` added as NumPy adds it)."""
+        try:
+            values = np.load(filename)
+        except FileNotFoundError:
+            values = np.load(filename + ".npy")
+        self.data[:] = values.reshape(self.data_ro.shape)
 
     comm = property(lambda self: self.dataset.set.comm)
 
@@ -208,6 +348,95 @@ class Dat(_Dat):
         return a
 
 
+# Today's MixedMaps are one object per tuple of maps (kept until op2 exits).
+_mixed_maps = _on_exit({})
+
+
+class MixedMap(_MixedMap):
+    """``MixedMap(maps)``: one object for the same maps in the same order, as today's pyop2
+    caches it (so a Sparsity and a loop naming the maps alike meet the same MixedMap)."""
+
+    def __new__(cls, maps):
+        maps = tuple(maps)
+        m = _mixed_maps.get(maps)
+        if m is None:
+            m = object.__new__(cls)
+            _MixedMap.__init__(m, maps)
+            _mixed_maps[maps] = m
+        return m
+
+    def __init__(self, maps):
+        pass
+
+
+class MixedDat(_MixedDat):
+    """``MixedDat(mixed_dataset_or_dats)``, with today's versions and halo flags (the sums and
+    conjunctions of its components')."""
+
+    _dat_class = Dat
+
+    def __init__(self, mdset_or_dats):
+        if isinstance(mdset_or_dats, _MixedDat):
+            # Today's copy constructor: new Dats holding copies of the components' values.
+            mdset_or_dats = [Dat(d) for d in mdset_or_dats]
+        super().__init__(mdset_or_dats)
+
+    def __call__(self, access, path=None):
+        if not isinstance(path, _MixedMap):
+            return super().__call__(access, path)
+        # Today's packed array: every component's rows in turn, once per element.
+        a = super().__call__(access, path[_access.i[0]])
+        return _Arg(self, access, path, False, a.data._lis_native(a, False), a.iterset,
+                    after=a.after)
+
+    dat_version = property(lambda self: sum(d.dat_version for d in self._dats))
+
+    @property
+    def halo_valid(self):
+        return all(d.halo_valid for d in self._dats)
+
+    @halo_valid.setter
+    def halo_valid(self, value):
+        for d in self._dats:
+            d.halo_valid = value
+
+    def copy(self, other, subset=None):
+        """Copies each component into ``other``'s (no ``subset``: not for mixed data)."""
+        if subset is not None:
+            raise NotImplementedError("MixedDat.copy with a subset is not supported")
+        for a, b in zip(self._dats, other):
+            a.copy(b)
+
+    def save(self, filename):
+        """``numpy.save`` of every component's owned values, one after another."""
+        np.save(filename, np.concatenate([d.data_ro.ravel() for d in self._dats]))
+
+    def load(self, filename):
+        """Reads what ``save`` wrote back into the components, in order."""
+        try:
+            values = np.load(filename)
+        except FileNotFoundError:
+            values = np.load(filename + ".npy")
+        at = 0
+        for d in self._dats:
+            n = d.data_ro.size
+            d.data[:] = values[at:at + n].reshape(d.data_ro.shape)
+            at += n
+
+
+class MixedSet(_MixedSet):
+    """``MixedSet(sets)``; ``sizes`` is ``(core_size, size, total_size)``."""
+
+    sizes = property(lambda self: (self.core_size, self.size, self.total_size))
+
+    def __eq__(self, other):
+        """MixedSets of the same Sets are equal."""
+        return isinstance(other, _MixedSet) and len(self) == len(other) and all(
+            a is b for a, b in zip(self, other))
+
+    __hash__ = _MixedSet.__hash__
+
+
 class Global(_Global):
     """``Global(dim, data=None, dtype=None, name=None, comm=None)``."""
 
@@ -225,6 +454,17 @@ class Constant(Global):
         if access is not READ:
             raise ModeValueError("Constants can only be READ")
         return super().__call__(access, path)
+
+
+# PETSc's scalar and index types as today's kernels name them (a real-valued PETSc build).
+_PETSC_TYPES = {"PetscScalar": "double", "PetscReal": "double", "PetscInt": "int",
+                "PetscBool": "int"}
+_PETSC_NAME = re.compile(r"\b(%s)\b" % "|".join(_PETSC_TYPES))
+
+
+def _petsc_types(code):
+    """``code`` with PETSc's type names written as the C types they stand for."""
+    return _PETSC_NAME.sub(lambda m: _PETSC_TYPES[m.group(1)], code)
 
 
 class Kernel(_Kernel):
@@ -245,6 +485,8 @@ class Kernel(_Kernel):
                                       "other libraries")
         if isinstance(code, str) and (headers or user_code):
             code = "\n".join(list(headers) + [user_code or "", code])
+        if isinstance(code, str):
+            code = _petsc_types(code)
         k = super().__new__(cls, code, name, opts, list(include_dirs) or None)
         k._flop_count = flop_count
         return k
@@ -270,64 +512,179 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
     return _par_loop(kernel, iterset, *args)
 
 
-def _pairs(maps_and_regions):
-    """``[(rmap, cmap), ...]`` from today's list (or dict) of ``(rmap, cmap, regions)``."""
+def _blocks(maps_and_regions):
+    """``{(i, j): [(rmap, cmap, regions), ...]}`` from today's list (block (0, 0)) or dict."""
     if isinstance(maps_and_regions, dict):
-        raise NotImplementedError("Sparsity maps given per block (a dict) are not supported "
-                                  "by op2rs yet")
-    out = []
-    for item in maps_and_regions:
-        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
-            raise SparsityTypeError("Sparsity maps are (row map, column map, iteration regions) "
-                                    "triples")
-        rmap, cmap = item[0], item[1]
-        regions = item[2] if len(item) == 3 else None
-        if regions not in (None, (), [], (ALL,), [ALL]) and regions is not ALL:
-            raise NotImplementedError("Sparsity iteration regions %r are not supported by op2rs "
-                                      "yet" % (regions,))
-        out.append((rmap, cmap))
+        items = maps_and_regions.items()
+    else:
+        items = [((0, 0), maps_and_regions)]
+    out = {}
+    for key, entries in items:
+        block = []
+        for item in entries:
+            if not isinstance(item, (tuple, list)) or len(item) < 2:
+                raise SparsityTypeError("Sparsity maps are (row map, column map, iteration "
+                                        "regions) triples")
+            rmap, cmap = item[0], item[1]
+            if not isinstance(rmap, _Map) or not isinstance(cmap, _Map):
+                raise MapTypeError("Sparsity maps must be Maps")
+            regions = item[2] if len(item) > 2 else None
+            if regions not in (None, (), [], ALL, (ALL,), [ALL]):
+                raise NotImplementedError("Sparsity iteration regions %r are not supported by "
+                                          "op2rs yet" % (regions,))
+            block.append((rmap, cmap))
+        out[tuple(key)] = block
     return out
 
 
 class Sparsity(_Sparsity):
     """``Sparsity(dsets, maps_and_regions, name=None, nest=None, block_sparse=None,
     diagonal_block=True)``: ``dsets`` a (rows, columns) pair of DataSets, ``maps_and_regions``
-    a list of ``(row map, column map, iteration regions)``."""
+    a list of ``(row map, column map, iteration regions)`` or, between mixed spaces, a dict of
+    such lists by block ``(i, j)`` (one pair per block, the same row map along a block row and
+    column map down a block column)."""
 
     def __new__(cls, dsets, maps_and_regions, name=None, nest=None, block_sparse=None,
                 diagonal_block=True):
         _started()
         if nest:
             raise NotImplementedError("nested (MatNest) sparsities are not supported by op2rs")
-        return super().__new__(cls, dsets, _pairs(maps_and_regions), name)
+        if name is not None and not isinstance(name, str):
+            raise NameTypeError("name must be of type str")
+        blocks = _blocks(maps_and_regions)
+        pair = tuple(dsets) if isinstance(dsets, (tuple, list)) else (dsets, dsets)
+        mixed = any(isinstance(d, (MixedDataSet, MixedSet)) for d in pair)
+        if not mixed:
+            if set(blocks) != {(0, 0)}:
+                raise ValueError("a Sparsity between plain DataSets has one block, (0, 0)")
+            sp = super().__new__(cls, dsets, blocks[(0, 0)], name)
+            table = {(0, 0): [(r, c, None) for r, c in sp._maps]}
+        else:
+            rmaps, cmaps = {}, {}
+            for (i, j), entries in blocks.items():
+                if len(entries) != 1:
+                    raise NotImplementedError("several map pairs in one block of a mixed "
+                                              "Sparsity are not supported by op2rs yet")
+                r, c = entries[0]
+                if rmaps.setdefault(i, r) is not r or cmaps.setdefault(j, c) is not c:
+                    raise NotImplementedError("a mixed Sparsity whose blocks along a row (or "
+                                              "down a column) use different maps is not "
+                                              "supported by op2rs yet")
+            nrows = len(pair[0]) if isinstance(pair[0], (MixedDataSet, MixedSet)) else 1
+            ncols = len(pair[1]) if isinstance(pair[1], (MixedDataSet, MixedSet)) else 1
+            if sorted(rmaps) != list(range(nrows)) or sorted(cmaps) != list(range(ncols)):
+                raise NotImplementedError("a mixed Sparsity needs a map for every block row "
+                                          "and column")
+            rm = [rmaps[i] for i in range(nrows)]
+            cm = [cmaps[j] for j in range(ncols)]
+            rm = MixedMap(rm) if nrows > 1 or isinstance(pair[0], MixedDataSet) else rm[0]
+            cm = MixedMap(cm) if ncols > 1 or isinstance(pair[1], MixedDataSet) else cm[0]
+            sp = super().__new__(cls, dsets, (rm, cm), name)
+            table = {(i, j): [(rmaps[i], cmaps[j], None)]
+                     for i in range(nrows) for j in range(ncols)}
+        sp._maps_and_regions = table
+        sp._nested = False
+        sp._block_sparse = block_sparse
+        sp._diagonal_block = diagonal_block
+        return sp
 
     def __init__(self, *args, **kwargs):
         pass
 
+    @property
+    def rcmaps(self):
+        """``{(i, j): [(row map, column map), ...]}`` by block."""
+        return {k: [(r, c) for r, c, _ in v] for k, v in self._maps_and_regions.items()}
+
+    @property
+    def iteration_regions(self):
+        """``{(i, j): [regions, ...]}`` by block."""
+        return {k: [g for _, _, g in v] for k, v in self._maps_and_regions.items()}
+
+    @property
+    def dims(self):
+        """``dims[i][j]``: block ``(i, j)``'s (rows, columns) values per entry."""
+        rows, cols = self.dsets
+        rows = list(rows) if isinstance(rows, MixedDataSet) else [rows]
+        cols = list(cols) if isinstance(cols, MixedDataSet) else [cols]
+        return tuple(tuple((r.cdim, c.cdim) for c in cols) for r in rows)
+
+    nested = property(lambda self: self._nested)
+
+    def __repr__(self):
+        return "Sparsity(%r, %r, name=%r, nested=%r, block_sparse=%r, diagonal_block=%r)" % (
+            self.dsets, self._maps_and_regions, self.name, self._nested, self._block_sparse,
+            self._diagonal_block)
+
+    def __str__(self):
+        return ("OP2 Sparsity: dsets %s, maps_and_regions %s, name %s, nested %s, "
+                "block_sparse %s, diagonal_block %s" % (
+                    self.dsets, self._maps_and_regions, self.name, self._nested,
+                    self._block_sparse, self._diagonal_block))
+
 
 class Mat(_Mat):
     """``Mat(sparsity, dtype=None, name=None)``; ``mat(access, (rmap, cmap))`` hands the kernel
-    the element matrix (``double A[r][c]``, rows and columns node by node)."""
+    the element matrix packed: ``double A[Ar * r][Ac * c]`` (``Ar``, ``Ac`` the arities, ``(r,
+    c)`` the block dims), row ``i * r + a`` being row node ``i``'s component ``a``, and likewise
+    across (today's PyOP2's layout)."""
 
     def __init__(self, sparsity, dtype=None, name=None):
         _started()
         super().__init__(sparsity, dtype, name)
+
+    dims = property(lambda self: self.sparsity.dims)
+    nblock_rows = property(lambda self: self.sparsity.dsets[0].size)
+    nblock_cols = property(lambda self: self.sparsity.dsets[1].size)
+    nbytes = property(lambda self: 8 * len(self._native.array()),
+                      doc="Bytes of the stored values (8 per entry of the pattern).")
+
+    def _scalar(self, index, side):
+        """Scalar rows (columns) of block rows (columns) ``index``."""
+        d = self.sparsity._pair_dims[side]
+        return [int(i) * d + a for i in np.asarray(index).ravel() for a in range(d)]
+
+    def _entries(self, rows, cols, values, add):
+        r, c = self._scalar(rows, 0), self._scalar(cols, 1)
+        v = np.asarray(values, dtype=np.float64).ravel()
+        if v.size != len(r) * len(c):
+            raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
+        _call(self._native.entries, r, c, v.tolist(), add)
+
+    def addto_values(self, rows, cols, values):
+        """Adds the dense block ``values`` at block rows ``rows`` and block columns ``cols``
+        (PETSc's ``MatSetValuesBlockedLocal`` with ``ADD_VALUES``)."""
+        self._entries(rows, cols, values, True)
+
+    def set_values(self, rows, cols, values):
+        """Inserts the dense block ``values`` at block rows ``rows``, block columns ``cols``."""
+        self._entries(rows, cols, values, False)
+
+    def set_local_diagonal_entries(self, rows, diag_val=1.0, idx=None):
+        """Sets the diagonal of block rows ``rows`` to ``diag_val``: every component, or
+        component ``idx`` only."""
+        d = self.sparsity._pair_dims[0]
+        comps = range(d) if idx is None else [idx]
+        scalar = [int(r) * d + a for r in np.asarray(rows).ravel() for a in comps]
+        _call(self._native.diagonal_entries, scalar, [float(diag_val)] * len(scalar), False)
 
     def __call__(self, access, path, lgmaps=None, unroll_map=False):
         if lgmaps is not None:
             raise NotImplementedError("Mat args with lgmaps (PETSc's local-to-global maps) are "
                                       "not supported by op2rs")
         if not (isinstance(path, (tuple, list)) and len(path) == 2
-                and all(isinstance(m, _Map) for m in path)):
+                and all(isinstance(m, (_Map, _MixedMap)) for m in path)):
             return super().__call__(access, path)
         if access not in (WRITE, INC):
             raise ModeValueError("Mat access must be INC or WRITE")
         rmap, cmap = path
         if not any(_same_map(r, rmap) and _same_map(c, cmap) for r, c in self.sparsity._maps):
             raise MapValueError("Path maps not in sparsity maps")
-        if self.sparsity.dims != (1, 1):
-            raise NotImplementedError("packed element matrices of vector spaces (dims %s) are "
-                                      "not supported by op2rs yet" % (self.sparsity.dims,))
+        if self.sparsity.mixed:
+            # The element matrix of every block pair, blocks in turn along rows and columns.
+            a = super().__call__(access, (rmap[_access.i[0]], cmap[_access.i[1]]))
+            return _Arg(self, access, (rmap, cmap), False, self._lis_native(a, False),
+                        a.iterset)
         native = _call(self._native.arg, access._native, rmap._native, cmap._native,
                        _op2.MatForm.Element, _boundary(rmap, cmap))
         return _Arg(self, access, (rmap, cmap), False, native, rmap.iterset)
