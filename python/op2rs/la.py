@@ -119,12 +119,13 @@ class Sparsity:
         mixed_maps = tuple(_as_mixed_map(m) for m in maps)
         if mixed_maps[0].iterset is not mixed_maps[1].iterset:
             raise RuntimeError("Iterset of both maps in a pair must be the same")
-        if len(set(rows.cdim)) > 1 or len(set(cols.cdim)) > 1:
+        rdims, cdims = tuple(d.cdim for d in rows), tuple(d.cdim for d in cols)
+        if len(set(rdims)) > 1 or len(set(cdims)) > 1:
             # One block shape is what op2-la's block matrices and the flat Dats of mixed
             # solves have; PyOP2's nest gave each block its own.
             raise NotImplementedError(
                 "mixed sparsities whose components have different dims (%s by %s) are not in "
-                "op2rs; components of one dim are" % (rows.cdim, cols.cdim))
+                "op2rs; components of one dim are" % (rdims, cdims))
         if mixed_maps[0].toset != rows.set or mixed_maps[1].toset != cols.set:
             raise RuntimeError("the MixedMaps do not go to the Sparsity's MixedDataSets")
         if name is not None and not isinstance(name, str):
@@ -134,7 +135,7 @@ class Sparsity:
                             for d in dsets)
         self._maps = [tuple(maps)]
         self._mixed_maps = mixed_maps
-        self._mixed_cdims = (rows.cdim[0], cols.cdim[0])
+        self._mixed_cdims = (rdims[0], cdims[0])
         self._name = fresh_name("sparsity", name)
         self._blocks = None
         self._built = None

@@ -148,11 +148,12 @@ def _checked(kernel, iterset, args):
     return native, target
 
 
-def _record(kernel, args, native, target):
-    """Records the loop (or runs it, by the runtime's and the configuration's rules)."""
+def _record(kernel, args, native, target, region="all"):
+    """Records the loop (or runs it, by the runtime's and the configuration's rules); over an
+    extruded set, ``region`` (``all``, ``bottom``, ``top``, ``facets``) says which layers."""
     rt = state["runtime"] or current()
     try:
-        pending = rt.par_loop(kernel._parsed[0], target, native)
+        pending = rt.par_loop(kernel._parsed[0], target, native, region)
     except _op2.Op2Failure as e:
         raise translate(e) from None
     for a in args:

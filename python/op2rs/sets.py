@@ -283,7 +283,9 @@ class _Parts:
         return iter(self._parts)
 
     def __eq__(self, other):
-        return type(other) is type(self) and self._parts == other._parts
+        # Of one class (or one a subclass of the other: today's pyop2 subclasses these).
+        return (isinstance(other, type(self)) or isinstance(self, type(other))) and \
+            self._parts == other._parts
 
     def __ne__(self, other):
         return not self == other

@@ -41,8 +41,9 @@ from op2rs.maps import MixedMap as _MixedMap
 from op2rs.runtime import on_exit as _on_exit
 from op2rs.parloop import Arg as _Arg
 from op2rs.parloop import ParLoop
-from op2rs.parloop import par_loop as _par_loop
-from op2rs.sets import DataSet, MixedDataSet  # noqa: F401
+from op2rs.parloop import _checked, _record
+from op2rs.sets import DataSet  # noqa: F401
+from op2rs.sets import MixedDataSet as _MixedDataSet
 from op2rs.sets import MixedSet as _MixedSet
 from op2rs.sets import ExtrudedSet as _ExtrudedSet
 from op2rs.sets import Halo  # noqa: F401
@@ -186,6 +187,10 @@ class Map(_Map):
 
     comm = property(lambda self: self.iterset.comm)
     offset_quotient = property(lambda self: self._offset_quotient)
+
+    def __repr__(self):
+        return "Map(%r, %r, %r, None, %r, %r, %r)" % (
+            self.iterset, self.toset, self.arity, self.name, self.offset, self._offset_quotient)
 
     __eq__ = object.__eq__
     __ne__ = object.__ne__
@@ -390,6 +395,8 @@ class MixedDat(_MixedDat):
                     after=a.after)
 
     dat_version = property(lambda self: sum(d.dat_version for d in self._dats))
+    dataset = property(lambda self: MixedDataSet([d.dataset for d in self._dats]))
+    cdim = property(lambda self: sum(d.cdim for d in self._dats))
 
     @property
     def halo_valid(self):
@@ -424,8 +431,19 @@ class MixedDat(_MixedDat):
             at += n
 
 
+class MixedDataSet(_MixedDataSet):
+    """``MixedDataSet(sets_or_datasets, dims=None)``; ``cdim`` is the sum of the components'
+    (0.8-0.10 gave a tuple)."""
+
+    cdim = property(lambda self: sum(d.cdim for d in self))
+
+
 class MixedSet(_MixedSet):
-    """``MixedSet(sets)``; ``sizes`` is ``(core_size, size, total_size)``."""
+    """``MixedSet(sets)``; ``sizes`` is ``(core_size, size, total_size)``; ``mset ** dim`` is a
+    MixedDataSet."""
+
+    def __pow__(self, dims):
+        return MixedDataSet(self._sets, dims)
 
     sizes = property(lambda self: (self.core_size, self.size, self.total_size))
 
@@ -438,12 +456,80 @@ class MixedSet(_MixedSet):
 
 
 class Global(_Global):
-    """``Global(dim, data=None, dtype=None, name=None, comm=None)``."""
+    """``Global(dim, data=None, dtype=None, name=None, comm=None)``, with today's arithmetic:
+    ``+ - * /`` with another Global or a number give a new Global (``+= ...`` changes this
+    one), ``-g``, ``inner``, ``zero``, ``copy``."""
 
     def __init__(self, dim, data=None, dtype=None, name=None, comm=None):
         _started()
         self.comm = _mpi.internal_comm(comm, self)
         super().__init__(dim, data, dtype, name)
+
+    def _operand(self, other):
+        if isinstance(other, _Global):
+            if other.cdim != self.cdim:
+                raise ValueError("Globals of %d and %d values" % (self.cdim, other.cdim))
+            return other.data_ro
+        return np.asarray(other)
+
+    def _op(self, other, op):
+        return type(self)(self.dim, op(self.data_ro, self._operand(other)), self.dtype,
+                          comm=self.comm)
+
+    def _iop(self, other, op):
+        self.data = op(self.data_ro, self._operand(other)).astype(self.dtype)
+        return self
+
+    def __add__(self, other):
+        return self._op(other, np.add)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self._op(other, np.subtract)
+
+    def __rsub__(self, other):
+        return self._op(other, lambda a, b: b - a)
+
+    def __mul__(self, other):
+        return self._op(other, np.multiply)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return self._op(other, np.true_divide)
+
+    def __iadd__(self, other):
+        return self._iop(other, np.add)
+
+    def __isub__(self, other):
+        return self._iop(other, np.subtract)
+
+    def __imul__(self, other):
+        return self._iop(other, np.multiply)
+
+    def __itruediv__(self, other):
+        return self._iop(other, np.true_divide)
+
+    def __neg__(self):
+        return type(self)(self.dim, -self.data_ro, self.dtype, comm=self.comm)
+
+    def __pos__(self):
+        return type(self)(self.dim, self.data_ro, self.dtype, comm=self.comm)
+
+    __hash__ = _Global.__hash__
+
+    def inner(self, other):
+        """The dot product of the values with ``other``'s."""
+        return np.dot(self.data_ro, np.conj(self._operand(other)))
+
+    def zero(self):
+        """Sets the values to zero."""
+        self.data = np.zeros(self.cdim, self.dtype)
+
+    def copy(self, other, subset=None):
+        """Copies the values into the Global ``other``."""
+        other.data = self.data_ro
 
 
 class Constant(Global):
@@ -500,16 +586,30 @@ class Kernel(_Kernel):
         return self._flop_count or 0
 
 
+_REGIONS = {None: "all", ALL: "all", ON_BOTTOM: "bottom", ON_TOP: "top",
+            ON_INTERIOR_FACETS: "facets"}
+
+
 def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False):
-    """Records ``kernel`` over ``iterset`` with ``args``; ``iteration_region`` (ON_BOTTOM,
-    ON_TOP, ON_INTERIOR_FACETS, ALL) on an extruded set."""
+    """Records ``kernel`` over ``iterset`` with ``args``; over an ExtrudedSet,
+    ``iteration_region`` chooses the layers: ``ON_BOTTOM`` (the bottom cell of each column),
+    ``ON_TOP``, ``ON_INTERIOR_FACETS`` (each facet between two cells, the maps' rows of the
+    cell below then the cell above packed one after the other) or ``ALL``."""
     if pass_layer_arg:
         raise NotImplementedError("par_loop(pass_layer_arg=True) is not supported by op2rs yet")
-    if iteration_region not in (None, ALL):
-        from op2rs.sets import Subset as _S  # noqa: F401
-        raise NotImplementedError("par_loop(iteration_region=%s) is not supported through "
-                                  "pyop2 yet" % (iteration_region,))
-    return _par_loop(kernel, iterset, *args)
+    region = _REGIONS.get(iteration_region)
+    if region is None:
+        raise ValueError("iteration_region must be ON_BOTTOM, ON_TOP, ON_INTERIOR_FACETS or ALL")
+    if region != "all" and getattr(iterset, "_native_iter", None) is None:
+        raise ValueError("iteration_region %s needs an ExtrudedSet" % (iteration_region,))
+    native, target = _checked(kernel, iterset, args)
+    if region != "all":
+        # Every region runs layer by layer, whatever the args.
+        target = iterset._native_iter
+    _record(kernel, args, native, target, region)
+    loop = ParLoop.__new__(ParLoop)
+    loop.kernel, loop.iterset, loop.args, loop._ready = kernel, iterset, args, None
+    return loop
 
 
 def _blocks(maps_and_regions):
@@ -553,7 +653,7 @@ class Sparsity(_Sparsity):
             raise NameTypeError("name must be of type str")
         blocks = _blocks(maps_and_regions)
         pair = tuple(dsets) if isinstance(dsets, (tuple, list)) else (dsets, dsets)
-        mixed = any(isinstance(d, (MixedDataSet, MixedSet)) for d in pair)
+        mixed = any(isinstance(d, (_MixedDataSet, _MixedSet)) for d in pair)
         if not mixed:
             if set(blocks) != {(0, 0)}:
                 raise ValueError("a Sparsity between plain DataSets has one block, (0, 0)")
@@ -570,15 +670,15 @@ class Sparsity(_Sparsity):
                     raise NotImplementedError("a mixed Sparsity whose blocks along a row (or "
                                               "down a column) use different maps is not "
                                               "supported by op2rs yet")
-            nrows = len(pair[0]) if isinstance(pair[0], (MixedDataSet, MixedSet)) else 1
-            ncols = len(pair[1]) if isinstance(pair[1], (MixedDataSet, MixedSet)) else 1
+            nrows = len(pair[0]) if isinstance(pair[0], (_MixedDataSet, _MixedSet)) else 1
+            ncols = len(pair[1]) if isinstance(pair[1], (_MixedDataSet, _MixedSet)) else 1
             if sorted(rmaps) != list(range(nrows)) or sorted(cmaps) != list(range(ncols)):
                 raise NotImplementedError("a mixed Sparsity needs a map for every block row "
                                           "and column")
             rm = [rmaps[i] for i in range(nrows)]
             cm = [cmaps[j] for j in range(ncols)]
-            rm = MixedMap(rm) if nrows > 1 or isinstance(pair[0], MixedDataSet) else rm[0]
-            cm = MixedMap(cm) if ncols > 1 or isinstance(pair[1], MixedDataSet) else cm[0]
+            rm = MixedMap(rm) if nrows > 1 or isinstance(pair[0], _MixedDataSet) else rm[0]
+            cm = MixedMap(cm) if ncols > 1 or isinstance(pair[1], _MixedDataSet) else cm[0]
             sp = super().__new__(cls, dsets, (rm, cm), name)
             table = {(i, j): [(rmaps[i], cmaps[j], None)]
                      for i in range(nrows) for j in range(ncols)}
@@ -605,8 +705,8 @@ class Sparsity(_Sparsity):
     def dims(self):
         """``dims[i][j]``: block ``(i, j)``'s (rows, columns) values per entry."""
         rows, cols = self.dsets
-        rows = list(rows) if isinstance(rows, MixedDataSet) else [rows]
-        cols = list(cols) if isinstance(cols, MixedDataSet) else [cols]
+        rows = list(rows) if isinstance(rows, _MixedDataSet) else [rows]
+        cols = list(cols) if isinstance(cols, _MixedDataSet) else [cols]
         return tuple(tuple((r.cdim, c.cdim) for c in cols) for r in rows)
 
     nested = property(lambda self: self._nested)

@@ -363,3 +363,44 @@ def test_mixed_copies_versions_and_sizes():
     assert not md.halo_valid
     with pytest.raises(NotImplementedError):
         md.copy(copy, subset=op2.Subset(s, [0]))
+
+
+@pytest.mark.parametrize("region, count", [(op2.ALL, 4), (op2.ON_BOTTOM, 1), (op2.ON_TOP, 1),
+                                           (op2.ON_INTERIOR_FACETS, 3)])
+def test_iteration_regions_of_extruded_loops(region, count):
+    """Five layers: four cells per column, three facets between them."""
+    base = op2.Set(3)
+    columns = op2.ExtrudedSet(base, 5)
+    d = op2.Dat(base ** 1, np.zeros(3))
+    op2.par_loop(op2.Kernel("static void k(double *x) { *x += 1.0; }", "k"), columns,
+                 d(op2.INC), iteration_region=region)
+    np.testing.assert_array_equal(d.data_ro, count)
+    with pytest.raises(ValueError):
+        op2.par_loop(op2.Kernel("static void k(double *x) { *x += 1.0; }", "k"), base,
+                     d(op2.INC), iteration_region=op2.ON_TOP)
+
+
+def test_global_arithmetic():
+    a = op2.Global(2, [1.0, 2.0], np.float64, comm=COMM_WORLD)
+    b = op2.Global(2, [10.0, 20.0], np.float64, comm=COMM_WORLD)
+    np.testing.assert_array_equal((a + b).data_ro, [11, 22])
+    np.testing.assert_array_equal((b - a).data_ro, [9, 18])
+    np.testing.assert_array_equal((a * 3).data_ro, [3, 6])
+    np.testing.assert_array_equal((3 - a).data_ro, [2, 1])
+    np.testing.assert_array_equal((b / a).data_ro, [10, 10])
+    np.testing.assert_array_equal((-a).data_ro, [-1, -2])
+    assert a.inner(b) == 50.0
+    a += b
+    np.testing.assert_array_equal(a.data_ro, [11, 22])
+    a.zero()
+    np.testing.assert_array_equal(a.data_ro, [0, 0])
+    with pytest.raises(ValueError):
+        a + op2.Global(3, [1.0, 2.0, 3.0], np.float64)
+
+
+def test_printable_forms_and_mixed_dataset_dims():
+    s, t = op2.Set(2, "s"), op2.Set(3, "t")
+    m = op2.Map(s, t, 1, [0, 2], "m")
+    assert repr(m) == "Map(%r, %r, 1, None, 'm', None, None)" % (s, t)
+    mds = op2.MixedSet((s, t)) ** 2
+    assert isinstance(mds, op2.MixedDataSet) and mds.cdim == 4
