@@ -16,6 +16,7 @@ them. They are op2rs's classes where the two eras agree, and subclasses where th
 No ``op2.init`` is needed: the first object starts op2-rs on ``PYOP2_BACKEND`` (``sequential``
 by default), or on the backend an earlier ``op2.init(backend=...)`` chose."""
 
+import contextlib
 import numbers
 import re
 
@@ -330,7 +331,25 @@ class Dat(_Dat):
 
     comm = property(lambda self: self.dataset.set.comm)
 
+    _frozen = None
+
+    @contextlib.contextmanager
+    def frozen_halo(self, access_mode):
+        """Within it, loops may use the Dat with ``access_mode`` only (``RuntimeError``
+        otherwise), as in today's pyop2, whose halo exchanges it holds back. op2-rs brings
+        halos up to date per loop by itself, so the values are the same either way."""
+        if access_mode not in (READ, WRITE, RW, INC, MIN, MAX):
+            raise ModeValueError("frozen_halo takes an access mode")
+        before, self._frozen = self._frozen, access_mode
+        try:
+            yield
+        finally:
+            self._frozen = before
+
     def __call__(self, access, path=None):
+        if self._frozen is not None and access is not self._frozen:
+            raise RuntimeError("Dat %s has a frozen halo (%s): it cannot be used with %s"
+                               % (self.name, self._frozen, access))
         if not isinstance(path, _Map):
             return super().__call__(access, path)
         key = (access, path)

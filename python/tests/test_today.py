@@ -404,3 +404,16 @@ def test_printable_forms_and_mixed_dataset_dims():
     assert repr(m) == "Map(%r, %r, 1, None, 'm', None, None)" % (s, t)
     mds = op2.MixedSet((s, t)) ** 2
     assert isinstance(mds, op2.MixedDataSet) and mds.cdim == 4
+
+
+def test_frozen_halo_allows_its_access_mode_only():
+    s, t = op2.Set(2), op2.Set(3)
+    m = op2.Map(s, t, 2, [[0, 1], [1, 2]])
+    d = op2.Dat(t ** 1, np.zeros(3))
+    k = op2.Kernel("static void k(double *x) { x[0] += 1; x[1] += 1; }", "k")
+    with d.frozen_halo(op2.INC):
+        op2.par_loop(k, s, d(op2.INC, m))
+        with pytest.raises(RuntimeError):
+            d(op2.WRITE, m)
+    op2.par_loop(k, s, d(op2.RW, m))
+    np.testing.assert_array_equal(d.data_ro, [2, 4, 2])
