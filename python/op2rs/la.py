@@ -186,9 +186,14 @@ class Sparsity:
                 self._blocks = [[self]]
             else:
                 (rmap, cmap), (rows, cols) = self._maps[0], self._dsets
-                self._blocks = [[Sparsity((r, c), (rm, cm)) for c, cm in zip(cols, cmap)]
+                self._blocks = [[self._block(r, c, rm, cm) for c, cm in zip(cols, cmap)]
                                 for r, rm in zip(rows, rmap)]
         return self._blocks
+
+    @staticmethod
+    def _block(rows, cols, rmap, cmap):
+        """The Sparsity of one block (today's pyop2 spells its maps otherwise)."""
+        return Sparsity((rows, cols), (rmap, cmap))
 
     def __getitem__(self, idx):
         """``sp[i, j]``: block (i, j); ``sp[i]``: block row i."""

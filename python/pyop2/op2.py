@@ -710,6 +710,10 @@ class Sparsity(_Sparsity):
     def __init__(self, *args, **kwargs):
         pass
 
+    @staticmethod
+    def _block(rows, cols, rmap, cmap):
+        return Sparsity((rows, cols), [(rmap, cmap, None)])
+
     @property
     def rcmaps(self):
         """``{(i, j): [(row map, column map), ...]}`` by block."""
