@@ -116,6 +116,14 @@ class Set(_Set):
             raise NameTypeError("name must be of type str")
         if not (0 <= sizes[0] <= sizes[1] <= sizes[2]):
             raise SizeTypeError("Set received invalid sizes: %s" % (sizes,))
+        if halo is not None:
+            # Today's pyop2 sends ghosts' increments back to their owners after a loop; op2-rs
+            # runs OP2's execute halo instead, which these sizes do not describe. Loops through
+            # maps would lose increments, so a halo is refused rather than half supported.
+            raise NotImplementedError(
+                "Set(halo=...): today's halos (ghost increments sent back to their owners) are "
+                "not supported by op2rs yet; distribute with op2rs.op2 (PyOP2 0.8-0.10's halos) "
+                "or op2rs.op2.DistributedMesh")
         if constrained_nodes:
             raise NotImplementedError("constrained_nodes (Firedrake's constrained function "
                                       "spaces) are not supported by op2rs")
@@ -249,7 +257,8 @@ class ComposedMap(Map):
 
 class Dat(_Dat):
     """``Dat(dataset, data=None, dtype=None, name=None)``; ``dat(access, map)`` hands the kernel
-    the map row's values packed into one array."""
+    the map row's values packed into one array (``MIN`` and ``MAX`` too: the kernel sees the
+    current values, and each value it leaves is combined back with the Dat's)."""
 
     def __init__(self, dataset, data=None, dtype=None, name=None):
         _started()
@@ -356,8 +365,8 @@ class Dat(_Dat):
         a = self._packed.get(key) if hasattr(self, "_packed") else None
         if a is not None:
             return a
-        if access not in (READ, WRITE, RW, INC):
-            raise ModeValueError("Dat access must be READ, WRITE, RW or INC")
+        if access not in (READ, WRITE, RW, INC, MIN, MAX):
+            raise ModeValueError("Dat access must be READ, WRITE, RW, INC, MIN or MAX")
         if path.toset is not self.dataset.set:
             raise MapValueError("To Set of Map does not match Set of Dat.")
         if path._native is None and path.iterset.total_size > 0:

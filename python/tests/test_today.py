@@ -60,6 +60,9 @@ def test_communicators():
         assert op2.Global(1, 0.0, comm=COMM_SELF).comm == COMM_SELF
     with pytest.raises(TypeError):
         op2.Set(3, comm="world")
+    # Today's halos send ghost increments back to their owners, which op2-rs does not do.
+    with pytest.raises(NotImplementedError, match="halo"):
+        op2.Set((1, 2, 3), halo=object())
 
 
 def test_constants_are_read_only():
@@ -418,3 +421,30 @@ def test_frozen_halo_allows_its_access_mode_only():
             d(op2.WRITE, m)
     op2.par_loop(k, s, d(op2.RW, m))
     np.testing.assert_array_equal(d.data_ro, [2, 4, 2])
+
+
+def test_min_and_max_into_a_dat_through_a_map():
+    """Each edge offers its value to both its nodes; a node keeps the smallest (largest) of
+    its own and the offers."""
+    n = 6
+    nodes, edges = op2.Set(n + 1), op2.Set(n)
+    e2n = op2.Map(edges, nodes, 2, [[e, e + 1] for e in range(n)])
+    offers = np.array([5.0, -2.0, 7.0, 0.0, 3.0, -9.0])
+    v = op2.Dat(edges ** 1, offers)
+    lo = op2.Dat(nodes ** 1, np.full(n + 1, 1.0))
+    hi = op2.Dat(nodes ** 1, np.full(n + 1, 1.0))
+    op2.par_loop(op2.Kernel("""
+static void k(const double *v, double *lo, double *hi) {
+  for (int j = 0; j < 2; j++) {
+    lo[j] = lo[j] < *v ? lo[j] : *v;
+    hi[j] = hi[j] > *v ? hi[j] : *v;
+  }
+}""", "k"), edges, v(op2.READ), lo(op2.MIN, e2n), hi(op2.MAX, e2n))
+    padded = np.concatenate([[np.inf], offers, [np.inf]])
+    want_lo = np.minimum(1.0, np.minimum(padded[:-1], padded[1:]))
+    padded = np.concatenate([[-np.inf], offers, [-np.inf]])
+    want_hi = np.maximum(1.0, np.maximum(padded[:-1], padded[1:]))
+    np.testing.assert_array_equal(lo.data_ro, want_lo)
+    np.testing.assert_array_equal(hi.data_ro, want_hi)
+    with pytest.raises(exceptions.ModeValueError):
+        lo(op2.MIN)

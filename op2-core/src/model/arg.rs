@@ -247,8 +247,9 @@ impl<T: Scalar> Dat<T> {
 
     /// Whole-row arg as one local buffer (PyOP2 0.8.3 to 0.10's `dat(access, map[op2.i[0]])`):
     /// the kernel, called once per element, gets `T buf[arity * dim]`, entry `k`'s values at
-    /// `buf[k * dim..]`, gathered before the call (READ, RW) or zeroed (WRITE, INC), and written
-    /// or added back after it. [`PerEntry::Buffer`].
+    /// `buf[k * dim..]`, gathered before the call (READ, RW, MIN, MAX) or zeroed (WRITE, INC),
+    /// and written, added or (MIN, MAX: today's PyOP2's reductions into a Dat through a map)
+    /// combined back after it. [`PerEntry::Buffer`].
     pub fn arg_buffer(&self, map: &Map, access: Access) -> Arg {
         let mut a = self.arg_row(map, access);
         a.per_entry = Some(PerEntry::Buffer { flattened: false });

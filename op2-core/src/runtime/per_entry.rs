@@ -215,7 +215,7 @@ impl Runtime {
                     let len = buffer_len(kernel, i, n * d, d)?;
                     let _ = writeln!(before, "  {ctype} {p}_b[{len}] = {{0}};");
                     let _ = match a.access {
-                        Access::Read | Access::Rw => {
+                        Access::Read | Access::Rw | Access::Min | Access::Max => {
                             writeln!(before, "  {each} {p}_b[{at}] = {p}[op2_k][op2_c];")
                         }
                         _ => writeln!(before, "  {each} {p}_b[{at}] = 0;"),
@@ -227,8 +227,21 @@ impl Runtime {
                         Access::Write | Access::Rw => {
                             writeln!(after, "  {each} {p}[op2_k][op2_c] = {p}_b[{at}];")
                         }
-                        _ => Ok(()),
+                        // Today's PyOP2's MIN and MAX through a map: each value combined back
+                        // with the one in the Dat, which the loop then reads and writes (RW:
+                        // elements sharing a row run apart, as for any indirect RW).
+                        Access::Min | Access::Max => {
+                            let op = if a.access == Access::Min { "<" } else { ">" };
+                            writeln!(
+                                after,
+                                "  {each} if ({p}_b[{at}] {op} {p}[op2_k][op2_c]) {p}[op2_k][op2_c] = {p}_b[{at}];"
+                            )
+                        }
+                        Access::Read => Ok(()),
                     };
+                    if matches!(a.access, Access::Min | Access::Max) {
+                        a.access = Access::Rw;
+                    }
                     call.push(format!("OP2_PASS({p}_b)"));
                     positions.push(usize::MAX);
                 }

@@ -868,3 +868,64 @@ fn matrices_assemble_over_subsets() {
         );
     }
 }
+
+/// MIN and MAX through a whole-row buffer (today's PyOP2's `dat(op2.MIN, map)`): the kernel
+/// sees the current values and each value it leaves is combined back with the Dat's, however
+/// many elements share a node. Expected values computed here.
+#[test]
+fn buffers_reduce_with_min_and_max_into_shared_rows() {
+    let rt = op2_test_support::rt();
+    let n = 400;
+    let (tris, nodes, t2n, _) = strip(&rt, n);
+    let rows: Vec<i32> = t2n.values().to_vec();
+    let seed: Vec<f64> = (0..n).map(|t| ((t * 37) % 101) as f64 - 50.0).collect();
+    let v = rt.decl_dat(&tris, 1, &seed, "v").unwrap();
+    let low0: Vec<f64> = (0..n + 2).map(|i| (i % 7) as f64 - 3.0).collect();
+    let lo = rt
+        .decl_dat(
+            &nodes,
+            2,
+            low0.iter().flat_map(|x| [*x, -*x]).collect::<Vec<_>>(),
+            "lo",
+        )
+        .unwrap();
+    let hi = rt.decl_dat(&nodes, 1, &low0, "hi").unwrap();
+    let k = kernel(
+        "extremes",
+        "void extremes(const double *v, double lo[6], double hi[3]) {\n\
+           for (int j = 0; j < 3; j++) {\n\
+             if (*v + j < lo[2 * j]) lo[2 * j] = *v + j;\n\
+             lo[2 * j + 1] = lo[2 * j + 1] < -*v ? lo[2 * j + 1] : -*v;\n\
+             if (*v * (j + 1) > hi[j]) hi[j] = *v * (j + 1);\n\
+           }\n\
+         }",
+    );
+    rt.par_loop(
+        &k,
+        &tris,
+        [
+            v.arg(READ),
+            lo.arg_buffer(&t2n, op2::MIN),
+            hi.arg_buffer(&t2n, op2::MAX),
+        ],
+    )
+    .unwrap();
+    let mut want_lo: Vec<f64> = low0.iter().flat_map(|x| [*x, -*x]).collect();
+    let mut want_hi = low0.clone();
+    for t in 0..n {
+        for j in 0..3 {
+            let node = rows[t * 3 + j] as usize;
+            want_lo[2 * node] = want_lo[2 * node].min(seed[t] + j as f64);
+            want_lo[2 * node + 1] = want_lo[2 * node + 1].min(-seed[t]);
+            want_hi[node] = want_hi[node].max(seed[t] * (j + 1) as f64);
+        }
+    }
+    assert_eq!(lo.data().unwrap().to_vec(), want_lo);
+    assert_eq!(hi.data().unwrap().to_vec(), want_hi);
+    // A reduction on a Dat through a pointer row (or directly) stays an error.
+    let k2 = kernel("row_min", "void row_min(const double *v, double **lo) { }");
+    let err = rt
+        .par_loop(&k2, &tris, [v.arg(READ), lo.arg_row(&t2n, op2::MIN)])
+        .unwrap_err();
+    assert!(matches!(err, Op2Error::ReductionOnDat { .. }), "{err}");
+}
