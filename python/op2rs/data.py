@@ -92,8 +92,15 @@ class Dat:
                 pass
         return a
 
+    # How a whole map row reaches the kernel, and the reductions it may take: PyOP2 0.8-0.10
+    # passed an array of pointers; today's pyop2 packs the values (and allows MIN and MAX).
+    _row_form = _op2.ArgForm.Row
+    _row_reductions = ()
+
     def _arg(self, access, path, flatten):
-        if access is not READ and access is not WRITE and access is not RW and access is not INC:
+        whole_row = path is not None and type(path) is not MapPath
+        if access not in (READ, WRITE, RW, INC) and not (
+                whole_row and access in self._row_reductions):
             raise ModeValueError("Dat access must be READ, WRITE, RW or INC")
         # A loop writing the Dat flags its halo; views handed out are seen to by par_loop.
         after = None if access is READ else type(self)._after_write
@@ -118,7 +125,7 @@ class Dat:
             native = self._native.arg(access._native, _op2.ArgForm.Entry, m._native, path.index)
         else:
             # flatten=True: one pointer per value, component-major (a row, for dim 1).
-            form = _op2.ArgForm.RowFlattened if flatten and self.cdim > 1 else _op2.ArgForm.Row
+            form = _op2.ArgForm.RowFlattened if flatten and self.cdim > 1 else self._row_form
             native = self._native.arg(access._native, form, m._native)
         return Arg(self, access, path, flatten, native, m.iterset, after=after)
 

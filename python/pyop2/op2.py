@@ -95,6 +95,14 @@ def _started():
         _lifecycle.init()
 
 
+def _load(filename):
+    """The array ``numpy.save`` wrote to ``filename`` (``.npy`` added as NumPy adds it)."""
+    try:
+        return np.load(filename)
+    except FileNotFoundError:
+        return np.load(filename + ".npy")
+
+
 class Set(_Set):
     """A set: ``Set(size)`` or ``Set((core, owned, total))``, on ``comm`` (``COMM_WORLD`` by
     default). Elements ``[owned, total)`` are ghosts: loops run over the owned ones."""
@@ -332,11 +340,7 @@ class Dat(_Dat):
 
     def load(self, filename):
         """Reads the owned values ``save`` wrote (``.npy`` added as NumPy adds it)."""
-        try:
-            values = np.load(filename)
-        except FileNotFoundError:
-            values = np.load(filename + ".npy")
-        self.data[:] = values.reshape(self.data_ro.shape)
+        self.data[:] = _load(filename).reshape(self.data_ro.shape)
 
     comm = property(lambda self: self.dataset.set.comm)
 
@@ -355,30 +359,15 @@ class Dat(_Dat):
         finally:
             self._frozen = before
 
+    # Today's packed rows: the native local buffer, the row's values node by node.
+    _row_form = _op2.ArgForm.Buffer
+    _row_reductions = (MIN, MAX)
+
     def __call__(self, access, path=None):
         if self._frozen is not None and access is not self._frozen:
             raise RuntimeError("Dat %s has a frozen halo (%s): it cannot be used with %s"
                                % (self.name, self._frozen, access))
-        if not isinstance(path, _Map):
-            return super().__call__(access, path)
-        key = (access, path)
-        a = self._packed.get(key) if hasattr(self, "_packed") else None
-        if a is not None:
-            return a
-        if access not in (READ, WRITE, RW, INC, MIN, MAX):
-            raise ModeValueError("Dat access must be READ, WRITE, RW, INC, MIN or MAX")
-        if path.toset is not self.dataset.set:
-            raise MapValueError("To Set of Map does not match Set of Dat.")
-        if path._native is None and path.iterset.total_size > 0:
-            raise MapValueError("Map %s has no values" % path.name)
-        # Today's packed array is the native local buffer: the row's values node by node.
-        native = self._native.arg(access._native, _op2.ArgForm.Buffer, path._native)
-        a = _Arg(self, access, path, False, native, path.iterset,
-                 after=None if access is READ else _Dat._after_write)
-        if not hasattr(self, "_packed"):
-            self._packed = {}
-        self._packed[key] = a
-        return a
+        return super().__call__(access, path)
 
 
 # Today's MixedMaps are one object per tuple of maps (kept until op2 exits).
@@ -448,10 +437,7 @@ class MixedDat(_MixedDat):
 
     def load(self, filename):
         """Reads what ``save`` wrote back into the components, in order."""
-        try:
-            values = np.load(filename)
-        except FileNotFoundError:
-            values = np.load(filename + ".npy")
+        values = _load(filename)
         at = 0
         for d in self._dats:
             n = d.data_ro.size
