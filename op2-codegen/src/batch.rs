@@ -37,7 +37,9 @@ pub(crate) fn simd_reads_only(sig: &LoopSignature) -> bool {
 /// steps the pointers it is handed (a column walk, [`op2_core::Kernel::steps_pointers`]) never
 /// runs in batches: its lanes would be copies it steps off the end of.
 pub(crate) fn simd_batched(sig: &LoopSignature) -> bool {
-    if sig.kernel.steps_pointers() {
+    // Complex values have no vector types to transpose rows through; such loops run element
+    // by element.
+    if sig.kernel.steps_pointers() || sig.args.iter().any(|a| a.dtype.is_complex()) {
         return false;
     }
     let lane_bytes: usize = sig

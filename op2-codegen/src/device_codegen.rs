@@ -55,6 +55,26 @@ impl Codegen for DeviceCodegen<'_> {
     fn emit(&self, sig: &LoopSignature, (stub, options): &Self::Options) -> Result<DeviceUnit> {
         let d = self.dialect;
         let name = sig.kernel.name();
+        if let Some(t) = sig
+            .args
+            .iter()
+            .map(|a| a.dtype)
+            .chain(sig.consts.iter().map(|c| c.dtype))
+            .find(|t| t.is_complex())
+        {
+            // C99's `_Complex` is the kernels' spelling; CUDA C++ and OpenCL C have no such type
+            // (a device spelling would need kernels written for it), so saying so beats a
+            // compiler error about the type.
+            return Err(Op2Error::Unsupported {
+                kernel: name.into(),
+                reason: format!(
+                    "complex values ({}) run on the host backends (seq, openmp) only: the {} \
+                     dialect has no C99 `_Complex` type",
+                    t.c_name(),
+                    d.name()
+                ),
+            });
+        }
         if *stub == DeviceStub::Atomic && d.atomic_add().is_none() {
             return Err(Op2Error::Unsupported {
                 kernel: name.into(),

@@ -63,7 +63,9 @@ impl Codegen for CCodegen {
             "/* op2-rs generated code: loop over kernel `{}` */",
             sig.kernel.name()
         );
-        s.push_str("#include <stdint.h>\n#include <math.h>\n\n");
+        s.push_str("#include <stdint.h>\n#include <math.h>\n");
+        s.push_str(complex_header(sig));
+        s.push('\n');
         emit_compiler_workarounds(&mut s, sig);
         crate::rows::emit_row_transposes(&mut s, sig, options.simd);
         emit_consts(&mut s, sig, "static");
@@ -395,6 +397,27 @@ pub(crate) fn emit_compiler_workarounds(s: &mut String, sig: &LoopSignature) {
             "#if defined(__GNUC__) && !defined(__clang__)\n\
              #pragma GCC optimize (\"no-tree-slp-vectorize\")\n#endif\n",
         );
+    }
+}
+
+/// `#include <complex.h>` for a host unit whose args or Consts hold complex values, or whose
+/// kernel speaks of complex numbers (`double complex z`, `I`, `conj`): C99's header defines
+/// `complex` and `I` as macros, so it is left out of every other unit, where a kernel may use
+/// those names for its own.
+pub(crate) fn complex_header(sig: &LoopSignature) -> &'static str {
+    let complex_data = sig
+        .args
+        .iter()
+        .map(|a| a.dtype)
+        .chain(sig.consts.iter().map(|c| c.dtype));
+    let source = sig.kernel.source();
+    if complex_data.into_iter().any(|t| t.is_complex())
+        || source.contains("complex")
+        || source.contains("_Complex")
+    {
+        "#include <complex.h>\n"
+    } else {
+        ""
     }
 }
 

@@ -356,6 +356,17 @@ fn format_values(dtype: DType, bytes: &[u8]) -> Vec<String> {
                 v => format!("{v}L"),
             },
             DType::U64 => format!("{}UL", u64::from_ne_bytes(b.try_into().unwrap())),
+            // C99's spelling; device code generation refuses complex values before this.
+            DType::C64 | DType::C128 => {
+                let half = b.len() / 2;
+                let part = |p: &[u8]| match dtype {
+                    DType::C64 => {
+                        float_literal(f64::from(f32::from_ne_bytes(p.try_into().unwrap())), "f")
+                    }
+                    _ => float_literal(f64::from_ne_bytes(p.try_into().unwrap()), ""),
+                };
+                format!("({} + {} * _Complex_I)", part(&b[..half]), part(&b[half..]))
+            }
         })
         .collect()
 }

@@ -46,7 +46,9 @@ impl Codegen for OpenMpCodegen {
             "/* op2-rs generated code (OpenMP): loop over kernel `{}` */",
             sig.kernel.name()
         );
-        s.push_str("#include <stdint.h>\n#include <math.h>\n#include <omp.h>\n\n");
+        s.push_str("#include <stdint.h>\n#include <math.h>\n#include <omp.h>\n");
+        s.push_str(crate::emit::complex_header(sig));
+        s.push('\n');
         crate::emit::emit_compiler_workarounds(&mut s, sig);
         crate::rows::emit_row_transposes(&mut s, sig, simd);
         emit_consts(&mut s, sig, "static");

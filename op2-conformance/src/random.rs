@@ -16,7 +16,7 @@ pub const SEED: [u8; 32] = *b"op2-rs conformance: random loops";
 /// direct output and reducing into two Globals.
 #[derive(Debug, Clone)]
 pub struct RandomLoop {
-    /// Element type of every Dat and Global.
+    /// Element type of every Dat and Global (a real type: the loop reduces with MAX).
     pub dtype: DType,
     /// Size of the iteration set.
     pub from: usize,
@@ -135,6 +135,10 @@ impl RandomLoop {
             DType::I64 => self.run_typed(rt, |v| v as i64),
             DType::U32 => self.run_typed(rt, |v| v),
             DType::U64 => self.run_typed(rt, |v| v as u64),
+            DType::C64 | DType::C128 => Err(op2::Op2Error::Unsupported {
+                kernel: "rnd".into(),
+                reason: "a random loop reduces with MAX, and complex values have no order".into(),
+            }),
         }
     }
 

@@ -41,6 +41,8 @@ impl PreparedLoop for BrokenLoop {
                     DType::U32 => *p.cast::<u32>() += 1,
                     DType::I64 => *p.cast::<i64>() += 1,
                     DType::U64 => *p.cast::<u64>() = (*p.cast::<u64>()).wrapping_add(1),
+                    DType::C64 => *p.cast::<f32>() += 1.0,
+                    DType::C128 => *p.cast::<f64>() += 1.0,
                 }
             }
         }

@@ -72,6 +72,8 @@ pub use dtype::{DType, HostBuffer, IntoValues, Scalar};
 pub use error::{Op2Error, Result};
 pub use kernel::{Kernel, KernelParam};
 pub use map::Map;
+/// The complex numbers complex Dats, Globals and Consts hold.
+pub use num_complex;
 pub use registry::{
     BackendFactory, declare_known_backends, find_backend, known_backends, known_settings,
     registered_backends,

@@ -18,6 +18,7 @@
 //! `op2::mpi::Input::Slices` expects); writing is done by one rank after gathering, since Debian's
 //! HDF5 is the serial build.
 
+use op2_core::num_complex::{Complex32, Complex64};
 use op2_core::{Const, DType, Dat, Map, Op2Error, Runtime, Scalar, Set};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -170,6 +171,8 @@ fn op2_type_name(d: DType) -> &'static str {
         DType::U32 => "unsigned",
         DType::I64 => "long",
         DType::U64 => "unsigned long",
+        DType::C64 => "float complex",
+        DType::C128 => "double complex",
     }
 }
 
@@ -386,6 +389,8 @@ impl H5File {
         );
         if T::DTYPE.is_float() {
             self.read_floats(name, ds, &t, selection)
+        } else if T::DTYPE.is_complex() {
+            self.read_complex(name, ds, &t, selection)
         } else if T::DTYPE == DType::U64 && unsigned_64 {
             // Straight through: values past i64's range are valid u64s.
             Ok(bytemuck_vec(self.read_as::<u64>(name, ds, selection)?))
@@ -470,6 +475,35 @@ impl H5File {
         match T::DTYPE {
             DType::F64 => Ok(bytemuck_vec(self.read_as::<f64>(name, ds, rows)?)),
             _ => Ok(bytemuck_vec(self.read_as::<f32>(name, ds, rows)?)),
+        }
+    }
+
+    /// Reads (rows of) a complex dataset (h5py's compound of floats `r` and `i`) as `T`
+    /// (complex64 or complex128), refusing to narrow.
+    fn read_complex<T: Scalar>(
+        &self,
+        name: &str,
+        ds: &hdf5::Dataset,
+        t: &hdf5::types::TypeDescriptor,
+        rows: Option<Range<usize>>,
+    ) -> Result<Vec<T>> {
+        use hdf5::types::{FloatSize, TypeDescriptor as D};
+        let parts: Vec<(&str, &D)> = match t {
+            D::Compound(c) => c.fields.iter().map(|f| (f.name.as_str(), &f.ty)).collect(),
+            _ => Vec::new(),
+        };
+        let fits = match parts.as_slice() {
+            [("r", D::Float(r)), ("i", D::Float(i))] if r == i => {
+                T::DTYPE == DType::C128 || *r == FloatSize::U4
+            }
+            _ => false,
+        };
+        if !fits {
+            return Err(self.type_error(name, t, op2_type_name(T::DTYPE)));
+        }
+        match T::DTYPE {
+            DType::C128 => Ok(bytemuck_vec(self.read_as::<Complex64>(name, ds, rows)?)),
+            _ => Ok(bytemuck_vec(self.read_as::<Complex32>(name, ds, rows)?)),
         }
     }
 
@@ -614,6 +648,13 @@ impl H5File {
             DType::U32 => self.write_dataset::<u32>(name, shape, bytemuck::cast_slice(values)),
             DType::I64 => self.write_dataset::<i64>(name, shape, bytemuck::cast_slice(values)),
             DType::U64 => self.write_dataset::<u64>(name, shape, bytemuck::cast_slice(values)),
+            // h5py's layout: a compound of `r` and `i`.
+            DType::C64 => {
+                self.write_dataset::<Complex32>(name, shape, bytemuck::cast_slice(values))
+            }
+            DType::C128 => {
+                self.write_dataset::<Complex64>(name, shape, bytemuck::cast_slice(values))
+            }
         }
     }
 
@@ -835,7 +876,9 @@ fn integers_as<T: Scalar>(wide: Vec<i64>) -> std::result::Result<Vec<T>, i64> {
         DType::U32 => narrow::<u32, T>(&wide),
         DType::I64 => Ok(bytemuck_vec(wide)),
         DType::U64 => narrow::<u64, T>(&wide),
-        DType::F64 | DType::F32 => unreachable!("floats are read by read_floats"),
+        DType::F64 | DType::F32 | DType::C64 | DType::C128 => {
+            unreachable!("floats are read by read_floats, complex values by read_complex")
+        }
     }
 }
 

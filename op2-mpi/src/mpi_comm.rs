@@ -332,6 +332,10 @@ impl Inner {
                 DType::U32 => start!(u32),
                 DType::I64 => start!(i64),
                 DType::U64 => start!(u64),
+                // Complex values go through the gather (`begin_all_reduce`); a sum of them is
+                // the sum of their parts all the same.
+                DType::C64 => start!(f32),
+                DType::C128 => start!(f64),
             }
         }
         op.words.push(send);
@@ -539,8 +543,9 @@ impl Communicator for MpiCommunicator {
         // Floating-point values are combined here in rank order with op2-core's `combine`, so
         // that every rank gets the same bits as one process would (sums depend on the order;
         // MPI's minimum and maximum treat NaN and -0.0 their own way). Integers are exact in
-        // any order: MPI combines them, without a gather of every rank's values.
-        if !matches!(dtype, DType::F64 | DType::F32) {
+        // any order: MPI combines them, without a gather of every rank's values. Complex values
+        // are floating-point pairs.
+        if !(dtype.is_float() || dtype.is_complex()) {
             return Ok(Box::new(NativeReduction {
                 comm: self.inner.clone(),
                 len: values.len(),

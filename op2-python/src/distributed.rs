@@ -3,6 +3,7 @@
 //! declared in global numbering on every rank, partitioned collectively, each rank getting its
 //! sets in sections, its maps in local numbers and its Dats with their halo values.
 
+use op2::num_complex::{Complex32, Complex64};
 use crate::{AnyDat, Op2Failure, PyDat, PyMap, PyRuntime, PySet, values};
 use numpy::PyArray1;
 use op2::mpi::{self, GlobalDat, GlobalMap, GlobalSet, Input, MeshBuilder, Mpi, MpiError};
@@ -60,6 +61,8 @@ enum AnyGlobalDat {
     U32(GlobalDat<u32>),
     I64(GlobalDat<i64>),
     U64(GlobalDat<u64>),
+    C64(GlobalDat<Complex32>),
+    C128(GlobalDat<Complex64>),
 }
 
 /// A mesh in global numbering, declared identically on every rank: `MeshBuilder(input)` with
@@ -246,6 +249,8 @@ impl PyLocalMesh {
             AnyGlobalDat::U32(d) => AnyDat::U32(self.local.dat(d)),
             AnyGlobalDat::I64(d) => AnyDat::I64(self.local.dat(d)),
             AnyGlobalDat::U64(d) => AnyDat::U64(self.local.dat(d)),
+            AnyGlobalDat::C64(d) => AnyDat::C64(self.local.dat(d)),
+            AnyGlobalDat::C128(d) => AnyDat::C128(self.local.dat(d)),
         };
         Ok(PyDat { dat })
     }
@@ -272,6 +277,8 @@ impl PyLocalMesh {
             AnyDat::U32(d) => gather!(d),
             AnyDat::I64(d) => gather!(d),
             AnyDat::U64(d) => gather!(d),
+            AnyDat::C64(d) => gather!(d),
+            AnyDat::C128(d) => gather!(d),
         })
     }
     /// The partition in a line: partitioner, edge cut, seconds.

@@ -4,6 +4,7 @@
 //! once as [`PyLoopArg`]s, access modes and forms as enums), loops, the error kinds the
 //! Python layer maps, and NumPy views over op2's own memory.
 
+use op2::num_complex::{Complex32, Complex64};
 use numpy::ndarray::ArrayView2;
 use numpy::{Element, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use op2::{Access, Arg, Kernel, Layers, Map, Op2Error, Region, Runtime, Scalar, Set, SetSizes};
@@ -304,6 +305,8 @@ enum AnyDat {
     U32(op2::Dat<u32>),
     I64(op2::Dat<i64>),
     U64(op2::Dat<u64>),
+    C64(op2::Dat<Complex32>),
+    C128(op2::Dat<Complex64>),
 }
 
 macro_rules! each_dat {
@@ -315,6 +318,8 @@ macro_rules! each_dat {
             AnyDat::U32($x) => $body,
             AnyDat::I64($x) => $body,
             AnyDat::U64($x) => $body,
+            AnyDat::C64($x) => $body,
+            AnyDat::C128($x) => $body,
         }
     };
 }
@@ -389,6 +394,24 @@ impl PyDat {
     fn norm(&self) -> PyResult<f64> {
         each_dat!(&self.dat, d => d.norm().map_err(fail))
     }
+    /// The inner product with `other` (a Dat of the same type, set and dim), `other`
+    /// conjugated where complex ([`op2::Dat::inner`]), summed over ranks.
+    fn inner<'py>(&self, py: Python<'py>, other: &PyDat) -> PyResult<Bound<'py, PyAny>> {
+        macro_rules! same {
+            ($($v:ident),*) => {
+                match (&self.dat, &other.dat) {
+                    $((AnyDat::$v(a), AnyDat::$v(b)) => {
+                        let v = a.inner(b).map_err(fail)?;
+                        Ok(numpy::PyArray1::from_vec(py, vec![v]).into_any())
+                    })*
+                    _ => Err(pyo3::exceptions::PyTypeError::new_err(
+                        "an inner product needs two Dats of one type",
+                    )),
+                }
+            };
+        }
+        same!(F64, F32, I32, U32, I64, U64, C64, C128)
+    }
     fn zero(&self) -> PyResult<()> {
         each_dat!(&self.dat, d => d.zero().map_err(fail))
     }
@@ -431,6 +454,8 @@ impl PyDat {
             "uint32" => with!(u32),
             "int64" => with!(i64),
             "uint64" => with!(u64),
+            "complex64" => with!(Complex32),
+            "complex128" => with!(Complex64),
             other => Err(pyo3::exceptions::PyTypeError::new_err(format!(
                 "a scalar of type {other} is not one op2-rs holds"
             ))),
@@ -447,7 +472,7 @@ impl PyDat {
                 }
             };
         }
-        same!(F64, F32, I32, U32, I64, U64);
+        same!(F64, F32, I32, U32, I64, U64, C64, C128);
         each_dat!(&self.dat, a => each_dat!(&other.dat, b => a.c_arith_scalar(op2::ArithOp::Add, 0i32, b)))
             .map_err(fail)
     }
@@ -492,6 +517,8 @@ enum AnyGlobal {
     U32(op2::Global<u32>),
     I64(op2::Global<i64>),
     U64(op2::Global<u64>),
+    C64(op2::Global<Complex32>),
+    C128(op2::Global<Complex64>),
 }
 
 macro_rules! each_global {
@@ -503,6 +530,8 @@ macro_rules! each_global {
             AnyGlobal::U32($x) => $body,
             AnyGlobal::I64($x) => $body,
             AnyGlobal::U64($x) => $body,
+            AnyGlobal::C64($x) => $body,
+            AnyGlobal::C128($x) => $body,
         }
     };
 }
@@ -545,6 +574,8 @@ enum AnyConst {
     U32(op2::Const<u32>),
     I64(op2::Const<i64>),
     U64(op2::Const<u64>),
+    C64(op2::Const<Complex32>),
+    C128(op2::Const<Complex64>),
 }
 
 macro_rules! each_const {
@@ -556,6 +587,8 @@ macro_rules! each_const {
             AnyConst::U32($x) => $body,
             AnyConst::I64($x) => $body,
             AnyConst::U64($x) => $body,
+            AnyConst::C64($x) => $body,
+            AnyConst::C128($x) => $body,
         }
     };
 }
@@ -587,6 +620,8 @@ macro_rules! by_dtype {
             "uint32" => $make!(u32, U32),
             "int64" => $make!(i64, I64),
             "uint64" => $make!(u64, U64),
+            "complex64" => $make!(Complex32, C64),
+            "complex128" => $make!(Complex64, C128),
             other => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!(
                     "op2 has no {} of {other}",

@@ -2,6 +2,7 @@
 //! over op2's mixed sets, maps and Dats, and the loop arg that hands a kernel one pointer array
 //! across the components (block matrices and mixed solves are in `la.rs`).
 
+use op2::num_complex::{Complex32, Complex64};
 use crate::{AnyDat, Op2Failure, PyDat, PyMap, PySet, fail};
 use op2::{MixedDat, MixedMap, MixedSet};
 use pyo3::prelude::*;
@@ -26,6 +27,8 @@ pub(crate) enum AnyMixedDat {
     U32(MixedDat<u32>),
     I64(MixedDat<i64>),
     U64(MixedDat<u64>),
+    C64(MixedDat<Complex32>),
+    C128(MixedDat<Complex64>),
 }
 
 #[pyclass(name = "MixedDat", module = "op2rs._op2", frozen)]
@@ -65,6 +68,8 @@ impl PyMixedDat {
             AnyDat::U32(_) => collect!(U32),
             AnyDat::I64(_) => collect!(I64),
             AnyDat::U64(_) => collect!(U64),
+            AnyDat::C64(_) => collect!(C64),
+            AnyDat::C128(_) => collect!(C128),
         };
         Ok(PyMixedDat { dat })
     }
@@ -101,6 +106,8 @@ impl PyMixedDat {
             AnyMixedDat::U32(d) => arg!(d),
             AnyMixedDat::I64(d) => arg!(d),
             AnyMixedDat::U64(d) => arg!(d),
+            AnyMixedDat::C64(d) => arg!(d),
+            AnyMixedDat::C128(d) => arg!(d),
         }))
     }
     /// The float64 values in the mixed set's flat numbering (a matrix of mixed spaces

@@ -184,6 +184,9 @@ class Dat:
         running what it depends on."""
     def norm(self) -> float:
         """The 2-norm of every value."""
+    def inner(self, other: Dat) -> NDArray[Any]:
+        """The inner product with ``other`` (same type, set and dim; conjugated where complex),
+        summed over ranks, as a one-value array of the Dats' type."""
     def zero(self) -> None: ...
     def arith(self, op: Arith, other: Dat, out: Dat | None = None) -> None:
         """``self op other`` as C computes it, into ``out`` or in place."""

@@ -12,11 +12,13 @@ _CTYPES = {
     "bool": "unsigned char", "int8": "char", "int16": "short", "int32": "int",
     "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
     "uint32": "unsigned int", "uint64": "unsigned long", "float32": "float",
-    "float64": "double",
+    "float64": "double", "complex64": "float complex", "complex128": "double complex",
 }
 
-# The types op2-rs's Dats, Globals and Consts hold (its ``DType``).
-SUPPORTED = ("float64", "float32", "int32", "uint32", "int64", "uint64")
+# The types op2-rs's Dats, Globals and Consts hold (its ``DType``). Complex values run on the
+# host backends (seq, openmp); device backends refuse their loops.
+SUPPORTED = ("float64", "float32", "int32", "uint32", "int64", "uint64", "complex64",
+             "complex128")
 
 
 def as_cstr(dtype):

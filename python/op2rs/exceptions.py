@@ -121,6 +121,7 @@ _KINDS = {
     "IterationSpace": IndexValueError,
     "GlobalAccess": ModeValueError,
     "ReductionOnDat": ModeValueError,
+    "UnorderedReduction": ModeValueError,
     "KernelNotFound": KernelTypeError,
     "KernelParamCount": KernelTypeError,
     "KernelParamShape": KernelTypeError,

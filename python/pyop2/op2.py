@@ -29,7 +29,8 @@ from op2rs.configuration import configuration  # noqa: F401
 from op2rs.data import Dat as _Dat
 from op2rs.data import Global as _Global
 from op2rs.data import MixedDat as _MixedDat
-from op2rs.exceptions import (MapTypeError, MapValueError, ModeValueError,  # noqa: F401
+from op2rs.exceptions import (DataValueError, MapTypeError, MapValueError,  # noqa: F401
+                              ModeValueError,
                               NameTypeError, SizeTypeError, SparsityTypeError)
 from op2rs.exceptions import call as _call
 from op2rs.kernels import Kernel as _Kernel
@@ -298,6 +299,30 @@ class Dat(_Dat):
     data_wo = data
     data_wo_with_halos = data_with_halos
 
+    @property
+    def _data(self):
+        """The values with halos (today's pyop2 keeps its NumPy array here; programs and its
+        own tests assign to it)."""
+        return self.data_with_halos
+
+    @_data.setter
+    def _data(self, value):
+        values = np.asarray(value, dtype=self.dtype).reshape(-1)
+        target = self.data_with_halos.reshape(-1)
+        if values.size > target.size:
+            raise DataValueError("Dat %s holds %d values, not %d"
+                                 % (self.name, target.size, values.size))
+        target[:values.size] = values
+
+    def inner(self, other):
+        """The inner product with ``other``, which is conjugated (a Dat of the same type on the
+        same DataSet): a value of the Dats' type, summed over ranks."""
+        if not isinstance(other, _Dat) or other.dataset != self.dataset:
+            raise TypeError("inner needs a Dat on %s" % (self.dataset,))
+        self._used()
+        other._used()
+        return _call(self._native.inner, other._native)[0]
+
     def zero(self, subset=None):
         """Sets the values to zero (those of ``subset``'s elements only, when given)."""
         self._version += 1
@@ -430,6 +455,17 @@ class MixedDat(_MixedDat):
             raise NotImplementedError("MixedDat.copy with a subset is not supported")
         for a, b in zip(self._dats, other):
             a.copy(b)
+
+    def inner(self, other):
+        """The sum of the components' inner products with ``other``'s (conjugated)."""
+        if not isinstance(other, _MixedDat) or len(other) != len(self):
+            raise TypeError("inner needs a MixedDat of as many components")
+        return sum(a.inner(b) for a, b in zip(self, other))
+
+    @property
+    def norm(self):
+        """The 2-norm of every value of every component (a float, complex values too)."""
+        return float(np.sqrt(abs(self.inner(self))))
 
     def save(self, filename):
         """``numpy.save`` of every component's owned values, one after another."""

@@ -196,7 +196,7 @@ def test_pyop2_errors():
     with pytest.raises(op2.DataValueError):
         op2.Dat(nodes, [1.0, 2.0], name="short")
     with pytest.raises(op2.DataTypeError):
-        op2.Dat(nodes, dtype=np.complex128)
+        op2.Dat(nodes, dtype=np.float16)
     with pytest.raises(op2.ModeValueError):
         x(op2.MIN)
     with pytest.raises(op2.ModeValueError):

@@ -4,6 +4,8 @@ kernel arguments (a map row's values in one array), the present Sparsity and Mat
 Kernel keywords, ``pyop2.datatypes`` and ``pyop2.exceptions``. Runs on the suite's backend;
 expected values are computed with NumPy."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -448,3 +450,67 @@ static void k(const double *v, double *lo, double *hi) {
     np.testing.assert_array_equal(hi.data_ro, want_hi)
     with pytest.raises(exceptions.ModeValueError):
         lo(op2.MIN)
+
+
+# Complex values: C99's ``double complex`` in kernels, on the host backends; device backends
+# refuse their loops (their languages have no ``_Complex``).
+HOST = os.environ.get("OP2RS_TEST_BACKEND", "sequential") in ("sequential", "seq", "openmp")
+
+
+def test_complex_dats_and_globals_through_packed_kernels():
+    n = 8
+    nodes, edges = op2.Set(n), op2.Set(n)
+    e2n = op2.Map(edges, nodes, 2, [[e, (e + 1) % n] for e in range(n)])
+    w = np.arange(n) * (1 - 0.5j)
+    weights = op2.Dat(edges ** 1, w, np.complex128)
+    acc = op2.Dat(nodes ** 1, np.full(n, 1j), np.complex128)
+    total = op2.Global(1, 0, np.complex128, comm=COMM_WORLD)
+    assert acc.dtype == np.complex128 and acc.ctype == datatypes.as_cstr(np.complex128)
+
+    def run():
+        op2.par_loop(op2.Kernel("""
+#include <complex.h>
+static void k(const double complex *w, double complex *a, double complex *t) {
+  a[0] += *w * I;
+  a[1] += conj(*w);
+  *t += *w * *w;
+}""", "k"), edges, weights(op2.READ), acc(op2.INC, e2n), total(op2.INC))
+    if not HOST:
+        with pytest.raises(op2rs.exceptions.Op2Error, match="complex"):
+            run()
+        return
+    run()
+    want = np.full(n, 1j)
+    for e in range(n):
+        want[e] += w[e] * 1j
+        want[(e + 1) % n] += np.conj(w[e])
+    np.testing.assert_allclose(acc.data_ro, want)
+    np.testing.assert_allclose(total.data_ro, [np.sum(w * w)])
+    with pytest.raises(exceptions.ModeValueError):
+        op2.par_loop(op2.Kernel("static void m(double complex *t) { }", "m"), edges,
+                     total(op2.MIN))
+
+
+def test_complex_dat_arithmetic_inner_and_norm():
+    s = op2.Set(2)
+    a = op2.Dat(s, [3, 4j], np.complex128)
+    b = op2.Dat(s, [4 + 1j, 5j], np.complex128)
+    if not HOST:
+        with pytest.raises(op2rs.exceptions.Op2Error, match="complex"):
+            a.inner(b)
+        return
+    # The second operand is conjugated: 3 * (4 - 1j) + 4j * -5j.
+    assert a.inner(b) == pytest.approx(32 - 3j)
+    assert type(a.norm) is float and a.norm == pytest.approx(5.0)
+    np.testing.assert_allclose((a * b).data_ro, [12 + 3j, -20])
+    np.testing.assert_allclose((a / (2j)).data_ro, [-1.5j, 2])
+    # The left Dat's type: a real Dat plus a complex one stays real (C drops the imaginary part).
+    r = op2.Dat(s, [1.0, 2.0])
+    assert (r + a).dtype == np.float64
+    np.testing.assert_allclose((r + a).data_ro, [4.0, 2.0])
+    np.testing.assert_allclose((a + r).data_ro, [4, 2 + 4j])
+    m = op2.MixedDat([a, b])
+    assert m.inner(m) == pytest.approx(25 + 17 + 25)
+    assert type(m.norm) is float and m.norm == pytest.approx(np.sqrt(67))
+    a._data = [1j, 1]
+    np.testing.assert_array_equal(a.data_ro, [1j, 1])

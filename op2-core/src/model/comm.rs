@@ -125,7 +125,8 @@ pub trait Communicator: Send + Sync + fmt::Debug {
     }
 }
 
-/// Combines `b` into `a` (elements of `dtype`) under `op`.
+/// Combines `b` into `a` (elements of `dtype`) under `op`. Complex values combine part by part
+/// (a sum; MIN and MAX on them are refused before any loop runs).
 pub fn combine(a: &mut [u8], b: &[u8], dtype: DType, op: ReduceOp) {
     macro_rules! fold {
         ($t:ty, $add:expr) => {{
@@ -163,6 +164,8 @@ pub fn combine(a: &mut [u8], b: &[u8], dtype: DType, op: ReduceOp) {
         DType::U32 => fold!(u32, u32::wrapping_add),
         DType::I64 => fold!(i64, i64::wrapping_add),
         DType::U64 => fold!(u64, u64::wrapping_add),
+        DType::C64 => fold!(f32, |x: f32, y: f32| x + y),
+        DType::C128 => fold!(f64, |x: f64, y: f64| x + y),
     }
 }
 

@@ -17,17 +17,23 @@ pub enum DType {
     I64,
     /// `uint64_t`
     U64,
+    /// `float _Complex` (NumPy's `complex64`: two `float`s, real part first)
+    C64,
+    /// `double _Complex` (NumPy's `complex128`: two `double`s, real part first)
+    C128,
 }
 
 impl DType {
     /// All element types, in declaration order.
-    pub const ALL: [DType; 6] = [
+    pub const ALL: [DType; 8] = [
         DType::F64,
         DType::F32,
         DType::I32,
         DType::U32,
         DType::I64,
         DType::U64,
+        DType::C64,
+        DType::C128,
     ];
 
     /// The C99 type name the generated code uses.
@@ -39,20 +45,38 @@ impl DType {
             DType::U32 => "uint32_t",
             DType::I64 => "int64_t",
             DType::U64 => "uint64_t",
+            DType::C64 => "float _Complex",
+            DType::C128 => "double _Complex",
         }
     }
 
     /// Size of one element in bytes.
     pub fn size(self) -> usize {
         match self {
-            DType::F64 | DType::I64 | DType::U64 => 8,
+            DType::C128 => 16,
+            DType::F64 | DType::I64 | DType::U64 | DType::C64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
         }
     }
 
-    /// Whether this is a floating-point type.
+    /// Whether this is a real floating-point type.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F64 | DType::F32)
+    }
+
+    /// Whether this is a complex type: values without an order (no MIN or MAX reductions), which
+    /// only the host backends' C compiles.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// The real type of one part of a complex type (the type itself for the others).
+    pub fn real_part(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            d => d,
+        }
     }
 
     /// The element type a C type name denotes on LP64 targets, if it is one we know
@@ -68,7 +92,20 @@ impl DType {
             })
             .collect();
         let unsigned = words.contains(&"unsigned");
-        let core: Vec<&str> = words.iter().copied().filter(|w| *w != "unsigned").collect();
+        // `complex` is <complex.h>'s spelling of `_Complex`, before or after the real type.
+        let complex = words.iter().any(|w| matches!(*w, "complex" | "_Complex"));
+        let core: Vec<&str> = words
+            .iter()
+            .copied()
+            .filter(|w| !matches!(*w, "unsigned" | "complex" | "_Complex"))
+            .collect();
+        if complex {
+            return match (unsigned, core.as_slice()) {
+                (false, ["double"]) => Some(DType::C128),
+                (false, ["float"]) => Some(DType::C64),
+                _ => None,
+            };
+        }
         Some(match (unsigned, core.as_slice()) {
             (false, ["double"]) => DType::F64,
             (false, ["float"]) => DType::F32,
@@ -98,6 +135,8 @@ impl fmt::Display for DType {
             DType::U32 => "u32",
             DType::I64 => "i64",
             DType::U64 => "u64",
+            DType::C64 => "c64",
+            DType::C128 => "c128",
         })
     }
 }
@@ -106,15 +145,17 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A Rust type that can be stored in a Dat, Global or Const.
+/// A Rust type that can be stored in a Dat, Global or Const: the real types and
+/// [`num_complex::Complex`] of `f32` or `f64`.
 pub trait Scalar:
-    bytemuck::Pod + PartialOrd + fmt::Debug + Send + Sync + sealed::Sealed + 'static
+    bytemuck::Pod + PartialEq + fmt::Debug + Send + Sync + sealed::Sealed + 'static
 {
     /// The matching [`DType`].
     const DTYPE: DType;
-    /// The largest value (identity of MIN).
+    /// The largest value (identity of MIN). Complex values have no order: theirs is the real
+    /// part's largest value with a zero imaginary part, and MIN and MAX on them are refused.
     const MAX_VALUE: Self;
-    /// The smallest value (identity of MAX).
+    /// The smallest value (identity of MAX); for complex types see [`Scalar::MAX_VALUE`].
     const MIN_VALUE: Self;
     /// Zero (identity of INC).
     const ZERO: Self;
@@ -138,6 +179,20 @@ scalar!(u32, U32, u32::MIN, u32::MAX);
 scalar!(i64, I64, i64::MIN, i64::MAX);
 scalar!(u64, U64, u64::MIN, u64::MAX);
 
+macro_rules! complex_scalar {
+    ($t:ty, $d:ident) => {
+        impl sealed::Sealed for num_complex::Complex<$t> {}
+        impl Scalar for num_complex::Complex<$t> {
+            const DTYPE: DType = DType::$d;
+            const MAX_VALUE: Self = num_complex::Complex::new(<$t>::INFINITY, 0.0);
+            const MIN_VALUE: Self = num_complex::Complex::new(<$t>::NEG_INFINITY, 0.0);
+            const ZERO: Self = num_complex::Complex::new(0.0, 0.0);
+        }
+    };
+}
+complex_scalar!(f32, C64);
+complex_scalar!(f64, C128);
+
 /// Host storage for any [`DType`]: a `Vec` of the element type itself, so a program's own `Vec`
 /// becomes a Dat's storage without a copy ([`HostBuffer::from_vec`]) and can be handed back the
 /// same way ([`HostBuffer::into_vec`]).
@@ -157,6 +212,8 @@ enum Storage {
     U32(Vec<u32>),
     I64(Vec<i64>),
     U64(Vec<u64>),
+    C64(Vec<num_complex::Complex32>),
+    C128(Vec<num_complex::Complex64>),
 }
 
 /// Runs `$body` with `$v` bound to the storage's typed `Vec` (by reference, as `$e` gives it).
@@ -169,6 +226,8 @@ macro_rules! with_storage {
             Storage::U32($v) => $body,
             Storage::I64($v) => $body,
             Storage::U64($v) => $body,
+            Storage::C64($v) => $body,
+            Storage::C128($v) => $body,
         }
     };
 }
@@ -185,7 +244,7 @@ impl HostBuffer {
         // Spare capacity (a Vec grown by pushing) would be held for the Dat's whole life; giving
         // it back moves nothing for large buffers (the allocator remaps them).
         values.shrink_to_fit();
-        // `T` is one of the six sealed scalars: exactly one downcast matches, and it moves the
+        // `T` is one of the eight sealed scalars: exactly one downcast matches, and it moves the
         // `Vec`'s header only.
         let any: Box<dyn std::any::Any> = Box::new(values);
         let storage = match T::DTYPE {
@@ -195,6 +254,8 @@ impl HostBuffer {
             DType::U32 => Storage::U32(*any.downcast().expect("T is u32")),
             DType::I64 => Storage::I64(*any.downcast().expect("T is i64")),
             DType::U64 => Storage::U64(*any.downcast().expect("T is u64")),
+            DType::C64 => Storage::C64(*any.downcast().expect("T is Complex32")),
+            DType::C128 => Storage::C128(*any.downcast().expect("T is Complex64")),
         };
         HostBuffer {
             storage,
@@ -212,6 +273,8 @@ impl HostBuffer {
             DType::U32 => Storage::U32(vec![0; len]),
             DType::I64 => Storage::I64(vec![0; len]),
             DType::U64 => Storage::U64(vec![0; len]),
+            DType::C64 => Storage::C64(vec![num_complex::Complex32::new(0.0, 0.0); len]),
+            DType::C128 => Storage::C128(vec![num_complex::Complex64::new(0.0, 0.0); len]),
         };
         HostBuffer {
             storage,
@@ -294,6 +357,8 @@ impl HostBuffer {
             Storage::U32(_) => DType::U32,
             Storage::I64(_) => DType::I64,
             Storage::U64(_) => DType::U64,
+            Storage::C64(_) => DType::C64,
+            Storage::C128(_) => DType::C128,
         }
     }
 
@@ -402,6 +467,15 @@ mod tests {
         );
         assert_eq!(DType::from_c_name("unsigned"), Some(DType::U32));
         assert_eq!(DType::from_c_name("my_real_t"), None);
+        for (name, d) in [
+            ("complex double", DType::C128),
+            ("double complex", DType::C128),
+            ("const _Complex double", DType::C128),
+            ("float _Complex", DType::C64),
+        ] {
+            assert_eq!(DType::from_c_name(name), Some(d), "{name}");
+        }
+        assert_eq!(DType::from_c_name("complex int"), None);
     }
 
     #[test]

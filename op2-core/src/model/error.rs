@@ -165,6 +165,22 @@ pub enum Op2Error {
         /// The access mode used.
         access: Access,
     },
+    /// MIN or MAX on complex values, which have no order.
+    #[error(
+        "arg {arg} of loop `{kernel}`: {access:?} needs ordered values, and `{object}` holds complex ones ({dtype})"
+    )]
+    UnorderedReduction {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The Global's or Dat's name.
+        object: String,
+        /// MIN or MAX.
+        access: Access,
+        /// Its complex element type.
+        dtype: DType,
+    },
     /// A Const used with an access that writes.
     #[error("arg {arg} of loop `{kernel}`: const `{name}` is read-only, {access:?} is not allowed")]
     ConstWrite {

@@ -68,7 +68,7 @@ impl ArithOp {
 
 /// Whether values of `d` are integers.
 fn integral(d: DType) -> bool {
-    !matches!(d, DType::F64 | DType::F32)
+    !d.is_float() && !d.is_complex()
 }
 
 /// `l op r` as C computes it for an `l` of `left`'s type and an `r` of `right`'s, converted to
@@ -168,15 +168,16 @@ impl<T: Scalar> Dat<T> {
         Ok(())
     }
 
-    /// Division is for floating-point Dats (an integer divided by zero has no value in C).
+    /// Division is for floating-point and complex Dats (an integer divided by zero has no value
+    /// in C).
     fn divisible(&self, op: BinOp) -> Result<()> {
-        if op == BinOp::Div && !matches!(T::DTYPE, DType::F64 | DType::F32) {
+        if op == BinOp::Div && integral(T::DTYPE) {
             return Err(Op2Error::AlgebraMismatch {
                 op: "div",
                 left: self.name().into(),
                 right: None,
                 reason: format!(
-                    "division needs f64 or f32 values, not {}",
+                    "division needs floating-point or complex values, not {}",
                     T::DTYPE.c_name()
                 ),
             });
@@ -413,13 +414,19 @@ impl<T: Scalar> Dat<T> {
         self.record(&rt, &k, vec![self.arg(RW), g.arg(READ), x.arg(READ)])
     }
 
-    /// The inner product: the sum over every owned element and value of `self * other` (PyOP2's
-    /// `Dat.inner`), summed over ranks once. Forces what the two Dats depend on.
+    /// The inner product: the sum over every owned element and value of `self * other`, with
+    /// `other` conjugated where complex (PyOP2's `Dat.inner`), summed over ranks once. Forces
+    /// what the two Dats depend on.
     pub fn inner(&self, other: &Dat<T>) -> Result<T> {
         self.matches("inner", other)?;
         let rt = runtime_of(self)?;
         let dim = self.dim();
         let sum = Self::scalar(&rt, T::ZERO, "op2_inner");
+        let b = match T::DTYPE {
+            DType::C128 => "conj(op2_b[op2_i])",
+            DType::C64 => "conjf(op2_b[op2_i])",
+            _ => "op2_b[op2_i]",
+        };
         let k = rt.algebra_kernel("inner", T::DTYPE, dim, |n, c| {
             format!(
                 "void {n}(const {c} *op2_a, const {c} *op2_b, {c} *op2_g) {{ {} }}",
@@ -431,7 +438,7 @@ impl<T: Scalar> Dat<T> {
                             T::DTYPE,
                             "+",
                             "op2_g[0]",
-                            &arith(T::DTYPE, "*", "op2_a[op2_i]", "op2_b[op2_i]")
+                            &arith(T::DTYPE, "*", "op2_a[op2_i]", b)
                         )
                     )
                 )
@@ -441,7 +448,8 @@ impl<T: Scalar> Dat<T> {
         Ok(sum.value()?[0])
     }
 
-    /// The 2-norm: the square root of [`Dat::inner`] with itself (PyOP2's `Dat.norm`).
+    /// The 2-norm: the square root of [`Dat::inner`] with itself (its real part for complex
+    /// Dats; PyOP2's `Dat.norm`).
     pub fn norm(&self) -> Result<f64> {
         let s = self.inner(self)?;
         Ok(to_f64(s).sqrt())
@@ -605,7 +613,7 @@ impl<T: Scalar> Dat<T> {
     }
 }
 
-/// A value of any Dat type as an `f64` (for the norm).
+/// A value of any Dat type as an `f64` (for the norm): a complex value's real part.
 pub(crate) fn to_f64<T: Scalar>(v: T) -> f64 {
     let b = bytemuck::bytes_of(&v);
     let four = || -> [u8; 4] { b[..4].try_into().expect("a 4-byte dtype") };
@@ -617,5 +625,7 @@ pub(crate) fn to_f64<T: Scalar>(v: T) -> f64 {
         DType::U32 => f64::from(u32::from_ne_bytes(four())),
         DType::I64 => i64::from_ne_bytes(eight()) as f64,
         DType::U64 => u64::from_ne_bytes(eight()) as f64,
+        DType::C64 => f64::from(f32::from_ne_bytes(four())),
+        DType::C128 => f64::from_ne_bytes(eight()),
     }
 }

@@ -153,6 +153,15 @@ pub(crate) fn check_arg(
         }
     };
     let dtype = carrier.dtype();
+    if dtype.is_complex() && matches!(arg.access, Access::Min | Access::Max) {
+        return Err(Op2Error::UnorderedReduction {
+            kernel: kname(),
+            arg: i,
+            object: carrier.name.clone(),
+            access: arg.access,
+            dtype,
+        });
+    }
     if let Some((dim, c_type)) = &arg.declared {
         if *dim != carrier.dim {
             return Err(Op2Error::DimMismatch {

@@ -71,6 +71,50 @@ with h5py.File(sys.argv[1], "w") as f:
 }
 
 #[test]
+fn complex_dats_in_h5pys_layout_both_ways() {
+    use op2_core::num_complex::{Complex32, Complex64};
+    let Some(python) = support::python_with("h5py", "python3-h5py") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("complex.h5");
+    let script = r#"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f.create_dataset("z", data=np.array([[1 + 2j], [3 - 4j]], dtype=np.complex128))
+    f.create_dataset("z32", data=np.array([0.5j, -1.5], dtype=np.complex64))
+"#;
+    support::run_python(&python, script, &[&path]);
+    let f = H5File::open_rw(&path).unwrap();
+    assert_eq!(
+        f.values::<Complex64>("z", 2, 1).unwrap(),
+        [Complex64::new(1.0, 2.0), Complex64::new(3.0, -4.0)]
+    );
+    // Single precision widens; double precision does not narrow.
+    assert_eq!(
+        f.values::<Complex64>("z32", 2, 1).unwrap(),
+        [Complex64::new(0.0, 0.5), Complex64::new(-1.5, 0.0)]
+    );
+    assert!(f.values::<Complex32>("z", 2, 1).is_err());
+    // Real values are not complex ones, nor the other way round.
+    assert!(f.values::<f64>("z", 2, 1).is_err());
+    f.write_dat_values(
+        "w",
+        2,
+        &[Complex32::new(1.0, -1.0), Complex32::new(0.0, 3.0)],
+    )
+    .unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let read_back = "import sys, h5py; d = h5py.File(sys.argv[1])['w']; \
+                     print(d.dtype, *(complex(v) for v in d[0]), d.attrs['type'].decode())";
+    assert_eq!(
+        support::run_python(&python, read_back, &[&path]),
+        "complex64 (1-1j) 3j float complex"
+    );
+}
+
+#[test]
 fn h5dump_sees_op2s_layout() {
     let have = Command::new("h5dump")
         .arg("--version")

@@ -58,4 +58,17 @@ proptest! {
         let s: Vec<f32> = v.iter().map(|&x| x as f32).collect();
         prop_assert_eq!(bytemuck_bytes(&round_trip(&s, dim, 0, 1).0), bytemuck_bytes(&s));
     }
+
+    #[test]
+    fn complex_values_round_trip_bit_for_bit(
+        values in proptest::collection::vec((any::<f64>(), any::<f64>()), 0..60), dim in 1usize..4,
+    ) {
+        use op2_core::num_complex::{Complex32, Complex64};
+        let n = values.len() / dim * dim;
+        let wide: Vec<Complex64> = values[..n].iter().map(|&(r, i)| Complex64::new(r, i)).collect();
+        prop_assert_eq!(bytemuck_bytes(&round_trip(&wide, dim, 1, 3).0), bytemuck_bytes(&wide));
+        let narrow: Vec<Complex32> =
+            values[..n].iter().map(|&(r, i)| Complex32::new(r as f32, i as f32)).collect();
+        prop_assert_eq!(bytemuck_bytes(&round_trip(&narrow, dim, 0, 2).0), bytemuck_bytes(&narrow));
+    }
 }

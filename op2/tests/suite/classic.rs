@@ -339,7 +339,7 @@ fn midpoint_of_pyop2s_example() {
 }
 
 /// Values a test can build from small integers in every element type.
-trait TestNum: Scalar + Copy {
+trait TestNum: Scalar + Copy + PartialOrd {
     fn from_i64(v: i64) -> Self;
     fn c_type() -> &'static str {
         Self::DTYPE.c_name()

@@ -9,6 +9,7 @@ mod aliasing;
 mod bad_input;
 mod checkpoint;
 mod classic;
+mod complex;
 mod dat_algebra;
 mod direct_rows;
 mod distributed;
