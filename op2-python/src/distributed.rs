@@ -3,10 +3,10 @@
 //! declared in global numbering on every rank, partitioned collectively, each rank getting its
 //! sets in sections, its maps in local numbers and its Dats with their halo values.
 
-use op2::num_complex::{Complex32, Complex64};
 use crate::{AnyDat, Op2Failure, PyDat, PyMap, PyRuntime, PySet, values};
 use numpy::PyArray1;
 use op2::mpi::{self, GlobalDat, GlobalMap, GlobalSet, Input, MeshBuilder, Mpi, MpiError};
+use op2::num_complex::{Complex32, Complex64};
 use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
 

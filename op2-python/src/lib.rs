@@ -4,9 +4,9 @@
 //! once as [`PyLoopArg`]s, access modes and forms as enums), loops, the error kinds the
 //! Python layer maps, and NumPy views over op2's own memory.
 
-use op2::num_complex::{Complex32, Complex64};
 use numpy::ndarray::ArrayView2;
 use numpy::{Element, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use op2::num_complex::{Complex32, Complex64};
 use op2::{Access, Arg, Kernel, Layers, Map, Op2Error, Region, Runtime, Scalar, Set, SetSizes};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -175,6 +175,20 @@ enum LoopArg {
     Data(Arg),
     /// A matrix arg (op2-la runs such loops).
     Mat(op2::la::MatArg),
+}
+
+#[pymethods]
+impl PyLoopArg {
+    /// The same arg handing the kernel only component `c` of each of the Dat's rows
+    /// ([`op2::Arg::component`], today's PyOP2's `DatView`).
+    fn component(&self, c: usize) -> PyResult<PyLoopArg> {
+        match &self.arg {
+            LoopArg::Data(a) => Ok(PyLoopArg::data(a.clone().component(c))),
+            LoopArg::Mat(_) => Err(pyo3::exceptions::PyTypeError::new_err(
+                "a matrix arg has no components to view",
+            )),
+        }
+    }
 }
 
 impl PyLoopArg {

@@ -2,8 +2,8 @@
 //! over op2's mixed sets, maps and Dats, and the loop arg that hands a kernel one pointer array
 //! across the components (block matrices and mixed solves are in `la.rs`).
 
-use op2::num_complex::{Complex32, Complex64};
 use crate::{AnyDat, Op2Failure, PyDat, PyMap, PySet, fail};
+use op2::num_complex::{Complex32, Complex64};
 use op2::{MixedDat, MixedMap, MixedSet};
 use pyo3::prelude::*;
 

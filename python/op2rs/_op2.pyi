@@ -121,6 +121,8 @@ class Arith:
 class LoopArg:
     """One argument of a loop, made once (a Dat's, Global's, mixed Dat's or matrix's ``arg``)
     and handed to every loop that uses it."""
+    def component(self, c: int) -> LoopArg:
+        """The same arg handing the kernel only component ``c`` of each of the Dat's rows."""
 
 @final
 class Keep:

@@ -29,8 +29,8 @@ from op2rs.configuration import configuration  # noqa: F401
 from op2rs.data import Dat as _Dat
 from op2rs.data import Global as _Global
 from op2rs.data import MixedDat as _MixedDat
-from op2rs.exceptions import (DataValueError, MapTypeError, MapValueError,  # noqa: F401
-                              ModeValueError,
+from op2rs.exceptions import (DataValueError, IndexValueError,  # noqa: F401
+                              MapTypeError, MapValueError, ModeValueError,
                               NameTypeError, SizeTypeError, SparsityTypeError)
 from op2rs.exceptions import call as _call
 from op2rs.kernels import Kernel as _Kernel
@@ -66,7 +66,7 @@ __all__ = ["configuration", "READ", "WRITE", "RW", "INC", "MIN", "MAX",
            "ON_BOTTOM", "ON_TOP", "ON_INTERIOR_FACETS", "ALL",
            "debug", "info", "warning", "error", "critical", "initialised",
            "set_log_level", "MPI", "init", "exit", "Kernel", "Set", "ExtrudedSet",
-           "MixedSet", "Subset", "DataSet", "MixedDataSet", "Halo", "Dat", "MixedDat", "Mat",
+           "MixedSet", "Subset", "DataSet", "MixedDataSet", "Halo", "Dat", "DatView", "MixedDat", "Mat",
            "Global", "Constant", "Map", "MixedMap", "Sparsity", "par_loop", "ParLoop",
            "LegacyParloop", "PermutedMap", "ComposedMap"]
 
@@ -393,6 +393,77 @@ class Dat(_Dat):
             raise RuntimeError("Dat %s has a frozen halo (%s): it cannot be used with %s"
                                % (self.name, self._frozen, access))
         return super().__call__(access, path)
+
+
+class DatView:
+    """``DatView(dat, index)``: component ``index`` of each of ``dat``'s rows, used like a Dat
+    of dim 1. Its data are views of the parent's, its halo and version the parent's; in a loop
+    the kernel sees that component only (directly, or packed through a map), the other
+    components untouched."""
+
+    def __init__(self, dat, index):
+        index = tuple(index) if isinstance(index, (tuple, list)) else (index,)
+        if len(index) != len(dat.dim) or not all(
+                isinstance(i, (int, np.integer)) and 0 <= i < d for i, d in zip(index, dat.dim)):
+            raise IndexValueError("Can't create DatView with index %s for Dat with shape %s"
+                                  % (index, dat.dim))
+        self.index = index
+        self._parent = dat
+        self._component = int(np.ravel_multi_index(index, dat.dim))
+        self.name = "view[%s](%s)" % (index, dat.name)
+
+    dataset = property(lambda self: self._parent.dataset)
+    dtype = property(lambda self: self._parent.dtype)
+    ctype = property(lambda self: self._parent.ctype)
+    comm = property(lambda self: self._parent.comm)
+    cdim = 1
+    dim = (1,)
+    shape = property(lambda self: (self.dataset.total_size,))
+    dat_version = property(lambda self: self._parent.dat_version)
+
+    @property
+    def halo_valid(self):
+        return self._parent.halo_valid
+
+    @halo_valid.setter
+    def halo_valid(self, value):
+        self._parent.halo_valid = value
+
+    def _of(self, values):
+        # The parent's rows are (n,) for one value each, else (n, *dim).
+        if self._parent.cdim == 1:
+            return values
+        return values.reshape(values.shape[0], -1)[:, self._component]
+
+    data = property(lambda self: self._of(self._parent.data))
+    data_ro = property(lambda self: self._of(self._parent.data_ro))
+    data_wo = property(lambda self: self._of(self._parent.data_wo))
+    data_with_halos = property(lambda self: self._of(self._parent.data_with_halos))
+    data_ro_with_halos = property(lambda self: self._of(self._parent.data_ro_with_halos))
+    data_wo_with_halos = property(lambda self: self._of(self._parent.data_wo_with_halos))
+
+    def zero(self, subset=None):
+        """Sets the component to zero on every row, halos included, or on ``subset``'s
+        elements only. The halo stays as valid as it was (the other components' ghosts are not
+        refreshed); a set without ghosts has a valid one."""
+        s = self.dataset.set
+        valid = self._parent.halo_valid or s.total_size == s.size
+        rows = self.data_with_halos
+        if subset is None:
+            rows[:] = 0
+            self._parent.halo_valid = valid
+        else:
+            rows[np.asarray(subset.indices, dtype=np.int64)] = 0
+
+    def __call__(self, access, path=None):
+        arg = self._parent(access, path)
+        if arg.native is None:
+            raise NotImplementedError("a DatView through a local iteration space")
+        arg.native = arg.native.component(self._component)
+        return arg
+
+    def __repr__(self):
+        return "DatView(%r, %r)" % (self._parent, self.index)
 
 
 # Today's MixedMaps are one object per tuple of maps (kept until op2 exits).

@@ -514,3 +514,30 @@ def test_complex_dat_arithmetic_inner_and_norm():
     assert type(m.norm) is float and m.norm == pytest.approx(np.sqrt(67))
     a._data = [1j, 1]
     np.testing.assert_array_equal(a.data_ro, [1j, 1])
+
+
+def test_dat_views_in_loops_see_one_component():
+    n = 6
+    nodes, edges = op2.Set(n), op2.Set(n)
+    e2n = op2.Map(edges, nodes, 2, [[e, (e + 1) % n] for e in range(n)])
+    v = op2.Dat(nodes ** 3, np.arange(3 * n, dtype=np.float64).reshape(n, 3))
+    start = v.data_ro.copy()
+    comp = op2.DatView(v, 1)
+    assert (comp.cdim, comp.dim, comp.dataset) == (1, (1,), v.dataset)
+    np.testing.assert_array_equal(comp.data_ro, start[:, 1])
+    with pytest.raises(exceptions.IndexValueError):
+        op2.DatView(v, 3)
+    # Directly: component 1 written from component 2 (the others kept).
+    op2.par_loop(op2.Kernel("static void k(double *y, const double *z) { *y = 2 * *z; }", "k"),
+                 nodes, comp(op2.WRITE), op2.DatView(v, (2,))(op2.READ))
+    want = start.copy()
+    want[:, 1] = 2 * start[:, 2]
+    np.testing.assert_array_equal(v.data_ro, want)
+    # Through a map, packed: each edge adds 1 and 10 to component 0 of its two ends.
+    op2.par_loop(op2.Kernel("static void k(double *x) { x[0] += 1; x[1] += 10; }", "k"),
+                 edges, op2.DatView(v, 0)(op2.INC, e2n))
+    want[:, 0] += 11
+    np.testing.assert_array_equal(v.data_ro, want)
+    comp.zero()
+    want[:, 1] = 0
+    np.testing.assert_array_equal(v.data_ro, want)

@@ -50,6 +50,8 @@ pub struct Arg {
     /// For a mixed arg: the whole-row args of the other components, whose rows follow this
     /// arg's in the one array the kernel gets.
     pub(crate) joined: Vec<Arg>,
+    /// For a Dat arg: the one component of each row the kernel sees ([`Arg::component`]).
+    pub(crate) component: Option<usize>,
 }
 
 /// How an arg takes part in a local iteration space (PyOP2's `op2.i`): the kernel is called
@@ -100,6 +102,7 @@ impl Arg {
             exec_halo: false,
             per_entry: None,
             joined: Vec::new(),
+            component: None,
         }
     }
 
@@ -144,6 +147,21 @@ impl Arg {
     /// Whether [`Arg::with_exec_halo`] was asked.
     pub fn runs_exec_halo(&self) -> bool {
         self.exec_halo
+    }
+
+    /// Hands the kernel only component `c` of each row of this Dat arg, as a Dat of dim 1 would
+    /// be (today's PyOP2's `DatView`): a pointer to the component for a direct arg or a map
+    /// entry, an array of such pointers for a whole row, and the row's components `c` packed
+    /// for an element buffer. The other components are left as they are (a WRITE runs as RW,
+    /// so that they are kept). `c` must be below the Dat's dim, checked at `par_loop`.
+    pub fn component(mut self, c: usize) -> Self {
+        self.component = Some(c);
+        self
+    }
+
+    /// The component [`Arg::component`] chose, if any.
+    pub fn viewed_component(&self) -> Option<usize> {
+        self.component
     }
 
     /// Also checks, at `par_loop`, that the data has this dim and C type (`"double"`, `"int"`, ...).
@@ -191,6 +209,7 @@ pub fn op_arg_dat<T: Scalar>(
         exec_halo: false,
         per_entry: None,
         joined: Vec::new(),
+        component: None,
     }
 }
 

@@ -268,6 +268,17 @@ fn joined_mixed_args(rt: &Runtime, d: Draft) -> Result<Draft> {
     if d.args.iter().all(|a| a.joined.is_empty()) {
         return Ok(d);
     }
+    if let Some(i) = d
+        .args
+        .iter()
+        .position(|a| !a.joined.is_empty() && a.component.is_some())
+    {
+        return Err(Op2Error::InvalidArg {
+            kernel: d.kernel.name().into(),
+            arg: i,
+            reason: "a component of a mixed Dat's row: view one component Dat instead".into(),
+        });
+    }
     let (kernel, args) = rt.lower_joined(&d.kernel, d.args)?;
     Ok(Draft { kernel, args, ..d })
 }
@@ -275,13 +286,14 @@ fn joined_mixed_args(rt: &Runtime, d: Draft) -> Result<Draft> {
 /// Element buffers (one call per element with the element's values). A kernel taking them as a
 /// 2-D array (`double A[3][3]`, PyOP2's element matrices) is called through the same kind of
 /// kernel, which hands it each pointer as the type it declares (a `double *` is not a
-/// `double (*)[3]` to a C++ or OpenCL compiler).
+/// `double (*)[3]` to a C++ or OpenCL compiler). Args viewing one component of a Dat
+/// ([`Arg::component`]) go through it too: its kernel hands the user's the component.
 fn element_buffers(rt: &Runtime, d: Draft) -> Result<Draft> {
     let buffers = d.args.iter().any(|a| {
         matches!(
             a.per_entry,
             Some(PerEntry::Buffer { .. } | PerEntry::FlatRow)
-        )
+        ) || a.component.is_some()
     });
     let multi_dim = || {
         d.args.iter().all(|a| a.per_entry.is_none())

@@ -82,6 +82,35 @@ fn param_type(kernel: &Kernel, i: usize, carrier: &crate::model::carrier::Carrie
     }
 }
 
+/// An error unless arg `i` may view component `c` ([`Arg::component`]): a Dat's, `c` below its
+/// dim, handed over directly, through a map entry, a whole row or an element buffer.
+fn viewable(kernel: &Kernel, i: usize, a: &Arg, c: usize) -> Result<()> {
+    let refuse = |reason: String| Op2Error::InvalidArg {
+        kernel: kernel.name().into(),
+        arg: i,
+        reason,
+    };
+    let ArgTarget::Dat { carrier, .. } = &a.target else {
+        return Err(refuse(format!(
+            "component {c} of a Global or Const: only a Dat's rows have components to view"
+        )));
+    };
+    if c >= carrier.dim {
+        return Err(refuse(format!(
+            "component {c} of `{}`, whose rows have {} value(s)",
+            carrier.name, carrier.dim
+        )));
+    }
+    match a.per_entry {
+        None | Some(PerEntry::Buffer { .. }) => Ok(()),
+        Some(_) => Err(refuse(format!(
+            "component {c} of `{}` in a local iteration space: view components directly, through \
+             a map entry, a whole row or an element buffer",
+            carrier.name
+        ))),
+    }
+}
+
 /// An error unless kernel parameter `i`, handed straight through by a runtime-written kernel,
 /// holds `carrier`'s type and has the shape its arg gives ([`super::validate::check_shape`]).
 fn passed_shape(
@@ -192,6 +221,15 @@ impl Runtime {
                 ArgTarget::Global(c) | ArgTarget::Const(c) => (c.dtype(), false),
             };
             let ctype = dtype.c_name();
+            let component = a.component.take();
+            if let Some(c) = component {
+                viewable(kernel, i, &a, c)?;
+                // The other components stay: the row is read and written back, never only
+                // written (a WRITE would let the runtime skip bringing it in).
+                if a.access == Access::Write {
+                    a.access = Access::Rw;
+                }
+            }
             match (a.per_entry.take(), &a.target) {
                 (
                     Some(PerEntry::Buffer { flattened }),
@@ -201,14 +239,16 @@ impl Runtime {
                     },
                 ) => {
                     param_type(kernel, i, carrier)?;
-                    let (n, d) = (m.arity(), carrier.dim);
-                    let at = if flattened {
-                        format!("op2_c * {n} + op2_k")
-                    } else {
-                        format!("op2_k * {d} + op2_c")
+                    let n = m.arity();
+                    // A component view packs component `c` of each row: one value per entry.
+                    let (d, first, at) = match component {
+                        Some(c) => (1, c, "op2_k".to_string()),
+                        None if flattened => (carrier.dim, 0, format!("op2_c * {n} + op2_k")),
+                        None => (carrier.dim, 0, format!("op2_k * {} + op2_c", carrier.dim)),
                     };
                     let each = format!(
-                        "for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = 0; op2_c < {d}; ++op2_c)"
+                        "for (int op2_k = 0; op2_k < {n}; ++op2_k) for (int op2_c = {first}; op2_c < {}; ++op2_c)",
+                        first + d
                     );
                     params.push(format!("{ctype} **{p}"));
                     // Zeroed beyond the values (a kernel may declare more, see buffer_len).
@@ -264,6 +304,31 @@ impl Runtime {
                     return Err(bad(format!(
                         "arg {i}: a buffer or flattened row only through a whole map row"
                     )));
+                }
+                (None, ArgTarget::Dat { carrier, via }) if component.is_some() => {
+                    let c = component.expect("matched");
+                    let arity = match via {
+                        Via::Row(m) => Some(m.arity()),
+                        _ => None,
+                    };
+                    passed_shape(kernel, i, carrier, arity, 1)?;
+                    match arity {
+                        // Each row's pointer moved to its component.
+                        Some(n) => {
+                            params.push(format!("{ctype} **{p}"));
+                            let _ = writeln!(
+                                before,
+                                "  {ctype} *{p}_v[{n}];\n  for (int op2_k = 0; op2_k < {n}; ++op2_k) {p}_v[op2_k] = {p}[op2_k] + {c};"
+                            );
+                            call.push(format!("OP2_PASS({p}_v)"));
+                        }
+                        None => {
+                            params.push(format!("{ctype} *{p}"));
+                            call.push(format!("OP2_PASS({p} + {c})"));
+                        }
+                    }
+                    // The pointers point into the arg's own data.
+                    positions.push(i);
                 }
                 (None, target) => {
                     let (carrier, arity) = match target {
@@ -568,7 +633,7 @@ pub(crate) fn short_rows(kernel: &Kernel, args: &[Arg]) -> Vec<(usize, usize, us
         || params.len() != args.len()
         || args
             .iter()
-            .any(|a| a.per_entry.is_some() || !a.joined.is_empty())
+            .any(|a| a.per_entry.is_some() || !a.joined.is_empty() || a.component.is_some())
         // Element matrices (`double A[3][3]`) go through the buffers' kernel instead.
         || params.iter().any(|p| p.pointers == 0 && p.bounds.len() >= 2)
     {

@@ -25,6 +25,7 @@ mod random_meshes;
 mod registry;
 mod subsets;
 mod tiling;
+mod views;
 
 /// Counts allocations per thread, for `memory`'s checks that declarations do not copy.
 #[global_allocator]
