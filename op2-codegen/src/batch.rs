@@ -39,7 +39,11 @@ pub(crate) fn simd_reads_only(sig: &LoopSignature) -> bool {
 pub(crate) fn simd_batched(sig: &LoopSignature) -> bool {
     // Complex values have no vector types to transpose rows through; such loops run element
     // by element.
-    if sig.kernel.steps_pointers() || sig.args.iter().any(|a| a.dtype.is_complex()) {
+    // A C++ kernel's source is not rewritten into lanes (the rewrite reads C).
+    if sig.kernel.steps_pointers()
+        || sig.kernel.is_cpp()
+        || sig.args.iter().any(|a| a.dtype.is_complex())
+    {
         return false;
     }
     let lane_bytes: usize = sig

@@ -55,6 +55,16 @@ impl Codegen for DeviceCodegen<'_> {
     fn emit(&self, sig: &LoopSignature, (stub, options): &Self::Options) -> Result<DeviceUnit> {
         let d = self.dialect;
         let name = sig.kernel.name();
+        if sig.kernel.is_cpp() {
+            return Err(Op2Error::Unsupported {
+                kernel: name.into(),
+                reason: format!(
+                    "a C++ kernel (cpp=True) runs on the host backends (seq, openmp) only, not \
+                     in the {} dialect",
+                    d.name()
+                ),
+            });
+        }
         if let Some(t) = sig
             .args
             .iter()

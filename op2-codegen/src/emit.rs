@@ -63,18 +63,18 @@ impl Codegen for CCodegen {
             "/* op2-rs generated code: loop over kernel `{}` */",
             sig.kernel.name()
         );
-        s.push_str("#include <stdint.h>\n#include <math.h>\n");
-        s.push_str(complex_header(sig));
-        s.push('\n');
+        emit_host_prelude(&mut s, sig, "")?;
         emit_compiler_workarounds(&mut s, sig);
         crate::rows::emit_row_transposes(&mut s, sig, options.simd);
         emit_consts(&mut s, sig, "static");
         emit_kernel(&mut s, sig, HOST_INLINE);
         emit_lanes_kernel(&mut s, sig, options.simd);
+        open_entries(&mut s, sig);
         let _ = writeln!(s, "{} {{", WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_sequential_body(&mut s, sig, options.simd, false);
         s.push_str("}\n");
         emit_list_entry(&mut s, sig, options.simd);
+        close_entries(&mut s, sig);
         Ok(GeneratedUnit {
             source: s,
             entry,
@@ -112,7 +112,7 @@ fn emit_sequential_body(s: &mut String, sig: &LoopSignature, simd: bool, ranges:
             "  for (int op2_k = 0; op2_k < {}; op2_k++) op2_arg{i}_l[op2_k] = {init};",
             a.dim
         );
-        call[i] = format!("(void *)op2_arg{i}_l");
+        call[i] = format!("OP2_PASS(op2_arg{i}_l)");
     }
     if ranges {
         s.push_str(
@@ -229,7 +229,7 @@ pub(crate) fn emit_element_loop(
                  {indent}  {t} op2_arg{i}_g[{d}][{w}];",
                 element("op2_b0 + op2_l")
             );
-            lanes[i] = format!("(void *)&op2_arg{i}_g[0][op2_l]");
+            lanes[i] = format!("OP2_PASS(&op2_arg{i}_g[0][op2_l])");
             let _ = writeln!(
                 gather,
                 "{indent}  {}",
@@ -258,11 +258,11 @@ pub(crate) fn emit_element_loop(
             }
             let lane = if soa {
                 let _ = writeln!(s, "{indent}  {t} op2_arg{i}_g[{d}][{w}];");
-                lanes[i] = format!("(void *)&op2_arg{i}_g[0][op2_l]");
+                lanes[i] = format!("OP2_PASS(&op2_arg{i}_g[0][op2_l])");
                 "op2_arg{i}_g[op2_k][op2_l]".replace("{i}", &i.to_string())
             } else {
                 let _ = writeln!(s, "{indent}  {t} op2_arg{i}_g[{w}][{d}];");
-                lanes[i] = format!("(void *)op2_arg{i}_g[op2_l]");
+                lanes[i] = format!("OP2_PASS(op2_arg{i}_g[op2_l])");
                 "op2_arg{i}_g[op2_l][op2_k]".replace("{i}", &i.to_string())
             };
             let value = if a.access == Access::Inc {
@@ -397,6 +397,61 @@ pub(crate) fn emit_compiler_workarounds(s: &mut String, sig: &LoopSignature) {
             "#if defined(__GNUC__) && !defined(__clang__)\n\
              #pragma GCC optimize (\"no-tree-slp-vectorize\")\n#endif\n",
         );
+    }
+}
+
+/// The opening of a host unit: the C library headers (and `extra`, say `<omp.h>`), `<complex.h>`
+/// where a loop wants it ([`complex_header`]), and `OP2_PASS(x)`, how a pointer reaches the
+/// kernel whatever its parameter's spelling: through `void *` in C. A C++ kernel
+/// ([`op2_core::Kernel::cpp`]) makes the unit C++: `OP2_PASS` then goes through `op2_any`,
+/// which converts to any pointer type (C++ converts no `void *` by itself), and `restrict` is
+/// GCC's `__restrict__`. Complex values in a C++ unit are refused: C99's `_Complex` is not C++'s.
+pub(crate) fn emit_host_prelude(
+    s: &mut String,
+    sig: &LoopSignature,
+    extra: &str,
+) -> op2_core::Result<()> {
+    s.push_str("#include <stdint.h>\n#include <math.h>\n");
+    s.push_str(extra);
+    if !sig.kernel.is_cpp() {
+        s.push_str(complex_header(sig));
+        s.push_str("#define OP2_PASS(x) ((void *)(x))\n#define OP2_TYPEOF(x) __typeof__(x)\n\n");
+        return Ok(());
+    }
+    if let Some(t) = sig
+        .args
+        .iter()
+        .map(|a| a.dtype)
+        .chain(sig.consts.iter().map(|c| c.dtype))
+        .find(|t| t.is_complex())
+    {
+        return Err(op2_core::Op2Error::Unsupported {
+            kernel: sig.kernel.name().into(),
+            reason: format!(
+                "a C++ kernel over complex values ({}): C99's `_Complex` is not a C++ type",
+                t.c_name()
+            ),
+        });
+    }
+    s.push_str(
+        "struct op2_any { void *p; template <class T> operator T *() const { return (T *)p; } };\n\
+         #define OP2_PASS(x) op2_any{(void *)(x)}\n#define OP2_TYPEOF(x) decltype(x)\n\
+         #define restrict __restrict__\n\n",
+    );
+    Ok(())
+}
+
+/// Before a unit's entry points: C linkage in a C++ unit, so that they keep their names.
+pub(crate) fn open_entries(s: &mut String, sig: &LoopSignature) {
+    if sig.kernel.is_cpp() {
+        s.push_str("extern \"C\" {\n");
+    }
+}
+
+/// After a unit's entry points (see [`open_entries`]).
+pub(crate) fn close_entries(s: &mut String, sig: &LoopSignature) {
+    if sig.kernel.is_cpp() {
+        s.push_str("}\n");
     }
 }
 
@@ -580,15 +635,15 @@ pub(crate) fn kernel_call_args(sig: &LoopSignature, n: &str) -> Vec<String> {
 
 fn arg_expr(i: usize, a: &ArgSig, n: &str) -> String {
     match a.kind {
-        ArgKind::Direct => format!("(void *)(op2_arg{i} + {n} * {})", a.dim),
+        ArgKind::Direct => format!("OP2_PASS(op2_arg{i} + {n} * {})", a.dim),
         ArgKind::Indirect { map, arity, index } => {
             format!(
-                "(void *)(op2_arg{i} + (int64_t)op2_map{map}[{n} * {arity} + {index}] * {})",
+                "OP2_PASS(op2_arg{i} + (int64_t)op2_map{map}[{n} * {arity} + {index}] * {})",
                 a.dim
             )
         }
-        ArgKind::Row { .. } => format!("(void *)op2_arg{i}_vec"),
-        ArgKind::Global => format!("(void *)op2_arg{i}"),
+        ArgKind::Row { .. } => format!("OP2_PASS(op2_arg{i}_vec)"),
+        ArgKind::Global => format!("OP2_PASS(op2_arg{i})"),
     }
 }
 
@@ -634,7 +689,7 @@ mod tests {
                 .contains("op2_arg1_vec[2] = op2_arg1 + (int64_t)op2_map0[op2_n * 3 + 2] * 2;")
         );
         assert!(u.source.contains(
-            "op2_kernel_midpoint((void *)(op2_arg0 + op2_n * 2), (void *)op2_arg1_vec);"
+            "op2_kernel_midpoint(OP2_PASS(op2_arg0 + op2_n * 2), OP2_PASS(op2_arg1_vec));"
         ));
     }
 
@@ -698,7 +753,7 @@ mod tests {
             srcd.contains("op2_rows_in2_double(op2_arg2_g, op2_arg2, op2_arg2_o);"),
             "{srcd}"
         );
-        assert!(srcd.contains("(void *)&op2_arg2_g[0][op2_l]);"), "{srcd}");
+        assert!(srcd.contains("OP2_PASS(&op2_arg2_g[0][op2_l]));"), "{srcd}");
         // A direct row the kernel hands on stays in place, and the rows through the map keep
         // their lanes.
         let mut handed = direct.clone();
@@ -712,7 +767,7 @@ mod tests {
         assert_eq!(lanes.strided, [true, true, false]);
         let srch = emit(&handed);
         assert!(srch.contains(
-            "op2_lanes_k((void *)&op2_arg0_g[0][op2_l], (void *)&op2_arg1_g[0][op2_l], (void *)(op2_arg2 + op2_n * 2));"
+            "op2_lanes_k(OP2_PASS(&op2_arg0_g[0][op2_l]), OP2_PASS(&op2_arg1_g[0][op2_l]), OP2_PASS(op2_arg2 + op2_n * 2));"
         ), "{srch}");
         assert!(!srch.contains("op2_arg2_g"), "{srch}");
         // Rows of 3 have no whole-row vector: a component at a time.
@@ -730,12 +785,12 @@ mod tests {
             "static inline __attribute__((always_inline)) void op2_lanes_k(const double *a, const double *b, double *o) { o[0] = a[(0) * 8] + b[0]; }"
         ), "{src}");
         assert!(src.contains(
-            "op2_lanes_k((void *)&op2_arg0_g[0][op2_l], (void *)&op2_arg1_g[0][op2_l], (void *)(op2_arg2 + op2_n * 2));"
+            "op2_lanes_k(OP2_PASS(&op2_arg0_g[0][op2_l]), OP2_PASS(&op2_arg1_g[0][op2_l]), OP2_PASS(op2_arg2 + op2_n * 2));"
         ), "{src}");
         // The remainder, one element at a time, with the kernel as written.
         assert!(src.contains("for (int64_t op2_p = op2_b0; op2_p < op2_end; op2_p++) {"));
         assert!(
-            src.contains("op2_kernel_k((void *)(op2_arg0 + (int64_t)op2_map0[op2_n * 2 + 0] * 2)")
+            src.contains("op2_kernel_k(OP2_PASS(op2_arg0 + (int64_t)op2_map0[op2_n * 2 + 0] * 2)")
         );
         // The element-range entry: ranges, then a list whose batches gather through it.
         assert!(src.contains("void op2_list_k(const uint32_t *op2_ranges"));

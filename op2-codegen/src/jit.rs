@@ -148,16 +148,37 @@ pub struct JitCompiler {
     extra_flags: Vec<String>,
     identity: String,
     cache: CompileCache<JitFunction>,
+    /// Whether units are compiled as C++ (see [`JitCompiler::load_as`]).
+    cpp: bool,
+    /// The configuration, for the C++ compiler made at the first C++ unit.
+    config: Config,
+    /// That compiler, or why it could not be made.
+    cpp_jit: OnceLock<std::result::Result<Box<JitCompiler>, String>>,
 }
+
+/// C-only defaults a C++ unit is compiled without (g++ warns about each).
+const C_ONLY_FLAGS: [&str; 1] = ["-Werror=implicit-function-declaration"];
 
 impl JitCompiler {
     /// A compiler set up from the runtime configuration, with `extra_flags` (e.g. `-fopenmp`) after
     /// the defaults and before `OP2_CFLAGS`. Runs `cc --version` once per process and compiler and
     /// creates the cache directory (mode 0700).
     pub fn new(config: &Config, extra_flags: &[&str]) -> Result<Self> {
-        let mut flags: Vec<String> = DEFAULT_FLAGS.iter().map(|s| s.to_string()).collect();
+        Self::for_language(config, extra_flags, false)
+    }
+
+    fn for_language(config: &Config, extra_flags: &[&str], cpp: bool) -> Result<Self> {
+        let mut flags: Vec<String> = DEFAULT_FLAGS
+            .iter()
+            .filter(|f| !(cpp && C_ONLY_FLAGS.contains(f)))
+            .map(|s| s.to_string())
+            .collect();
         flags.extend(extra_flags.iter().map(|s| s.to_string()));
         flags.extend(config.cflags.iter().cloned());
+        if cpp {
+            // Before the source, which it makes C++ (the cached file is still `.c`).
+            flags.extend(["-x".to_string(), "c++".to_string()]);
+        }
         let identity = format!("{}\n{}", compiler_identity(&config.cc)?, cpu_identity());
         Ok(JitCompiler {
             cc: config.cc.clone(),
@@ -170,7 +191,32 @@ impl JitCompiler {
                 config.dump_gencode.as_deref(),
                 memory(),
             )?,
+            cpp,
+            config: config.clone(),
+            cpp_jit: OnceLock::new(),
         })
+    }
+
+    /// [`JitCompiler::load`], compiling the unit as C++ when `cpp` (a C++ kernel's, see
+    /// `op2_core::Kernel::cpp`): with the same flags and `-x c++`, linked with the C++ library.
+    /// The C++ compiler is set up at the first such unit.
+    pub fn load_as(&self, unit: &GeneratedUnit, cpp: bool) -> Result<JitFunction> {
+        if cpp == self.cpp {
+            return self.load(unit);
+        }
+        let extra: Vec<&str> = self.extra_flags.iter().map(String::as_str).collect();
+        let made = self.cpp_jit.get_or_init(|| {
+            Self::for_language(&self.config, &extra, cpp)
+                .map(Box::new)
+                .map_err(|e| e.to_string())
+        });
+        match made {
+            Ok(jit) => jit.load(unit),
+            Err(reason) => Err(Op2Error::CompilerNotFound {
+                cc: self.cc.clone(),
+                reason: reason.clone(),
+            }),
+        }
     }
 
     /// Checks, once per process for each compiler and set of backend flags, that the compiler
@@ -288,6 +334,7 @@ impl JitCompiler {
             .arg(&lib)
             .arg(src)
             .arg("-lm")
+            .args(self.cpp.then_some("-lstdc++"))
             .output()?;
         if !out.status.success() {
             let _ = fs::remove_file(&lib);

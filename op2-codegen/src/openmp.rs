@@ -37,7 +37,7 @@ impl Codegen for OpenMpCodegen {
         let reductions = reduction_args(sig);
         let mut call = kernel_call_args(sig, "op2_n");
         for &i in &reductions {
-            call[i] = format!("(void *)op2_arg{i}_l");
+            call[i] = format!("OP2_PASS(op2_arg{i}_l)");
         }
 
         let mut s = String::new();
@@ -46,14 +46,13 @@ impl Codegen for OpenMpCodegen {
             "/* op2-rs generated code (OpenMP): loop over kernel `{}` */",
             sig.kernel.name()
         );
-        s.push_str("#include <stdint.h>\n#include <math.h>\n#include <omp.h>\n");
-        s.push_str(crate::emit::complex_header(sig));
-        s.push('\n');
+        crate::emit::emit_host_prelude(&mut s, sig, "#include <omp.h>\n")?;
         crate::emit::emit_compiler_workarounds(&mut s, sig);
         crate::rows::emit_row_transposes(&mut s, sig, simd);
         emit_consts(&mut s, sig, "static");
         emit_kernel(&mut s, sig, HOST_INLINE);
         emit_lanes_kernel(&mut s, sig, simd);
+        crate::emit::open_entries(&mut s, sig);
         let _ = writeln!(s, "{} {{", OPENMP_WRAPPER_SIGNATURE.replace("NAME", &entry));
         emit_wrapper_prologue(&mut s, sig, false);
         // One partial per thread and reduction (the backend allocates them, `nthreads * dim`
@@ -201,6 +200,7 @@ impl Codegen for OpenMpCodegen {
         }
         s.push_str("}\n");
         emit_list_entry(&mut s, sig, simd);
+        crate::emit::close_entries(&mut s, sig);
         Ok(GeneratedUnit {
             source: s,
             entry,
@@ -249,7 +249,7 @@ mod tests {
         assert!(u.source[region..].contains("double *op2_arg0_vec[2];"));
         assert!(!u.source[..region].contains("op2_arg0_vec[2];"));
         assert!(u.source.contains(
-            "op2_kernel_k((void *)op2_arg0_vec, (void *)op2_arg1_l, (void *)op2_arg2_l);"
+            "op2_kernel_k(OP2_PASS(op2_arg0_vec), OP2_PASS(op2_arg1_l), OP2_PASS(op2_arg2_l));"
         ));
         assert!(u.source.contains("op2_arg1_part[op2_k] = (double)0;"));
         assert!(

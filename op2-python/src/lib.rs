@@ -283,12 +283,15 @@ struct PyKernel {
 
 #[pymethods]
 impl PyKernel {
+    /// The kernel `name` of `code`, C++ when `cpp` (today's `cpp=True`).
     #[new]
-    fn new(code: &str, name: &str) -> PyResult<Self> {
+    #[pyo3(signature = (code, name, cpp=false))]
+    fn new(code: &str, name: &str, cpp: bool) -> PyResult<Self> {
+        // PyOP2 never compared declared array bounds with arities (see the package's
+        // README): its programs declare `double *x[2]` for maps of arity 4.
+        let kernel = Kernel::without_bound_checks(name, code).map_err(fail)?;
         Ok(PyKernel {
-            // PyOP2 never compared declared array bounds with arities (see the package's
-            // README): its programs declare `double *x[2]` for maps of arity 4.
-            kernel: Kernel::without_bound_checks(name, code).map_err(fail)?,
+            kernel: if cpp { kernel.cpp() } else { kernel },
         })
     }
     #[getter]

@@ -161,9 +161,9 @@ class Map:
 
 @final
 class Kernel:
-    """A C kernel: ``Kernel(code, name)``."""
+    """A C kernel: ``Kernel(code, name)``; ``cpp=True``: a C++ one."""
 
-    def __new__(cls, code: str, name: str) -> Self: ...
+    def __new__(cls, code: str, name: str, cpp: bool = False) -> Self: ...
     @property
     def name(self) -> str: ...
     def param_count(self) -> int | None:

@@ -20,23 +20,25 @@ class Kernel:
     construction, as PyOP2 did, so ``#include "header.h"`` from those directories works on
     every backend. ``opts`` (PyOP2's COFFEE transformations) are accepted and not applied."""
 
-    def __new__(cls, code, name, opts=None, include_dirs=None):
+    def __new__(cls, code, name, opts=None, include_dirs=None, _cpp=False):
+        # ``_cpp``: the source is C++ (today's ``cpp=True``), compiled as such.
         if not isinstance(name, str):
             raise NameTypeError("name must be of type str")
         if not isinstance(code, str):
             raise KernelTypeError("op2rs kernels are C source strings (not pyop2.ir trees)")
         current()
         dirs = tuple(include_dirs or ())
-        key = (code, name, dirs)
+        key = (code, name, dirs, bool(_cpp))
         k = _kernels.get(key)
         if k is None:
             k = object.__new__(cls)
             k._code, k._name = (_preprocess(code, dirs) if dirs else code), name
             k._parsed = None
+            k._cpp = bool(_cpp)
             _kernels[key] = k
         return k
 
-    def __init__(self, code, name, opts=None, include_dirs=None):
+    def __init__(self, code, name, opts=None, include_dirs=None, _cpp=False):
         pass
 
     name = property(lambda self: self._name)
@@ -53,7 +55,7 @@ class Kernel:
         (``KernelTypeError`` when the source does not define ``name``)."""
         p = self._parsed
         if p is None:
-            k = call(_op2.Kernel, expand_stride(self._code), self._name)
+            k = call(_op2.Kernel, expand_stride(self._code), self._name, self._cpp)
             p = self._parsed = (k, k.trailing_ints() > 0)
         return p
 

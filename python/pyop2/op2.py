@@ -677,16 +677,14 @@ def _petsc_types(code):
 class Kernel(_Kernel):
     """``Kernel(code, name, opts=None, include_dirs=(), headers=(), user_code="", ldargs=None,
     cpp=False, requires_zeroed_output_arguments=False, flop_count=None, events=())``.
-    ``headers`` and ``user_code`` go before the code; ``ldargs`` and ``cpp=True`` are refused
-    with the reason (op2-rs compiles C for every backend)."""
+    ``headers`` and ``user_code`` go before the code; ``cpp=True`` compiles the loops as C++
+    (the host backends; the device backends refuse such loops); ``ldargs`` is refused with
+    the reason."""
 
     def __new__(cls, code, name, opts=None, include_dirs=(), headers=(), user_code="",
                 ldargs=None, cpp=False, requires_zeroed_output_arguments=False,
                 flop_count=None, events=()):
         _started()
-        if cpp:
-            raise NotImplementedError("Kernel(cpp=True): op2-rs compiles kernels as C on every "
-                                      "backend; C++ kernels are not supported yet")
         if ldargs:
             raise NotImplementedError("Kernel(ldargs=...): op2-rs does not link kernels against "
                                       "other libraries")
@@ -694,7 +692,7 @@ class Kernel(_Kernel):
             code = "\n".join(list(headers) + [user_code or "", code])
         if isinstance(code, str):
             code = _petsc_types(code)
-        k = super().__new__(cls, code, name, opts, list(include_dirs) or None)
+        k = super().__new__(cls, code, name, opts, list(include_dirs) or None, _cpp=cpp)
         k._flop_count = flop_count
         return k
 

@@ -177,8 +177,6 @@ def test_kernel_keywords():
     assert k.num_flops == 1
     op2.par_loop(k, s, x(op2.WRITE))
     np.testing.assert_array_equal(x.data_ro, 42.0)
-    with pytest.raises(NotImplementedError, match="C\\+\\+"):
-        op2.Kernel("static void k(double *y) {}", "k", cpp=True)
     with pytest.raises(NotImplementedError, match="pass_layer_arg"):
         op2.par_loop(k, s, x(op2.WRITE), pass_layer_arg=True)
 
@@ -541,3 +539,19 @@ def test_dat_views_in_loops_see_one_component():
     comp.zero()
     want[:, 1] = 0
     np.testing.assert_array_equal(v.data_ro, want)
+
+
+def test_cpp_kernels():
+    s = op2.Set(10)
+    y = op2.Dat(s ** 1, np.full(10, -10.5))
+    k = op2.Kernel("""
+#include <cmath>
+template <typename T> static T twice(T v) { return 2 * v; }
+static void k(double *y) { *y = twice(std::abs(*y)); }""", "k", cpp=True)
+    assert k is not op2.Kernel(k.code, "k")
+    if not HOST:
+        with pytest.raises(op2rs.exceptions.Op2Error, match="C\\+\\+"):
+            op2.par_loop(k, s, y(op2.RW))
+        return
+    op2.par_loop(k, s, y(op2.RW))
+    np.testing.assert_array_equal(y.data_ro, np.full(10, 21.0))

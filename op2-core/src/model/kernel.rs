@@ -41,6 +41,8 @@ struct KernelInner {
     /// Whether the kernel reaches data by stepping the pointers it is handed (see
     /// [`Kernel::steps_pointers`]).
     steps_pointers: bool,
+    /// Whether the source is C++ ([`Kernel::cpp`]).
+    cpp: bool,
 }
 
 /// A kernel: a C99 function that works on one element. Cheap to clone; kernels are not tied to a runtime.
@@ -78,6 +80,7 @@ impl Kernel {
             parts: Vec::new(),
             checks_bounds: true,
             steps_pointers: false,
+            cpp: false,
         })))
     }
 
@@ -89,6 +92,36 @@ impl Kernel {
     /// still refused: the kernel could write past them.
     pub fn without_bound_checks(name: &str, source: &str) -> Result<Self> {
         Ok(Kernel::new(name, source)?.altered(|k| k.checks_bounds = false))
+    }
+
+    /// This kernel written in C++ rather than C (PyOP2's `Kernel(..., cpp=True)`): its loops'
+    /// code is compiled as C++ (`-x c++`, linked with the C++ library), so the source may include
+    /// `<cmath>` or use templates and `std::`. The host backends (seq, openmp) run it; the device
+    /// backends refuse it (`Op2Error::Unsupported`), as does a loop over complex values. Loops of
+    /// C and C++ kernels are not fused with each other. A new kernel (its own id) when this one
+    /// is shared.
+    pub fn cpp(self) -> Self {
+        match Arc::try_unwrap(self.0) {
+            Ok(mut inner) => {
+                inner.cpp = true;
+                Kernel(Arc::new(inner))
+            }
+            Err(shared) => {
+                let k = Kernel::fused(&shared.name, shared.source.clone(), shared.parts.clone());
+                k.altered(|k| {
+                    k.cpp = true;
+                    k.checks_bounds = shared.checks_bounds;
+                    k.steps_pointers = shared.steps_pointers;
+                    k.params = shared.params.clone();
+                    k.identifiers = shared.identifiers.clone();
+                })
+            }
+        }
+    }
+
+    /// Whether the source is C++ ([`Kernel::cpp`]).
+    pub fn is_cpp(&self) -> bool {
+        self.0.cpp
     }
 
     /// Whether `par_loop` compares parameters' array bounds with the args (see
@@ -103,8 +136,10 @@ impl Kernel {
     /// checks do not apply.
     pub(crate) fn fused(name: &str, source: String, parts: Vec<(Kernel, Vec<usize>)>) -> Self {
         let (identifiers, params) = read_source(&source, name);
-        // A kernel calling a column walk steps pointers through it.
+        // A kernel calling a column walk steps pointers through it; one calling C++ is compiled
+        // as C++ (the runtime's own code is both).
         let steps_pointers = parts.iter().any(|(k, _)| k.steps_pointers());
+        let cpp = parts.iter().any(|(k, _)| k.is_cpp());
         Kernel(Arc::new(KernelInner {
             id: NEXT_KERNEL_ID.fetch_add(1, Ordering::Relaxed),
             name: name.into(),
@@ -114,6 +149,7 @@ impl Kernel {
             parts,
             checks_bounds: true,
             steps_pointers,
+            cpp,
         }))
     }
 

@@ -51,7 +51,10 @@ impl FusionWork<'_> {
                 | (ReductionTarget::Partials(_), ReductionTarget::Partials(_))
                 | (ReductionTarget::Discard, ReductionTarget::Discard)
         );
+        // One unit is compiled as C or as C++: a C kernel need not be valid C++ (a fused unit
+        // that does not compile would only be given up, after a compiler run).
         if first.record.set.id() != cand.record.set.id()
+            || first.record.sig.kernel.is_cpp() != cand.record.sig.kernel.is_cpp()
             || first.range != cand.range
             || first.part != cand.part
             || !same_target
