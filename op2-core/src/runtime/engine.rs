@@ -60,22 +60,33 @@ impl Engine {
     }
 }
 
-/// Kernels the runtime writes, made once each by their source, so that their compiled code is
-/// reused: the same source always names the same kernel.
+/// Kernels the runtime writes, made once each by their source and language, so that their
+/// compiled code is reused: the same source always names the same kernel.
 #[derive(Default)]
 pub(crate) struct WrittenKernels {
-    by_source: Mutex<HashMap<String, Kernel>>,
+    by_source: Mutex<HashMap<(bool, String), Kernel>>,
 }
 
 impl WrittenKernels {
-    /// The kernel written as `source`: `make(source)` the first time, the same kernel after.
-    pub(crate) fn get(&self, source: String, make: impl FnOnce(String) -> Kernel) -> Kernel {
+    /// The kernel written as `source`: `make(source)` the first time, the same kernel after;
+    /// C++ when `cpp` (it calls a C++ kernel: [`Kernel::cpp`]), so that the same source around a
+    /// C kernel and around a C++ one are two kernels.
+    pub(crate) fn get(
+        &self,
+        source: String,
+        cpp: bool,
+        make: impl FnOnce(String) -> Kernel,
+    ) -> Kernel {
         let mut known = lock(&self.by_source);
-        if let Some(k) = known.get(&source) {
+        let key = (cpp, source);
+        if let Some(k) = known.get(&key) {
             return k.clone();
         }
-        let k = make(source.clone());
-        known.insert(source, k.clone());
+        let mut k = make(key.1.clone());
+        if cpp && !k.is_cpp() {
+            k = k.cpp();
+        }
+        known.insert(key, k.clone());
         k
     }
 }

@@ -319,11 +319,11 @@ impl Runtime {
                             steps = true;
                             *via = Via::Entry(self.column_starts(set)?, 0);
                             params.push(format!("{ctype} *{p}"));
-                            call.push(format!("(void *)({p} + (long long)op2_k * {dim})"));
+                            call.push(format!("OP2_PASS({p} + (long long)op2_k * {dim})"));
                         }
                         Via::Direct => {
                             params.push(format!("{ctype} *{p}"));
-                            call.push(format!("(void *){p}"));
+                            call.push(format!("OP2_PASS({p})"));
                         }
                         Via::Entry(m, j) if m.from() == set => {
                             steps = true;
@@ -331,7 +331,7 @@ impl Runtime {
                                 m.offsets().expect("extruded")[j as usize] as i64 * dim as i64;
                             *via = Via::Entry(self.bottom_rows(&m)?, j);
                             params.push(format!("{ctype} *{p}"));
-                            call.push(format!("(void *)({p} + (long long)op2_k * {step})"));
+                            call.push(format!("OP2_PASS({p} + (long long)op2_k * {step})"));
                         }
                         Via::Row(m) if m.from() == set => {
                             steps = true;
@@ -346,21 +346,21 @@ impl Runtime {
                                     *o as i64 * dim as i64
                                 );
                             }
-                            call.push(format!("(void *){p}_k"));
+                            call.push(format!("OP2_PASS({p}_k)"));
                         }
                         Via::Row(_) => {
                             params.push(format!("{ctype} **{p}"));
-                            call.push(format!("(void *){p}"));
+                            call.push(format!("OP2_PASS({p})"));
                         }
                         Via::Entry(..) => {
                             params.push(format!("{ctype} *{p}"));
-                            call.push(format!("(void *){p}"));
+                            call.push(format!("OP2_PASS({p})"));
                         }
                     }
                 }
                 ArgTarget::Global(c) | ArgTarget::Const(c) => {
                     params.push(format!("{} *{p}", c.dtype().c_name()));
-                    call.push(format!("(void *){p}"));
+                    call.push(format!("OP2_PASS({p})"));
                 }
             }
             lowered.push(a);
@@ -380,7 +380,7 @@ impl Runtime {
             Region::All | Region::InteriorFacets => ("0", "op2_n"),
         };
         let name = format!("op2_col_{}", kernel.name());
-        let mut src = String::new();
+        let mut src = String::from(crate::runtime::per_entry::PASS_MACRO);
         // Host backends only: GNU C's attribute makes sure.
         src.push_str(&crate::runtime::per_entry::inlined_source(
             kernel,
@@ -404,7 +404,7 @@ impl Runtime {
         let _ = writeln!(src, "    {}({});", kernel.name(), call.join(", "));
         src.push_str("  }\n}\n");
         src.push_str(&crate::runtime::per_entry::end_part(kernel));
-        let k = self.shared.written.get(src, |src| {
+        let k = self.shared.written.get(src, kernel.is_cpp(), |src| {
             if steps {
                 Kernel::column_walk(&name, src)
             } else {

@@ -173,9 +173,9 @@ impl Runtime {
         src.push_str("}\n");
         src.push_str(&end_part(kernel));
         let part = kernel.clone();
-        self.shared
-            .written
-            .get(src, |src| Kernel::fused(name, src, vec![(part, positions)]))
+        self.shared.written.get(src, kernel.is_cpp(), |src| {
+            Kernel::fused(name, src, vec![(part, positions)])
+        })
     }
 
     /// `kernel` with its buffer args ([`PerEntry::Buffer`]) gathered into local buffers before
@@ -613,7 +613,7 @@ impl Runtime {
             .chain(std::iter::repeat_n(usize::MAX, dims))
             .collect();
         let part = kernel.clone();
-        let k = self.shared.written.get(src, |src| {
+        let k = self.shared.written.get(src, kernel.is_cpp(), |src| {
             Kernel::fused(&name, src, vec![(part, positions)])
         });
         Ok((k, lowered))

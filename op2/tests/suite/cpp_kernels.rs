@@ -126,3 +126,63 @@ fn a_cpp_kernel_that_does_not_compile_names_the_compiler_and_the_source() {
         other => panic!("expected a compile error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_cpp_kernel_over_an_extruded_set_and_through_a_packed_buffer() {
+    let rt = rt();
+    let layers = vec![3usize, 5, 2, 4];
+    let base = rt.decl_set(layers.len(), "base").unwrap();
+    let cells = rt
+        .decl_extruded_set(&base, layers.clone(), "cells")
+        .unwrap();
+    let nodes = rt
+        .decl_extruded_nodes(&base, layers.clone(), "nodes")
+        .unwrap();
+    let starts: Vec<i32> = layers
+        .iter()
+        .scan(0, |s, &l| {
+            let a = *s;
+            *s += l as i32;
+            Some(a)
+        })
+        .collect();
+    // Each cell's bottom and top node, one layer up per cell.
+    let bottom: Vec<i32> = starts.iter().flat_map(|&s| [s, s + 1]).collect();
+    let c2n = rt
+        .decl_extruded_map(&cells, &nodes, 2, bottom, [1, 1], "c2n")
+        .unwrap();
+    let n: usize = layers.iter().sum();
+    let by_entry = rt.decl_dat_zeros::<f64>(&nodes, 1, "by_entry").unwrap();
+    let by_buffer = rt.decl_dat_zeros::<f64>(&nodes, 1, "by_buffer").unwrap();
+    let k = cpp(
+        "ends",
+        "#include <cmath>\nvoid ends(double *lo, double *hi) { *lo += std::sqrt(4.0); *hi += 1; }",
+    );
+    let r = rt.par_loop(
+        &k,
+        &cells,
+        [
+            by_entry.arg_via(&c2n, 0, INC),
+            by_entry.arg_via(&c2n, 1, INC),
+        ],
+    );
+    if !host() {
+        return refused(r);
+    }
+    r.unwrap();
+    let packed = cpp(
+        "ends_packed",
+        "#include <cmath>\nvoid ends_packed(double *x) { x[0] += std::sqrt(4.0); x[1] += 1; }",
+    );
+    rt.par_loop(&packed, &cells, [by_buffer.arg_buffer(&c2n, INC)])
+        .unwrap();
+    let mut want = vec![0.0; n];
+    for (&l, &s) in layers.iter().zip(&starts) {
+        for k in 0..l - 1 {
+            want[s as usize + k] += 2.0;
+            want[s as usize + k + 1] += 1.0;
+        }
+    }
+    assert_eq!(by_entry.to_vec().unwrap(), want);
+    assert_eq!(by_buffer.to_vec().unwrap(), want);
+}
