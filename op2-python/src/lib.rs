@@ -838,14 +838,16 @@ impl PyRuntime {
     }
 
     /// Records `kernel` over `set` with `args` (each made once by a carrier's `arg`). `region`
-    /// is one of `all`, `bottom`, `top`, `facets`. Returns whether the loop is still pending.
-    #[pyo3(signature = (kernel, set, args, region="all"))]
+    /// is one of `all`, `bottom`, `top`, `facets`; `layer`: the kernel's last parameter takes
+    /// each element's layer. Returns whether the loop is still pending.
+    #[pyo3(signature = (kernel, set, args, region="all", layer=false))]
     fn par_loop(
         &self,
         kernel: &PyKernel,
         set: &PySet,
         args: Vec<PyRef<'_, PyLoopArg>>,
         region: &str,
+        layer: bool,
     ) -> PyResult<bool> {
         let (built, mats) = build_args(&args);
         let region = match region {
@@ -860,6 +862,11 @@ impl PyRuntime {
             }
         };
         if !mats.is_empty() {
+            if layer {
+                return Err(pyo3::exceptions::PyNotImplementedError::new_err(
+                    "the layer is not passed to matrix loops",
+                ));
+            }
             if region != Region::All {
                 return Err(pyo3::exceptions::PyValueError::new_err(
                     "matrix loops run over every element",
@@ -878,10 +885,14 @@ impl PyRuntime {
             }
             return Ok(false);
         }
-        let h = self
-            .rt
-            .par_loop_region(&kernel.kernel, &set.set, region, built)
-            .map_err(fail)?;
+        let h = if layer {
+            self.rt
+                .par_loop_with_layer(&kernel.kernel, &set.set, region, built)
+        } else {
+            self.rt
+                .par_loop_region(&kernel.kernel, &set.set, region, built)
+        }
+        .map_err(fail)?;
         Ok(h.is_pending())
     }
 

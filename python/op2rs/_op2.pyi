@@ -274,10 +274,16 @@ class PyRuntime:
     def remove_const(self, c: Const) -> None:
         """Frees Const ``c``'s name (loops recorded before run first)."""
     def par_loop(
-        self, kernel: Kernel, set: Set, args: Sequence[LoopArg], region: str = "all"
+        self,
+        kernel: Kernel,
+        set: Set,
+        args: Sequence[LoopArg],
+        region: str = "all",
+        layer: bool = False,
     ) -> bool:
         """Records ``kernel`` over ``set`` with ``args``. ``region`` is one of ``all``,
-        ``bottom``, ``top``, ``facets``. Returns whether the loop is still pending."""
+        ``bottom``, ``top``, ``facets``; ``layer``: the kernel's last parameter takes each
+        element's layer. Returns whether the loop is still pending."""
     def flush(self) -> None:
         """Runs every pending loop."""
     def time_loop(

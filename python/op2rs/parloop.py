@@ -148,12 +148,13 @@ def _checked(kernel, iterset, args):
     return native, target
 
 
-def _record(kernel, args, native, target, region="all"):
+def _record(kernel, args, native, target, region="all", layer=False):
     """Records the loop (or runs it, by the runtime's and the configuration's rules); over an
-    extruded set, ``region`` (``all``, ``bottom``, ``top``, ``facets``) says which layers."""
+    extruded set, ``region`` (``all``, ``bottom``, ``top``, ``facets``) says which layers, and
+    ``layer`` hands the kernel each element's layer as its last parameter."""
     rt = state["runtime"] or current()
     try:
-        pending = rt.par_loop(kernel._parsed[0], target, native, region)
+        pending = rt.par_loop(kernel._parsed[0], target, native, region, layer)
     except _op2.Op2Failure as e:
         raise translate(e) from None
     for a in args:

@@ -713,19 +713,21 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
     """Records ``kernel`` over ``iterset`` with ``args``; over an ExtrudedSet,
     ``iteration_region`` chooses the layers: ``ON_BOTTOM`` (the bottom cell of each column),
     ``ON_TOP``, ``ON_INTERIOR_FACETS`` (each facet between two cells, the maps' rows of the
-    cell below then the cell above packed one after the other) or ``ALL``."""
-    if pass_layer_arg:
-        raise NotImplementedError("par_loop(pass_layer_arg=True) is not supported by op2rs yet")
+    cell below then the cell above packed one after the other) or ``ALL``.
+    ``pass_layer_arg=True`` hands the kernel each cell's layer (0 at the bottom of its column)
+    as an ``int`` after the args."""
     region = _REGIONS.get(iteration_region)
     if region is None:
         raise ValueError("iteration_region must be ON_BOTTOM, ON_TOP, ON_INTERIOR_FACETS or ALL")
     if region != "all" and getattr(iterset, "_native_iter", None) is None:
         raise ValueError("iteration_region %s needs an ExtrudedSet" % (iteration_region,))
+    if pass_layer_arg and getattr(iterset, "_native_iter", None) is None:
+        raise ValueError("pass_layer_arg needs an ExtrudedSet")
     native, target = _checked(kernel, iterset, args)
-    if region != "all":
-        # Every region runs layer by layer, whatever the args.
+    if region != "all" or pass_layer_arg:
+        # Every region runs layer by layer, whatever the args; so does a loop given the layer.
         target = iterset._native_iter
-    _record(kernel, args, native, target, region)
+    _record(kernel, args, native, target, region, bool(pass_layer_arg))
     loop = ParLoop.__new__(ParLoop)
     loop.kernel, loop.iterset, loop.args, loop._ready = kernel, iterset, args, None
     return loop

@@ -177,7 +177,7 @@ def test_kernel_keywords():
     assert k.num_flops == 1
     op2.par_loop(k, s, x(op2.WRITE))
     np.testing.assert_array_equal(x.data_ro, 42.0)
-    with pytest.raises(NotImplementedError, match="pass_layer_arg"):
+    with pytest.raises(ValueError, match="pass_layer_arg"):
         op2.par_loop(k, s, x(op2.WRITE), pass_layer_arg=True)
 
 
@@ -555,3 +555,20 @@ static void k(double *y) { *y = twice(std::abs(*y)); }""", "k", cpp=True)
         return
     op2.par_loop(k, s, y(op2.RW))
     np.testing.assert_array_equal(y.data_ro, np.full(10, 21.0))
+
+
+@pytest.mark.parametrize("region", [op2.ALL, op2.ON_TOP])
+def test_pass_layer_arg(region):
+    """Four cells per column over three columns; each cell's value lives in a plain set
+    reached through a map stepping one row per layer."""
+    base = op2.Set(3)
+    columns = op2.ExtrudedSet(base, 5)
+    values = op2.Set(3 * 4)
+    cell = op2.Map(columns, values, 1, [[4 * c] for c in range(3)], offset=[1])
+    v = op2.Dat(values ** 1, np.full(12, -1.0))
+    k = op2.Kernel("static void k(double *x, int layer) { x[0] = 10 * layer; }", "k")
+    op2.par_loop(k, columns, v(op2.WRITE, cell), pass_layer_arg=True, iteration_region=region)
+    want = np.tile([0.0, 10.0, 20.0, 30.0], 3)
+    if region == op2.ON_TOP:
+        want[[0, 1, 2, 4, 5, 6, 8, 9, 10]] = -1.0
+    np.testing.assert_array_equal(v.data_ro, want)

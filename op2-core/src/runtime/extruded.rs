@@ -610,6 +610,31 @@ impl Runtime {
         Ok(c)
     }
 
+    /// Each element's layer in its column of the extruded `set` (0 at the bottom), as a Dat of
+    /// the runtime's own on `set`, made once.
+    pub(crate) fn layer_dat(&self, set: &Set) -> Result<Arc<Carrier>> {
+        if let Some(c) = lock(&self.shared.state).extruded.layers.get(&set.id()) {
+            return Ok(c.clone());
+        }
+        let ex = set.extrusion().expect("extruded");
+        // Elements are numbered column by column, each column bottom to top.
+        let layers: Vec<i32> = (0..ex.base().total_size())
+            .flat_map(|b| 0..ex.column_len(b) as i32)
+            .collect();
+        debug_assert_eq!(layers.len(), set.total_size());
+        let c = self.carrier(
+            CarrierKind::Dat(set.clone()),
+            &format!("{}@layer", set.name()),
+            1,
+            HostBuffer::from_slice(&layers),
+        );
+        lock(&self.shared.state)
+            .extruded
+            .layers
+            .insert(set.id(), c.clone());
+        Ok(c)
+    }
+
     /// The set of interior horizontal facets of the extruded cells `set`: one fewer per column.
     pub(crate) fn facet_set(&self, set: &Set) -> Result<Set> {
         if let Some(s) = lock(&self.shared.state).extruded.facets.get(&set.id()) {

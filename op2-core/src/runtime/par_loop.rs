@@ -31,6 +31,8 @@ struct Draft {
     set: Set,
     region: Region,
     args: Vec<Arg>,
+    /// The kernel takes each element's layer as its last parameter (until `layer_arg` lowers it).
+    layer: bool,
 }
 
 /// A lowered loop's args, checked: their signatures, data, and the maps they use (each once).
@@ -48,8 +50,9 @@ type Pass = fn(&Runtime, Draft) -> Result<Draft>;
 /// entries (their kernel joins the components' rows into one); buffers (one call per element)
 /// before entries (one call per entry); extrusion after all of them (the loop they make runs
 /// over columns like any other); subsets last (their args go through the subset's map).
-const LOWERINGS: [Pass; 7] = [
+const LOWERINGS: [Pass; 8] = [
     interior_facets,
+    layer_arg,
     padded_rows,
     joined_mixed_args,
     element_buffers,
@@ -84,12 +87,39 @@ impl Runtime {
         region: Region,
         args: impl IntoIterator<Item = Arg>,
     ) -> Result<LoopHandle> {
+        self.lowered_and_recorded(kernel, set, region, args.into_iter().collect(), false)
+    }
+
+    /// Records `kernel` over `region` of the extruded set `set` with `args`, the kernel taking
+    /// one more parameter after them, an `int`: each element's layer in its column, 0 at the
+    /// bottom (PyOP2's `pass_layer_arg=True`; over the interior facets, the lower cell's).
+    /// Otherwise like [`Runtime::par_loop_region`]; [`Op2Error::NotExtruded`] for a set that is
+    /// not extruded.
+    pub fn par_loop_with_layer(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        region: Region,
+        args: impl IntoIterator<Item = Arg>,
+    ) -> Result<LoopHandle> {
+        self.lowered_and_recorded(kernel, set, region, args.into_iter().collect(), true)
+    }
+
+    fn lowered_and_recorded(
+        &self,
+        kernel: &Kernel,
+        set: &Set,
+        region: Region,
+        args: Vec<Arg>,
+        layer: bool,
+    ) -> Result<LoopHandle> {
         self.own("set", set.name(), set.runtime_id())?;
         let mut draft = Draft {
             kernel: kernel.clone(),
             set: set.clone(),
             region,
-            args: args.into_iter().collect(),
+            args,
+            layer,
         };
         for pass in LOWERINGS {
             draft = pass(self, draft)?;
@@ -253,6 +283,36 @@ fn interior_facets(rt: &Runtime, d: Draft) -> Result<Draft> {
     })
 }
 
+/// The layer as the kernel's last parameter: a kernel of the runtime's own hands it each
+/// element's value of the set's layer Dat.
+fn layer_arg(rt: &Runtime, d: Draft) -> Result<Draft> {
+    if !d.layer {
+        return Ok(d);
+    }
+    // A subset of an extruded set's elements reaches its superset's Dats.
+    let extruded = if d.set.extrusion().is_some() {
+        d.set.clone()
+    } else {
+        match d.set.superset().filter(|s| s.extrusion().is_some()) {
+            Some(s) => s.clone(),
+            None => {
+                return Err(Op2Error::NotExtruded {
+                    what: format!("loop `{}` passing the layer", d.kernel.name()),
+                    reason: format!("`{}` is not extruded: it has no layers", d.set.name()),
+                });
+            }
+        }
+    };
+    let layers = rt.layer_dat(&extruded)?;
+    let (kernel, args) = rt.lower_layer_arg(&d.kernel, d.args, layers)?;
+    Ok(Draft {
+        kernel,
+        args,
+        layer: false,
+        ..d
+    })
+}
+
 /// Pointer arrays declared longer than the rows they get (PyOP2's kernels), padded.
 fn padded_rows(rt: &Runtime, d: Draft) -> Result<Draft> {
     let short = short_rows(&d.kernel, &d.args);
@@ -329,6 +389,7 @@ fn extrusion(rt: &Runtime, d: Draft) -> Result<Draft> {
             set,
             region: Region::All,
             args,
+            layer: false,
         });
     }
     if d.region != Region::All {

@@ -6,11 +6,13 @@
 use super::Runtime;
 use crate::model::access::Access;
 use crate::model::arg::{Arg, ArgTarget, PerEntry, Via};
+use crate::model::carrier::Carrier;
 use crate::model::dtype::DType;
 use crate::model::error::{Op2Error, Result};
 use crate::model::kernel::Kernel;
 use crate::model::set::Set;
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// C declaring `{p}_f`: pointers to each value of the `n` rows of `d` values that the pointer array
 /// `p` points at, component-major (every row's first value, then every row's second, ...), as
@@ -176,6 +178,88 @@ impl Runtime {
         self.shared.written.get(src, kernel.is_cpp(), |src| {
             Kernel::fused(name, src, vec![(part, positions)])
         })
+    }
+
+    /// `kernel`, whose last parameter is an `int` taking each element's layer (PyOP2's
+    /// `pass_layer_arg=True`), as a kernel the runtime writes over `args` and `layers` (the
+    /// layer of every element of the loop's extruded set), calling it with the layer's value.
+    /// Args handed to the user's kernel one element at a time (direct, map entries, whole rows,
+    /// element buffers) may come with it; per-entry and mixed ones may not.
+    pub(crate) fn lower_layer_arg(
+        &self,
+        kernel: &Kernel,
+        args: Vec<Arg>,
+        layers: Arc<Carrier>,
+    ) -> Result<(Kernel, Vec<Arg>)> {
+        let n = args.len();
+        if let Some(p) = kernel.params() {
+            if p.len() != n + 1 {
+                return Err(Op2Error::KernelParamCount {
+                    kernel: kernel.name().into(),
+                    params: p.len(),
+                    args: n + 1,
+                });
+            }
+            let last = &p[n];
+            if last.indirection != 0 || !matches!(last.dtype, Some(DType::I32)) {
+                return Err(Op2Error::KernelParamShape {
+                    kernel: kernel.name().into(),
+                    arg: n,
+                    param: last.text.clone(),
+                    expected: "an `int` taking the layer",
+                });
+            }
+        }
+        let (mut params, mut call, mut positions) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, a) in args.iter().enumerate() {
+            let p = format!("op2_a{i}");
+            if !a.joined.is_empty() || !matches!(a.per_entry, None | Some(PerEntry::Buffer { .. }))
+            {
+                return Err(Op2Error::IterationSpace {
+                    kernel: kernel.name().into(),
+                    reason: format!(
+                        "arg {i}: the layer is passed to kernels called once per element, with \
+                         args of one element (direct, through map entries, whole rows or \
+                         buffers), not per entry or mixed"
+                    ),
+                });
+            }
+            let (carrier, row) = match &a.target {
+                ArgTarget::Dat {
+                    carrier,
+                    via: Via::Row(m),
+                } if a.per_entry.is_none() => (carrier, Some(m.arity())),
+                ArgTarget::Dat { carrier, .. } => (carrier, None),
+                ArgTarget::Global(c) | ArgTarget::Const(c) => (c, None),
+            };
+            let ctype = carrier.dtype().c_name();
+            if a.per_entry.is_some() {
+                // An element buffer: the buffers' kernel, made later, checks its length.
+                param_type(kernel, i, carrier)?;
+            } else {
+                let values = if a.component.is_some() {
+                    1
+                } else {
+                    carrier.dim
+                };
+                passed_shape(kernel, i, carrier, row, values)?;
+            }
+            params.push(format!(
+                "{ctype} *{}{p}",
+                if row.is_some() { "*" } else { "" }
+            ));
+            call.push(format!("OP2_PASS({p})"));
+            positions.push(i);
+        }
+        params.push("const int32_t *op2_layer".into());
+        call.push("op2_layer[0]".into());
+        positions.push(usize::MAX);
+        let body = format!("  {}({});\n", kernel.name(), call.join(", "));
+        let name = format!("op2_layer_{}", kernel.name());
+        let k = self.wrapper_kernel(kernel, &name, &params, &body, positions);
+        let mut lowered = args;
+        lowered.push(crate::model::carrier::Dat::<i32>::from_carrier(layers).arg(Access::Read));
+        Ok((k, lowered))
     }
 
     /// `kernel` with its buffer args ([`PerEntry::Buffer`]) gathered into local buffers before

@@ -17,6 +17,7 @@ mod distributed;
 mod extruded;
 mod extruded_args;
 mod hardening;
+mod layer_arg;
 mod laziness;
 mod lazy_graph;
 mod memory;

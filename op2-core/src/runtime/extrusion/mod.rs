@@ -40,6 +40,9 @@ pub(crate) struct ExtrusionCache {
     pub(crate) ends: HashMap<(u64, Region), Set>,
     /// Elements per column of sets whose columns differ (by set id), as a Dat on the base set.
     pub(crate) lengths: HashMap<u64, Arc<Carrier>>,
+    /// Each element's layer in its column (by set id), as a Dat on the extruded set, for loops
+    /// that pass the layer to their kernel.
+    pub(crate) layers: HashMap<u64, Arc<Carrier>>,
 }
 
 pub(crate) const ROWS_AT_EVERY_LAYER: u8 = 0;

@@ -1,0 +1,202 @@
+//! The layer as a kernel's last parameter (`Runtime::par_loop_with_layer`, PyOP2's
+//! `pass_layer_arg=True`): over every cell, the top cells, the interior facets and a subset,
+//! with direct args, map entries and packed buffers, on columns of different heights; expected
+//! values computed here. `cargo xtask test` runs this file on every backend.
+
+use op2::{INC, Op2Error, READ, RW, Region, WRITE};
+use op2_test_support::{kernel, rt};
+
+/// Nodes per column.
+const LAYERS: [usize; 4] = [3, 5, 2, 4];
+
+struct Mesh {
+    rt: op2::Runtime,
+    cells: op2::Set,
+    nodes: op2::Set,
+    c2n: op2::Map,
+    starts: Vec<usize>,
+}
+
+fn mesh() -> Mesh {
+    let rt = rt();
+    let base = rt.decl_set(LAYERS.len(), "base").unwrap();
+    let cells = rt
+        .decl_extruded_set(&base, LAYERS.to_vec(), "cells")
+        .unwrap();
+    let nodes = rt
+        .decl_extruded_nodes(&base, LAYERS.to_vec(), "nodes")
+        .unwrap();
+    let starts: Vec<usize> = LAYERS
+        .iter()
+        .scan(0, |s, &l| {
+            let a = *s;
+            *s += l;
+            Some(a)
+        })
+        .collect();
+    let bottom: Vec<i32> = starts
+        .iter()
+        .flat_map(|&s| [s as i32, s as i32 + 1])
+        .collect();
+    let c2n = rt
+        .decl_extruded_map(&cells, &nodes, 2, bottom, [1, 1], "c2n")
+        .unwrap();
+    Mesh {
+        rt,
+        cells,
+        nodes,
+        c2n,
+        starts,
+    }
+}
+
+/// Each cell's layer, column by column.
+fn cell_layers() -> Vec<f64> {
+    LAYERS
+        .iter()
+        .flat_map(|&l| (0..l - 1).map(|k| k as f64))
+        .collect()
+}
+
+#[test]
+fn every_cell_and_the_top_cells_see_their_layer() {
+    let m = mesh();
+    let x = m.rt.decl_dat_zeros::<f64>(&m.cells, 2, "x").unwrap();
+    let k = kernel(
+        "stamp",
+        "void stamp(double *x, int layer) { x[0] = layer; x[1] += 10 * layer + 1; }",
+    );
+    m.rt.par_loop_with_layer(&k, &m.cells, Region::All, [x.arg(RW)])
+        .unwrap();
+    let want: Vec<f64> = cell_layers()
+        .iter()
+        .flat_map(|&l| [l, 10.0 * l + 1.0])
+        .collect();
+    assert_eq!(x.to_vec().unwrap(), want);
+    let top = m.rt.decl_dat_zeros::<f64>(&m.cells, 2, "top").unwrap();
+    m.rt.par_loop_with_layer(&k, &m.cells, Region::Top, [top.arg(RW)])
+        .unwrap();
+    let mut want_top = vec![0.0; want.len()];
+    let mut at = 0;
+    for &l in &LAYERS {
+        let cells = l - 1;
+        let t = at + cells - 1;
+        want_top[2 * t] = (cells - 1) as f64;
+        want_top[2 * t + 1] = 10.0 * (cells - 1) as f64 + 1.0;
+        at += cells;
+    }
+    assert_eq!(top.to_vec().unwrap(), want_top);
+}
+
+#[test]
+fn the_layer_reaches_kernels_through_map_entries_and_packed_buffers() {
+    let m = mesh();
+    let by_entry = m.rt.decl_dat_zeros::<f64>(&m.nodes, 1, "by_entry").unwrap();
+    let by_buffer =
+        m.rt.decl_dat_zeros::<f64>(&m.nodes, 1, "by_buffer")
+            .unwrap();
+    let entries = kernel(
+        "entries",
+        "void entries(double *lo, double *hi, int layer) { *lo += layer + 1; *hi += 100; }",
+    );
+    m.rt.par_loop_with_layer(
+        &entries,
+        &m.cells,
+        Region::All,
+        [
+            by_entry.arg_via(&m.c2n, 0, INC),
+            by_entry.arg_via(&m.c2n, 1, INC),
+        ],
+    )
+    .unwrap();
+    let packed = kernel(
+        "packed",
+        "void packed(double *x, int layer) { x[0] += layer + 1; x[1] += 100; }",
+    );
+    m.rt.par_loop_with_layer(
+        &packed,
+        &m.cells,
+        Region::All,
+        [by_buffer.arg_buffer(&m.c2n, INC)],
+    )
+    .unwrap();
+    let n: usize = LAYERS.iter().sum();
+    let mut want = vec![0.0; n];
+    for (&l, &s) in LAYERS.iter().zip(&m.starts) {
+        for k in 0..l - 1 {
+            want[s + k] += k as f64 + 1.0;
+            want[s + k + 1] += 100.0;
+        }
+    }
+    assert_eq!(by_entry.to_vec().unwrap(), want);
+    assert_eq!(by_buffer.to_vec().unwrap(), want);
+}
+
+#[test]
+fn interior_facets_see_the_lower_cells_layer() {
+    let m = mesh();
+    let layer = m.rt.decl_dat_zeros::<f64>(&m.cells, 1, "layer").unwrap();
+    let k = kernel(
+        "facet",
+        "void facet(double *c, int layer) { c[0] += layer; c[1] += 1000 + layer; }",
+    );
+    m.rt.par_loop_with_layer(
+        &k,
+        &m.cells,
+        Region::InteriorFacets,
+        [layer.arg_buffer(
+            &m.rt
+                .decl_extruded_map(&m.cells, &m.cells, 1, cell_starts(&m), [1], "self")
+                .unwrap(),
+            INC,
+        )],
+    )
+    .unwrap();
+    // Facet j of a column lies between cells j and j + 1: the lower gets j, the upper 1000 + j.
+    let mut want = vec![0.0; cell_layers().len()];
+    let mut at = 0;
+    for &l in &LAYERS {
+        let cells = l - 1;
+        for j in 0..cells.saturating_sub(1) {
+            want[at + j] += j as f64;
+            want[at + j + 1] += 1000.0 + j as f64;
+        }
+        at += cells;
+    }
+    assert_eq!(layer.to_vec().unwrap(), want);
+}
+
+/// The first cell of each column, for a map from the cells to themselves.
+fn cell_starts(_m: &Mesh) -> Vec<i32> {
+    LAYERS
+        .iter()
+        .scan(0, |s, &l| {
+            let a = *s;
+            *s += l as i32 - 1;
+            Some(a)
+        })
+        .collect()
+}
+
+#[test]
+fn a_layer_needs_an_extruded_set_and_an_int_parameter() {
+    let m = mesh();
+    let x = m.rt.decl_dat_zeros::<f64>(&m.cells, 1, "x").unwrap();
+    let flat = m.rt.decl_set(3, "flat").unwrap();
+    let y = m.rt.decl_dat_zeros::<f64>(&flat, 1, "y").unwrap();
+    let k = kernel("k", "void k(double *x, int layer) { *x = layer; }");
+    assert!(matches!(
+        m.rt.par_loop_with_layer(&k, &flat, Region::All, [y.arg(WRITE)]),
+        Err(Op2Error::NotExtruded { .. })
+    ));
+    let no_int = kernel("no_int", "void no_int(double *x, double *l) { *x = *l; }");
+    assert!(matches!(
+        m.rt.par_loop_with_layer(&no_int, &m.cells, Region::All, [x.arg(WRITE)]),
+        Err(Op2Error::KernelParamShape { .. })
+    ));
+    let missing = kernel("missing", "void missing(double *x) { *x = 1; }");
+    assert!(matches!(
+        m.rt.par_loop_with_layer(&missing, &m.cells, Region::All, [x.arg(READ)]),
+        Err(Op2Error::KernelParamCount { .. })
+    ));
+}
