@@ -200,3 +200,23 @@ fn a_layer_needs_an_extruded_set_and_an_int_parameter() {
         Err(Op2Error::KernelParamCount { .. })
     ));
 }
+
+#[test]
+fn a_subset_of_the_cells_sees_its_cells_layers() {
+    let m = mesh();
+    let all = cell_layers();
+    // Every third cell.
+    let picked: Vec<i32> = (0..all.len() as i32).step_by(3).collect();
+    let some = m.rt.decl_subset(&m.cells, picked.clone(), "some").unwrap();
+    let x =
+        m.rt.decl_dat(&m.cells, 1, vec![-1.0; all.len()], "x")
+            .unwrap();
+    let k = kernel("put", "void put(double *x, int layer) { *x = layer; }");
+    m.rt.par_loop_with_layer(&k, &some, Region::All, [x.arg(WRITE)])
+        .unwrap();
+    let mut want = vec![-1.0; all.len()];
+    for &c in &picked {
+        want[c as usize] = all[c as usize];
+    }
+    assert_eq!(x.to_vec().unwrap(), want);
+}
