@@ -32,7 +32,7 @@ class Kernel:
         k = _kernels.get(key)
         if k is None:
             k = object.__new__(cls)
-            k._code, k._name = (_preprocess(code, dirs) if dirs else code), name
+            k._code, k._name = (_preprocess(code, dirs, _cpp) if dirs else code), name
             k._parsed = None
             k._cpp = bool(_cpp)
             _kernels[key] = k
@@ -111,9 +111,11 @@ def expand_stride(code):
         pos = k + 1
 
 
-def _preprocess(code, include_dirs):
-    """``code`` through ``cpp -P`` with ``include_dirs``, as PyOP2 ran its kernels through cpp."""
-    cmd = [os.environ.get("CPP", "cpp"), "-P"] + ["-I%s" % d for d in include_dirs]
+def _preprocess(code, include_dirs, cplusplus=False):
+    """``code`` through ``cpp -P`` with ``include_dirs``, as PyOP2 ran its kernels through cpp
+    (as C++ for a C++ kernel, so that its headers are found and ``__cplusplus`` is defined)."""
+    cmd = ([os.environ.get("CPP", "cpp"), "-P"] + (["-x", "c++"] if cplusplus else [])
+           + ["-I%s" % d for d in include_dirs])
     try:
         r = subprocess.run(cmd, input=code, capture_output=True, text=True)
     except OSError as e:

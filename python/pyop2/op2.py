@@ -17,6 +17,7 @@ No ``op2.init`` is needed: the first object starts op2-rs on ``PYOP2_BACKEND`` (
 by default), or on the backend an earlier ``op2.init(backend=...)`` chose."""
 
 import contextlib
+import copy
 import numbers
 import re
 
@@ -318,7 +319,7 @@ class Dat(_Dat):
         """The inner product with ``other``, which is conjugated (a Dat of the same type on the
         same DataSet): a value of the Dats' type, summed over ranks."""
         if not isinstance(other, _Dat) or other.dataset != self.dataset:
-            raise TypeError("inner needs a Dat on %s" % (self.dataset,))
+            raise ValueError("inner needs a Dat on %s" % (self.dataset,))
         self._used()
         other._used()
         return _call(self._native.inner, other._native)[0]
@@ -456,7 +457,8 @@ class DatView:
             rows[np.asarray(subset.indices, dtype=np.int64)] = 0
 
     def __call__(self, access, path=None):
-        arg = self._parent(access, path)
+        # A copy: the parent keeps its own arg for the same access and path.
+        arg = copy.copy(self._parent(access, path))
         if arg.native is None:
             raise NotImplementedError("a DatView through a local iteration space")
         arg.native = arg.native.component(self._component)

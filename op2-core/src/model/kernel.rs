@@ -124,6 +124,12 @@ impl Kernel {
         self.0.cpp
     }
 
+    /// This kernel, just made by the runtime, with bound checks off: for a kernel whose
+    /// parameters repeat a lenient user kernel's ([`Kernel::without_bound_checks`]).
+    pub(crate) fn without_own_bound_checks(self) -> Self {
+        self.altered(|k| k.checks_bounds = false)
+    }
+
     /// Whether `par_loop` compares parameters' array bounds with the args (see
     /// [`Kernel::without_bound_checks`]).
     pub fn checks_bounds(&self) -> bool {

@@ -272,9 +272,20 @@ impl<T: Scalar> MixedDat<T> {
     }
 
     /// The inner product with `other` over every component (reduced over ranks), in `f64`
-    /// (each component's in its own type first).
+    /// (each component's in its own type first). Complex components' products are complex:
+    /// refused here ([`Op2Error::AlgebraMismatch`]); sum each component's [`Dat::inner`].
     pub fn inner(&self, other: &MixedDat<T>) -> Result<f64> {
         self.same(other)?;
+        if T::DTYPE.is_complex() {
+            return Err(Op2Error::AlgebraMismatch {
+                op: "inner",
+                left: self.dats.first().map_or("", |d| d.name()).into(),
+                right: other.dats.first().map(|d| d.name().into()),
+                reason: "the inner product of complex values is complex, not an f64: sum the \
+                         components' Dat::inner"
+                    .into(),
+            });
+        }
         let mut sum = 0.0;
         for (d, o) in self.dats.iter().zip(&other.dats) {
             sum += super::algebra::to_f64(d.inner(o)?);

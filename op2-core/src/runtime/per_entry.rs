@@ -84,6 +84,34 @@ fn param_type(kernel: &Kernel, i: usize, carrier: &crate::model::carrier::Carrie
     }
 }
 
+/// Parameter declaration `text` (`const double *x[3]`, `double A[3][3]`) with its name, the
+/// last identifier outside brackets, replaced by `name`; `None` when it names nothing (a lone
+/// type such as `double`).
+fn renamed(text: &str, name: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut words, mut last) = (0usize, 0usize, None);
+    let mut k = 0;
+    while k < bytes.len() {
+        let b = bytes[k];
+        if b == b'[' {
+            depth += 1;
+        } else if b == b']' {
+            depth = depth.saturating_sub(1);
+        } else if depth == 0 && (b.is_ascii_alphabetic() || b == b'_') {
+            let start = k;
+            while k < bytes.len() && (bytes[k].is_ascii_alphanumeric() || bytes[k] == b'_') {
+                k += 1;
+            }
+            words += 1;
+            last = Some((start, k));
+            continue;
+        }
+        k += 1;
+    }
+    let (start, end) = last.filter(|_| words >= 2)?;
+    Some(format!("{}{name}{}", &text[..start], &text[end..]))
+}
+
 /// An error unless arg `i` may view component `c` ([`Arg::component`]): a Dat's, `c` below its
 /// dim, handed over directly, through a map entry, a whole row or an element buffer.
 fn viewable(kernel: &Kernel, i: usize, a: &Arg, c: usize) -> Result<()> {
@@ -168,6 +196,20 @@ impl Runtime {
         body: &str,
         positions: Vec<usize>,
     ) -> Kernel {
+        self.wrapper_kernel_made(kernel, name, params, body, positions, |k| k)
+    }
+
+    /// [`Runtime::wrapper_kernel`], the new kernel changed by `finish` when first made (the
+    /// source must say what `finish` does, since kernels are kept by source).
+    pub(crate) fn wrapper_kernel_made(
+        &self,
+        kernel: &Kernel,
+        name: &str,
+        params: &[String],
+        body: &str,
+        positions: Vec<usize>,
+        finish: impl FnOnce(Kernel) -> Kernel,
+    ) -> Kernel {
         let mut src = String::from(PASS_MACRO);
         src.push_str(&inlined_source(kernel, ""));
         let _ = writeln!(src, "\nvoid {name}({}) {{", params.join(", "));
@@ -176,7 +218,7 @@ impl Runtime {
         src.push_str(&end_part(kernel));
         let part = kernel.clone();
         self.shared.written.get(src, kernel.is_cpp(), |src| {
-            Kernel::fused(name, src, vec![(part, positions)])
+            finish(Kernel::fused(name, src, vec![(part, positions)]))
         })
     }
 
@@ -233,21 +275,16 @@ impl Runtime {
                 ArgTarget::Global(c) | ArgTarget::Const(c) => (c, None),
             };
             let ctype = carrier.dtype().c_name();
-            if a.per_entry.is_some() {
-                // An element buffer: the buffers' kernel, made later, checks its length.
-                param_type(kernel, i, carrier)?;
-            } else {
-                let values = if a.component.is_some() {
-                    1
-                } else {
-                    carrier.dim
-                };
-                passed_shape(kernel, i, carrier, row, values)?;
-            }
-            params.push(format!(
-                "{ctype} *{}{p}",
-                if row.is_some() { "*" } else { "" }
-            ));
+            // The user's own declaration, renamed, where it can be read: the passes after this
+            // one (padded rows, buffers, typed 2-D arrays) then see the user's shapes and
+            // bounds through this kernel, and check them as for any loop.
+            let declared = kernel
+                .params()
+                .and_then(|ps| ps.get(i))
+                .and_then(|q| renamed(&q.text, &p));
+            params.push(declared.unwrap_or_else(|| {
+                format!("{ctype} *{}{p}", if row.is_some() { "*" } else { "" })
+            }));
             call.push(format!("OP2_PASS({p})"));
             positions.push(i);
         }
@@ -256,7 +293,21 @@ impl Runtime {
         positions.push(usize::MAX);
         let body = format!("  {}({});\n", kernel.name(), call.join(", "));
         let name = format!("op2_layer_{}", kernel.name());
-        let k = self.wrapper_kernel(kernel, &name, &params, &body, positions);
+        // Its parameters are the user's: so is their bounds' leniency (and the source says
+        // which, so that the kernels of a strict and a lenient user kernel are two).
+        let lenient = !kernel.checks_bounds();
+        let body = if lenient {
+            format!("  /* lenient bounds */\n{body}")
+        } else {
+            body
+        };
+        let k = self.wrapper_kernel_made(kernel, &name, &params, &body, positions, |k| {
+            if lenient {
+                k.without_own_bound_checks()
+            } else {
+                k
+            }
+        });
         let mut lowered = args;
         lowered.push(crate::model::carrier::Dat::<i32>::from_carrier(layers).arg(Access::Read));
         Ok((k, lowered))
@@ -323,6 +374,17 @@ impl Runtime {
                     },
                 ) => {
                     param_type(kernel, i, carrier)?;
+                    // Checked here: the access becomes RW below, past the runtime's own check.
+                    if carrier.dtype().is_complex() && matches!(a.access, Access::Min | Access::Max)
+                    {
+                        return Err(Op2Error::UnorderedReduction {
+                            kernel: kernel.name().into(),
+                            arg: i,
+                            object: carrier.name.clone(),
+                            access: a.access,
+                            dtype: carrier.dtype(),
+                        });
+                    }
                     let n = m.arity();
                     // A component view packs component `c` of each row: one value per entry.
                     let (d, first, at) = match component {

@@ -174,6 +174,33 @@ fn min_and_max_of_complex_values_are_refused() {
             other => panic!("{access:?} on a complex Global: {other:?}"),
         }
     }
+    // Into a Dat through a whole-row buffer (today's PyOP2's form), refused alike.
+    let (nodes, edges, m) = ring(&rt, 6);
+    let d = rt
+        .decl_dat(&nodes, 1, vec![Complex64::new(0.0, 0.0); 6], "d")
+        .unwrap();
+    let kb = kernel("pick2", "void pick2(double complex *v) { }");
+    for access in [MIN, MAX] {
+        assert!(matches!(
+            rt.par_loop(&kb, &edges, [d.arg_buffer(&m, access)]),
+            Err(Op2Error::UnorderedReduction { .. })
+        ));
+    }
+    // A mixed Dat's inner product is an f64: refused for complex components.
+    let ms = rt.decl_mixed_set(&[&nodes, &s], "ms").unwrap();
+    let md = op2::MixedDat::from_dats(
+        &ms,
+        vec![
+            d.clone(),
+            rt.decl_dat(&s, 1, vec![Complex64::new(1.0, 1.0); 4], "e")
+                .unwrap(),
+        ],
+    )
+    .unwrap();
+    assert!(matches!(
+        md.inner(&md),
+        Err(Op2Error::AlgebraMismatch { .. })
+    ));
 }
 
 #[test]

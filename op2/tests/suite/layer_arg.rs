@@ -220,3 +220,80 @@ fn a_subset_of_the_cells_sees_its_cells_layers() {
     }
     assert_eq!(x.to_vec().unwrap(), want);
 }
+
+#[test]
+fn the_users_declarations_still_shape_what_the_kernel_gets() {
+    let m = mesh();
+    let n: usize = LAYERS.iter().sum();
+    // Node i holds (i, 10 i).
+    let x =
+        m.rt.decl_dat(
+            &m.nodes,
+            2,
+            (0..n)
+                .flat_map(|i| [i as f64, 10.0 * i as f64])
+                .collect::<Vec<_>>(),
+            "x",
+        )
+        .unwrap();
+    let out = m.rt.decl_dat_zeros::<f64>(&m.cells, 1, "out").unwrap();
+    // A buffer declared longer than the row's 4 values (up to arity x dim x dim, its tail
+    // zeroed) and a lenient kernel's pointer array declared longer than the map's arity (its
+    // extra pointers lead to zeros), as without the layer.
+    let long_buffer = kernel(
+        "long_buffer",
+        "void long_buffer(double b[8], double *o, int layer) { *o = b[0] + b[1] + b[2] + b[3] + b[7] + 100 * layer; }",
+    );
+    m.rt.par_loop_with_layer(
+        &long_buffer,
+        &m.cells,
+        Region::All,
+        [x.arg_buffer(&m.c2n, READ), out.arg(WRITE)],
+    )
+    .unwrap();
+    let layers = cell_layers();
+    let mut sums = Vec::new();
+    for (&l, &s) in LAYERS.iter().zip(&m.starts) {
+        for k in 0..l - 1 {
+            sums.push(11.0 * (2 * (s + k) + 1) as f64);
+        }
+    }
+    let want: Vec<f64> = sums
+        .iter()
+        .zip(&layers)
+        .map(|(v, &l)| v + 100.0 * l)
+        .collect();
+    assert_eq!(out.to_vec().unwrap(), want);
+    let lenient = op2::Kernel::without_bound_checks(
+        "lenient",
+        "void lenient(const double *r[4], double *o, int layer) { *o = r[0][0] + r[1][0] + r[3][1] - layer; }",
+    )
+    .unwrap();
+    m.rt.par_loop_with_layer(
+        &lenient,
+        &m.cells,
+        Region::All,
+        [x.arg_row(&m.c2n, READ), out.arg(WRITE)],
+    )
+    .unwrap();
+    let want: Vec<f64> = sums
+        .iter()
+        .zip(&layers)
+        .map(|(v, &l)| v / 11.0 - l)
+        .collect();
+    assert_eq!(out.to_vec().unwrap(), want);
+    // Longer still is refused, as without the layer.
+    let too_long = kernel(
+        "too_long",
+        "void too_long(double b[9], double *o, int layer) { *o = b[0] + layer; }",
+    );
+    assert!(matches!(
+        m.rt.par_loop_with_layer(
+            &too_long,
+            &m.cells,
+            Region::All,
+            [x.arg_buffer(&m.c2n, READ), out.arg(WRITE)],
+        ),
+        Err(Op2Error::KernelParamBound { .. })
+    ));
+}

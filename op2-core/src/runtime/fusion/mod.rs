@@ -194,7 +194,9 @@ pub(crate) struct Fusions {
 /// generated code's own (so it cannot clash with the names around it), then `name` calling them
 /// in order with the fused args.
 fn fused_source(name: &str, members: &[&LoopRecord], u: &Unified) -> String {
-    let mut s = String::new();
+    // Pointers reach each kernel through `OP2_PASS`, whatever its parameters' spelling (`long *`
+    // for an `int64_t` Dat, added `const`), in C and in C++.
+    let mut s = String::from(crate::runtime::per_entry::PASS_MACRO);
     let mut defined: HashSet<&str> = HashSet::new();
     for rec in members {
         let k = &rec.sig.kernel;
@@ -221,7 +223,7 @@ fn fused_source(name: &str, members: &[&LoopRecord], u: &Unified) -> String {
         .collect();
     let _ = writeln!(s, "void {name}({}) {{", params.join(", "));
     for (rec, mine) in members.iter().zip(&u.per_member) {
-        let args: Vec<String> = mine.iter().map(|i| format!("op2_a{i}")).collect();
+        let args: Vec<String> = mine.iter().map(|i| format!("OP2_PASS(op2_a{i})")).collect();
         let _ = writeln!(s, "  {}({});", rec.sig.kernel.name(), args.join(", "));
     }
     s.push_str("}\n");
