@@ -252,7 +252,7 @@ fn dump_gencode_writes_every_generated_source() {
     let src = std::fs::read_to_string(&files[0]).unwrap();
     // The kernel and the wrapper that calls it (each backend names its wrapper its own way).
     assert!(
-        src.contains(&token) && src.contains("dumped((void *)"),
+        src.contains(&token) && src.contains("dumped(OP2_PASS("),
         "{src}"
     );
 }
