@@ -24,17 +24,7 @@ fn component_major_pointers(p: &str, n: usize, d: usize) -> String {
     )
 }
 
-/// How the runtime's kernels hand a pointer to the user's parameter, whatever its spelling
-/// (`const`, arrays): through `void *` in C, CUDA's `op2_any` in C++, as it is in OpenCL (whose
-/// address spaces a `void *` would lose).
-/// `OP2_TYPEOF(p + 0)` is the type of pointer `p` (with its OpenCL address space), for local
-/// arrays of pointers into an arg's data.
-pub(crate) const PASS_MACRO: &str = "#ifndef OP2_PASS\n#if defined(__cplusplus)\n\
-    #define OP2_PASS(x) op2_any{(void *)(x)}\n#define OP2_TYPEOF(x) decltype(x)\n\
-    #elif defined(__OPENCL_VERSION__)\n\
-    #define OP2_PASS(x) (x)\n#define OP2_TYPEOF(x) __typeof__(x)\n\
-    #else\n#define OP2_PASS(x) ((void *)(x))\n#define OP2_TYPEOF(x) __typeof__(x)\n\
-    #endif\n#endif\n";
+pub(crate) use crate::model::kernel::PASS_MACRO;
 
 /// `kernel`'s source, after a declaration that makes it `static` and inline (`extra`, say an
 /// always-inline attribute, before `void`): the runtime's kernels call it in their loops, and a

@@ -196,7 +196,7 @@ pub(crate) struct Fusions {
 fn fused_source(name: &str, members: &[&LoopRecord], u: &Unified) -> String {
     // Pointers reach each kernel through `OP2_PASS`, whatever its parameters' spelling (`long *`
     // for an `int64_t` Dat, added `const`), in C and in C++.
-    let mut s = String::from(crate::runtime::per_entry::PASS_MACRO);
+    let mut s = String::from(crate::model::kernel::PASS_MACRO);
     let mut defined: HashSet<&str> = HashSet::new();
     for rec in members {
         let k = &rec.sig.kernel;
