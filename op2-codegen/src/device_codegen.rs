@@ -65,13 +65,7 @@ impl Codegen for DeviceCodegen<'_> {
                 ),
             });
         }
-        if let Some(t) = sig
-            .args
-            .iter()
-            .map(|a| a.dtype)
-            .chain(sig.consts.iter().map(|c| c.dtype))
-            .find(|t| t.is_complex())
-        {
+        if let Some(t) = sig.complex_dtype() {
             // C99's `_Complex` is the kernels' spelling; CUDA C++ and OpenCL C have no such type
             // (a device spelling would need kernels written for it), so saying so beats a
             // compiler error about the type.

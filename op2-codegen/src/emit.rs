@@ -418,13 +418,7 @@ pub(crate) fn emit_host_prelude(
         s.push_str("#define OP2_PASS(x) ((void *)(x))\n#define OP2_TYPEOF(x) __typeof__(x)\n\n");
         return Ok(());
     }
-    if let Some(t) = sig
-        .args
-        .iter()
-        .map(|a| a.dtype)
-        .chain(sig.consts.iter().map(|c| c.dtype))
-        .find(|t| t.is_complex())
-    {
+    if let Some(t) = sig.complex_dtype() {
         return Err(op2_core::Op2Error::Unsupported {
             kernel: sig.kernel.name().into(),
             reason: format!(
@@ -460,18 +454,10 @@ pub(crate) fn close_entries(s: &mut String, sig: &LoopSignature) {
 /// `complex` and `I` as macros, so it is left out of every other unit, where a kernel may use
 /// those names for its own.
 pub(crate) fn complex_header(sig: &LoopSignature) -> &'static str {
-    let complex_data = sig
-        .args
-        .iter()
-        .map(|a| a.dtype)
-        .chain(sig.consts.iter().map(|c| c.dtype));
     // Identifiers, comments left out: `complexity`, or a comment naming complex numbers, is
     // not a kernel using them.
     let k = &sig.kernel;
-    if complex_data.into_iter().any(|t| t.is_complex())
-        || k.mentions("complex")
-        || k.mentions("_Complex")
-    {
+    if sig.complex_dtype().is_some() || k.mentions("complex") || k.mentions("_Complex") {
         "#include <complex.h>\n"
     } else {
         ""

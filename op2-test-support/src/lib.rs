@@ -23,6 +23,18 @@ pub fn builder() -> RuntimeBuilder {
     op2::builder().backend(&backend())
 }
 
+/// A ring of `n` nodes and `n` edges on `rt`, edge `e` joining nodes `e` and `e + 1` (mod `n`):
+/// `(nodes, edges, map from the edges to their two ends)`, every node touched by two edges.
+pub fn ring(rt: &Runtime, n: usize) -> (op2::Set, op2::Set, op2::Map) {
+    let nodes = rt.decl_set(n, "nodes").unwrap();
+    let edges = rt.decl_set(n, "edges").unwrap();
+    let ends: Vec<i32> = (0..n)
+        .flat_map(|e| [e as i32, ((e + 1) % n) as i32])
+        .collect();
+    let m = rt.decl_map(&edges, &nodes, 2, ends, "ends").unwrap();
+    (nodes, edges, m)
+}
+
 /// A lazy runtime on the suite's backend.
 pub fn rt() -> Runtime {
     rt_lazy(true)

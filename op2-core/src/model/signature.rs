@@ -87,6 +87,16 @@ impl LoopSignature {
             .collect()
     }
 
+    /// The first complex element type among the args and Consts, if any (code generators that
+    /// cannot spell complex values refuse such loops).
+    pub fn complex_dtype(&self) -> Option<DType> {
+        self.args
+            .iter()
+            .map(|a| a.dtype)
+            .chain(self.consts.iter().map(|c| c.dtype))
+            .find(|t| t.is_complex())
+    }
+
     /// True when no arg goes through a map.
     pub fn is_direct(&self) -> bool {
         !self.args.iter().any(ArgSig::is_indirect)

@@ -365,16 +365,7 @@ impl Runtime {
                 ) => {
                     param_type(kernel, i, carrier)?;
                     // Checked here: the access becomes RW below, past the runtime's own check.
-                    if carrier.dtype().is_complex() && matches!(a.access, Access::Min | Access::Max)
-                    {
-                        return Err(Op2Error::UnorderedReduction {
-                            kernel: kernel.name().into(),
-                            arg: i,
-                            object: carrier.name.clone(),
-                            access: a.access,
-                            dtype: carrier.dtype(),
-                        });
-                    }
+                    super::validate::ordered(kernel, i, carrier, a.access)?;
                     let n = m.arity();
                     // A component view packs component `c` of each row: one value per entry.
                     let (d, first, at) = match component {

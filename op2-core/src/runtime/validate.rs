@@ -152,16 +152,8 @@ pub(crate) fn check_arg(
             (carrier, ArgKind::Global)
         }
     };
+    ordered(kernel, i, carrier, arg.access)?;
     let dtype = carrier.dtype();
-    if dtype.is_complex() && matches!(arg.access, Access::Min | Access::Max) {
-        return Err(Op2Error::UnorderedReduction {
-            kernel: kname(),
-            arg: i,
-            object: carrier.name.clone(),
-            access: arg.access,
-            dtype,
-        });
-    }
     if let Some((dim, c_type)) = &arg.declared {
         if *dim != carrier.dim {
             return Err(Op2Error::DimMismatch {
@@ -192,6 +184,21 @@ pub(crate) fn check_arg(
         },
         carrier.clone(),
     ))
+}
+
+/// An error unless `access` (of arg `i` of a loop of `kernel`) can reduce `carrier`'s values:
+/// MIN and MAX need an order, which complex values have not.
+pub(crate) fn ordered(kernel: &Kernel, i: usize, carrier: &Carrier, access: Access) -> Result<()> {
+    if carrier.dtype().is_complex() && matches!(access, Access::Min | Access::Max) {
+        return Err(Op2Error::UnorderedReduction {
+            kernel: kernel.name().into(),
+            arg: i,
+            object: carrier.name.clone(),
+            access,
+            dtype: carrier.dtype(),
+        });
+    }
+    Ok(())
 }
 
 /// The count a parameter declaring array `bounds` (outermost first, `None` where left out, as in

@@ -5,9 +5,9 @@
 //! values are refused everywhere.
 
 use op2::num_complex::{Complex32, Complex64};
-use op2::{INC, MAX, MIN, Op2Error, READ, Runtime, WRITE};
+use op2::{INC, MAX, MIN, Op2Error, READ, WRITE};
 use op2::{SetHalo, SetSizes};
-use op2_test_support::{backend, builder, kernel, on_rank_runtimes, rt};
+use op2_test_support::{backend, builder, kernel, on_rank_runtimes, ring, rt};
 
 /// Whether this backend runs complex loops (the host backends' C has `_Complex`).
 fn runs_complex() -> bool {
@@ -26,17 +26,6 @@ fn refused<T: std::fmt::Debug>(r: op2::Result<T>) {
 
 fn close(a: Complex64, b: Complex64) -> bool {
     (a - b).norm() <= 1e-12 * (1.0 + b.norm())
-}
-
-/// Edges of a ring of `n` nodes, each node touched by two edges, as a map of arity 2.
-fn ring(rt: &Runtime, n: usize) -> (op2::Set, op2::Set, op2::Map) {
-    let nodes = rt.decl_set(n, "nodes").unwrap();
-    let edges = rt.decl_set(n, "edges").unwrap();
-    let ends: Vec<i32> = (0..n)
-        .flat_map(|e| [e as i32, ((e + 1) % n) as i32])
-        .collect();
-    let m = rt.decl_map(&edges, &nodes, 2, ends, "ends").unwrap();
-    (nodes, edges, m)
 }
 
 #[test]

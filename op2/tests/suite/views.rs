@@ -3,19 +3,8 @@
 //! computed here; the other components keep their values. `cargo xtask test` runs this file on
 //! every backend.
 
-use op2::{INC, Op2Error, READ, RW, Runtime, WRITE};
-use op2_test_support::{kernel, rt};
-
-/// A ring of `n` nodes and `n` edges, edge `e` joining nodes `e` and `e + 1`.
-fn ring(rt: &Runtime, n: usize) -> (op2::Set, op2::Set, op2::Map) {
-    let nodes = rt.decl_set(n, "nodes").unwrap();
-    let edges = rt.decl_set(n, "edges").unwrap();
-    let ends: Vec<i32> = (0..n)
-        .flat_map(|e| [e as i32, ((e + 1) % n) as i32])
-        .collect();
-    let m = rt.decl_map(&edges, &nodes, 2, ends, "ends").unwrap();
-    (nodes, edges, m)
-}
+use op2::{INC, Op2Error, READ, RW, WRITE};
+use op2_test_support::{kernel, ring, rt};
 
 #[test]
 fn a_direct_view_writes_one_component_and_keeps_the_others() {
