@@ -426,6 +426,15 @@ impl Mat {
         self.lock().values.clone()
     }
 
+    /// Where the stored values live (CSR order, [`Sparsity::nnz`] of them), for handing the
+    /// storage to a library that reads and writes it in place (the Python package's PETSc
+    /// handle shares it). The values never move while the matrix lives. Reading or writing
+    /// through the pointer while a loop or a call on another thread uses the matrix is a data
+    /// race: callers keep such use to one thread.
+    pub fn values_ptr(&self) -> *mut f64 {
+        self.lock().values.as_mut_ptr()
+    }
+
     /// The whole matrix as dense rows (for small matrices: tests, printing).
     pub fn to_dense(&self) -> Vec<Vec<f64>> {
         let st = self.lock();

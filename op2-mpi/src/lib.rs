@@ -37,6 +37,6 @@ pub use distribute::{Distributed, LocalDat, LocalMap, LocalSet, Options, Partiti
 pub use error::{MpiError, Result};
 pub use local::LocalMesh;
 pub use mesh::{GlobalDat, GlobalMap, GlobalSet, Input, MeshBuilder, block_range};
-pub use mpi_comm::{Mpi, MpiCommunicator, launched_by_mpirun};
+pub use mpi_comm::{Mpi, MpiCommunicator, launched_by_mpirun, running_world_size};
 pub use partition::Partitioner;
 pub use verify::verify;

@@ -29,6 +29,15 @@ pub fn launched_by_mpirun() -> bool {
         .any(|v| std::env::var_os(v).is_some())
 }
 
+/// How many ranks MPI's world has when MPI is running in this process (started by op2-mpi or by
+/// another library, such as mpi4py or petsc4py), else `None`.
+pub fn running_world_size() -> Option<usize> {
+    if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+        return None;
+    }
+    Some(mpi::topology::SimpleCommunicator::world().size() as usize)
+}
+
 /// The tag of halo-exchange messages. MPI matches messages between two ranks with one tag in the
 /// order they were posted, which is the `Communicator` contract: each pair of ranks posts its
 /// messages to each other in the same order (ranks need not take part in every exchange).
@@ -89,8 +98,15 @@ impl Mpi {
         threading: mpi::Threading,
     ) -> Result<Mpi> {
         if threading < mpi::Threading::Serialized {
+            let who = if universe.is_some() {
+                "the MPI library offers"
+            } else {
+                // PETSc starts MPI funnelled when it starts first; mpi4py asks for Multiple.
+                "another library (petsc4py?) started MPI with"
+            };
             return Err(MpiError::Init(format!(
-                "the MPI library offers threading level {threading:?}; op2-mpi needs Serialized"
+                "{who} threading level {threading:?}; op2-mpi needs Serialized (start MPI \
+                 through mpi4py, `from mpi4py import MPI`, before petsc4py)"
             )));
         }
         let timeout = std::env::var("OP2_MPI_TIMEOUT")

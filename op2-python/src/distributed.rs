@@ -28,6 +28,12 @@ pub(crate) fn world() -> PyResult<Option<Arc<dyn op2::Communicator>>> {
         return Ok(None);
     }
     let mut g = MPI.lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_none() && mpi::running_world_size() == Some(1) {
+        // Another library (petsc4py, mpi4py) started MPI in a process of its own, which sets
+        // the launcher's variables too: one rank, nothing to communicate, so the runtime runs
+        // as one process whatever threading that library asked for.
+        return Ok(None);
+    }
     if g.is_none() {
         if *FINALISED.lock().unwrap_or_else(|e| e.into_inner()) {
             return Err(Op2Failure::new_err((

@@ -203,6 +203,24 @@ impl PyMat {
         self.mat.assemble();
         PyArray1::from_vec(py, self.mat.values())
     }
+    /// The stored values in CSR order as a NumPy array over the matrix's own memory (what a
+    /// PETSc handle made with `createAIJWithArrays` shares): writes through either are the
+    /// matrix's. The array keeps the matrix alive.
+    fn values_view<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let (ptr, len) = {
+            let m = &slf.get().mat;
+            (m.values_ptr(), m.sparsity().nnz())
+        };
+        // SAFETY: op2-la never moves a matrix's values (their length is the pattern's, fixed
+        // at creation), and the array's base is this PyMat, which holds the matrix. Python
+        // code runs on one thread at a time under the GIL, and every native call that writes
+        // the values holds the GIL too.
+        let arr = unsafe {
+            let v = numpy::ndarray::ArrayView1::from_shape_ptr(len, ptr as *const f64);
+            PyArray1::borrow_from_array(&v, slf.into_any())
+        };
+        Ok(arr)
+    }
     /// The whole matrix, dense (a copy).
     fn dense<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
         self.mat.assemble();

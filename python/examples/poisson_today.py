@@ -6,10 +6,11 @@ package inside Firedrake): ``from pyop2 import op2``, three-size Sets, packed ke
 -laplace(u) = f with u = sin(pi x) sin(pi y) (so f = 2 pi^2 u) and u = 0 on the boundary, on
 N x N squares cut into triangles. Stiffness and load (consistent mass times nodal f) are
 assembled by par_loops over the cells; the boundary rows are replaced by the identity; the
-system is solved (with op2-rs's conjugate gradients: today's programs solve through PETSc's
-``mat.handle``, which needs petsc4py). The nodal error against the exact solution is checked
-for two meshes: it must be small and fall by about 4 when N doubles (second order). Exit
-status 1 otherwise.
+system is solved as today's programs solve it, by PETSc's conjugate gradients on
+``mat.handle`` with ``b.vec_ro`` and ``u.vec`` (when petsc4py is installed and the program runs
+on one rank), and by op2-rs's own conjugate gradients (always); where both ran they must
+agree. The nodal error against the exact solution is checked for two meshes: it must be small
+and fall by about 4 when N doubles (second order). Exit status 1 otherwise.
 
     python poisson_today.py [--backend sequential] [--n 16]
 
@@ -86,9 +87,37 @@ def solve(n):
     A.zero_rows(boundary, 1.0)
     b.data[boundary] = 0.0
 
-    from op2rs.op2 import solve as op2rs_solve  # today's PyOP2 has no solver of its own
-    op2rs_solve(A, u, b)
+    from op2rs.op2 import Solver  # today's PyOP2 has no solver of its own
+    Solver(ksp_rtol=1e-10).solve(A, u, b)
+    petsc = _petsc_solve(A, b, nodes)
+    if petsc is not None:
+        gap = float(np.abs(petsc - u.data_ro).max())
+        if gap > 1e-6:
+            raise SystemExit("FAILED: PETSc's solution on mat.handle differs from op2-rs's "
+                             "by %.2e" % gap)
     return float(np.abs(u.data_ro - exact).max())
+
+
+def _petsc_solve(A, b, nodes):
+    """The solution by PETSc's CG on ``A.handle`` (today's programs' way), or None without
+    petsc4py or across ranks (op2rs's handles are sequential)."""
+    try:
+        from petsc4py import PETSc
+    except ImportError:
+        return None
+    if COMM_WORLD.size > 1:
+        return None
+    x = op2.Dat(nodes ** 1, dtype=np.float64, name="x_petsc")
+    ksp = PETSc.KSP().create(comm=PETSc.COMM_SELF)
+    ksp.setOperators(A.handle)
+    ksp.setType("cg")
+    ksp.getPC().setType("jacobi")
+    ksp.setTolerances(rtol=1e-10)
+    with b.vec_ro as bv, x.vec as xv:
+        ksp.solve(bv, xv)
+    if ksp.getConvergedReason() <= 0:
+        raise SystemExit("FAILED: PETSc's CG did not converge (%d)" % ksp.getConvergedReason())
+    return x.data_ro.copy()
 
 
 def main():

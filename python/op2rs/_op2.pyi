@@ -359,6 +359,9 @@ class Mat:
         ``cols`` (PETSc's ``MatSetValues``; every entry must be in the pattern)."""
     def array(self) -> NDArray[np.float64]:
         """The stored values in CSR order (a copy)."""
+    def values_view(self) -> NDArray[np.float64]:
+        """The stored values in CSR order over the matrix's own memory (what a PETSc handle
+        shares); the array keeps the matrix alive."""
     def dense(self) -> NDArray[np.float64]:
         """The whole matrix, dense (a copy)."""
     def mult(self, x: Dat, y: Dat) -> None:

@@ -7,6 +7,7 @@ import weakref
 import numpy as np
 
 from . import _op2
+from . import petsc as _petsc
 from .access import DAT_MODES, GLOBAL_MODES, READ, RW, WRITE, INC, IterationIndex
 from .datatypes import as_cstr, as_dim, as_dtype, as_values
 from .exceptions import (DataSetTypeError, DataValueError, DatTypeError, DimTypeError,
@@ -179,6 +180,23 @@ class Dat:
         a = self._view(False, True)
         self._needs_halo = False
         return a
+
+    def vec_context(self, access=True, readonly=None):
+        """A context yielding a petsc4py ``Vec`` over the owned values (needs petsc4py):
+        ``access`` an op2 access (today's PyOP2: READ, WRITE or RW) or PyOP2 0.10's
+        ``readonly`` flag (also by name). Writable ones are the Dat's own memory; read ones a
+        copy."""
+        return _petsc.dat_vec(self, access if readonly is None else bool(readonly))
+
+    def _vec_changed(self):
+        """PETSc wrote through a ``vec`` context (today's pyop2 counts a version)."""
+
+    vec = property(lambda self: self.vec_context(RW),
+                   doc="A context yielding a PETSc Vec to read and write the owned values.")
+    vec_ro = property(lambda self: self.vec_context(READ),
+                      doc="A context yielding a PETSc Vec to read the owned values.")
+    vec_wo = property(lambda self: self.vec_context(WRITE),
+                      doc="A context yielding a PETSc Vec to write the owned values.")
 
     def halo_exchange_begin(self):
         """PyOP2's manual halo exchange: op2-rs exchanges halos when a loop or a view with
@@ -632,6 +650,20 @@ class MixedDat(_Parts):
         """Each component's :meth:`Dat.halo_exchange_end`."""
         for d in self._dats:
             d.halo_exchange_end()
+
+    def vec_context(self, access=True, readonly=None):
+        """A context yielding one petsc4py ``Vec`` of every component's owned values in turn
+        (needs petsc4py), filled from the components unless ``access`` is WRITE and copied back
+        to them unless it is READ (or PyOP2 0.10's ``readonly`` flag is true)."""
+        return _petsc.mixed_vec(self, access if readonly is None else bool(readonly))
+
+    vecscatter = vec_context
+    vec = property(lambda self: self.vec_context(RW),
+                   doc="A context yielding a PETSc Vec to read and write every component.")
+    vec_ro = property(lambda self: self.vec_context(READ),
+                      doc="A context yielding a PETSc Vec to read every component.")
+    vec_wo = property(lambda self: self.vec_context(WRITE),
+                      doc="A context yielding a PETSc Vec to write every component.")
 
     def zero(self):
         """Sets every component's values to zero (recorded, like loops)."""

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 
 from . import _op2
+from . import petsc as _petsc
 from .access import MAT_MODES
 from .data import Dat, MixedDat
 from .exceptions import (DataSetTypeError, DatTypeError, MapTypeError, MapValueError,
@@ -411,7 +412,13 @@ class Mat:
 
     @property
     def handle(self):
-        raise NotImplementedError("op2rs matrices are op2-la's, not PETSc's: no petsc4py handle")
+        """The petsc4py ``Mat`` over this matrix's own values (made on first use; needs
+        petsc4py): PETSc's calls on it read and write the matrix. Sequential programs only;
+        entries outside the sparsity are refused, as PyOP2's matrices refused them."""
+        h = self.__dict__.get("_handle")
+        if h is None:
+            h = self.__dict__["_handle"] = _petsc.mat_handle(self)
+        return h
 
     @property
     def blocks(self):
@@ -425,8 +432,8 @@ class Mat:
                 roff = np.cumsum([0] + [d.set.size * d.cdim for d in rows]).tolist()
                 coff = np.cumsum([0] + [d.set.size * d.cdim for d in cols]).tolist()
                 self._blocks = [
-                    [MatBlock(self, self._sparsity[i, j], (roff[i], roff[i + 1]),
-                              (coff[j], coff[j + 1])) for j in range(len(cols))]
+                    [self._block_class(self, self._sparsity[i, j], (roff[i], roff[i + 1]),
+                                       (coff[j], coff[j + 1])) for j in range(len(cols))]
                     for i in range(len(rows))]
         return self._blocks
 
@@ -495,6 +502,16 @@ class MatBlock(Mat):
         raise NotImplementedError("the blocks of a mixed matrix are stored as one matrix; "
                                   "read the block's values")
 
+    @property
+    def handle(self):
+        """The block of the parent's handle: PETSc's local submatrix of the block's rows and
+        columns, which writes into the parent in the block's own numbers."""
+        h = self.__dict__.get("_handle")
+        if h is None:
+            h = self.__dict__["_handle"] = _petsc.block_handle(self._parent, self._rows,
+                                                               self._cols)
+        return h
+
     def zero(self):
         raise NotImplementedError("zero the whole mixed matrix")
 
@@ -509,6 +526,10 @@ class MatBlock(Mat):
 
     def __mul__(self, v):
         raise NotImplementedError("multiply by the whole mixed matrix")
+
+
+# The class of a mixed matrix's blocks (today's pyop2 has its own).
+Mat._block_class = MatBlock
 
 
 def _boundary(rmap, cmap):

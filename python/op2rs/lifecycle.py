@@ -2,6 +2,7 @@
 on the configured backend."""
 
 import atexit
+import sys
 
 from . import _op2
 from .configuration import configuration
@@ -50,6 +51,11 @@ def init(**kwargs):
 
 def _finish_mpi():
     exit()
+    # PETSc, started on op2's MPI after it, finalises at interpreter exit after this hook,
+    # when MPI would be gone: finish PETSc first (what petsc4py's own exit would do).
+    petsc = sys.modules.get("petsc4py.PETSc")
+    if petsc is not None and petsc.Sys.isInitialized() and not petsc.Sys.isFinalized():
+        petsc._finalize()
     _op2.finalize_mpi()
 
 

@@ -31,11 +31,12 @@ from op2rs.data import Dat as _Dat
 from op2rs.data import Global as _Global
 from op2rs.data import MixedDat as _MixedDat
 from op2rs.exceptions import (DataValueError, IndexValueError,  # noqa: F401
-                              MapTypeError, MapValueError, ModeValueError,
+                              MapTypeError, MapValueError, MatTypeError, ModeValueError,
                               NameTypeError, SizeTypeError, SparsityTypeError)
 from op2rs.exceptions import call as _call
 from op2rs.kernels import Kernel as _Kernel
 from op2rs.la import Mat as _Mat
+from op2rs.la import MatBlock as _MatBlock
 from op2rs.la import _boundary, _same_map
 from op2rs.la import Sparsity as _Sparsity
 from op2rs.logger import critical, debug, error, info, set_log_level, warning  # noqa: F401
@@ -285,6 +286,9 @@ class Dat(_Dat):
 
     def _after_write(self, arg):
         _Dat._after_write(self, arg)
+        self._version += 1
+
+    def _vec_changed(self):
         self._version += 1
 
     @property
@@ -770,8 +774,6 @@ class Sparsity(_Sparsity):
     def __new__(cls, dsets, maps_and_regions, name=None, nest=None, block_sparse=None,
                 diagonal_block=True):
         _started()
-        if nest:
-            raise NotImplementedError("nested (MatNest) sparsities are not supported by op2rs")
         if name is not None and not isinstance(name, str):
             raise NameTypeError("name must be of type str")
         blocks = _blocks(maps_and_regions)
@@ -805,8 +807,13 @@ class Sparsity(_Sparsity):
             sp = super().__new__(cls, dsets, (rm, cm), name)
             table = {(i, j): [(rmaps[i], cmaps[j], None)]
                      for i in range(nrows) for j in range(ncols)}
+        # Today's PyOP2 nests mixed matrices unless told not to. op2rs stores both as one
+        # matrix; nesting decides whether the blocks keep their own assembly states.
+        nested = bool(mixed if nest is None else nest) and mixed
+        if sp.__dict__.setdefault("_nested", nested) != nested:
+            sp = sp.__dict__.setdefault("_other_nesting", copy.copy(sp))
+            sp._nested = nested
         sp._maps_and_regions = table
-        sp._nested = False
         sp._block_sparse = block_sparse
         sp._diagonal_block = diagonal_block
         return sp
@@ -856,9 +863,35 @@ class Mat(_Mat):
     c)`` the block dims), row ``i * r + a`` being row node ``i``'s component ``a``, and likewise
     across (today's PyOP2's layout)."""
 
+    ASSEMBLED = "ASSEMBLED"
+    INSERT_VALUES = "INSERT_VALUES"
+    ADD_VALUES = "ADD_VALUES"
+
     def __init__(self, sparsity, dtype=None, name=None):
         _started()
         super().__init__(sparsity, dtype, name)
+        self.assembly_state = Mat.ASSEMBLED
+
+    def change_assembly_state(self, new_state):
+        """Moves to ``new_state`` (ASSEMBLED, INSERT_VALUES or ADD_VALUES), flushing what is
+        pending when a program switches between inserting and adding."""
+        if new_state != Mat.ASSEMBLED and self.assembly_state not in (Mat.ASSEMBLED,
+                                                                       new_state):
+            self._flush_assembly()
+        self.assembly_state = new_state
+
+    def _flush_assembly(self):
+        """Finishes pending insertions or additions (between the two kinds)."""
+        self._native.assemble()
+
+    def assemble(self):
+        """Finishes pending insertions; the matrix (and, nested, each block) is ASSEMBLED."""
+        self._native.assemble()
+        if self.sparsity.mixed and self.sparsity.nested:
+            for m in self:
+                m.change_assembly_state(Mat.ASSEMBLED)
+        else:
+            self.change_assembly_state(Mat.ASSEMBLED)
 
     dims = property(lambda self: self.sparsity.dims)
     nblock_rows = property(lambda self: self.sparsity.dsets[0].size)
@@ -881,18 +914,24 @@ class Mat(_Mat):
     def addto_values(self, rows, cols, values):
         """Adds the dense block ``values`` at block rows ``rows`` and block columns ``cols``
         (PETSc's ``MatSetValuesBlockedLocal`` with ``ADD_VALUES``)."""
+        self.change_assembly_state(Mat.ADD_VALUES)
         self._entries(rows, cols, values, True)
 
     def set_values(self, rows, cols, values):
         """Inserts the dense block ``values`` at block rows ``rows``, block columns ``cols``."""
+        self.change_assembly_state(Mat.INSERT_VALUES)
         self._entries(rows, cols, values, False)
 
     def set_local_diagonal_entries(self, rows, diag_val=1.0, idx=None):
         """Sets the diagonal of block rows ``rows`` to ``diag_val``: every component, or
         component ``idx`` only."""
+        self.change_assembly_state(Mat.INSERT_VALUES)
         d = self.sparsity._pair_dims[0]
         comps = range(d) if idx is None else [idx]
         scalar = [int(r) * d + a for r in np.asarray(rows).ravel() for a in comps]
+        self._diagonal(scalar, diag_val)
+
+    def _diagonal(self, scalar, diag_val):
         _call(self._native.diagonal_entries, scalar, [float(diag_val)] * len(scalar), False)
 
     def __call__(self, access, path, lgmaps=None, unroll_map=False):
@@ -915,3 +954,59 @@ class Mat(_Mat):
         native = _call(self._native.arg, access._native, rmap._native, cmap._native,
                        _op2.MatForm.Element, _boundary(rmap, cmap))
         return _Arg(self, access, (rmap, cmap), False, native, rmap.iterset)
+
+
+class MatBlock(_MatBlock, Mat):
+    """Block (i, j) of a Mat on mixed spaces. Its ``addto_values``, ``set_values`` and
+    ``set_local_diagonal_entries`` take the block's own (block) rows and columns. In a nested
+    matrix each block has its own assembly state; in a monolithic one (``nest=False``) the
+    blocks share the parent's, and only the parent assembles."""
+
+    def __init__(self, parent, sparsity, rows, cols):
+        _MatBlock.__init__(self, parent, sparsity, rows, cols)
+        self._state = Mat.ASSEMBLED
+
+    @property
+    def _nested(self):
+        return self._parent.sparsity.nested
+
+    @property
+    def assembly_state(self):
+        return self._state if self._nested else self._parent.assembly_state
+
+    @assembly_state.setter
+    def assembly_state(self, value):
+        if self._nested:
+            self._state = value
+        else:
+            self._parent.assembly_state = value
+
+    def _flush_assembly(self):
+        if self._nested:
+            self._parent._native.assemble()
+        else:
+            self._parent._flush_assembly()
+
+    def assemble(self):
+        if not self._nested:
+            raise RuntimeError("Should never call assemble on MatBlock")
+        self._parent._native.assemble()
+        self.change_assembly_state(Mat.ASSEMBLED)
+
+    def _entries(self, rows, cols, values, add):
+        r = [self._rows[0] + x for x in self._scalar(rows, 0)]
+        c = [self._cols[0] + x for x in self._scalar(cols, 1)]
+        v = np.asarray(values, dtype=np.float64).ravel()
+        if v.size != len(r) * len(c):
+            raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
+        _call(self._parent._native.entries, r, c, v.tolist(), add)
+
+    def _diagonal(self, scalar, diag_val):
+        if self._rows[0] != self._cols[0]:
+            raise MatTypeError("an off-diagonal block has no diagonal entries")
+        rows = [self._rows[0] + x for x in scalar]
+        _call(self._parent._native.diagonal_entries, rows, [float(diag_val)] * len(rows),
+              False)
+
+
+Mat._block_class = MatBlock

@@ -153,7 +153,7 @@ fn nvrtc() -> Option<PathBuf> {
 /// The op2rs Python package: built from `python/` into a venv under `target/` (maturin and
 /// numpy from PyPI), then its pytest suite on every host backend and the CUDA emulator, and
 /// on OpenCL where the driver is there.
-/// The `target/pyenv` virtual environment with maturin, NumPy, pytest, h5py and mpi4py from PyPI and
+/// The `target/pyenv` virtual environment with maturin, NumPy, pytest, h5py, mpi4py and petsc4py from PyPI and
 /// the op2rs package built from `python/` with MPI: its Python.
 fn python_env() -> Result<PathBuf, String> {
     let venv = root().join("target/pyenv");
@@ -173,6 +173,7 @@ fn python_env() -> Result<PathBuf, String> {
         // Its wheel loads the system's Open MPI: the distributed example shares MPI with it.
         "mpi4py",
     ]))?;
+    install_petsc4py(&py)?;
     run(Command::new(&py)
         .args([
             "-m",
@@ -186,6 +187,40 @@ fn python_env() -> Result<PathBuf, String> {
         // Across ranks too (op2-mpi): maturin reads its cargo arguments from here.
         .env("MATURIN_PEP517_ARGS", "--features mpi"))?;
     Ok(py)
+}
+
+/// petsc4py built against the system's PETSc (a required system package), at PETSc's own
+/// version: the tests of `Mat.handle` and the `vec` contexts and the PETSc solve of the
+/// today's-API Poisson example need it. PyPI has its source only; pip builds it once (a few
+/// minutes) and keeps the wheel in its cache.
+fn install_petsc4py(py: &Path) -> Result<(), String> {
+    let pkg_config = |arg: &str| -> Result<String, String> {
+        let out = Command::new("pkg-config")
+            .args([arg, "PETSc"])
+            .output()
+            .map_err(|e| format!("pkg-config: {e}"))?;
+        if !out.status.success() {
+            return Err("pkg-config knows no PETSc: run `cargo xtask deps --install`".into());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let version = pkg_config("--modversion")?;
+    let prefix = pkg_config("--variable=prefix")?;
+    // Its build runs setup.py in this venv (no isolation), with the Cython it was made for.
+    run(Command::new(py).args([
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "cython<3",
+        "setuptools",
+        "wheel",
+    ]))?;
+    run(Command::new(py)
+        .args(["-m", "pip", "install", "-q", "--no-build-isolation"])
+        .arg(format!("petsc4py=={version}"))
+        .env("PETSC_DIR", prefix)
+        .env_remove("PETSC_ARCH"))
 }
 
 /// OP2's `new_grid.h5` for the standard mesh, written by the Rust Airfoil example.

@@ -1,0 +1,215 @@
+"""PETSc views through petsc4py: a Mat's ``handle`` over the matrix's own values, Dat and
+MixedDat ``vec`` contexts, today's assembly states, and MPI started by petsc4py before op2rs.
+Expected values come from NumPy or from op2rs's own reading of the matrix."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from op2rs.la import Solver
+from pyop2 import op2
+
+PETSc = pytest.importorskip("petsc4py.PETSc")
+
+
+def _mass(n=6):
+    """A 1-D P1 mass-like matrix on ``n`` cells assembled by a loop, with the NumPy sum."""
+    nodes, cells = op2.Set(n + 1), op2.Set(n)
+    c2n_values = np.array([[c, c + 1] for c in range(n)], dtype=np.int32)
+    c2n = op2.Map(cells, nodes, 2, c2n_values)
+    h = op2.Dat(cells ** 1, np.linspace(1.0, 2.0, n))
+    mat = op2.Mat(op2.Sparsity((nodes ** 1, nodes ** 1), [(c2n, c2n, None)]))
+    k = op2.Kernel("""
+static void mass(double A[2][2], const double *h) {
+  A[0][0] += 2 * h[0] / 6; A[0][1] += h[0] / 6;
+  A[1][0] += h[0] / 6;     A[1][1] += 2 * h[0] / 6;
+}""", "mass")
+    want = np.zeros((n + 1, n + 1))
+    for c, (a, b) in enumerate(c2n_values):
+        want[np.ix_([a, b], [a, b])] += h.data_ro[c] / 6 * np.array([[2, 1], [1, 2]])
+
+    def assemble():
+        op2.par_loop(k, cells, mat(op2.INC, (c2n, c2n)), h(op2.READ))
+    return nodes, mat, assemble, want
+
+
+def test_the_handle_shares_the_matrix_values_both_ways():
+    nodes, mat, assemble, want = _mass()
+    assemble()
+    A = mat.handle
+    assert mat.handle is A
+    assert A.getSize() == (7, 7)
+    np.testing.assert_allclose(A[:, :], want)
+    # A second loop adds into the same memory: the handle sees it without being made again.
+    assemble()
+    np.testing.assert_allclose(A[:, :], 2 * want)
+    # PETSc's writes are the matrix's.
+    A.setValue(3, 3, 10.0)
+    A.assemble()
+    A.setValuesLocal([0], [1], [[-1.0]], addv=PETSc.InsertMode.ADD_VALUES)
+    A.assemble()
+    got = mat.values
+    assert got[3, 3] == 10.0 and got[0, 1] == 2 * want[0, 1] - 1.0
+    A.zeroRowsLocal([6], 1.0)
+    got = mat.values
+    np.testing.assert_array_equal(got[6], np.eye(7)[6])
+    # An entry outside the sparsity would move PETSc's values out of the matrix: refused.
+    with pytest.raises(PETSc.Error):
+        A.setValue(0, 6, 1.0)
+        A.assemble()
+
+
+def test_a_ksp_on_the_handle_agrees_with_the_op2_solver():
+    nodes, mat, assemble, want = _mass(12)
+    assemble()
+    b = op2.Dat(nodes ** 1, np.arange(13.0) + 1)
+    x = op2.Dat(nodes ** 1)
+    ksp = PETSc.KSP().create(comm=PETSc.COMM_SELF)
+    ksp.setOperators(mat.handle)
+    ksp.setType("cg")
+    ksp.getPC().setType("jacobi")
+    ksp.setTolerances(rtol=1e-12)
+    with b.vec_ro as bv, x.vec as xv:
+        ksp.solve(bv, xv)
+    np.testing.assert_allclose(x.data_ro, np.linalg.solve(want, b.data_ro), rtol=1e-9)
+    y = op2.Dat(nodes ** 1)
+    Solver(ksp_rtol=1e-12).solve(mat, y, b)
+    np.testing.assert_allclose(x.data_ro, y.data_ro, rtol=1e-8)
+
+
+def test_block_handles_write_into_their_block_of_a_mixed_matrix():
+    elem, node = op2.Set(3), op2.Set(4)
+    ms = op2.MixedSet((elem, node))
+    mm = op2.MixedMap((op2.Map(elem, elem, 1, [0, 1, 2]),
+                       op2.Map(elem, node, 2, [0, 1, 1, 2, 2, 3])))
+    for nest in (True, False):
+        mat = op2.Mat(op2.Sparsity((ms ** 1, ms ** 1), {
+            (i, j): [(rm, cm, None)] for i, rm in enumerate(mm) for j, cm in enumerate(mm)},
+            nest=nest))
+        assert mat.handle.getSize() == (7, 7)
+        b = mat[1, 1].handle
+        b.setValuesLocal([2], [1], [[5.0]], addv=PETSc.InsertMode.ADD_VALUES)
+        b.assemble()
+        mat.handle.assemble()
+        want = np.zeros((4, 4))
+        want[2, 1] = 5.0
+        np.testing.assert_array_equal(mat[1, 1].values, want)
+        assert mat.values[3 + 2, 3 + 1] == 5.0 and mat.values.sum() == 5.0
+
+
+def test_dat_vec_contexts_read_and_write_the_owned_values():
+    s = op2.Set(5)
+    d = op2.Dat(s ** 2, np.arange(10.0).reshape(5, 2))
+    with d.vec_ro as v:
+        assert v.getSize() == 10 and v.getBlockSize() == 2
+        np.testing.assert_array_equal(v.array_r, np.arange(10.0))
+        assert v.norm() == pytest.approx(np.linalg.norm(np.arange(10.0)))
+    before = d.dat_version
+    with d.vec as v:
+        v.scale(2.0)
+    np.testing.assert_array_equal(d.data_ro.ravel(), 2 * np.arange(10.0))
+    assert d.dat_version == before + 1
+    with d.vec_wo as v:
+        v.set(7.0)
+    np.testing.assert_array_equal(d.data_ro, np.full((5, 2), 7.0))
+    # A context that writes nothing counts no version.
+    v0 = d.dat_version
+    with d.vec:
+        pass
+    assert d.dat_version == v0
+    # A loop after the context sees PETSc's values.
+    op2.par_loop(op2.Kernel("static void k(double *x) { x[0] += 1; x[1] += 2; }", "k"),
+                 s, d(op2.RW))
+    np.testing.assert_array_equal(d.data_ro, np.tile([8.0, 9.0], (5, 1)))
+    with pytest.raises(op2.ModeValueError):
+        with d.vec_context(op2.INC):
+            pass
+
+
+def test_mixed_dat_vec_is_every_component_in_turn():
+    s, t = op2.Set(2), op2.Set(3)
+    md = op2.MixedDat([op2.Dat(s ** 1, [1.0, 2.0]), op2.Dat(t ** 2, np.arange(6.0))])
+    with md.vec_ro as v:
+        np.testing.assert_array_equal(v.array_r, [1, 2, 0, 1, 2, 3, 4, 5])
+    with md.vec as v:
+        v.shift(1.0)
+    np.testing.assert_array_equal(md[0].data_ro, [2, 3])
+    np.testing.assert_array_equal(md[1].data_ro, np.arange(6.0).reshape(3, 2) + 1)
+    with md.vec_wo as v:
+        v.set(4.0)
+    assert (md[0].data_ro == 4).all() and (md[1].data_ro == 4).all()
+
+
+def test_pyop2_0_10_vec_context_takes_readonly():
+    from op2rs import op2 as old
+    d = old.Dat(old.Set(3) ** 1, [1.0, 2.0, 3.0])
+    with d.vec_context(readonly=False) as v:
+        v.scale(-1.0)
+    np.testing.assert_array_equal(d.data_ro, [-1, -2, -3])
+    with d.vec_context(readonly=True) as v:
+        np.testing.assert_array_equal(v.array_r, [-1, -2, -3])
+
+
+def test_assembly_states_and_flushes_between_insert_and_add():
+    nodes, mat, assemble, want = _mass()
+    assert mat.assembly_state is op2.Mat.ASSEMBLED
+    flushes = []
+    flush = mat._flush_assembly
+    mat._flush_assembly = lambda: (flushes.append(1), flush())
+    mat.addto_values(0, 0, [1.0])
+    assert mat.assembly_state is op2.Mat.ADD_VALUES and not flushes
+    mat.addto_values(1, 1, [1.0])
+    assert not flushes
+    mat.set_values(2, 2, [3.0])
+    assert mat.assembly_state is op2.Mat.INSERT_VALUES and len(flushes) == 1
+    mat.assemble()
+    assert mat.assembly_state is op2.Mat.ASSEMBLED and len(flushes) == 1
+    assert mat.values[0, 0] == 1.0 and mat.values[2, 2] == 3.0
+
+
+def test_without_petsc4py_the_error_names_it():
+    code = """
+import sys
+sys.modules["petsc4py"] = None
+from op2rs.la import Solver
+from pyop2 import op2
+s = op2.Set(2)
+m = op2.Map(s, s, 1, [0, 1])
+mat = op2.Mat(op2.Sparsity((s ** 1, s ** 1), [(m, m, None)]))
+try:
+    mat.handle
+except ImportError as e:
+    assert "petsc4py" in str(e), e
+else:
+    raise SystemExit("no error")
+d = op2.Dat(s ** 1)
+try:
+    with d.vec:
+        pass
+except ImportError as e:
+    assert "petsc4py" in str(e), e
+else:
+    raise SystemExit("no error")
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
+
+
+def test_petsc4py_started_first_leaves_op2rs_one_process():
+    """petsc4py starting MPI (funnelled) before op2rs runs sets the launcher's variables:
+    op2rs still runs its loops, as one process."""
+    code = """
+from petsc4py import PETSc
+from op2rs.la import Solver
+from pyop2 import op2
+import numpy as np
+s = op2.Set(4)
+d = op2.Dat(s ** 1, np.arange(4.0))
+op2.par_loop(op2.Kernel("static void k(double *x) { x[0] *= 2; }", "k"), s, d(op2.RW))
+assert (d.data_ro == 2 * np.arange(4.0)).all()
+assert PETSc.COMM_WORLD.getSize() == 1
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI"))}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
