@@ -158,8 +158,9 @@ struct Inner {
     size: usize,
     comm: Mutex<World>,
     timeout: Duration,
-    /// The most bytes one rank sends or receives in one all-to-all round: MPI's 32-bit count,
-    /// or `OP2_MPI_MAX_MESSAGE` (bytes), which the tests set low to exercise the split.
+    /// The most bytes one rank sends or receives in one all-to-all round, and in one piece of a
+    /// halo message: MPI's 32-bit count, or `OP2_MPI_MAX_MESSAGE` (bytes), which the tests set
+    /// low to exercise the split.
     max_message: usize,
 }
 
@@ -183,6 +184,13 @@ fn count(len: usize, what: &str) -> op2_core::Result<Count> {
             "{what} of {len} bytes exceeds MPI's 2 GiB message limit"
         ))
     })
+}
+
+/// How a message of `len` bytes is cut for MPI: pieces of at most `max` bytes, in order, and one
+/// empty piece for an empty message (the receiver posts one receive for it).
+fn pieces(len: usize, max: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let max = max.max(1);
+    (0..len.div_ceil(max).max(1)).map(move |k| k * max..((k + 1) * max).min(len))
 }
 
 /// A zeroed buffer of `len` bytes that is never empty: Open MPI refuses a collective whose send
@@ -671,15 +679,11 @@ impl Communicator for MpiCommunicator {
                 )));
             }
         }
-        // Every size checked before anything is posted: an error after posting would leave
-        // MPI writing into freed buffers.
-        for len in sends
-            .iter()
-            .map(|(_, b)| b.len())
-            .chain(receives.iter().map(|&(_, n)| n))
-        {
-            count(len, "halo message")?;
-        }
+        // A message longer than MPI's 32-bit count (or `OP2_MPI_MAX_MESSAGE`) goes as several,
+        // each piece at most the limit: sender and receiver cut the same length the same way,
+        // and MPI delivers messages between two ranks with one tag in the order posted, so the
+        // pieces land in place.
+        let max = me.max_message;
         let mut op = me.in_flight("halo exchange");
         let mut buffers: Vec<Vec<u8>> = receives.iter().map(|&(_, n)| vec![0u8; n]).collect();
         let mut send_buffers: Vec<Vec<u8>> = Vec::with_capacity(sends.len());
@@ -687,25 +691,32 @@ impl Communicator for MpiCommunicator {
             let world = me.lock();
             // Receives first, so no message waits for its receive to be posted.
             for ((rank, _), buf) in receives.iter().zip(buffers.iter_mut()) {
-                op.expect.push(Some(buf.len()));
-                mpi::request::scope(|scope| {
-                    let request = world
-                        .0
-                        .process_at_rank(*rank as i32)
-                        .immediate_receive_into_with_tag(scope, &mut buf[..], HALO_TAG);
-                    // SAFETY: as in `all_gather`.
-                    op.requests.push(unsafe { request.into_raw() }.0);
-                });
+                for piece in pieces(buf.len(), max) {
+                    op.expect.push(Some(piece.len()));
+                    let part = &mut buf[piece];
+                    mpi::request::scope(|scope| {
+                        let request = world
+                            .0
+                            .process_at_rank(*rank as i32)
+                            .immediate_receive_into_with_tag(scope, part, HALO_TAG);
+                        // SAFETY: as in `all_gather`: `part` lies in a heap block `op` keeps,
+                        // unmoved, until the request finishes.
+                        op.requests.push(unsafe { request.into_raw() }.0);
+                    });
+                }
             }
             for (rank, bytes) in sends {
-                mpi::request::scope(|scope| {
-                    let request = world
-                        .0
-                        .process_at_rank(rank as i32)
-                        .immediate_send_with_tag(scope, &bytes[..], HALO_TAG);
-                    // SAFETY: as in `all_gather`.
-                    op.requests.push(unsafe { request.into_raw() }.0);
-                });
+                for piece in pieces(bytes.len(), max) {
+                    op.expect.push(None);
+                    mpi::request::scope(|scope| {
+                        let request = world
+                            .0
+                            .process_at_rank(rank as i32)
+                            .immediate_send_with_tag(scope, &bytes[piece], HALO_TAG);
+                        // SAFETY: as in `all_gather`.
+                        op.requests.push(unsafe { request.into_raw() }.0);
+                    });
+                }
                 send_buffers.push(bytes);
             }
         }

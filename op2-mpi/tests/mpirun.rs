@@ -19,8 +19,10 @@ const CHILD: &str = "OP2_MPI_TEST_CHILD";
 fn distributed_meshes_under_mpirun_at_one_to_four_ranks() {
     let exe = std::env::current_exe().unwrap();
     // 1 to 4 ranks, then 3 ranks with all-to-all messages split into rounds of at most 512
-    // bytes per rank (MPI's 32-bit count limit, made small).
-    for (ranks, limit) in [(1, ""), (2, ""), (3, ""), (4, ""), (3, "512")] {
+    // (then 64) bytes per rank and halo messages into pieces of at most that many bytes (MPI's
+    // 32-bit count limit, made small; at 64 the loops' halo exchanges go in pieces too): every
+    // check of the program holds either way.
+    for (ranks, limit) in [(1, ""), (2, ""), (3, ""), (4, ""), (3, "512"), (3, "64")] {
         let out = Command::new("mpirun")
             .args([
                 "-np",
@@ -232,6 +234,23 @@ fn check_primitives(comm: &dyn Communicator) {
         .unwrap();
     assert_eq!(a.wait().unwrap(), vec![vec![prev as u8; 5]]);
     assert_eq!(b.wait().unwrap(), vec![vec![7u8; 2]]);
+    // Long messages, two to the same rank and an empty one in one exchange: under the 512-byte
+    // limit of the last run they go in pieces (5,000 bytes: 10 of them), which must arrive as
+    // the whole message does in one.
+    let long = |from: usize, salt: usize| -> Vec<u8> {
+        (0..5000)
+            .map(|i| ((i * 31 + from * 7 + salt) % 251) as u8)
+            .collect()
+    };
+    let got = comm
+        .begin_exchange(
+            vec![(next, long(rank, 1)), (next, vec![]), (next, long(rank, 2))],
+            vec![(prev, 5000), (prev, 0), (prev, 5000)],
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(got, vec![long(prev, 1), vec![], long(prev, 2)]);
     // An all-gather (how a loop's reductions travel), with an exchange in flight beside it.
     let x = comm
         .begin_exchange(vec![(next, vec![9; 1])], vec![(prev, 1)])
