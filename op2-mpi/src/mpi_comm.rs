@@ -134,6 +134,12 @@ impl Mpi {
         })
     }
 
+    /// Whether this object started MPI and finalises it when dropped (not when another library
+    /// started it: [`Mpi::attach`]).
+    pub fn finalises(&self) -> bool {
+        self._universe.is_some()
+    }
+
     /// Every rank of the job (`MPI_COMM_WORLD`).
     pub fn world(&self) -> Arc<MpiCommunicator> {
         self.world.clone()

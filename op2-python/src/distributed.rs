@@ -48,6 +48,15 @@ pub(crate) fn world() -> PyResult<Option<Arc<dyn op2::Communicator>>> {
     Ok(Some(comm))
 }
 
+/// Whether op2 started MPI in this process and will finalise it ([`finalize_mpi`]).
+#[pyfunction]
+pub(crate) fn mpi_is_ours() -> bool {
+    MPI.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|m| m.finalises())
+}
+
 /// Finalises MPI if it was started (at interpreter exit, after the runtime is gone).
 #[pyfunction]
 pub(crate) fn finalize_mpi() {

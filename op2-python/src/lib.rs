@@ -978,6 +978,7 @@ fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_class::<distributed::PyMeshBuilder>()?;
         m.add_class::<distributed::PyLocalMesh>()?;
         m.add_function(wrap_pyfunction!(distributed::finalize_mpi, m)?)?;
+        m.add_function(wrap_pyfunction!(distributed::mpi_is_ours, m)?)?;
     }
     m.add("HAS_MPI", cfg!(feature = "mpi"))?;
     m.add_class::<mixed::PyMixedSet>()?;

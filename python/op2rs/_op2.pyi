@@ -9,7 +9,8 @@ from typing_extensions import Self
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-# In the order `_op2(m)` adds them (MeshBuilder, LocalMesh and finalize_mpi with `mpi` only).
+# In the order `_op2(m)` adds them (MeshBuilder, LocalMesh, finalize_mpi and mpi_is_ours with
+# `mpi` only).
 __all__ = [
     "PyRuntime",
     "AccessMode",
@@ -30,6 +31,7 @@ __all__ = [
     "MeshBuilder",
     "LocalMesh",
     "finalize_mpi",
+    "mpi_is_ours",
     "HAS_MPI",
     "MixedSet",
     "MixedMap",
@@ -456,6 +458,9 @@ class LocalMesh:
 
 def finalize_mpi() -> None:
     """Finalises MPI if it was started (at interpreter exit, after the runtime is gone)."""
+
+def mpi_is_ours() -> bool:
+    """Whether op2 started MPI in this process and will finalise it."""
 
 HAS_MPI: bool
 

@@ -449,6 +449,18 @@ class Global:
         a.flags.writeable = False
         return a
 
+    def vec_context(self, access=True, readonly=None):
+        """A context yielding a petsc4py ``Vec`` of the values (one rank; needs petsc4py),
+        written back unless ``access`` is READ (or ``readonly`` is true)."""
+        return _petsc.global_vec(self, access if readonly is None else bool(readonly))
+
+    vec = property(lambda self: self.vec_context(RW),
+                   doc="A context yielding a PETSc Vec to read and write the values.")
+    vec_ro = property(lambda self: self.vec_context(READ),
+                      doc="A context yielding a PETSc Vec to read the values.")
+    vec_wo = property(lambda self: self.vec_context(WRITE),
+                      doc="A context yielding a PETSc Vec to write the values.")
+
     def __len__(self):
         return 1
 

@@ -291,6 +291,7 @@ class Mat:
     def __call__(self, access, path, flatten=False):
         if access not in MAT_MODES:
             raise ModeValueError("Mat access must be INC or WRITE")
+        self._shared()
         if not isinstance(path, (tuple, list)) or len(path) != 2:
             raise ValueError("A Mat arg needs a (row map[op2.i[0]], column map[op2.i[1]]) path")
         if not all(type(p) is MapPath for p in path):
@@ -354,20 +355,26 @@ class Mat:
 
     def zero(self):
         """Sets every entry to zero (the pattern stays)."""
+        self._shared()
         self._native.zero()
+        self._wrote()
 
     def assemble(self):
         """Finishes pending insertions (loops assemble the matrices they fill: this is for
         programs that call it themselves, as PyOP2's did)."""
+        self._shared()
         self._native.assemble()
+        self._wrote()
 
     def zero_rows(self, rows, diag_val=1.0):
         """Zeroes scalar ``rows`` (a Subset's indices or an iterable of row numbers) and puts
         ``diag_val`` on their diagonal."""
         if hasattr(rows, "indices"):
             rows = rows.indices
+        self._shared()
         call(self._native.zero_rows, [int(r) for r in np.asarray(rows).ravel()],
              float(diag_val))
+        self._wrote()
 
     def set_diagonal(self, vec):
         """Sets the diagonal from a Dat on the rows (a MixedDat for a matrix of mixed
@@ -393,21 +400,27 @@ class Mat:
         if len(v) != rows:
             raise ValueError("set_diagonal needs %d values (one per row), %s has %d"
                              % (rows, vec.name, len(v)))
+        self._shared()
         call(self._native.diagonal_entries, list(range(len(v))), v.tolist(), False)
+        self._wrote()
 
     def inc_local_diagonal_entries(self, rows, diag_val=1.0):
         """Adds ``diag_val`` to the diagonal entries of scalar ``rows``."""
         rows = [int(r) for r in np.asarray(rows).ravel()]
+        self._shared()
         call(self._native.diagonal_entries, rows, [float(diag_val)] * len(rows), True)
+        self._wrote()
 
     @property
     def values(self):
         """The whole matrix as a dense NumPy array (a copy)."""
+        self._shared()
         return self._native.dense()
 
     @property
     def array(self):
         """The stored values in CSR order (a copy; see the sparsity's rowptr and colidx)."""
+        self._shared()
         return self._native.array()
 
     @property
@@ -419,6 +432,18 @@ class Mat:
         if h is None:
             h = self.__dict__["_handle"] = _petsc.mat_handle(self)
         return h
+
+    def _shared(self):
+        """Checks that a PETSc handle, if made, still works on this matrix's values."""
+        _petsc.check_shared(self, self.__dict__.get("_handle"))
+
+    def _wrote(self):
+        """op2 wrote the values: a PETSc handle, if made, learns so."""
+        _petsc.changed(self.__dict__.get("_handle"))
+
+    def _loop_wrote(self, access):
+        """A loop assembled into the matrix (called once it is recorded)."""
+        self._wrote()
 
     @property
     def blocks(self):
@@ -463,6 +488,7 @@ class Mat:
             return y
         if not isinstance(v, Dat):
             raise TypeError("Can only multiply a Mat by a Dat")
+        self._shared()
         if v.dtype != np.float64:
             v = Dat(v.dataset, v.data_ro_with_halos.astype(np.float64), np.float64)
         y = Dat(self._sparsity.dsets[0])
@@ -496,6 +522,12 @@ class MatBlock(Mat):
     def values(self):
         (r0, r1), (c0, c1) = self._rows, self._cols
         return self._parent.values[r0:r1, c0:c1]
+
+    def _shared(self):
+        self._parent._shared()
+
+    def _wrote(self):
+        self._parent._wrote()
 
     @property
     def array(self):
@@ -618,6 +650,7 @@ class Solver:
             raise MatTypeError("A must be a Mat")
         if not isinstance(x, (Dat, MixedDat)) or not isinstance(b, (Dat, MixedDat)):
             raise DatTypeError("x and b must be Dats")
+        A._shared()
         p = self.parameters
         options = call(_op2.SolverOptions, str(p["ksp_type"]), str(p["pc_type"]),
                        float(p["ksp_rtol"]), float(p["ksp_atol"]), float(p["ksp_divtol"]),

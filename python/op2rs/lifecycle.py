@@ -52,9 +52,11 @@ def init(**kwargs):
 def _finish_mpi():
     exit()
     # PETSc, started on op2's MPI after it, finalises at interpreter exit after this hook,
-    # when MPI would be gone: finish PETSc first (what petsc4py's own exit would do).
+    # when MPI would be gone: finish PETSc first (what petsc4py's own exit would do). When
+    # another library started MPI, finalising it (and PETSc) is that library's.
     petsc = sys.modules.get("petsc4py.PETSc")
-    if petsc is not None and petsc.Sys.isInitialized() and not petsc.Sys.isFinalized():
+    if (petsc is not None and _op2.mpi_is_ours() and petsc.Sys.isInitialized()
+            and not petsc.Sys.isFinalized()):
         petsc._finalize()
     _op2.finalize_mpi()
 

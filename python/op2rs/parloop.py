@@ -161,13 +161,21 @@ def _record(kernel, args, native, target, region="all", layer=False):
         f = a.after
         if f is not None:
             f(a.data, a)
+        wrote = getattr(a.data, "_loop_wrote", None)
+        if wrote is not None:
+            wrote(a.access)
     if viewed:
         for a in args:
             d = a.data
             if d in viewed:
                 d._used()
     limit = configuration._values["lazy_max_trace_length"]
-    if pending and limit > 0 and rt.pending() >= limit:
+    if pending and any(a.data.__dict__.get("_vec_open") for a in args
+                       if hasattr(a.data, "__dict__")):
+        # A PETSc Vec is open for writing on a Dat of this loop: the loop runs now, so that
+        # PETSc's writes before and after it stay on their side of it.
+        rt.flush()
+    elif pending and limit > 0 and rt.pending() >= limit:
         # PyOP2's bound on the queue: past it, loops run as they come.
         rt.flush()
 

@@ -10,7 +10,8 @@ from .access import READ, RW, WRITE
 from .exceptions import ModeValueError
 from .runtime import state
 
-__all__ = ["petsc", "mat_handle", "block_handle", "dat_vec", "mixed_vec"]
+__all__ = ["petsc", "mat_handle", "block_handle", "dat_vec", "mixed_vec", "global_vec",
+           "changed", "check_shared"]
 
 
 def petsc(what):
@@ -51,7 +52,11 @@ def mat_handle(mat):
     native = mat._native
     sp = mat._sparsity._native
     rows, cols = sp.shape
-    rowptr = np.asarray(sp.rowptr(), dtype=PETSc.IntType)
+    rowptr = sp.rowptr()
+    if rowptr[-1] > np.iinfo(PETSc.IntType).max:
+        raise RuntimeError("%s has %d entries, past this PETSc's %d-bit indices" % (
+            mat.name, rowptr[-1], 8 * np.dtype(PETSc.IntType).itemsize))
+    rowptr = np.asarray(rowptr, dtype=PETSc.IntType)
     colidx = np.asarray(sp.colidx(), dtype=PETSc.IntType)
     values = native.values_view()
     # Sequential AIJ matrices made from arrays use them in place (petsc4py keeps them alive
@@ -103,29 +108,65 @@ def _mode(access):
 
 @contextmanager
 def dat_vec(dat, access):
-    """A PETSc Vec over ``dat``'s owned values (``size * cdim`` of them, block size ``cdim``):
-    writable access hands PETSc the Dat's own memory, read access a copy."""
+    """A PETSc Vec over ``dat``'s owned values (``size * cdim`` of them, block size ``cdim``).
+    A Dat of PETSc's scalar type has one Vec over its own memory, made at its first context and
+    kept (as PyOP2 keeps it: solvers and null spaces hold on to it); a Dat of another type gets
+    a copy to read, and refuses writing. While a writable context is open, loops using the Dat
+    run as they are recorded, so that PETSc's writes and the loops keep program order."""
     PETSc = petsc("Dat.vec")
     mode = _mode(access)
-    if mode == "r":
-        array = np.array(dat.data_ro, dtype=PETSc.ScalarType).reshape(-1)
-    else:
-        if np.dtype(PETSc.ScalarType) != dat.dtype:
+    comm = _comm(PETSc)
+    if np.dtype(PETSc.ScalarType) != dat.dtype:
+        if mode != "r":
             raise TypeError("Dat.vec: %s holds %s, PETSc's Vec %s" % (
                 dat.name, dat.dtype, np.dtype(PETSc.ScalarType)))
-        # The Dat's own memory (what `data` hands out), without counting a write: the Vec's
-        # state says afterwards whether PETSc wrote.
+        array = np.array(dat.data_ro, dtype=PETSc.ScalarType).reshape(-1)
+        yield PETSc.Vec().createWithArray(array, size=(array.size, None), bsize=dat.cdim,
+                                          comm=comm)
+        return
+    v = dat.__dict__.get("_petsc_vec")
+    if v is None:
+        # The Dat's owned rows, which never move: the Vec reads and writes them in place.
         array = dat._view(True, False).reshape(-1)
-        dat._needs_halo = True
-    v = PETSc.Vec().createWithArray(array, size=(array.size, None), bsize=dat.cdim,
-                                    comm=_comm(PETSc))
+        v = dat.__dict__["_petsc_vec"] = PETSc.Vec().createWithArray(
+            array, size=(array.size, None), bsize=dat.cdim, comm=comm)
+    # The host values brought up to date (what the loops writing them left); for writing,
+    # device copies and halos marked out of date, without counting a version: the Vec's state
+    # says afterwards whether PETSc wrote.
+    dat._view(mode != "r", False)
+    # The values may have changed behind PETSc's back (loops, NumPy views): a new state, so
+    # that what PETSc cached of the old ones (norms) is not used.
+    v.stateIncrease()
+    if mode == "r":
+        yield v
+        return
+    dat._needs_halo = True
     before = v.stateGet()
+    dat.__dict__["_vec_open"] = dat.__dict__.get("_vec_open", 0) + 1
     try:
         yield v
-        if mode != "r" and v.stateGet() != before:
-            dat._vec_changed()
     finally:
-        v.destroy()
+        dat.__dict__["_vec_open"] -= 1
+    if v.stateGet() != before:
+        dat._vec_changed()
+
+
+@contextmanager
+def global_vec(g, access):
+    """A PETSc Vec of a Global's values (one rank): a copy, written back unless READ."""
+    PETSc = petsc("Global.vec")
+    if _ranks() > 1:
+        raise NotImplementedError("Global.vec across ranks is not supported by op2rs")
+    mode = _mode(access)
+    if np.dtype(PETSc.ScalarType) != g.dtype and mode != "r":
+        raise TypeError("Global.vec: %s holds %s, PETSc's Vec %s" % (
+            g.name, g.dtype, np.dtype(PETSc.ScalarType)))
+    array = np.array(g.data_ro, dtype=PETSc.ScalarType).reshape(-1)
+    v = PETSc.Vec().createWithArray(array, comm=PETSc.COMM_SELF)
+    before = v.stateGet()
+    yield v
+    if mode != "r" and v.stateGet() != before:
+        g.data = array
 
 
 @contextmanager
@@ -135,6 +176,9 @@ def mixed_vec(mdat, access):
     read-only. The Vec is kept between uses, as PyOP2's is."""
     PETSc = petsc("MixedDat.vec")
     mode = _mode(access)
+    if mode != "r" and any(d.dtype != np.dtype(PETSc.ScalarType) for d in mdat):
+        raise TypeError("MixedDat.vec: components of %s, PETSc's Vec holds %s" % (
+            [str(d.dtype) for d in mdat], np.dtype(PETSc.ScalarType)))
     sizes = [d.dataset.size * d.cdim for d in mdat]
     v = mdat.__dict__.get("_petsc_vec")
     if v is None:
@@ -151,3 +195,23 @@ def mixed_vec(mdat, access):
         a = v.getArray(readonly=True)
         for d, lo, hi in zip(mdat, offsets, offsets[1:]):
             d.data[...] = a[lo:hi].reshape(d.data_ro.shape)
+
+
+def changed(handle):
+    """op2 wrote a matrix's values itself (a loop, ``zero``, ``zero_rows``, entries): its PETSc
+    handle, if made, counts a new state, so that solvers built on it rebuild what they derived
+    from the old values (preconditioners, factorisations)."""
+    if handle is not None:
+        handle.stateIncrease()
+
+
+def check_shared(mat, handle):
+    """Raises if PETSc no longer works on ``mat``'s own values: an entry outside the sparsity
+    added through a handle whose nonzero-location error was turned off makes PETSc move its
+    values into memory of its own, after which the two would silently disagree."""
+    if handle is not None and handle.getInfo()["nz_used"] != mat._sparsity._native.nnz:
+        raise RuntimeError(
+            "PETSc moved %s's values out of op2rs's memory (an entry outside the sparsity was "
+            "added through its handle, whose NEW_NONZERO_LOCATION_ERR or "
+            "NEW_NONZERO_ALLOCATION_ERR option was turned off): the handle and the matrix no "
+            "longer share values" % mat.name)

@@ -884,6 +884,32 @@ class Mat(_Mat):
         """Finishes pending insertions or additions (between the two kinds)."""
         self._native.assemble()
 
+    def _loop_wrote(self, access):
+        # As today's loops: the matrix is left adding (INC) or inserting (WRITE) until
+        # assembled (op2-la's loops assemble it themselves; the state is what programs read).
+        super()._loop_wrote(access)
+        new = Mat.ADD_VALUES if access is INC else Mat.INSERT_VALUES
+        self.change_assembly_state(new)
+        if self.sparsity.mixed and self.sparsity.nested:
+            for m in self:
+                m.change_assembly_state(new)
+
+    @property
+    def values(self):
+        """The whole matrix, dense (assembled first, as today's)."""
+        self.assemble()
+        return _Mat.values.fget(self)
+
+    def zero(self):
+        """Assembles, then sets every entry to zero."""
+        self.assemble()
+        super().zero()
+
+    def zero_rows(self, rows, diag_val=1.0):
+        """Assembles, then zeroes scalar ``rows`` with ``diag_val`` on their diagonal."""
+        self.assemble()
+        super().zero_rows(rows, diag_val)
+
     def assemble(self):
         """Finishes pending insertions; the matrix (and, nested, each block) is ASSEMBLED."""
         self._native.assemble()
@@ -910,6 +936,7 @@ class Mat(_Mat):
         if v.size != len(r) * len(c):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
         _call(self._native.entries, r, c, v.tolist(), add)
+        self._wrote()
 
     def addto_values(self, rows, cols, values):
         """Adds the dense block ``values`` at block rows ``rows`` and block columns ``cols``
@@ -933,6 +960,7 @@ class Mat(_Mat):
 
     def _diagonal(self, scalar, diag_val):
         _call(self._native.diagonal_entries, scalar, [float(diag_val)] * len(scalar), False)
+        self._wrote()
 
     def __call__(self, access, path, lgmaps=None, unroll_map=False):
         if lgmaps is not None:
@@ -943,6 +971,7 @@ class Mat(_Mat):
             return super().__call__(access, path)
         if access not in (WRITE, INC):
             raise ModeValueError("Mat access must be INC or WRITE")
+        self._shared()
         rmap, cmap = path
         if not any(_same_map(r, rmap) and _same_map(c, cmap) for r, c in self.sparsity._maps):
             raise MapValueError("Path maps not in sparsity maps")
@@ -1000,6 +1029,7 @@ class MatBlock(_MatBlock, Mat):
         if v.size != len(r) * len(c):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
         _call(self._parent._native.entries, r, c, v.tolist(), add)
+        self._wrote()
 
     def _diagonal(self, scalar, diag_val):
         if self._rows[0] != self._cols[0]:
@@ -1007,6 +1037,7 @@ class MatBlock(_MatBlock, Mat):
         rows = [self._rows[0] + x for x in scalar]
         _call(self._parent._native.diagonal_entries, rows, [float(diag_val)] * len(rows),
               False)
+        self._wrote()
 
 
 Mat._block_class = MatBlock

@@ -213,3 +213,94 @@ assert PETSc.COMM_WORLD.getSize() == 1
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI"))}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_a_reused_ksp_sees_what_op2_wrote_since():
+    """op2's own writes raise the handle's state, so a KSP set up once rebuilds its
+    factorisation when the matrix changed (LU here: a stale one would give the old answer)."""
+    nodes, mat, assemble, want = _mass(8)
+    assemble()
+    b = op2.Dat(nodes ** 1, np.linspace(1.0, 2.0, 9))
+    ksp = PETSc.KSP().create(comm=PETSc.COMM_SELF)
+    ksp.setOperators(mat.handle)
+    ksp.setType("preonly")
+    ksp.getPC().setType("lu")
+    x = op2.Dat(nodes ** 1)
+    with b.vec_ro as bv, x.vec as xv:
+        ksp.solve(bv, xv)
+    np.testing.assert_allclose(x.data_ro, np.linalg.solve(want, b.data_ro), rtol=1e-10)
+    for change, factor in ((assemble, 2.0), (lambda: mat.zero_rows([0], 1.0), None)):
+        change()
+        a = mat.values
+        with b.vec_ro as bv, x.vec as xv:
+            ksp.solve(bv, xv)
+        np.testing.assert_allclose(x.data_ro, np.linalg.solve(a, b.data_ro), rtol=1e-10)
+        if factor is not None:
+            np.testing.assert_allclose(a, factor * want)
+
+
+def test_a_vec_outlives_its_context_and_loops_keep_order_with_petsc_writes():
+    s = op2.Set(3)
+    d = op2.Dat(s ** 1, [1.0, 2.0, 3.0])
+    e = op2.Dat(s ** 1)
+    with d.vec as v:
+        copy = op2.Kernel("static void k(double *e, const double *d) { e[0] = d[0]; }", "k")
+        op2.par_loop(copy, s, e(op2.WRITE), d(op2.READ))
+        v.set(100.0)
+    # The loop was recorded before PETSc wrote: it saw the old values.
+    np.testing.assert_array_equal(e.data_ro, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(d.data_ro, [100.0] * 3)
+    # The Vec is the Dat's, kept: using it after the context is fine.
+    assert v.norm() == pytest.approx(np.sqrt(3) * 100.0)
+    with d.vec_ro as w:
+        assert w is v
+
+
+def test_assembly_state_after_loops_and_reads():
+    nodes, mat, assemble, want = _mass()
+    assemble()
+    assert mat.assembly_state is op2.Mat.ADD_VALUES
+    np.testing.assert_allclose(mat.values, want)
+    assert mat.assembly_state is op2.Mat.ASSEMBLED
+
+
+def test_a_handle_that_stops_sharing_is_an_error_not_stale_values():
+    nodes, mat, assemble, want = _mass(4)
+    assemble()
+    A = mat.handle
+    A.setOption(PETSc.Mat.Option.NEW_NONZERO_LOCATION_ERR, False)
+    A.setValue(0, 4, 1.0)
+    A.assemble()
+    with pytest.raises(RuntimeError, match="no longer share"):
+        mat.values
+    with pytest.raises(RuntimeError, match="no longer share"):
+        assemble()
+
+
+def test_vec_contexts_of_other_types_and_of_globals():
+    s = op2.Set(2)
+    md = op2.MixedDat([op2.Dat(s ** 1, [1, 2], np.int32), op2.Dat(s ** 1, [3, 4], np.int32)])
+    with md.vec_ro as v:
+        np.testing.assert_array_equal(v.array_r, [1, 2, 3, 4])
+    with pytest.raises(TypeError):
+        with md.vec:
+            pass
+    g = op2.Global(2, [1.0, 2.0], np.float64)
+    with g.vec as v:
+        v.scale(3.0)
+    np.testing.assert_array_equal(g.data_ro, [3.0, 6.0])
+    with g.vec_ro as v:
+        np.testing.assert_array_equal(v.array_r, [3.0, 6.0])
+
+
+def test_a_kept_vec_forgets_what_petsc_cached_when_the_dat_changed():
+    d = op2.Dat(op2.Set(1) ** 1, [1.0])
+    with d.vec_ro as v:
+        assert v.norm() == 1.0
+    d.data[:] = 2.0
+    with d.vec_ro as v:
+        assert v.norm() == 2.0
+    op2.par_loop(op2.Kernel("static void k(double *x) { x[0] = 5; }", "k"), d.dataset.set,
+                 d(op2.WRITE))
+    with d.vec_ro as v:
+        assert v.norm() == 5.0
