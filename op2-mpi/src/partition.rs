@@ -13,7 +13,9 @@ pub enum Partitioner {
     Blocks,
     /// METIS k-way on the graph `map` induces on its target set: two targets are joined when one
     /// source element reaches both (edge-to-cell gives the cells' dual graph). The target set is
-    /// partitioned; the rest follows.
+    /// partitioned; the rest follows. METIS is not distributed: rank 0 gathers the map and holds
+    /// the whole graph, so this is for meshes whose graph fits one rank (the other partitioners
+    /// never hold the mesh on a rank).
     Metis {
         /// The map whose graph is cut.
         map: GlobalMap,

@@ -6,9 +6,9 @@
 //! the library when running.
 
 use crate::error::{MpiError, Result};
-use crate::mesh::{MeshBuilder, block_range};
-use crate::setup::{exchange_pairs, holder, sum_u64};
-use op2_core::comm::Communicator;
+use crate::mesh::{MapDecl, MeshBuilder, block_range};
+use crate::setup::{all_reduce_words, exchange_words, holder, sum_u64};
+use op2_core::comm::{Communicator, ReduceOp};
 
 fn failed(reason: impl Into<String>) -> MpiError {
     MpiError::Partitioner {
@@ -17,10 +17,32 @@ fn failed(reason: impl Into<String>) -> MpiError {
     }
 }
 
+/// Map rows per round of [`home_graph`]: bounds the pairs in flight (a few MiB per rank however
+/// large the map).
+const GRAPH_BATCH: usize = 1 << 15;
+
+/// Calls `f(a, c)` for every ordered pair of distinct targets `a`, `c` of one row among `rows`
+/// of map `m` (both orders, as the graph is undirected).
+fn for_each_pair(m: &MapDecl, rows: std::ops::Range<usize>, mut f: impl FnMut(u64, u64)) {
+    for row in rows {
+        for i in 0..m.arity {
+            let a = m.values.get(row * m.arity + i) as u64;
+            for j in 0..m.arity {
+                let c = m.values.get(row * m.arity + j) as u64;
+                if a != c {
+                    f(a, c);
+                }
+            }
+        }
+    }
+}
+
 /// The adjacency of this rank's home block of the graph `map` induces on its target set (two
-/// targets joined when one row reaches both), in compressed rows with global neighbour numbers.
-/// Each rank joins the targets of its own rows and sends every pair to the home rank of its
-/// first end.
+/// targets joined when one row reaches both), in compressed rows with global neighbour numbers,
+/// sorted, each once. Each rank sends the pairs of its own rows to the home rank of their first
+/// end, in rounds of [`GRAPH_BATCH`] rows; the home rank keeps each pair as one word (its local
+/// vertex in the high half, the neighbour in the low) when the numbers fit, so the graph is never
+/// held as pairs of 64-bit numbers, nor whole on its way.
 pub(crate) fn home_graph(
     b: &MeshBuilder,
     comm: &dyn Communicator,
@@ -29,38 +51,77 @@ pub(crate) fn home_graph(
     let (ranks, rank) = (comm.size(), comm.rank());
     let m = &b.maps[map];
     let n = b.sets[m.to].size;
-    let mut pairs: Vec<(u64, u64)> = Vec::new();
-    for row in 0..m.values.len() / m.arity {
-        for i in 0..m.arity {
-            for j in 0..m.arity {
-                let (a, c) = (
-                    m.values.get(row * m.arity + i) as u64,
-                    m.values.get(row * m.arity + j) as u64,
-                );
-                if a != c {
-                    pairs.push((a, c));
-                }
-            }
+    let home = block_range(n, ranks, rank);
+    let rows = m.values.len().checked_div(m.arity).unwrap_or(0);
+    // What each home rank will receive, so that its list is allocated once at its size.
+    let mut counts = vec![0u64; ranks];
+    for_each_pair(m, 0..rows, |a, _| counts[holder(n, ranks, a as usize)] += 1);
+    let incoming: u64 = exchange_words(comm, counts.into_iter().map(|c| vec![c]).collect())?
+        .iter()
+        .map(|w| w.first().copied().unwrap_or(0))
+        .sum();
+    let mut rounds = [rows.div_ceil(GRAPH_BATCH) as u64];
+    all_reduce_words(comm, &mut rounds, ReduceOp::Max)?;
+    let rounds = rounds[0] as usize;
+    let start = home.start as u64;
+    // The same choice on every rank: it depends on the set's size only.
+    if n as u64 <= 1 << 32 {
+        let keys = gather_pairs(comm, m, n, rows, rounds, incoming, |a, c| {
+            (a - start) << 32 | c
+        })?;
+        let xadj = offsets(home.len(), keys.iter().map(|&k| (k >> 32) as usize));
+        // In place: the neighbour is the low half of each word.
+        let adj = keys.into_iter().map(|k| k & 0xffff_ffff).collect();
+        Ok((xadj, adj))
+    } else {
+        let keys = gather_pairs(comm, m, n, rows, rounds, incoming, |a, c| {
+            u128::from(a - start) << 64 | u128::from(c)
+        })?;
+        let xadj = offsets(home.len(), keys.iter().map(|&k| (k >> 64) as usize));
+        Ok((xadj, keys.into_iter().map(|k| k as u64).collect()))
+    }
+}
+
+/// The pairs of `m`'s rows sent to their home ranks in `rounds` rounds, received here as keys
+/// `key(a, c)` (`incoming` of them, repeats included), sorted, each once.
+fn gather_pairs<K: Ord + Copy>(
+    comm: &dyn Communicator,
+    m: &MapDecl,
+    n: usize,
+    rows: usize,
+    rounds: usize,
+    incoming: u64,
+    key: impl Fn(u64, u64) -> K,
+) -> Result<Vec<K>> {
+    let ranks = comm.size();
+    let mut keys: Vec<K> = Vec::with_capacity(incoming as usize);
+    for r in 0..rounds {
+        let batch = (r * GRAPH_BATCH).min(rows)..((r + 1) * GRAPH_BATCH).min(rows);
+        let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+        for_each_pair(m, batch, |a, c| {
+            let to = &mut sends[holder(n, ranks, a as usize)];
+            to.push(a);
+            to.push(c);
+        });
+        for words in exchange_words(comm, sends)? {
+            keys.extend(words.chunks_exact(2).map(|p| key(p[0], p[1])));
         }
     }
-    pairs.sort_unstable();
-    pairs.dedup();
-    let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
-    for (a, c) in pairs {
-        let h = holder(n, ranks, a as usize);
-        sends[h].push(a);
-        sends[h].push(c);
+    keys.sort_unstable();
+    keys.dedup();
+    Ok(keys)
+}
+
+/// Compressed-row offsets of `len` vertices from the (sorted) vertex of every entry.
+fn offsets(len: usize, vertices: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut xadj = vec![0usize; len + 1];
+    for v in vertices {
+        xadj[v + 1] += 1;
     }
-    let pairs = exchange_pairs(comm, sends)?;
-    let home = block_range(n, ranks, rank);
-    let mut xadj = vec![0usize; home.len() + 1];
-    for &(a, _) in &pairs {
-        xadj[a as usize - home.start + 1] += 1;
-    }
-    for i in 0..home.len() {
+    for i in 0..len {
         xadj[i + 1] += xadj[i];
     }
-    Ok((xadj, pairs.into_iter().map(|(_, c)| c).collect()))
+    xadj
 }
 
 /// PT-Scotch's parts of this rank's home block of `map`'s target set, into `parts` parts.
@@ -76,14 +137,14 @@ pub(crate) fn partition(
         return Ok(vec![0; home.len()]);
     }
     if !cfg!(feature = "ptscotch") {
-        return imp::partition(comm, &[0], &[], parts);
+        return imp::partition(comm, vec![0], Vec::new(), parts);
     }
     let (xadj, adj) = home_graph(b, comm, map)?;
     // An edgeless graph (every row reaches one target) is cut nowhere: home blocks do.
     if sum_u64(comm, adj.len() as u64)? == 0 {
         return Ok(vec![rank as u32; home.len()]);
     }
-    imp::partition(comm, &xadj, &adj, parts)
+    imp::partition(comm, xadj, adj, parts)
 }
 
 #[cfg(feature = "ptscotch")]
@@ -177,8 +238,8 @@ mod imp {
 
     pub(super) fn partition(
         comm: &dyn Communicator,
-        xadj: &[usize],
-        adj: &[u64],
+        xadj: Vec<usize>,
+        adj: Vec<u64>,
         parts: usize,
     ) -> Result<Vec<u32>> {
         let Some(mpi) = comm
@@ -199,14 +260,16 @@ mod imp {
                 8 * std::mem::size_of::<Num>()
             )))
         } else {
-            (|| -> Result<(Vec<Num>, Vec<Num>)> {
+            // Each array is converted and freed in turn (the graph is this rank's largest
+            // holding while PT-Scotch runs).
+            (move || -> Result<(Vec<Num>, Vec<Num>)> {
                 let x = xadj
-                    .iter()
-                    .map(|&v| num(v, "edge offset"))
+                    .into_iter()
+                    .map(|v| num(v, "edge offset"))
                     .collect::<Result<_>>()?;
                 let a = adj
-                    .iter()
-                    .map(|&v| num(v as usize, "vertex"))
+                    .into_iter()
+                    .map(|v| num(v as usize, "vertex"))
                     .collect::<Result<_>>()?;
                 Ok((x, a))
             })()
@@ -282,8 +345,8 @@ mod imp {
 
     pub(super) fn partition(
         _comm: &dyn Communicator,
-        _xadj: &[usize],
-        _adj: &[u64],
+        _xadj: Vec<usize>,
+        _adj: Vec<u64>,
         _parts: usize,
     ) -> Result<Vec<u32>> {
         Err(failed(

@@ -55,6 +55,10 @@ pub(crate) fn exchange_words(
         .collect())
 }
 
+/// Map entries per round of the backward step of [`MeshBuilder::propagate_home`] (a few MiB of
+/// pairs in flight per rank however large the maps).
+const PAIRS_BATCH: usize = 1 << 18;
+
 /// Requests per round of [`fetch`]: bounds the memory a request takes in flight (its numbers
 /// and rows pass through a few buffers on the way) to a few MiB however many rows are asked.
 const FETCH_BATCH: usize = 1 << 16;
@@ -384,52 +388,80 @@ impl MeshBuilder {
                         self.sets[s].name
                     )));
                 }
-                let mut pairs: Vec<u64> = Vec::new();
-                for m in self
+                let reaching: Vec<(&MapDecl, &[u32])> = self
                     .maps
                     .iter()
                     .filter(|m| m.to == s && result[m.from].is_some())
-                {
-                    let from = result[m.from].as_ref().expect("filtered");
-                    for (e, &p) in from.iter().enumerate() {
-                        for k in 0..m.arity {
-                            let t = m.values.get(e * m.arity + k) as u64;
-                            pairs.push(t * ranks as u64 + p as u64);
-                        }
-                    }
-                }
-                pairs.sort_unstable();
-                let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
-                let mut i = 0;
-                while i < pairs.len() {
-                    let key = pairs[i];
-                    let mut c = 0u64;
-                    while i < pairs.len() && pairs[i] == key {
-                        c += 1;
-                        i += 1;
-                    }
-                    let (t, p) = (key / ranks as u64, key % ranks as u64);
-                    let h = holder(size, ranks, t as usize);
-                    sends[h].push(t);
-                    sends[h].push(p << 32 | c.min(u32::MAX as u64));
-                }
-                drop(pairs);
+                    .map(|m| (m, result[m.from].as_deref().expect("filtered")))
+                    .collect();
+                let entries: usize = reaching.iter().map(|(m, from)| from.len() * m.arity).sum();
+                // In rounds of at most PAIRS_BATCH entries, so that neither the pairs nor what
+                // travels is ever the whole of them; a (target, part) seen in several rounds
+                // arrives with its count each time, and the counts add up at home.
+                let mut rounds = [entries.div_ceil(PAIRS_BATCH) as u64];
+                all_reduce_words(comm, &mut rounds, ReduceOp::Max)?;
                 let start = home(s).start as u64;
                 let n = home(s).len();
                 // (element, part, count), grouped by element.
                 let mut seen: Vec<(u32, u32, u32)> = Vec::new();
-                for words in exchange_words(comm, sends)? {
-                    for w in words.chunks_exact(2) {
-                        let at = w[0]
-                            .checked_sub(start)
-                            .filter(|&a| a < n as u64)
-                            .ok_or_else(|| {
-                                MpiError::Op2(op2_core::Op2Error::Communication {
-                                    reason: format!("element {} sent to the wrong home rank", w[0]),
-                                })
-                            })?;
-                        seen.push((at as u32, (w[1] >> 32) as u32, w[1] as u32));
+                for r in 0..rounds[0] as usize {
+                    let lo = (r * PAIRS_BATCH).min(entries);
+                    let hi = ((r + 1) * PAIRS_BATCH).min(entries);
+                    let mut pairs: Vec<u64> = Vec::with_capacity(hi - lo);
+                    let mut at = 0;
+                    for (m, from) in &reaching {
+                        let len = from.len() * m.arity;
+                        for i in lo.max(at)..hi.min(at + len) {
+                            let k = i - at;
+                            let t = m.values.get(k) as u64;
+                            pairs.push(t * ranks as u64 + from[k / m.arity] as u64);
+                        }
+                        at += len;
                     }
+                    pairs.sort_unstable();
+                    let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+                    let mut i = 0;
+                    while i < pairs.len() {
+                        let key = pairs[i];
+                        let mut c = 0u64;
+                        while i < pairs.len() && pairs[i] == key {
+                            c += 1;
+                            i += 1;
+                        }
+                        let (t, p) = (key / ranks as u64, key % ranks as u64);
+                        let h = holder(size, ranks, t as usize);
+                        sends[h].push(t);
+                        sends[h].push(p << 32 | c.min(u32::MAX as u64));
+                    }
+                    drop(pairs);
+                    let received = exchange_words(comm, sends)?;
+                    seen.reserve_exact(received.iter().map(|w| w.len() / 2).sum());
+                    for words in received {
+                        for w in words.chunks_exact(2) {
+                            let at = w[0]
+                                .checked_sub(start)
+                                .filter(|&a| a < n as u64)
+                                .ok_or_else(|| {
+                                    MpiError::Op2(op2_core::Op2Error::Communication {
+                                        reason: format!(
+                                            "element {} sent to the wrong home rank",
+                                            w[0]
+                                        ),
+                                    })
+                                })?;
+                            seen.push((at as u32, (w[1] >> 32) as u32, w[1] as u32));
+                        }
+                    }
+                    // One entry per (element, part), its counts summed: what stays between
+                    // rounds is what a single round would have received.
+                    seen.sort_unstable();
+                    seen.dedup_by(|later, kept| {
+                        let same = later.0 == kept.0 && later.1 == kept.1;
+                        if same {
+                            kept.2 = kept.2.saturating_add(later.2);
+                        }
+                        same
+                    });
                 }
                 seen.sort_unstable();
                 let mut out = vec![rank as u32; n];
