@@ -81,8 +81,8 @@ enum AnyGlobalDat {
 }
 
 /// A mesh in global numbering, declared identically on every rank: `MeshBuilder(input)` with
-/// `input` `everywhere` (every rank hands in all values) or `root` (rank 0 does; the others
-/// hand in nothing). Sets, maps and Dats are numbered in declaration order.
+/// `input` `everywhere` (every rank hands in all values), `root` (rank 0 does; the others
+/// hand in nothing) or `slices` (each rank its block of every set's rows). Sets, maps and Dats are numbered in declaration order.
 #[pyclass(name = "MeshBuilder", module = "op2rs._op2")]
 pub(crate) struct PyMeshBuilder {
     mesh: Option<MeshBuilder>,
@@ -115,9 +115,10 @@ impl PyMeshBuilder {
         let input = match input {
             "everywhere" => Input::Everywhere,
             "root" => Input::Root,
+            "slices" => Input::Slices,
             other => {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "input must be `everywhere` or `root`, not {other:?}"
+                    "input must be `everywhere`, `root` or `slices`, not {other:?}"
                 )));
             }
         };
@@ -173,9 +174,9 @@ impl PyMeshBuilder {
         Ok(self.dats.len() - 1)
     }
 
-    /// The collective partition step, on `rt`'s ranks: `partitioner` is `metis` (cutting the
-    /// graph map `by` induces on its target set), `geometric` (recursive coordinate bisection
-    /// of float64 Dat `by`'s set) or `blocks`.
+    /// The collective partition step, on `rt`'s ranks: `partitioner` is `metis` or
+    /// `ptscotch` (cutting the graph map `by` induces on its target set), `geometric`
+    /// (recursive coordinate bisection of float64 Dat `by`'s set) or `blocks`.
     #[pyo3(signature = (rt, partitioner, by=None, renumber=false))]
     fn partition(
         &mut self,
@@ -198,6 +199,14 @@ impl PyMeshBuilder {
                     .get(need()?)
                     .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("no such map"))?,
             },
+            // Without op2-mpi's `ptscotch` feature (this package's), partitioning fails with
+            // op2-mpi's error naming it.
+            "ptscotch" => mpi::Partitioner::PtScotch {
+                map: *self
+                    .maps
+                    .get(need()?)
+                    .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err("no such map"))?,
+            },
             "geometric" => match self.dats.get(need()?) {
                 Some(AnyGlobalDat::F64(d)) => mpi::Partitioner::Geometric { coords: *d },
                 _ => {
@@ -209,7 +218,7 @@ impl PyMeshBuilder {
             "blocks" => mpi::Partitioner::Blocks,
             other => {
                 return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "partitioner must be metis, geometric or blocks, not {other:?}"
+                    "partitioner must be metis, ptscotch, geometric or blocks, not {other:?}"
                 )));
             }
         };

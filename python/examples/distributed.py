@@ -1,10 +1,16 @@
 """Loops across MPI ranks from Python: a grid's nodes and edges declared in global numbering on
-every rank, partitioned with METIS (op2-mpi), then indirect increments, direct updates and
-reductions run on each rank's part with halo exchanges. The results, gathered on rank 0, are
-compared with the same computation in NumPy on the whole mesh; exits 1 when they differ.
+every rank, partitioned (op2-mpi: METIS by default), then indirect increments, direct updates
+and reductions run on each rank's part with halo exchanges. The results, gathered on rank 0,
+are compared with the same computation in NumPy on the whole mesh; exits 1 when they differ.
 
     mpirun -np 2 python distributed.py [--backend sequential] [--n 30] [--input everywhere]
-        [--mpi4py]
+        [--partitioner metis] [--mpi4py]
+
+From a mesh file, each rank reading only its slice of every set (no rank holds the mesh) and
+PT-Scotch partitioning it where it lies:
+
+    python distributed.py --write-mesh grid.h5 --n 60
+    mpirun -np 4 python distributed.py --mesh grid.h5 --input slices --partitioner ptscotch
 
 Without mpirun it runs as one rank.
 """
@@ -46,14 +52,38 @@ def grid(n):
     return e2n, coords, w
 
 
+def write_mesh(path, n):
+    """The n x n grid in an HDF5 file: edge-to-node map, coordinates, edge weights."""
+    import h5py
+    e2n, coords, w = grid(n)
+    with h5py.File(path, "w") as f:
+        f["e2n"], f["coords"], f["w"] = e2n, coords, w
+
+
+def read_mesh(path, edges=None, nodes=None):
+    """The mesh from ``path``: every row, or the ``edges`` and ``nodes`` row ranges only."""
+    import h5py
+    with h5py.File(path, "r") as f:
+        e, n = slice(*edges) if edges else slice(None), slice(*nodes) if nodes else slice(None)
+        return f["e2n"][e], f["coords"][n], f["w"][e]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backend", default="sequential")
     p.add_argument("--n", type=int, default=30)
-    p.add_argument("--input", default="everywhere", choices=["everywhere", "root"])
+    p.add_argument("--input", default="everywhere", choices=["everywhere", "root", "slices"])
+    p.add_argument("--partitioner", default="metis", choices=["metis", "ptscotch", "geometric"])
+    p.add_argument("--mesh", help="read the mesh from this HDF5 file (see --write-mesh)")
+    p.add_argument("--write-mesh", metavar="FILE", help="write the n x n grid there and stop")
     p.add_argument("--mpi4py", action="store_true",
                    help="start MPI with mpi4py first: op2 shares it")
     opt = p.parse_args()
+    if opt.write_mesh:
+        write_mesh(opt.write_mesh, opt.n)
+        return 0
+    if opt.input == "slices" and not opt.mesh:
+        p.error("--input slices reads its slices from a --mesh file")
     if opt.mpi4py:
         from mpi4py import MPI as mpi4py_mpi  # starts MPI
 
@@ -62,18 +92,40 @@ def main():
         assert op2.MPI.comm is mpi4py_mpi.COMM_WORLD
         assert op2.MPI.comm.size == op2._state["runtime"].ranks
     rank, ranks = op2.MPI.comm.rank, op2.MPI.comm.size
-    e2n, coords, w = grid(opt.n)
+    if opt.mesh:
+        import h5py
+        with h5py.File(opt.mesh, "r") as f:
+            nnodes, nedges = len(f["coords"]), len(f["e2n"])
+    else:
+        e2n, coords, w = grid(opt.n)
+        nnodes, nedges = len(coords), len(e2n)
 
     mesh = op2.DistributedMesh(input=opt.input)
-    g_nodes = mesh.Set(opt.n * opt.n, "nodes")
-    g_edges = mesh.Set(len(e2n), "edges")
-    g_e2n = mesh.Map(g_edges, g_nodes, 2, e2n, "e2n")
-    g_x = mesh.Dat(g_nodes ** 2, coords, np.float64, "x")
-    g_w = mesh.Dat(g_edges, w, np.float64, "w")
+    g_nodes = mesh.Set(nnodes, "nodes")
+    g_edges = mesh.Set(nedges, "edges")
+    if opt.mesh:
+        # Each rank reads what it hands in: its slices, or everything.
+        here = opt.input == "everywhere" or (opt.input == "root" and rank == 0)
+        if opt.input == "slices":
+            e2n_in, coords_in, w_in = read_mesh(opt.mesh, mesh.rows(g_edges),
+                                                mesh.rows(g_nodes))
+        elif here:
+            e2n_in, coords_in, w_in = read_mesh(opt.mesh)
+        else:
+            e2n_in = coords_in = w_in = None
+    else:
+        e2n_in, coords_in, w_in = e2n, coords, w
+    g_e2n = mesh.Map(g_edges, g_nodes, 2, e2n_in, "e2n")
+    g_x = mesh.Dat(g_nodes ** 2, coords_in, np.float64, "x")
+    g_w = mesh.Dat(g_edges, w_in, np.float64, "w")
     g_acc = mesh.Dat(g_nodes, None, np.float64, "acc")
     g_u = mesh.Dat(g_nodes, None, np.float64, "u")
     g_d = mesh.Dat(g_edges, None, np.float64, "d")
-    local = mesh.partition("metis", map=g_e2n)
+    if opt.partitioner == "geometric":
+        local = mesh.partition("geometric", coords=g_x)
+    else:
+        local = mesh.partition(opt.partitioner, map=g_e2n)
+    del e2n_in, coords_in, w_in
 
     nodes, edges, pe = local[g_nodes], local[g_edges], local[g_e2n]
     x, wd, acc, u, d = (local[g] for g in (g_x, g_w, g_acc, g_u, g_d))
@@ -96,7 +148,9 @@ def main():
         assert np.isclose(op2.MPI.comm.allreduce(mine), got_total, rtol=1e-12)
     got_u, got_d = local.gather(u), local.gather(d)
 
-    # The same on the whole mesh with NumPy.
+    # The same on the whole mesh with NumPy (from the file, for this check only).
+    if opt.mesh:
+        e2n, coords, w = read_mesh(opt.mesh)
     f = w * (coords[e2n[:, 0], 0] + coords[e2n[:, 1], 1])
     want_acc = np.zeros(len(coords))
     np.add.at(want_acc, e2n[:, 0], f)

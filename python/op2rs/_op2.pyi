@@ -419,8 +419,8 @@ class MixedDat:
 @final
 class MeshBuilder:
     """A mesh in global numbering, declared identically on every rank: ``MeshBuilder(input)``
-    with ``input`` ``everywhere`` or ``root``. Sets, maps and Dats are numbered in declaration
-    order."""
+    with ``input`` ``everywhere``, ``root`` or ``slices``. Sets, maps and Dats are numbered in
+    declaration order."""
 
     def __new__(cls, input: str) -> Self: ...
     def decl_set(self, size: int, name: str) -> int: ...
@@ -439,7 +439,7 @@ class MeshBuilder:
         renumber: bool = False,
     ) -> LocalMesh:
         """The collective partition step on ``rt``'s ranks: ``partitioner`` is ``metis``,
-        ``geometric`` or ``blocks``."""
+        ``ptscotch``, ``geometric`` or ``blocks``."""
 
 @final
 class LocalMesh:

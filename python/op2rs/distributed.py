@@ -48,8 +48,9 @@ class _GlobalDat:
 class DistributedMesh:
     """A mesh declared in global numbering on every rank and partitioned across them (op2-mpi;
     an op2rs extension: PyOP2 programs built their halos themselves). ``input`` says who hands
-    in the values: ``"everywhere"`` (every rank, the same values) or ``"root"`` (rank 0; the
-    others pass ``None``).
+    in the values: ``"everywhere"`` (every rank, the same values), ``"root"`` (rank 0; the
+    others pass ``None``) or ``"slices"`` (each rank its block of every set's rows,
+    ``mesh.rows(set)``, as a parallel file read gives them: no rank ever holds the whole mesh).
 
     ``Set(size, name)``, ``Map(iterset, toset, arity, values, name)`` and ``Dat(set ** dim,
     data, dtype, name)`` declare; ``partition(...)`` returns a :class:`LocalMesh` whose
@@ -65,7 +66,23 @@ class DistributedMesh:
         self._input = input
         self._root = input == "root"
 
-    def _values_here(self, values, dtype, count, what):
+    def rows(self, set):
+        """The rows ``(start, stop)`` of ``set`` this rank hands in with ``input="slices"``
+        (every set's rows in blocks over the ranks, sizes differing by at most one)."""
+        size, ranks, rank = set.size, MPI.comm.size, MPI.comm.rank
+        return size * rank // ranks, size * (rank + 1) // ranks
+
+    def _count(self, set, per_row):
+        """How many values this rank hands in for ``set`` (``per_row`` per element)."""
+        if self._root and MPI.comm.rank != 0:
+            return 0
+        if self._input == "slices":
+            lo, hi = self.rows(set)
+            return (hi - lo) * per_row
+        return set.size * per_row
+
+    def _values_here(self, values, dtype, set, per_row, what):
+        count = self._count(set, per_row)
         if self._root and MPI.comm.rank != 0:
             return np.zeros(0, dtype)
         return as_values(values, dtype, count, what)
@@ -79,7 +96,7 @@ class DistributedMesh:
         """A map in global numbering: ``arity`` global ids of ``toset`` per element of
         ``iterset`` (handed in as ``input`` says)."""
         name = fresh_name("map", name)
-        v = self._values_here(values, np.int32, iterset.size * arity, "Map %s" % name)
+        v = self._values_here(values, np.int32, iterset, int(arity), "Map %s" % name)
         i = call(self._native.decl_map, iterset._index, toset._index, int(arity), v, name)
         return _GlobalMap(self, i, iterset, toset, int(arity), name)
 
@@ -89,15 +106,16 @@ class DistributedMesh:
             dataset = dataset ** 1
         name = fresh_name("dat", name)
         dt = as_dtype(dtype, data)
-        count = dataset.set.size * dataset.cdim
-        v = (np.zeros(count if not (self._root and MPI.comm.rank != 0) else 0, dt)
-             if data is None else self._values_here(data, dt, count, "Dat %s" % name))
+        v = (np.zeros(self._count(dataset.set, dataset.cdim), dt) if data is None
+             else self._values_here(data, dt, dataset.set, dataset.cdim, "Dat %s" % name))
         i = call(self._native.decl_dat, dataset.set._index, dataset.cdim, dt.name, v, name)
         return _GlobalDat(self, i, dataset, dt, name)
 
     def partition(self, partitioner="metis", map=None, coords=None, renumber=False):
         """Collective: partitions with ``metis`` (the graph ``map`` induces on its target
-        set), ``geometric`` (recursive coordinate bisection of ``coords``' set) or
+        set, gathered on rank 0: for meshes that fit one rank), ``ptscotch`` (the same graph,
+        partitioned where it lies by PT-Scotch; a package built with its ``ptscotch``
+        feature), ``geometric`` (recursive coordinate bisection of ``coords``' set) or
         ``blocks``, and declares each rank's part."""
         by = map._index if map is not None else (coords._index if coords is not None else None)
         local = call(self._native.partition, current(), partitioner, by, bool(renumber))

@@ -11,16 +11,20 @@ pytestmark = pytest.mark.skipif(not getattr(_op2, "HAS_MPI", False),
                                 reason="op2rs built without MPI")
 
 
-@pytest.mark.parametrize("partitioner", ["metis", "geometric", "blocks"])
-def test_one_rank_holds_the_whole_mesh(partitioner):
+@pytest.mark.parametrize("input", ["everywhere", "slices"])
+@pytest.mark.parametrize("partitioner", ["metis", "ptscotch", "geometric", "blocks"])
+def test_one_rank_holds_the_whole_mesh(partitioner, input):
     n = 12
-    mesh = op2.DistributedMesh()
+    mesh = op2.DistributedMesh(input=input)
     nodes = mesh.Set(n + 1, "nodes")
     edges = mesh.Set(n, "edges")
+    # One rank's slices are every row.
+    assert mesh.rows(nodes) == (0, n + 1) and mesh.rows(edges) == (0, n)
     e2n = mesh.Map(edges, nodes, 2, [[e, e + 1] for e in range(n)], "e2n")
     x = mesh.Dat(nodes ** 2, np.arange(2.0 * (n + 1)).reshape(-1, 2), np.float64, "x")
     acc = mesh.Dat(nodes, None, np.float64, "acc")
-    local = mesh.partition(partitioner, map=e2n if partitioner == "metis" else None,
+    by_map = partitioner in ("metis", "ptscotch")
+    local = mesh.partition(partitioner, map=e2n if by_map else None,
                            coords=x if partitioner == "geometric" else None)
     ln, le, lm = local[nodes], local[edges], local[e2n]
     assert local[nodes] is ln and ln.size == n + 1 and le.size == n and lm.arity == 2

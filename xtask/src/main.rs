@@ -184,8 +184,9 @@ fn python_env() -> Result<PathBuf, String> {
             "--no-deps",
         ])
         .arg(root().join("python"))
-        // Across ranks too (op2-mpi): maturin reads its cargo arguments from here.
-        .env("MATURIN_PEP517_ARGS", "--features mpi"))?;
+        // Across ranks too (op2-mpi, with PT-Scotch): maturin reads its cargo arguments from
+        // here.
+        .env("MATURIN_PEP517_ARGS", "--features mpi,ptscotch"))?;
     Ok(py)
 }
 
@@ -285,6 +286,21 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
         c.arg(&py).arg(examples.join("distributed.py"));
         c.args(["--input", input, "--backend", backend]);
         run(c.args(extra).current_dir(root().join("target")))?;
+    }
+    // From a mesh file: each of 4 ranks reads only its slices, PT-Scotch partitions the graph
+    // where it lies; checked against NumPy on the whole file.
+    let grid = root().join("target/distributed_grid.h5");
+    run(python(&[])
+        .arg(examples.join("distributed.py"))
+        .arg("--write-mesh")
+        .arg(&grid)
+        .args(["--n", "60"]))?;
+    {
+        let mut c = mpi::mpirun(4, 300);
+        c.arg(&py).arg(examples.join("distributed.py"));
+        c.arg("--mesh").arg(&grid);
+        c.args(["--input", "slices", "--partitioner", "ptscotch"]);
+        run(c.current_dir(root().join("target")))?;
     }
     // PyOP2's hand-built halos: each rank's part of a chain in local numbers, checked against
     // NumPy on the whole chain.
