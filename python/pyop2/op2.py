@@ -219,8 +219,8 @@ class Map(_Map):
 
 def _plain(m):
     if m.offset is not None:
-        raise NotImplementedError("composed and permuted maps of extruded maps are not "
-                                  "supported by op2rs yet")
+        raise NotImplementedError("a ComposedMap through an extruded map (one with offsets) "
+                                  "is not supported by op2rs: only its first map may be one")
     return m
 
 
@@ -229,13 +229,14 @@ class PermutedMap(Map):
     ``values[:, k] = map_.values[:, permutation[k]]``."""
 
     def __init__(self, map_, permutation):
-        _plain(map_)
         perm = np.asarray(permutation, dtype=np.int64).ravel()
         if sorted(perm.tolist()) != list(range(map_.arity)):
             raise ValueError("permutation must reorder the %d entries of a row" % map_.arity)
         values = np.asarray(map_.values_with_halo)[:, perm] if map_.iterset.total_size else None
+        # An extruded map's offsets go with their entries.
+        offset = None if map_.offset is None else np.asarray(map_.offset)[perm]
         super().__init__(map_.iterset, map_.toset, map_.arity, values,
-                         "%s_permuted" % map_.name)
+                         "%s_permuted" % map_.name, offset)
         self.map_, self.permutation = map_, perm
 
 
@@ -247,8 +248,19 @@ class ComposedMap(Map):
     def __init__(self, *maps_, name=None):
         if len(maps_) < 2:
             raise ValueError("ComposedMap composes two maps or more")
-        for m in maps_:
+        # The first map may be extruded (offsets per entry): the composition walks the columns
+        # of the last map's iteration set with the first's offsets, which needs columns of the
+        # same layers. The others map base elements.
+        for m in maps_[1:]:
             _plain(m)
+        first, last = maps_[0], maps_[-1]
+        if first.offset is not None and (
+                not isinstance(last.iterset, _ExtrudedSet)
+                or not isinstance(first.iterset, _ExtrudedSet)
+                or np.any(np.asarray(last.iterset.layers) != np.asarray(first.iterset.layers))):
+            raise NotImplementedError(
+                "ComposedMap of the extruded map %s: the composition's iteration set must be "
+                "extruded with the same layers as %s's" % (first.name, first.name))
         for outer, inner in zip(maps_, maps_[1:]):
             if inner.toset is not outer.iterset:
                 raise MapTypeError("%s goes to %s, not to %s's iteration set"
@@ -259,10 +271,9 @@ class ComposedMap(Map):
         at = np.arange(last.iterset.total_size)
         for m in reversed(maps_[1:]):
             at = np.asarray(m.values_with_halo)[at, 0] if len(at) else at
-        first = maps_[0]
         values = np.asarray(first.values_with_halo)[at] if len(at) else None
         super().__init__(last.iterset, first.toset, first.arity, values,
-                         name or "_".join(m.name for m in maps_))
+                         name or "_".join(m.name for m in maps_), first.offset)
         self.maps_ = tuple(maps_)
 
 

@@ -584,3 +584,47 @@ def test_pass_layer_arg(region):
     if region == op2.ON_TOP:
         want[[0, 1, 2, 4, 5, 6, 8, 9, 10]] = -1.0
     np.testing.assert_array_equal(v.data_ro, want)
+
+
+def test_composed_and_permuted_maps_of_an_extruded_map():
+    """A ComposedMap whose first map is extruded walks the columns with its offsets; a
+    PermutedMap of one permutes its offsets with its entries. Expected values walk the layers
+    in NumPy."""
+    layers = 4                                   # 3 cells per column, 4 nodes
+    cols_a, cols_c = op2.ExtrudedSet(op2.Set(3), layers), op2.ExtrudedSet(op2.Set(2), layers)
+    nodes = op2.Set(3 * layers)                  # column j's nodes: j*layers .. j*layers+3
+    node_of = np.arange(3 * layers, dtype=np.float64) * 10.0
+    src = op2.Dat(nodes ** 1, node_of)
+    # Each cell of column j reads its bottom and top node (offset 1 per layer up).
+    cell_nodes = op2.Map(cols_a, nodes, 2, [[j * layers, j * layers + 1] for j in range(3)],
+                         offset=[1, 1])
+    c_to_a = op2.Map(cols_c, cols_a, 1, [2, 0])   # column 0 of C is column 2 of A, 1 is 0
+    composed = op2.ComposedMap(cell_nodes, c_to_a)
+    assert composed.offset is not None and list(composed.offset) == [1, 1]
+    swapped = op2.PermutedMap(cell_nodes, [1, 0])
+    assert list(swapped.offset) == [1, 1]
+    out_c = op2.Dat(op2.Set(2 * (layers - 1)) ** 1)  # one value per cell of C, by a map
+    cell_of_c = op2.Map(cols_c, out_c.dataset.set, 1, [[0], [layers - 1]], offset=[1])
+    op2.par_loop(op2.Kernel("""
+static void k(double *out, const double *x) { out[0] = x[1] - 0.5 * x[0]; }""", "k"),
+        cols_c, out_c(op2.WRITE, cell_of_c), src(op2.READ, composed))
+    want = np.zeros(2 * (layers - 1))
+    for c, a in enumerate([2, 0]):
+        for l in range(layers - 1):
+            bottom, top = node_of[a * layers + l], node_of[a * layers + l + 1]
+            want[c * (layers - 1) + l] = top - 0.5 * bottom
+    np.testing.assert_array_equal(out_c.data_ro, want)
+    out_a = op2.Dat(op2.Set(3 * (layers - 1)) ** 1)
+    cell_of_a = op2.Map(cols_a, out_a.dataset.set, 1, [[j * (layers - 1)] for j in range(3)],
+                        offset=[1])
+    op2.par_loop(op2.Kernel("""
+static void k(double *out, const double *x) { out[0] = x[1] - 0.5 * x[0]; }""", "k"),
+        cols_a, out_a(op2.WRITE, cell_of_a), src(op2.READ, swapped))
+    want_a = np.array([node_of[j * layers + l] - 0.5 * node_of[j * layers + l + 1]
+                       for j in range(3) for l in range(layers - 1)])
+    np.testing.assert_array_equal(out_a.data_ro, want_a)
+    # Through an extruded map elsewhere than first, or onto columns of other layers: refused.
+    with pytest.raises(NotImplementedError):
+        op2.ComposedMap(c_to_a, op2.Map(cols_c, cols_c, 1, [0, 1], offset=[1]))
+    with pytest.raises(NotImplementedError):
+        op2.ComposedMap(cell_nodes, op2.Map(op2.ExtrudedSet(op2.Set(2), 3), cols_a, 1, [0, 1]))
