@@ -17,9 +17,9 @@ fn failed(reason: impl Into<String>) -> MpiError {
     }
 }
 
-/// Map rows per round of [`home_graph`]: bounds the pairs in flight (a few MiB per rank however
-/// large the map).
-const GRAPH_BATCH: usize = 1 << 15;
+/// Pairs per round of [`home_graph`] (as many map rows as make about this many): bounds what is
+/// in flight to a few MiB per rank however large the map and its arity.
+const GRAPH_BATCH: usize = 1 << 16;
 
 /// Calls `f(a, c)` for every ordered pair of distinct targets `a`, `c` of one row among `rows`
 /// of map `m` (both orders, as the graph is undirected).
@@ -39,10 +39,11 @@ fn for_each_pair(m: &MapDecl, rows: std::ops::Range<usize>, mut f: impl FnMut(u6
 
 /// The adjacency of this rank's home block of the graph `map` induces on its target set (two
 /// targets joined when one row reaches both), in compressed rows with global neighbour numbers,
-/// sorted, each once. Each rank sends the pairs of its own rows to the home rank of their first
-/// end, in rounds of [`GRAPH_BATCH`] rows; the home rank keeps each pair as one word (its local
-/// vertex in the high half, the neighbour in the low) when the numbers fit, so the graph is never
-/// held as pairs of 64-bit numbers, nor whole on its way.
+/// sorted, each once. Each rank sends the distinct pairs of its own rows to the home rank of
+/// their first end, in rounds of about [`GRAPH_BATCH`] pairs; the home rank keeps each pair as
+/// one word (its local vertex in the high half, the neighbour in the low) when the numbers fit,
+/// merging repeats whenever its list has doubled, so the graph is never held as pairs of 64-bit
+/// numbers, nor whole on its way.
 pub(crate) fn home_graph(
     b: &MeshBuilder,
     comm: &dyn Communicator,
@@ -53,28 +54,22 @@ pub(crate) fn home_graph(
     let n = b.sets[m.to].size;
     let home = block_range(n, ranks, rank);
     let rows = m.values.len().checked_div(m.arity).unwrap_or(0);
-    // What each home rank will receive, so that its list is allocated once at its size.
-    let mut counts = vec![0u64; ranks];
-    for_each_pair(m, 0..rows, |a, _| counts[holder(n, ranks, a as usize)] += 1);
-    let incoming: u64 = exchange_words(comm, counts.into_iter().map(|c| vec![c]).collect())?
-        .iter()
-        .map(|w| w.first().copied().unwrap_or(0))
-        .sum();
-    let mut rounds = [rows.div_ceil(GRAPH_BATCH) as u64];
+    // Rows per round: the same on every rank (the arity is the map's).
+    let per_round = (GRAPH_BATCH / (m.arity * m.arity.saturating_sub(1)).max(1)).max(1);
+    let mut rounds = [rows.div_ceil(per_round) as u64];
     all_reduce_words(comm, &mut rounds, ReduceOp::Max)?;
-    let rounds = rounds[0] as usize;
+    let batches =
+        (0..rounds[0] as usize).map(|r| (r * per_round).min(rows)..((r + 1) * per_round).min(rows));
     let start = home.start as u64;
     // The same choice on every rank: it depends on the set's size only.
     if n as u64 <= 1 << 32 {
-        let keys = gather_pairs(comm, m, n, rows, rounds, incoming, |a, c| {
-            (a - start) << 32 | c
-        })?;
+        let keys = gather_pairs(comm, m, n, batches, |a, c| (a - start) << 32 | c)?;
         let xadj = offsets(home.len(), keys.iter().map(|&k| (k >> 32) as usize));
         // In place: the neighbour is the low half of each word.
         let adj = keys.into_iter().map(|k| k & 0xffff_ffff).collect();
         Ok((xadj, adj))
     } else {
-        let keys = gather_pairs(comm, m, n, rows, rounds, incoming, |a, c| {
+        let keys = gather_pairs(comm, m, n, batches, |a, c| {
             u128::from(a - start) << 64 | u128::from(c)
         })?;
         let xadj = offsets(home.len(), keys.iter().map(|&k| (k >> 64) as usize));
@@ -82,33 +77,48 @@ pub(crate) fn home_graph(
     }
 }
 
-/// The pairs of `m`'s rows sent to their home ranks in `rounds` rounds, received here as keys
-/// `key(a, c)` (`incoming` of them, repeats included), sorted, each once.
+/// The pairs of `m`'s rows in `batches` (one round each, the same count on every rank) sent to
+/// their home ranks, received here as keys `key(a, c)`: sorted, each once.
 fn gather_pairs<K: Ord + Copy>(
     comm: &dyn Communicator,
     m: &MapDecl,
     n: usize,
-    rows: usize,
-    rounds: usize,
-    incoming: u64,
+    batches: impl Iterator<Item = std::ops::Range<usize>>,
     key: impl Fn(u64, u64) -> K,
 ) -> Result<Vec<K>> {
     let ranks = comm.size();
-    let mut keys: Vec<K> = Vec::with_capacity(incoming as usize);
-    for r in 0..rounds {
-        let batch = (r * GRAPH_BATCH).min(rows)..((r + 1) * GRAPH_BATCH).min(rows);
-        let mut sends: Vec<Vec<u64>> = vec![Vec::new(); ranks];
+    let mut keys: Vec<K> = Vec::new();
+    let mut merged = 0;
+    for batch in batches {
+        let mut pairs: Vec<Vec<(u64, u64)>> = vec![Vec::new(); ranks];
         for_each_pair(m, batch, |a, c| {
-            let to = &mut sends[holder(n, ranks, a as usize)];
-            to.push(a);
-            to.push(c);
+            pairs[holder(n, ranks, a as usize)].push((a, c))
         });
-        for words in exchange_words(comm, sends)? {
+        // Rows sharing targets repeat pairs: each is sent once per round.
+        let sends = pairs
+            .into_iter()
+            .map(|mut p| {
+                p.sort_unstable();
+                p.dedup();
+                p.into_iter().flat_map(|(a, c)| [a, c]).collect()
+            })
+            .collect();
+        let received = exchange_words(comm, sends)?;
+        keys.reserve_exact(received.iter().map(|w| w.len() / 2).sum());
+        for words in received {
             keys.extend(words.chunks_exact(2).map(|p| key(p[0], p[1])));
+        }
+        // Repeats across rounds and ranks merged whenever the list has doubled: at most twice
+        // the graph is held, and sorting stays n log n over all rounds.
+        if keys.len() >= 2 * merged.max(GRAPH_BATCH) {
+            keys.sort_unstable();
+            keys.dedup();
+            merged = keys.len();
         }
     }
     keys.sort_unstable();
     keys.dedup();
+    keys.shrink_to_fit();
     Ok(keys)
 }
 

@@ -55,6 +55,19 @@ pub(crate) fn exchange_words(
         .collect())
 }
 
+/// Sorts (element, part, count) triples and merges those of one (element, part), summing
+/// their counts.
+fn merge_counts(seen: &mut Vec<(u32, u32, u32)>) {
+    seen.sort_unstable();
+    seen.dedup_by(|later, kept| {
+        let same = later.0 == kept.0 && later.1 == kept.1;
+        if same {
+            kept.2 = kept.2.saturating_add(later.2);
+        }
+        same
+    });
+}
+
 /// Map entries per round of the backward step of [`MeshBuilder::propagate_home`] (a few MiB of
 /// pairs in flight per rank however large the maps).
 const PAIRS_BATCH: usize = 1 << 18;
@@ -404,7 +417,9 @@ impl MeshBuilder {
                 let n = home(s).len();
                 // (element, part, count), grouped by element.
                 let mut seen: Vec<(u32, u32, u32)> = Vec::new();
-                for r in 0..rounds[0] as usize {
+                let mut merged = 0;
+                let rounds = rounds[0] as usize;
+                for r in 0..rounds {
                     let lo = (r * PAIRS_BATCH).min(entries);
                     let hi = ((r + 1) * PAIRS_BATCH).min(entries);
                     let mut pairs: Vec<u64> = Vec::with_capacity(hi - lo);
@@ -452,18 +467,15 @@ impl MeshBuilder {
                             seen.push((at as u32, (w[1] >> 32) as u32, w[1] as u32));
                         }
                     }
-                    // One entry per (element, part), its counts summed: what stays between
-                    // rounds is what a single round would have received.
-                    seen.sort_unstable();
-                    seen.dedup_by(|later, kept| {
-                        let same = later.0 == kept.0 && later.1 == kept.1;
-                        if same {
-                            kept.2 = kept.2.saturating_add(later.2);
-                        }
-                        same
-                    });
+                    // One entry per (element, part), its counts summed, whenever the list has
+                    // doubled since it was last merged: what stays between rounds is at most
+                    // twice what a single round would have received, and the sorting stays
+                    // n log n over all rounds.
+                    if seen.len() >= 2 * merged.max(PAIRS_BATCH) || r + 1 == rounds {
+                        merge_counts(&mut seen);
+                        merged = seen.len();
+                    }
                 }
-                seen.sort_unstable();
                 let mut out = vec![rank as u32; n];
                 let mut counts: Vec<(u32, u32)> = Vec::new();
                 let mut i = 0;

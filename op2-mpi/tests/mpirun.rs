@@ -234,9 +234,9 @@ fn check_primitives(comm: &dyn Communicator) {
         .unwrap();
     assert_eq!(a.wait().unwrap(), vec![vec![prev as u8; 5]]);
     assert_eq!(b.wait().unwrap(), vec![vec![7u8; 2]]);
-    // Long messages, two to the same rank and an empty one in one exchange: under the 512-byte
-    // limit of the last run they go in pieces (5,000 bytes: 10 of them), which must arrive as
-    // the whole message does in one.
+    // Long messages, two to the same rank and an empty one in one exchange: under the 512- and
+    // 64-byte limits of the last two runs they go in pieces (10 and 79 of 5,000 bytes), which
+    // must arrive as the whole message does in one.
     let long = |from: usize, salt: usize| -> Vec<u8> {
         (0..5000)
             .map(|i| ((i * 31 + from * 7 + salt) % 251) as u8)

@@ -69,12 +69,14 @@ class DistributedMesh:
     def rows(self, set):
         """The rows ``(start, stop)`` of ``set`` this rank hands in with ``input="slices"``
         (every set's rows in blocks over the ranks, sizes differing by at most one)."""
-        size, ranks, rank = set.size, MPI.comm.size, MPI.comm.rank
+        # The runtime's own rank in MPI's world (a communicator set on op2.MPI may number the
+        # ranks otherwise).
+        size, ranks, rank = set.size, MPI._own.size, MPI._own.rank
         return size * rank // ranks, size * (rank + 1) // ranks
 
     def _count(self, set, per_row):
         """How many values this rank hands in for ``set`` (``per_row`` per element)."""
-        if self._root and MPI.comm.rank != 0:
+        if self._root and MPI._own.rank != 0:
             return 0
         if self._input == "slices":
             lo, hi = self.rows(set)
@@ -83,7 +85,7 @@ class DistributedMesh:
 
     def _values_here(self, values, dtype, set, per_row, what):
         count = self._count(set, per_row)
-        if self._root and MPI.comm.rank != 0:
+        if self._root and MPI._own.rank != 0:
             return np.zeros(0, dtype)
         return as_values(values, dtype, count, what)
 
