@@ -20,6 +20,14 @@ from .sets import DataSet, MixedDataSet, MixedSet, Set, _Parts, mixed_native
 __all__ = ["Dat", "MixedDat", "Global", "Const"]
 
 
+def _vec_contexts(what):
+    """The ``vec``, ``vec_ro`` and ``vec_wo`` properties of a class with ``vec_context``: the
+    contexts reading and writing, reading, and writing ``what``."""
+    return tuple(property(lambda self, access=access: self.vec_context(access),
+                          doc="A context yielding a PETSc Vec to %s %s." % (verb, what))
+                 for access, verb in ((RW, "read and write"), (READ, "read"), (WRITE, "write")))
+
+
 class Dat:
     """Data on a set: ``Dat(dataset, data=None, dtype=None, name=None)``; ``dataset`` a
     DataSet, a Set (``set ** 1``) or a Dat (a copy of it)."""
@@ -191,12 +199,7 @@ class Dat:
     def _vec_changed(self):
         """PETSc wrote through a ``vec`` context (today's pyop2 counts a version)."""
 
-    vec = property(lambda self: self.vec_context(RW),
-                   doc="A context yielding a PETSc Vec to read and write the owned values.")
-    vec_ro = property(lambda self: self.vec_context(READ),
-                      doc="A context yielding a PETSc Vec to read the owned values.")
-    vec_wo = property(lambda self: self.vec_context(WRITE),
-                      doc="A context yielding a PETSc Vec to write the owned values.")
+    vec, vec_ro, vec_wo = _vec_contexts("the owned values")
 
     def halo_exchange_begin(self):
         """PyOP2's manual halo exchange: op2-rs exchanges halos when a loop or a view with
@@ -454,12 +457,7 @@ class Global:
         written back unless ``access`` is READ (or ``readonly`` is true)."""
         return _petsc.global_vec(self, access if readonly is None else bool(readonly))
 
-    vec = property(lambda self: self.vec_context(RW),
-                   doc="A context yielding a PETSc Vec to read and write the values.")
-    vec_ro = property(lambda self: self.vec_context(READ),
-                      doc="A context yielding a PETSc Vec to read the values.")
-    vec_wo = property(lambda self: self.vec_context(WRITE),
-                      doc="A context yielding a PETSc Vec to write the values.")
+    vec, vec_ro, vec_wo = _vec_contexts("the values")
 
     def __len__(self):
         return 1
@@ -670,12 +668,7 @@ class MixedDat(_Parts):
         return _petsc.mixed_vec(self, access if readonly is None else bool(readonly))
 
     vecscatter = vec_context
-    vec = property(lambda self: self.vec_context(RW),
-                   doc="A context yielding a PETSc Vec to read and write every component.")
-    vec_ro = property(lambda self: self.vec_context(READ),
-                      doc="A context yielding a PETSc Vec to read every component.")
-    vec_wo = property(lambda self: self.vec_context(WRITE),
-                      doc="A context yielding a PETSc Vec to write every component.")
+    vec, vec_ro, vec_wo = _vec_contexts("every component")
 
     def zero(self):
         """Sets every component's values to zero (recorded, like loops)."""

@@ -4,7 +4,7 @@
 //! device backends refuse them with a typed error.
 
 use op2::{INC, Kernel, Op2Error, READ, RW, WRITE};
-use op2_test_support::{backend, rt};
+use op2_test_support::{backend, ring, rt};
 
 fn host() -> bool {
     matches!(backend().as_str(), "seq" | "openmp")
@@ -72,12 +72,7 @@ fn a_cpp_kernel_with_templates_and_std_runs_beside_c_kernels() {
 fn a_cpp_kernel_increments_through_a_map() {
     let rt = rt();
     let n = 30_000;
-    let nodes = rt.decl_set(n, "nodes").unwrap();
-    let edges = rt.decl_set(n, "edges").unwrap();
-    let ends: Vec<i32> = (0..n)
-        .flat_map(|e| [e as i32, ((e + 1) % n) as i32])
-        .collect();
-    let m = rt.decl_map(&edges, &nodes, 2, ends, "ends").unwrap();
+    let (nodes, edges, m) = ring(&rt, n);
     let acc = rt.decl_dat_zeros::<i64>(&nodes, 1, "acc").unwrap();
     let w = rt
         .decl_dat(&edges, 1, (0..n as i64).collect::<Vec<_>>(), "w")
