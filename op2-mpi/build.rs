@@ -1,11 +1,19 @@
 //! With the `ptscotch` feature: finds the width of `SCOTCH_Num` in the installed header (32 or
-//! 64 bits; Debian's default is 32) and links PT-Scotch.
+//! 64 bits; Debian's default is 32) and links PT-Scotch. With the `parmetis` feature: finds the
+//! widths of ParMETIS's `idx_t` and `real_t` in the installed headers (PT-Scotch's ParMETIS
+//! interface, Debian's `libscotchparmetis-dev`, or ParMETIS itself with its `metis.h`).
 
 use std::path::PathBuf;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(scotch_num64)");
+    println!("cargo::rustc-check-cfg=cfg(parmetis_idx64)");
+    println!("cargo::rustc-check-cfg=cfg(parmetis_real64)");
     println!("cargo::rerun-if-env-changed=OP2_SCOTCH_INCLUDE");
+    println!("cargo::rerun-if-env-changed=OP2_PARMETIS_INCLUDE");
+    if std::env::var_os("CARGO_FEATURE_PARMETIS").is_some() {
+        parmetis();
+    }
     if std::env::var_os("CARGO_FEATURE_PTSCOTCH").is_none() {
         return;
     }
@@ -38,5 +46,70 @@ fn main() {
         .any(|t| typedef.contains(t));
     if wide {
         println!("cargo::rustc-cfg=scotch_num64");
+    }
+}
+
+/// Whether a C type named in a typedef or define is 64 bits wide.
+fn wide(text: &str) -> bool {
+    ["int64_t", "long", "intptr_t", "64"]
+        .iter()
+        .any(|t| text.contains(t))
+}
+
+/// The widths of `idx_t` and `real_t` of the installed `parmetis.h`: PT-Scotch's interface
+/// (whose integers are `SCOTCH_Num` and whose reals are `float`) or ParMETIS's own (whose widths
+/// are `IDXTYPEWIDTH` and `REALTYPEWIDTH` of `metis.h`).
+fn parmetis() {
+    let dirs: Vec<PathBuf> = std::env::var_os("OP2_PARMETIS_INCLUDE")
+        .map(|d| vec![PathBuf::from(d)])
+        .unwrap_or_else(|| {
+            [
+                "/usr/include/parmetis",
+                "/usr/include",
+                "/usr/local/include",
+            ]
+            .iter()
+            .map(PathBuf::from)
+            .collect()
+        });
+    let Some(dir) = dirs.iter().find(|d| d.join("parmetis.h").exists()) else {
+        panic!(
+            "the `parmetis` feature needs ParMETIS's header (Debian: apt-get install \
+             libscotchparmetis-dev, PT-Scotch's ParMETIS interface), or OP2_PARMETIS_INCLUDE \
+             naming the folder of parmetis.h; looked in {dirs:?}"
+        )
+    };
+    let header = dir.join("parmetis.h");
+    println!("cargo::rerun-if-changed={}", header.display());
+    let text = std::fs::read_to_string(&header).expect("parmetis.h is readable");
+    if text.contains("SCOTCH_ParMETIS") {
+        // PT-Scotch's: `SCOTCH_Num` from scotch.h when it was included first, else its own int.
+        let scotch = text
+            .lines()
+            .find(|l| l.contains("typedef") && l.contains("SCOTCH_Num;"))
+            .unwrap_or("typedef int SCOTCH_Num;");
+        if wide(scotch) {
+            println!("cargo::rustc-cfg=parmetis_idx64");
+        }
+        return;
+    }
+    // ParMETIS itself: metis.h beside it (or in the other folders).
+    let metis = std::iter::once(dir.clone())
+        .chain(dirs.iter().cloned())
+        .map(|d| d.join("metis.h"))
+        .find(|h| h.exists())
+        .unwrap_or_else(|| panic!("ParMETIS's parmetis.h in {} but no metis.h", dir.display()));
+    println!("cargo::rerun-if-changed={}", metis.display());
+    let text = std::fs::read_to_string(&metis).expect("metis.h is readable");
+    let width = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with("#define") && l.contains(name))
+            .is_some_and(wide)
+    };
+    if width("IDXTYPEWIDTH") {
+        println!("cargo::rustc-cfg=parmetis_idx64");
+    }
+    if width("REALTYPEWIDTH") {
+        println!("cargo::rustc-cfg=parmetis_real64");
     }
 }

@@ -155,7 +155,8 @@ pub struct Distributed {
 impl MeshBuilder {
     /// The partition step without a runtime: this rank's part as plain data. No rank holds more
     /// than its share of the mesh at any point (docs/05-ranks.md), except with
-    /// [`Partitioner::Metis`], which partitions on rank 0, and the input itself when it is
+    /// [`Partitioner::Metis`] without the `parmetis` feature, which partitions on rank 0, and the
+    /// input itself when it is
     /// [`Input::Everywhere`] or [`Input::Root`].
     pub fn distribute(self, comm: &dyn Communicator, options: &Options) -> Result<Distributed> {
         let start = Instant::now();
@@ -319,14 +320,20 @@ impl MeshBuilder {
                 let xy: Vec<f64> = bytemuck::pod_collect_to_vec(&d.bytes);
                 bisection_distributed(comm, &xy, d.dim, home.start as u64, size, ranks)?
             }
-            Partitioner::Metis { map } => self.metis_on_root(comm, map.0)?,
+            Partitioner::Metis { map } => {
+                match crate::parmetis::partition(self, comm, map.0, ranks)? {
+                    Some(parts) => parts,
+                    None => self.metis_on_root(comm, map.0)?,
+                }
+            }
             Partitioner::PtScotch { map } => crate::ptscotch::partition(self, comm, map.0, ranks)?,
         };
         self.propagate_home(comm, first, firsts)
     }
 
     /// METIS on rank 0: the partitioner's map is gathered there (its whole graph in one
-    /// process: METIS's limit, and the one O(global) step a program can choose), and each rank
+    /// process: METIS's limit, and the one O(global) step a program can choose without the
+    /// `parmetis` feature), and each rank
     /// gets its home block's parts back.
     fn metis_on_root(&self, comm: &dyn Communicator, map: usize) -> Result<Vec<u32>> {
         let (ranks, rank) = (comm.size(), comm.rank());

@@ -1,5 +1,5 @@
-//! op2-rs across ranks: a mesh declared in global numbering is partitioned collectively (METIS,
-//! recursive coordinate bisection or blocks), each rank gets its sets in sections (core | owned |
+//! op2-rs across ranks: a mesh declared in global numbering is partitioned collectively (METIS
+//! or ParMETIS, PT-Scotch, recursive coordinate bisection or blocks), each rank gets its sets in sections (core | owned |
 //! exec halo | non-exec halo) with halo exchange lists built from the maps, and results come back
 //! in global order; [`Mpi`] gives op2-core's communicator over MPI.
 //!
@@ -28,6 +28,7 @@ mod layout;
 mod local;
 mod mesh;
 mod mpi_comm;
+mod parmetis;
 mod partition;
 mod ptscotch;
 mod setup;

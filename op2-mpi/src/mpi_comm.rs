@@ -542,8 +542,8 @@ impl PendingExchange for MpiExchange {
 
 impl MpiCommunicator {
     /// Runs `f` with the raw MPI communicator, holding the lock that serialises MPI calls (for
-    /// C libraries that communicate themselves, such as PT-Scotch).
-    #[cfg(feature = "ptscotch")]
+    /// C libraries that communicate themselves, such as PT-Scotch and ParMETIS).
+    #[cfg(any(feature = "ptscotch", feature = "parmetis"))]
     pub(crate) fn with_raw<R>(&self, f: impl FnOnce(ffi::MPI_Comm) -> R) -> R {
         use mpi::raw::AsRaw as _;
         let world = self.inner.lock();

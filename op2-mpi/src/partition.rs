@@ -13,9 +13,10 @@ pub enum Partitioner {
     Blocks,
     /// METIS k-way on the graph `map` induces on its target set: two targets are joined when one
     /// source element reaches both (edge-to-cell gives the cells' dual graph). The target set is
-    /// partitioned; the rest follows. METIS is not distributed: rank 0 gathers the map and holds
-    /// the whole graph, so this is for meshes whose graph fits one rank (the other partitioners
-    /// never hold the mesh on a rank).
+    /// partitioned; the rest follows. With op2-mpi's `parmetis` feature, on MPI ranks, this is
+    /// ParMETIS's k-way on the graph built where it lies (as for PT-Scotch: no rank holds the
+    /// whole graph). Without it (and on thread ranks, or for a set smaller than the rank count)
+    /// rank 0 gathers the map and runs METIS on the whole graph: for meshes that fit one rank.
     Metis {
         /// The map whose graph is cut.
         map: GlobalMap,

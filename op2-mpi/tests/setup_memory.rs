@@ -3,7 +3,8 @@
 //! scrambled numbering, partition it, and report its peak memory during the setup (a counting
 //! allocator). A hidden gather of the mesh anywhere makes the peak stop shrinking with the rank
 //! count, and makes some rank's peak reach the size of the whole connectivity: both fail here
-//! (every rank at 8 ranks must stay below half of the maps, with either partitioner).
+//! (every rank at 8 ranks must stay below half of the maps, with every distributed partitioner:
+//! geometric, PT-Scotch and METIS through ParMETIS's call).
 
 use std::process::Command;
 
@@ -93,5 +94,9 @@ fn the_setup_needs_less_memory_per_rank_as_ranks_grow() {
     // geometric setup (docs/05-ranks.md).
     if cfg!(feature = "ptscotch") {
         check("ptscotch");
+    }
+    // METIS across ranks is ParMETIS's call on the same distributed graph.
+    if cfg!(feature = "parmetis") {
+        check("metis");
     }
 }

@@ -115,9 +115,10 @@ class DistributedMesh:
 
     def partition(self, partitioner="metis", map=None, coords=None, renumber=False):
         """Collective: partitions with ``metis`` (the graph ``map`` induces on its target
-        set, gathered on rank 0: for meshes that fit one rank), ``ptscotch`` (the same graph,
-        partitioned where it lies by PT-Scotch; a package built with its ``ptscotch``
-        feature), ``geometric`` (recursive coordinate bisection of ``coords``' set) or
+        set: ParMETIS's call on the graph where it lies in a package built with its
+        ``parmetis`` feature, else METIS on the graph gathered on rank 0, for meshes that fit
+        one rank), ``ptscotch`` (the same graph, partitioned where it lies by PT-Scotch; a
+        package built with its ``ptscotch`` feature), ``geometric`` (recursive coordinate bisection of ``coords``' set) or
         ``blocks``, and declares each rank's part."""
         by = map._index if map is not None else (coords._index if coords is not None else None)
         local = call(self._native.partition, current(), partitioner, by, bool(renumber))

@@ -111,6 +111,13 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         required: true,
     },
     SystemDep {
+        what: "ParMETIS's interface (PT-Scotch's implementation)",
+        check: "test -f /usr/include/parmetis/parmetis.h || test -f /usr/include/parmetis.h",
+        packages: &["libscotchparmetis-dev"],
+        why: "op2-mpi's `parmetis` feature runs METIS across ranks on the distributed graph; its tests run it under mpirun",
+        required: true,
+    },
+    SystemDep {
         what: "Python's venv module and headers",
         check: "python3 -m venv --help >/dev/null 2>&1",
         packages: &["python3-venv", "python3-dev"],
@@ -186,7 +193,7 @@ fn python_env() -> Result<PathBuf, String> {
         .arg(root().join("python"))
         // Across ranks too (op2-mpi, with PT-Scotch): maturin reads its cargo arguments from
         // here.
-        .env("MATURIN_PEP517_ARGS", "--features mpi,ptscotch"))?;
+        .env("MATURIN_PEP517_ARGS", "--features mpi,ptscotch,parmetis"))?;
     Ok(py)
 }
 
@@ -634,6 +641,8 @@ fn test(args: &[String]) -> Result<(), String> {
         "op2/petsc".to_string(),
         // PT-Scotch's distributed partitioner in op2-mpi's mpirun and memory tests.
         "op2/ptscotch".to_string(),
+        // METIS across ranks (ParMETIS's call) in the same tests.
+        "op2/parmetis".to_string(),
         "airfoil/petsc".to_string(),
     ]);
     let ws_features = ws_features.join(",");

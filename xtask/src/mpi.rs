@@ -265,7 +265,7 @@ pub fn setup_scaling(args: &[String]) -> Result<(), String> {
         "-p",
         "op2-mpi",
         "--features",
-        "ptscotch",
+        "ptscotch,parmetis",
         "--bin",
         "setup-scaling",
     ]))?;
