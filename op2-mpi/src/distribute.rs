@@ -393,6 +393,15 @@ impl MeshBuilder {
         let start = Instant::now();
         self.check_options(options)?;
         self.check_lengths(1, 0)?;
+        // Planning numbers every element of the whole mesh in one process with 32-bit local
+        // numbers (the bisection's ids, the layouts'): a set past that is refused, as a map
+        // into one is below, rather than numbered wrongly.
+        if let Some(s) = self.sets.iter().find(|s| s.size > i32::MAX as usize) {
+            return Err(MpiError::BadDeclaration(format!(
+                "set `{}` has {} elements, past 2^31: too large to plan in one process (partition it across ranks)",
+                s.name, s.size
+            )));
+        }
         let values = self
             .maps
             .iter()

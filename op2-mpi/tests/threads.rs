@@ -396,6 +396,17 @@ fn misuse_of_the_builder_is_refused() {
         .plan(2, &Options::new(Partitioner::Geometric { coords }))
         .unwrap_err();
     assert!(e.to_string().contains("dim 4"), "{e}");
+    // Planning in one process numbers elements in 32 bits: a set past 2^31 is refused by name
+    // (distributing it across ranks takes 64-bit global numbers).
+    let mut huge = MeshBuilder::new(Input::Everywhere);
+    huge.decl_set(3_000_000_000, "huge").unwrap();
+    let e = huge
+        .plan(4, &Options::new(Partitioner::Blocks))
+        .unwrap_err();
+    assert!(
+        matches!(&e, MpiError::BadDeclaration(m) if m.contains("`huge`") && m.contains("2^31")),
+        "{e}"
+    );
 }
 
 /// One process over the whole strip against 1..=4 ranks, each partitioner: cell values summed
