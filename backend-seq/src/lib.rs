@@ -56,7 +56,7 @@ impl Backend for SeqBackend {
 
     fn prepare(&self, sig: &LoopSignature) -> Result<Arc<dyn PreparedLoop>> {
         let unit = CCodegen.emit(sig, &self.options)?;
-        let f = self.jit.load_as(&unit, sig.kernel.is_cpp())?;
+        let f = self.jit.load_for(&unit, &sig.kernel)?;
         // SAFETY: the entry point was generated with exactly the `Wrapper` signature.
         let wrapper: Wrapper = unsafe { std::mem::transmute::<*const c_void, Wrapper>(f.as_ptr()) };
         Ok(Arc::new(SeqLoop {

@@ -65,6 +65,23 @@ impl Codegen for DeviceCodegen<'_> {
                 ),
             });
         }
+        if sig.kernel.has_build_args() {
+            let k = &sig.kernel;
+            return Err(Op2Error::Unsupported {
+                kernel: name.into(),
+                reason: format!(
+                    "a kernel compiled or linked with arguments of its own ({}) runs on the host \
+                     backends (seq, openmp) only: code for the {} dialect is built without them",
+                    k.compile_args()
+                        .iter()
+                        .chain(k.link_args())
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    d.name()
+                ),
+            });
+        }
         if let Some(t) = sig.complex_dtype() {
             // C99's `_Complex` is the kernels' spelling; CUDA C++ and OpenCL C have no such type
             // (a device spelling would need kernels written for it), so saying so beats a

@@ -148,12 +148,31 @@ pub struct JitCompiler {
     extra_flags: Vec<String>,
     identity: String,
     cache: CompileCache<JitFunction>,
-    /// Whether units are compiled as C++ (see [`JitCompiler::load_as`]).
+    /// Whether units are compiled as C++ (see [`JitCompiler::load_for`]).
     cpp: bool,
     /// The configuration, for the C++ compiler made at the first C++ unit.
     config: Config,
     /// That compiler, or why it could not be made.
     cpp_jit: OnceLock<std::result::Result<Box<JitCompiler>, String>>,
+}
+
+/// What a kernel asks its loops' code to be built with besides the backend's flags
+/// (`op2_core::Kernel::with_compile_args`, `with_link_args`).
+#[derive(Clone, Copy)]
+struct BuildArgs<'a> {
+    compile: &'a [String],
+    link: &'a [String],
+}
+
+impl BuildArgs<'_> {
+    const NONE: BuildArgs<'static> = BuildArgs {
+        compile: &[],
+        link: &[],
+    };
+
+    fn is_empty(&self) -> bool {
+        self.compile.is_empty() && self.link.is_empty()
+    }
 }
 
 /// C-only defaults a C++ unit is compiled without (g++ warns about each).
@@ -197,12 +216,19 @@ impl JitCompiler {
         })
     }
 
-    /// [`JitCompiler::load`], compiling the unit as C++ when `cpp` (a C++ kernel's, see
-    /// `op2_core::Kernel::cpp`): with the same flags and `-x c++`, linked with the C++ library.
-    /// The C++ compiler is set up at the first such unit.
-    pub fn load_as(&self, unit: &GeneratedUnit, cpp: bool) -> Result<JitFunction> {
+    /// [`JitCompiler::load`] for a unit that calls `kernel`, built the way the kernel asks:
+    /// as C++ when it is C++ (`op2_core::Kernel::cpp`: the same flags and `-x c++`, linked with
+    /// the C++ library; the C++ compiler is set up at the first such unit), compiled and linked
+    /// with its arguments (`op2_core::Kernel::with_compile_args`, `with_link_args`; both part
+    /// of the cache key).
+    pub fn load_for(&self, unit: &GeneratedUnit, kernel: &op2_core::Kernel) -> Result<JitFunction> {
+        let cpp = kernel.is_cpp();
+        let build = BuildArgs {
+            compile: kernel.compile_args(),
+            link: kernel.link_args(),
+        };
         if cpp == self.cpp {
-            return self.load(unit);
+            return self.load_built(unit, build);
         }
         let extra: Vec<&str> = self.extra_flags.iter().map(String::as_str).collect();
         let made = self.cpp_jit.get_or_init(|| {
@@ -211,7 +237,7 @@ impl JitCompiler {
                 .map_err(|e| e.to_string())
         });
         match made {
-            Ok(jit) => jit.load(unit),
+            Ok(jit) => jit.load_built(unit, build),
             Err(reason) => Err(Op2Error::CompilerNotFound {
                 cc: self.cc.clone(),
                 reason: reason.clone(),
@@ -249,7 +275,7 @@ impl JitCompiler {
             .copied()
             .chain(self.extra_flags.iter().map(String::as_str))
             .collect();
-        let built = self.build_library(&flags, &src);
+        let built = self.build_library(&flags, &src, BuildArgs::NONE);
         let _ = fs::remove_file(&src);
         match built {
             Ok((out, lib)) if out.status.success() => {
@@ -273,13 +299,29 @@ impl JitCompiler {
 
     /// The cache key of a unit: hash of source, compiler identity and version, host CPU and flags.
     pub fn key(&self, unit: &GeneratedUnit) -> String {
-        self.cache
-            .key(&[&self.identity, &self.flags.join(" ")], &unit.source)
+        self.key_built(unit, BuildArgs::NONE)
+    }
+
+    /// [`JitCompiler::key`] of a unit built with `build` as well (nothing added when there is
+    /// none, so that the keys of units without such arguments stay what they were).
+    fn key_built(&self, unit: &GeneratedUnit, build: BuildArgs<'_>) -> String {
+        let flags = self.flags.join(" ");
+        let more = [build.compile.join("\n"), build.link.join("\n")];
+        let mut parts: Vec<&str> = vec![&self.identity, &flags];
+        if !build.is_empty() {
+            parts.extend(more.iter().map(String::as_str));
+        }
+        self.cache.key(&parts, &unit.source)
     }
 
     /// Returns the unit's entry point, compiling only when neither cache has it.
     pub fn load(&self, unit: &GeneratedUnit) -> Result<JitFunction> {
-        let key = self.key(unit);
+        self.load_built(unit, BuildArgs::NONE)
+    }
+
+    /// [`JitCompiler::load`], the unit compiled and linked with `build` as well.
+    fn load_built(&self, unit: &GeneratedUnit, build: BuildArgs<'_>) -> Result<JitFunction> {
+        let key = self.key_built(unit, build);
         let source = CacheSource {
             kernel: &unit.kernel,
             text: &unit.source,
@@ -287,7 +329,7 @@ impl JitCompiler {
         self.cache.get(
             &key,
             &source,
-            |src| Ok((self.compile(unit, src)?, None)),
+            |src| Ok((self.compile(unit, src, build)?, None)),
             |path, body| {
                 let f = open(path, &unit.entry)?;
                 LOADED.0.fetch_add(1, Ordering::Relaxed);
@@ -297,14 +339,15 @@ impl JitCompiler {
         )
     }
 
-    /// Compiles the kept source `src` into a shared library and returns its bytes.
-    fn compile(&self, unit: &GeneratedUnit, src: &Path) -> Result<Vec<u8>> {
-        let (out, tmp_lib) =
-            self.build_library(&self.flags, src)
-                .map_err(|e| Op2Error::CompilerNotFound {
-                    cc: self.cc.clone(),
-                    reason: e.to_string(),
-                })?;
+    /// Compiles the kept source `src` into a shared library built with `build` as well and
+    /// returns its bytes.
+    fn compile(&self, unit: &GeneratedUnit, src: &Path, build: BuildArgs<'_>) -> Result<Vec<u8>> {
+        let (out, tmp_lib) = self.build_library(&self.flags, src, build).map_err(|e| {
+            Op2Error::CompilerNotFound {
+                cc: self.cc.clone(),
+                reason: e.to_string(),
+            }
+        })?;
         if !out.status.success() {
             let mut message = String::from_utf8_lossy(&out.stderr).into_owned();
             message.push_str(&String::from_utf8_lossy(&out.stdout));
@@ -320,19 +363,30 @@ impl JitCompiler {
         bytes
     }
 
-    /// Runs the compiler on `src` with `flags`, into a temporary library in the cache directory:
-    /// its output, and the library's path (removed here when the compiler failed).
+    /// Runs the compiler on `src` with `flags` and `build`'s compile arguments, into a temporary
+    /// library in the cache directory linked with `build`'s link arguments (after the source,
+    /// where linkers look for what it needs; each `-L` folder also a run-time search path, so
+    /// that the loaded library finds what it was linked with): its output, and the library's
+    /// path (removed here when the compiler failed).
     fn build_library(
         &self,
         flags: &[impl AsRef<std::ffi::OsStr>],
         src: &Path,
+        build: BuildArgs<'_>,
     ) -> std::io::Result<(std::process::Output, std::path::PathBuf)> {
         let lib = temp_path(self.cache.dir(), "so");
+        let rpaths = build.link.iter().filter_map(|a| {
+            let dir = a.strip_prefix("-L")?;
+            (!dir.is_empty()).then(|| format!("-Wl,-rpath,{dir}"))
+        });
         let out = Command::new(&self.cc)
             .args(flags)
+            .args(build.compile)
             .arg("-o")
             .arg(&lib)
             .arg(src)
+            .args(build.link)
+            .args(rpaths)
             .arg("-lm")
             .args(self.cpp.then_some("-lstdc++"))
             .output()?;

@@ -283,16 +283,26 @@ struct PyKernel {
 
 #[pymethods]
 impl PyKernel {
-    /// The kernel `name` of `code`, C++ when `cpp` (today's `cpp=True`).
+    /// The kernel `name` of `code`, C++ when `cpp` (today's `cpp=True`), its loops linked with
+    /// `link_args` (today's `ldargs`).
     #[new]
-    #[pyo3(signature = (code, name, cpp=false))]
-    fn new(code: &str, name: &str, cpp: bool) -> PyResult<Self> {
+    #[pyo3(signature = (code, name, cpp=false, link_args=Vec::new()))]
+    fn new(code: &str, name: &str, cpp: bool, link_args: Vec<String>) -> PyResult<Self> {
         // PyOP2 never compared declared array bounds with arities (see the package's
         // README): its programs declare `double *x[2]` for maps of arity 4.
         let kernel = Kernel::without_bound_checks(name, code).map_err(fail)?;
-        Ok(PyKernel {
-            kernel: if cpp { kernel.cpp() } else { kernel },
-        })
+        let kernel = if cpp { kernel.cpp() } else { kernel };
+        let kernel = if link_args.is_empty() {
+            kernel
+        } else {
+            kernel.with_link_args(link_args).map_err(fail)?
+        };
+        Ok(PyKernel { kernel })
+    }
+    /// What the kernel's loops are linked with.
+    #[getter]
+    fn link_args(&self) -> Vec<String> {
+        self.kernel.link_args().to_vec()
     }
     #[getter]
     fn name(&self) -> String {

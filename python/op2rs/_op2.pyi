@@ -163,11 +163,16 @@ class Map:
 
 @final
 class Kernel:
-    """A C kernel: ``Kernel(code, name)``; ``cpp=True``: a C++ one."""
+    """A C kernel: ``Kernel(code, name)``; ``cpp=True``: a C++ one; ``link_args``: what its
+    loops are linked with."""
 
-    def __new__(cls, code: str, name: str, cpp: bool = False) -> Self: ...
+    def __new__(
+        cls, code: str, name: str, cpp: bool = False, link_args: list[str] = ...
+    ) -> Self: ...
     @property
     def name(self) -> str: ...
+    @property
+    def link_args(self) -> list[str]: ...
     def param_count(self) -> int | None:
         """How many parameters the kernel's definition has (None when macros hide it)."""
     def trailing_ints(self) -> int:

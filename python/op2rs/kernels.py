@@ -20,25 +20,30 @@ class Kernel:
     construction, as PyOP2 did, so ``#include "header.h"`` from those directories works on
     every backend. ``opts`` (PyOP2's COFFEE transformations) are accepted and not applied."""
 
-    def __new__(cls, code, name, opts=None, include_dirs=None, _cpp=False):
-        # ``_cpp``: the source is C++ (today's ``cpp=True``), compiled as such.
+    def __new__(cls, code, name, opts=None, include_dirs=None, _cpp=False, _ldargs=()):
+        # ``_cpp``: the source is C++ (today's ``cpp=True``), compiled as such; ``_ldargs``:
+        # what its loops are linked with (today's ``ldargs``).
         if not isinstance(name, str):
             raise NameTypeError("name must be of type str")
         if not isinstance(code, str):
             raise KernelTypeError("op2rs kernels are C source strings (not pyop2.ir trees)")
         current()
         dirs = tuple(include_dirs or ())
-        key = (code, name, dirs, bool(_cpp))
+        ldargs = tuple(_ldargs or ())
+        if not all(isinstance(a, str) for a in ldargs):
+            raise TypeError("ldargs must be strings, not %r" % (ldargs,))
+        key = (code, name, dirs, bool(_cpp), ldargs)
         k = _kernels.get(key)
         if k is None:
             k = object.__new__(cls)
             k._code, k._name = (_preprocess(code, dirs, _cpp) if dirs else code), name
             k._parsed = None
             k._cpp = bool(_cpp)
+            k._ldargs = ldargs
             _kernels[key] = k
         return k
 
-    def __init__(self, code, name, opts=None, include_dirs=None, _cpp=False):
+    def __init__(self, code, name, opts=None, include_dirs=None, _cpp=False, _ldargs=()):
         pass
 
     name = property(lambda self: self._name)
@@ -55,7 +60,8 @@ class Kernel:
         (``KernelTypeError`` when the source does not define ``name``)."""
         p = self._parsed
         if p is None:
-            k = call(_op2.Kernel, expand_stride(self._code), self._name, self._cpp)
+            k = call(_op2.Kernel, expand_stride(self._code), self._name, self._cpp,
+                     list(self._ldargs))
             p = self._parsed = (k, k.trailing_ints() > 0)
         return p
 

@@ -695,21 +695,22 @@ class Kernel(_Kernel):
     """``Kernel(code, name, opts=None, include_dirs=(), headers=(), user_code="", ldargs=None,
     cpp=False, requires_zeroed_output_arguments=False, flop_count=None, events=())``.
     ``headers`` and ``user_code`` go before the code; ``cpp=True`` compiles the loops as C++
-    (the host backends; the device backends refuse such loops); ``ldargs`` is refused with
-    the reason."""
+    and ``ldargs`` (e.g. ``["-L/opt/lib", "-lfoo"]``) links them with other libraries, each
+    ``-L`` folder also searched when the loop's code is loaded (the host backends; the device
+    backends refuse such loops)."""
 
     def __new__(cls, code, name, opts=None, include_dirs=(), headers=(), user_code="",
                 ldargs=None, cpp=False, requires_zeroed_output_arguments=False,
                 flop_count=None, events=()):
         _started()
-        if ldargs:
-            raise NotImplementedError("Kernel(ldargs=...): op2-rs does not link kernels against "
-                                      "other libraries")
+        if isinstance(ldargs, str):
+            ldargs = ldargs.split()
         if isinstance(code, str) and (headers or user_code):
             code = "\n".join(list(headers) + [user_code or "", code])
         if isinstance(code, str):
             code = _petsc_types(code)
-        k = super().__new__(cls, code, name, opts, list(include_dirs) or None, _cpp=cpp)
+        k = super().__new__(cls, code, name, opts, list(include_dirs) or None, _cpp=cpp,
+                            _ldargs=tuple(ldargs or ()))
         k._flop_count = flop_count
         return k
 

@@ -533,6 +533,15 @@ pub enum Op2Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// A kernel's compile or link arguments ([`crate::Kernel::with_link_args`],
+    /// [`crate::Kernel::with_compile_args`]) that no compiler takes.
+    #[error("kernel `{kernel}`: bad compile or link arguments: {reason}")]
+    LinkArgs {
+        /// The kernel's name.
+        kernel: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A kernel the target language of a backend cannot express.
     #[error("kernel `{kernel}` cannot be generated for this backend: {reason}")]
     Unsupported {

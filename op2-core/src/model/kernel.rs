@@ -55,6 +55,11 @@ struct KernelInner {
     steps_pointers: bool,
     /// Whether the source is C++ ([`Kernel::cpp`]).
     cpp: bool,
+    /// What the compiled loops are linked with ([`Kernel::with_link_args`]).
+    link_args: Vec<String>,
+    /// What the loops' code is compiled with besides the backend's flags
+    /// ([`Kernel::with_compile_args`]).
+    compile_args: Vec<String>,
 }
 
 /// A kernel: a C99 function that works on one element. Cheap to clone; kernels are not tied to a runtime.
@@ -93,6 +98,8 @@ impl Kernel {
             checks_bounds: true,
             steps_pointers: false,
             cpp: false,
+            link_args: Vec::new(),
+            compile_args: Vec::new(),
         })))
     }
 
@@ -110,30 +117,125 @@ impl Kernel {
     /// code is compiled as C++ (`-x c++`, linked with the C++ library), so the source may include
     /// `<cmath>` or use templates and `std::`. The host backends (seq, openmp) run it; the device
     /// backends refuse it (`Op2Error::Unsupported`), as does a loop over complex values. Loops of
-    /// C and C++ kernels are not fused with each other. A new kernel (its own id) when this one
-    /// is shared.
+    /// C and C++ kernels are not fused with each other. A new kernel (its own id).
     pub fn cpp(self) -> Self {
-        match Arc::try_unwrap(self.0) {
-            Ok(mut inner) => {
-                inner.cpp = true;
-                Kernel(Arc::new(inner))
-            }
-            Err(shared) => {
-                let k = Kernel::fused(&shared.name, shared.source.clone(), shared.parts.clone());
-                k.altered(|k| {
-                    k.cpp = true;
-                    k.checks_bounds = shared.checks_bounds;
-                    k.steps_pointers = shared.steps_pointers;
-                    k.params = shared.params.clone();
-                    k.identifiers = shared.identifiers.clone();
-                })
-            }
-        }
+        self.changed(|k| k.cpp = true)
     }
 
     /// Whether the source is C++ ([`Kernel::cpp`]).
     pub fn is_cpp(&self) -> bool {
         self.0.cpp
+    }
+
+    /// This kernel with its loops' compiled code linked with `args` as well (today's PyOP2's
+    /// `Kernel(..., ldargs=[...])`): `-lNAME`, `-L/dir`, `-Wl,...`, or a library's path, given to
+    /// the compiler after the generated source. Each `-L` folder is also the library's run-time
+    /// search path (`-Wl,-rpath`), so that the libraries found there at link time are found
+    /// again when the loop's code is loaded. The host backends (seq, openmp) run such kernels;
+    /// the device backends refuse them (`Op2Error::Unsupported`): a device's code links nothing.
+    /// Fused loops link with every part's arguments. An empty argument, or one holding a NUL
+    /// byte, is refused (`Op2Error::LinkArgs`). A new kernel (its own id).
+    pub fn with_link_args<I, S>(self, args: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let args = self.checked_args(args)?;
+        Ok(self.changed(|k| add_args(&mut k.link_args, &args)))
+    }
+
+    /// What the kernel's loops are linked with ([`Kernel::with_link_args`]; empty for most).
+    pub fn link_args(&self) -> &[String] {
+        &self.0.link_args
+    }
+
+    /// This kernel with its loops' code compiled with `args` as well, after the backend's flags
+    /// and `OP2_CFLAGS` (`-I/dir` for a library's headers, `-DNAME=value`): for kernels that
+    /// include a library's headers (a PETSc `Mat` handed through, today's PyOP2's
+    /// `PassthroughArg`), usually with [`Kernel::with_link_args`]. The host backends (seq,
+    /// openmp) run such kernels; the device backends refuse them (`Op2Error::Unsupported`).
+    /// Fused loops are compiled with every part's arguments. An empty argument, or one holding
+    /// a NUL byte, is refused (`Op2Error::LinkArgs`). A new kernel (its own id).
+    pub fn with_compile_args<I, S>(self, args: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let args = self.checked_args(args)?;
+        Ok(self.changed(|k| add_args(&mut k.compile_args, &args)))
+    }
+
+    /// What the kernel's loops are compiled with besides the backend's flags
+    /// ([`Kernel::with_compile_args`]; empty for most).
+    pub fn compile_args(&self) -> &[String] {
+        &self.0.compile_args
+    }
+
+    /// Whether the kernel asks for more than C (or C++) and the backend's flags: compile or
+    /// link arguments, which only the host backends can give.
+    pub fn has_build_args(&self) -> bool {
+        !self.0.link_args.is_empty() || !self.0.compile_args.is_empty()
+    }
+
+    fn checked_args<I, S>(&self, args: I) -> Result<Vec<String>>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let args: Vec<String> = args.into_iter().map(Into::into).collect();
+        match args
+            .iter()
+            .find(|a| a.trim().is_empty() || a.contains('\0'))
+        {
+            Some(bad) => Err(Op2Error::LinkArgs {
+                kernel: self.name().into(),
+                reason: format!("{bad:?} is empty or holds a NUL byte"),
+            }),
+            None => Ok(args),
+        }
+    }
+
+    /// This kernel built the way `like` is (C++ when it is, compiled and linked with its
+    /// arguments too): for a kernel the runtime wrote around `like`.
+    pub(crate) fn built_like(self, like: &Kernel) -> Self {
+        let has = |mine: &[String], theirs: &[String]| theirs.iter().all(|a| mine.contains(a));
+        if (self.is_cpp() || !like.is_cpp())
+            && has(self.link_args(), like.link_args())
+            && has(self.compile_args(), like.compile_args())
+        {
+            return self;
+        }
+        self.changed(|k| {
+            k.cpp |= like.is_cpp();
+            add_args(&mut k.link_args, like.link_args());
+            add_args(&mut k.compile_args, like.compile_args());
+        })
+    }
+
+    /// This kernel changed by `change`, with a new id either way (a kernel's id stands for
+    /// everything it is built with, and caches may know the old one): in place when nobody else
+    /// holds it, else a copy.
+    fn changed(self, change: impl FnOnce(&mut KernelInner)) -> Self {
+        match Arc::try_unwrap(self.0) {
+            Ok(mut inner) => {
+                change(&mut inner);
+                inner.id = NEXT_KERNEL_ID.fetch_add(1, Ordering::Relaxed);
+                Kernel(Arc::new(inner))
+            }
+            Err(shared) => {
+                let k = Kernel::fused(&shared.name, shared.source.clone(), shared.parts.clone());
+                k.altered(|k| {
+                    k.cpp = shared.cpp;
+                    k.link_args = shared.link_args.clone();
+                    k.compile_args = shared.compile_args.clone();
+                    k.checks_bounds = shared.checks_bounds;
+                    k.steps_pointers = shared.steps_pointers;
+                    k.params = shared.params.clone();
+                    k.identifiers = shared.identifiers.clone();
+                    change(k);
+                })
+            }
+        }
     }
 
     /// This kernel, just made by the runtime, with bound checks off: for a kernel whose
@@ -158,6 +260,11 @@ impl Kernel {
         // as C++ (the runtime's own code is both).
         let steps_pointers = parts.iter().any(|(k, _)| k.steps_pointers());
         let cpp = parts.iter().any(|(k, _)| k.is_cpp());
+        let (mut link_args, mut compile_args) = (Vec::new(), Vec::new());
+        for (k, _) in &parts {
+            add_args(&mut link_args, k.link_args());
+            add_args(&mut compile_args, k.compile_args());
+        }
         Kernel(Arc::new(KernelInner {
             id: NEXT_KERNEL_ID.fetch_add(1, Ordering::Relaxed),
             name: name.into(),
@@ -168,6 +275,8 @@ impl Kernel {
             checks_bounds: true,
             steps_pointers,
             cpp,
+            link_args,
+            compile_args,
         }))
     }
 
@@ -481,5 +590,14 @@ mod tests {
             Kernel::new("1k", "void k() {}"),
             Err(Op2Error::InvalidIdentifier { .. })
         ));
+    }
+}
+
+/// Appends `more` to `args`, each argument once, in order.
+fn add_args(args: &mut Vec<String>, more: &[String]) {
+    for a in more {
+        if !args.contains(a) {
+            args.push(a.clone());
+        }
     }
 }

@@ -119,7 +119,7 @@ impl Runtime {
         let name = format!("op2_dat_{op}_{}_{dim}", dtype.c_name().replace(' ', "_"));
         self.shared
             .written
-            .get(source(&name, dtype.c_name()), false, |src| {
+            .get(source(&name, dtype.c_name()), None, |src| {
                 Kernel::internal(&name, src)
             })
     }

@@ -60,32 +60,45 @@ impl Engine {
     }
 }
 
-/// Kernels the runtime writes, made once each by their source and language, so that their
-/// compiled code is reused: the same source always names the same kernel.
+/// Kernels the runtime writes, made once each by their source and how they are built, so that
+/// their compiled code is reused: the same source always names the same kernel.
 #[derive(Default)]
 pub(crate) struct WrittenKernels {
-    by_source: Mutex<HashMap<(bool, String), Kernel>>,
+    by_source: Mutex<HashMap<WrittenKey, Kernel>>,
 }
 
+/// A written kernel's key: C++ or not, its compile and link arguments, its source.
+type WrittenKey = (bool, [Vec<String>; 2], String);
+
 impl WrittenKernels {
-    /// The kernel written as `source`: `make(source)` the first time, the same kernel after;
-    /// C++ when `cpp` (it calls a C++ kernel: [`Kernel::cpp`]), so that the same source around a
-    /// C kernel and around a C++ one are two kernels.
+    /// The kernel written as `source` around the user's kernel `like` (`None`: the runtime's
+    /// own code only): `make(source)` the first time, the same kernel after; built as `like` is
+    /// (C++ when it is: [`Kernel::cpp`], compiled and linked with its [`Kernel::compile_args`]
+    /// and [`Kernel::link_args`]), so that the same source around a C kernel and around a C++
+    /// one, or around kernels built differently, are two kernels.
     pub(crate) fn get(
         &self,
         source: String,
-        cpp: bool,
+        like: Option<&Kernel>,
         make: impl FnOnce(String) -> Kernel,
     ) -> Kernel {
         let mut known = lock(&self.by_source);
-        let key = (cpp, source);
+        let key = match like {
+            Some(k) => (
+                k.is_cpp(),
+                [k.compile_args().to_vec(), k.link_args().to_vec()],
+                source,
+            ),
+            None => (false, Default::default(), source),
+        };
         if let Some(k) = known.get(&key) {
             return k.clone();
         }
-        let mut k = make(key.1.clone());
-        if cpp && !k.is_cpp() {
-            k = k.cpp();
-        }
+        let made = make(key.2.clone());
+        let k = match like {
+            Some(like) => made.built_like(like),
+            None => made,
+        };
         known.insert(key, k.clone());
         k
     }

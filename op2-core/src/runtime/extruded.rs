@@ -404,7 +404,7 @@ impl Runtime {
         let _ = writeln!(src, "    {}({});", kernel.name(), call.join(", "));
         src.push_str("  }\n}\n");
         src.push_str(&crate::runtime::per_entry::end_part(kernel));
-        let k = self.shared.written.get(src, kernel.is_cpp(), |src| {
+        let k = self.shared.written.get(src, Some(kernel), |src| {
             if steps {
                 Kernel::column_walk(&name, src)
             } else {

@@ -207,7 +207,7 @@ impl Runtime {
         src.push_str("}\n");
         src.push_str(&end_part(kernel));
         let part = kernel.clone();
-        self.shared.written.get(src, kernel.is_cpp(), |src| {
+        self.shared.written.get(src, Some(kernel), |src| {
             finish(Kernel::fused(name, src, vec![(part, positions)]))
         })
     }
@@ -740,7 +740,7 @@ impl Runtime {
             .chain(std::iter::repeat_n(usize::MAX, dims))
             .collect();
         let part = kernel.clone();
-        let k = self.shared.written.get(src, kernel.is_cpp(), |src| {
+        let k = self.shared.written.get(src, Some(kernel), |src| {
             Kernel::fused(&name, src, vec![(part, positions)])
         });
         Ok((k, lowered))

@@ -20,6 +20,7 @@ mod hardening;
 mod layer_arg;
 mod laziness;
 mod lazy_graph;
+mod link_args;
 mod memory;
 mod mixed;
 mod per_entry;

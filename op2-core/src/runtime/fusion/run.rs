@@ -52,9 +52,13 @@ impl FusionWork<'_> {
                 | (ReductionTarget::Discard, ReductionTarget::Discard)
         );
         // One unit is compiled as C or as C++: a C kernel need not be valid C++ (a fused unit
-        // that does not compile would only be given up, after a compiler run).
+        // that does not compile would only be given up, after a compiler run); and with one set
+        // of compile arguments, which may define a macro one way for one kernel and another way
+        // for the other (link arguments add up).
+        let (a, b) = (&first.record.sig.kernel, &cand.record.sig.kernel);
         if first.record.set.id() != cand.record.set.id()
-            || first.record.sig.kernel.is_cpp() != cand.record.sig.kernel.is_cpp()
+            || a.is_cpp() != b.is_cpp()
+            || a.compile_args() != b.compile_args()
             || first.range != cand.range
             || first.part != cand.part
             || !same_target
