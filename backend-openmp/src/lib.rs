@@ -335,11 +335,16 @@ impl PreparedLoop for OpenMpLoop {
             return Ok(());
         }
         let maps = inv.map_pointers();
-        let threads = threads_for(
-            inv.end - inv.start,
-            self.shared.threads as usize,
-            self.shared.min_per_thread,
-        );
+        // A kernel acting outside its args runs on one thread, elements in order.
+        let threads = if inv.sig.kernel.has_host_effects() {
+            1
+        } else {
+            threads_for(
+                inv.end - inv.start,
+                self.shared.threads as usize,
+                self.shared.min_per_thread,
+            )
+        };
         // On one thread nothing runs at once: no colours needed.
         let plan = if self.coloured && threads > 1 {
             let args = Self::plan_args(inv);

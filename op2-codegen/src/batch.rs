@@ -40,8 +40,11 @@ pub(crate) fn simd_batched(sig: &LoopSignature) -> bool {
     // Complex values have no vector types to transpose rows through; such loops run element
     // by element.
     // A C++ kernel's source is not rewritten into lanes (the rewrite reads C).
+    // A kernel acting outside its args runs element after element: lanes of one batch would
+    // act on the same outside state at once.
     if sig.kernel.steps_pointers()
         || sig.kernel.is_cpp()
+        || sig.kernel.has_host_effects()
         || sig.args.iter().any(|a| a.dtype.is_complex())
     {
         return false;

@@ -65,6 +65,16 @@ impl Codegen for DeviceCodegen<'_> {
                 ),
             });
         }
+        if sig.kernel.has_host_effects() {
+            return Err(Op2Error::Unsupported {
+                kernel: name.into(),
+                reason: format!(
+                    "a kernel acting on host state outside its args (a handed-through pointer) \
+                     runs on the host backends (seq, openmp) only, not in the {} dialect",
+                    d.name()
+                ),
+            });
+        }
         if sig.kernel.has_build_args() {
             let k = &sig.kernel;
             return Err(Op2Error::Unsupported {

@@ -283,26 +283,52 @@ struct PyKernel {
 
 #[pymethods]
 impl PyKernel {
-    /// The kernel `name` of `code`, C++ when `cpp` (today's `cpp=True`), its loops linked with
-    /// `link_args` (today's `ldargs`).
+    /// The kernel `name` of `code`, C++ when `cpp` (today's `cpp=True`), its loops compiled
+    /// with `compile_args` and linked with `link_args` (today's `ldargs`); `host_effects`: it
+    /// acts on host state outside its args (today's `PassthroughArg`), so its loops run element
+    /// after element on one thread.
     #[new]
-    #[pyo3(signature = (code, name, cpp=false, link_args=Vec::new()))]
-    fn new(code: &str, name: &str, cpp: bool, link_args: Vec<String>) -> PyResult<Self> {
+    #[pyo3(signature = (code, name, cpp=false, link_args=Vec::new(), compile_args=Vec::new(), host_effects=false))]
+    fn new(
+        code: &str,
+        name: &str,
+        cpp: bool,
+        link_args: Vec<String>,
+        compile_args: Vec<String>,
+        host_effects: bool,
+    ) -> PyResult<Self> {
         // PyOP2 never compared declared array bounds with arities (see the package's
         // README): its programs declare `double *x[2]` for maps of arity 4.
-        let kernel = Kernel::without_bound_checks(name, code).map_err(fail)?;
-        let kernel = if cpp { kernel.cpp() } else { kernel };
-        let kernel = if link_args.is_empty() {
-            kernel
-        } else {
-            kernel.with_link_args(link_args).map_err(fail)?
-        };
+        let mut kernel = Kernel::without_bound_checks(name, code).map_err(fail)?;
+        if cpp {
+            kernel = kernel.cpp();
+        }
+        if !link_args.is_empty() {
+            kernel = kernel.with_link_args(link_args).map_err(fail)?;
+        }
+        if !compile_args.is_empty() {
+            kernel = kernel.with_compile_args(compile_args).map_err(fail)?;
+        }
+        if host_effects {
+            kernel = kernel.with_host_effects();
+        }
         Ok(PyKernel { kernel })
     }
     /// What the kernel's loops are linked with.
     #[getter]
     fn link_args(&self) -> Vec<String> {
         self.kernel.link_args().to_vec()
+    }
+    /// What the kernel's loops are compiled with besides the backend's flags.
+    #[getter]
+    fn compile_args(&self) -> Vec<String> {
+        self.kernel.compile_args().to_vec()
+    }
+    /// Each parameter as written in the definition (None when macros hide it).
+    fn param_texts(&self) -> Option<Vec<String>> {
+        self.kernel
+            .params()
+            .map(|p| p.iter().map(|q| q.text.clone()).collect())
     }
     #[getter]
     fn name(&self) -> String {

@@ -163,16 +163,26 @@ class Map:
 
 @final
 class Kernel:
-    """A C kernel: ``Kernel(code, name)``; ``cpp=True``: a C++ one; ``link_args``: what its
-    loops are linked with."""
+    """A C kernel: ``Kernel(code, name)``; ``cpp=True``: a C++ one; ``link_args`` and
+    ``compile_args``: what its loops are linked and compiled with."""
 
     def __new__(
-        cls, code: str, name: str, cpp: bool = False, link_args: list[str] = ...
+        cls,
+        code: str,
+        name: str,
+        cpp: bool = False,
+        link_args: list[str] = ...,
+        compile_args: list[str] = ...,
+        host_effects: bool = False,
     ) -> Self: ...
     @property
     def name(self) -> str: ...
     @property
     def link_args(self) -> list[str]: ...
+    @property
+    def compile_args(self) -> list[str]: ...
+    def param_texts(self) -> list[str] | None:
+        """Each parameter as written in the definition (None when macros hide it)."""
     def param_count(self) -> int | None:
         """How many parameters the kernel's definition has (None when macros hide it)."""
     def trailing_ints(self) -> int:

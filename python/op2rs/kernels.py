@@ -20,30 +20,34 @@ class Kernel:
     construction, as PyOP2 did, so ``#include "header.h"`` from those directories works on
     every backend. ``opts`` (PyOP2's COFFEE transformations) are accepted and not applied."""
 
-    def __new__(cls, code, name, opts=None, include_dirs=None, _cpp=False, _ldargs=()):
+    def __new__(cls, code, name, opts=None, include_dirs=None, _cpp=False, _ldargs=(),
+                _cflags=(), _effects=False):
         # ``_cpp``: the source is C++ (today's ``cpp=True``), compiled as such; ``_ldargs``:
-        # what its loops are linked with (today's ``ldargs``).
+        # what its loops are linked with (today's ``ldargs``); ``_cflags``: what they are
+        # compiled with besides the backend's flags; ``_effects``: it acts on host state outside
+        # its args (a handed-through pointer), so its loops run in element order.
         if not isinstance(name, str):
             raise NameTypeError("name must be of type str")
         if not isinstance(code, str):
             raise KernelTypeError("op2rs kernels are C source strings (not pyop2.ir trees)")
         current()
         dirs = tuple(include_dirs or ())
-        ldargs = tuple(_ldargs or ())
-        if not all(isinstance(a, str) for a in ldargs):
+        ldargs, cflags = tuple(_ldargs or ()), tuple(_cflags or ())
+        if not all(isinstance(a, str) for a in ldargs + cflags):
             raise TypeError("ldargs must be strings, not %r" % (ldargs,))
-        key = (code, name, dirs, bool(_cpp), ldargs)
+        key = (cls, code, name, dirs, bool(_cpp), ldargs, cflags, bool(_effects))
         k = _kernels.get(key)
         if k is None:
             k = object.__new__(cls)
             k._code, k._name = (_preprocess(code, dirs, _cpp) if dirs else code), name
             k._parsed = None
             k._cpp = bool(_cpp)
-            k._ldargs = ldargs
+            k._ldargs, k._cflags, k._effects = ldargs, cflags, bool(_effects)
             _kernels[key] = k
         return k
 
-    def __init__(self, code, name, opts=None, include_dirs=None, _cpp=False, _ldargs=()):
+    def __init__(self, code, name, opts=None, include_dirs=None, _cpp=False, _ldargs=(),
+                 _cflags=(), _effects=False):
         pass
 
     name = property(lambda self: self._name)
@@ -61,7 +65,7 @@ class Kernel:
         p = self._parsed
         if p is None:
             k = call(_op2.Kernel, expand_stride(self._code), self._name, self._cpp,
-                     list(self._ldargs))
+                     list(self._ldargs), list(self._cflags), self._effects)
             p = self._parsed = (k, k.trailing_ints() > 0)
         return p
 

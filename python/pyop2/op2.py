@@ -56,6 +56,8 @@ from op2rs.sets import Subset as _Subset
 
 from . import mpi as _mpi
 from .datatypes import OpaqueType  # noqa: F401
+from . import passthrough as _passthrough
+from .passthrough import PassthroughArg  # noqa: F401
 from .mpi import COMM_WORLD, MPI  # noqa: F401
 
 READ, WRITE, RW, INC, MIN, MAX = (_access.READ, _access.WRITE, _access.RW, _access.INC,
@@ -70,7 +72,8 @@ __all__ = ["configuration", "READ", "WRITE", "RW", "INC", "MIN", "MAX",
            "set_log_level", "MPI", "init", "exit", "Kernel", "Set", "ExtrudedSet",
            "MixedSet", "Subset", "DataSet", "MixedDataSet", "Halo", "Dat", "DatView", "MixedDat", "Mat",
            "Global", "Constant", "Map", "MixedMap", "Sparsity", "par_loop", "ParLoop",
-           "LegacyParloop", "PermutedMap", "ComposedMap"]
+           "LegacyParloop", "PermutedMap", "ComposedMap", "PassthroughArg", "OpaqueType",
+           "CStringLocalKernel"]
 
 # Today's name of the loop object a program makes and runs itself.
 LegacyParloop = ParLoop
@@ -707,11 +710,28 @@ class Kernel(_Kernel):
             ldargs = ldargs.split()
         if isinstance(code, str) and (headers or user_code):
             code = "\n".join(list(headers) + [user_code or "", code])
+        written = code
         if isinstance(code, str):
             code = _petsc_types(code)
         k = super().__new__(cls, code, name, opts, list(include_dirs) or None, _cpp=cpp,
                             _ldargs=tuple(ldargs or ()))
         k._flop_count = flop_count
+        # As written, for a wrapper compiled with PETSc's headers (passthrough.py), where
+        # PETSc's type names are PETSc's; not when include_dirs were expanded into the code.
+        k._written_code = None if include_dirs else written
+        return k
+
+    @classmethod
+    def _wrapping(cls, source, name, kernel, ldargs, cflags):
+        """A kernel the package writes around ``kernel`` (C or C++ as it is), compiled with
+        ``cflags`` and linked with ``ldargs``, acting on state outside its args (its loops run
+        element after element, on one thread, when they are made)."""
+        k = _Kernel.__new__(cls, source, name, None, None, _cpp=kernel._cpp, _ldargs=ldargs,
+                            _cflags=cflags, _effects=True)
+        k._flop_count = getattr(kernel, "_flop_count", None)
+        k._written_code = None
+        # It acts on objects op2-rs does not see: its loops run as they are recorded.
+        k._runs_now = True
         return k
 
     def __init__(self, *args, **kwargs):
@@ -721,6 +741,19 @@ class Kernel(_Kernel):
     def num_flops(self):
         """The flop count given (0 when none was)."""
         return self._flop_count or 0
+
+
+class CStringLocalKernel(Kernel):
+    """Today's ``CStringLocalKernel(code, name, accesses=None, dtypes=None, **kwargs)``: a
+    kernel of C source with the access of each argument and its element type stated beside it
+    (``accesses``, ``dtypes``: kept; op2-rs reads the types from the source and the accesses
+    from the loop's args). Other keywords are ``Kernel``'s."""
+
+    def __new__(cls, code, name, accesses=None, dtypes=None, **kwargs):
+        k = super().__new__(cls, code, name, **kwargs)
+        k.accesses = tuple(accesses) if accesses is not None else None
+        k.dtypes = tuple(dtypes) if dtypes is not None else None
+        return k
 
 
 _REGIONS = {None: "all", ALL: "all", ON_BOTTOM: "bottom", ON_TOP: "top",
@@ -741,6 +774,7 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
         raise ValueError("iteration_region %s needs an ExtrudedSet" % (iteration_region,))
     if pass_layer_arg and getattr(iterset, "_native_iter", None) is None:
         raise ValueError("pass_layer_arg needs an ExtrudedSet")
+    kernel, args = _passthrough.lower(kernel, args, Kernel)
     native, target = _checked(kernel, iterset, args)
     if region != "all" or pass_layer_arg:
         # Every region runs layer by layer, whatever the args; so does a loop given the layer.

@@ -60,6 +60,8 @@ struct KernelInner {
     /// What the loops' code is compiled with besides the backend's flags
     /// ([`Kernel::with_compile_args`]).
     compile_args: Vec<String>,
+    /// Whether the kernel acts on host state outside its args ([`Kernel::with_host_effects`]).
+    host_effects: bool,
 }
 
 /// A kernel: a C99 function that works on one element. Cheap to clone; kernels are not tied to a runtime.
@@ -100,6 +102,7 @@ impl Kernel {
             cpp: false,
             link_args: Vec::new(),
             compile_args: Vec::new(),
+            host_effects: false,
         })))
     }
 
@@ -171,6 +174,22 @@ impl Kernel {
         &self.0.compile_args
     }
 
+    /// This kernel acting on host state outside its args (a C pointer handed through in a
+    /// Global, today's PyOP2's `PassthroughArg`: a PETSc `Mat` it calls `MatSetValues` on, a
+    /// counter), which the runtime cannot see: its loops call it once per element, in element
+    /// order, on one host thread (no SIMD batches, no threads), are not fused or tiled with
+    /// other loops, and the device backends refuse them (`Op2Error::Unsupported`). A new
+    /// kernel (its own id).
+    pub fn with_host_effects(self) -> Self {
+        self.changed(|k| k.host_effects = true)
+    }
+
+    /// Whether the kernel acts on host state outside its args ([`Kernel::with_host_effects`],
+    /// or a fused kernel calling one).
+    pub fn has_host_effects(&self) -> bool {
+        self.0.host_effects
+    }
+
     /// Whether the kernel asks for more than C (or C++) and the backend's flags: compile or
     /// link arguments, which only the host backends can give.
     pub fn has_build_args(&self) -> bool {
@@ -200,6 +219,7 @@ impl Kernel {
     pub(crate) fn built_like(self, like: &Kernel) -> Self {
         let has = |mine: &[String], theirs: &[String]| theirs.iter().all(|a| mine.contains(a));
         if (self.is_cpp() || !like.is_cpp())
+            && (self.has_host_effects() || !like.has_host_effects())
             && has(self.link_args(), like.link_args())
             && has(self.compile_args(), like.compile_args())
         {
@@ -207,6 +227,7 @@ impl Kernel {
         }
         self.changed(|k| {
             k.cpp |= like.is_cpp();
+            k.host_effects |= like.has_host_effects();
             add_args(&mut k.link_args, like.link_args());
             add_args(&mut k.compile_args, like.compile_args());
         })
@@ -228,6 +249,7 @@ impl Kernel {
                     k.cpp = shared.cpp;
                     k.link_args = shared.link_args.clone();
                     k.compile_args = shared.compile_args.clone();
+                    k.host_effects = shared.host_effects;
                     k.checks_bounds = shared.checks_bounds;
                     k.steps_pointers = shared.steps_pointers;
                     k.params = shared.params.clone();
@@ -260,6 +282,7 @@ impl Kernel {
         // as C++ (the runtime's own code is both).
         let steps_pointers = parts.iter().any(|(k, _)| k.steps_pointers());
         let cpp = parts.iter().any(|(k, _)| k.is_cpp());
+        let host_effects = parts.iter().any(|(k, _)| k.has_host_effects());
         let (mut link_args, mut compile_args) = (Vec::new(), Vec::new());
         for (k, _) in &parts {
             add_args(&mut link_args, k.link_args());
@@ -277,6 +300,7 @@ impl Kernel {
             cpp,
             link_args,
             compile_args,
+            host_effects,
         }))
     }
 

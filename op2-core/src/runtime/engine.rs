@@ -67,8 +67,9 @@ pub(crate) struct WrittenKernels {
     by_source: Mutex<HashMap<WrittenKey, Kernel>>,
 }
 
-/// A written kernel's key: C++ or not, its compile and link arguments, its source.
-type WrittenKey = (bool, [Vec<String>; 2], String);
+/// A written kernel's key: C++ or not and host effects or not, its compile and link arguments,
+/// its source.
+type WrittenKey = ([bool; 2], [Vec<String>; 2], String);
 
 impl WrittenKernels {
     /// The kernel written as `source` around the user's kernel `like` (`None`: the runtime's
@@ -85,11 +86,11 @@ impl WrittenKernels {
         let mut known = lock(&self.by_source);
         let key = match like {
             Some(k) => (
-                k.is_cpp(),
+                [k.is_cpp(), k.has_host_effects()],
                 [k.compile_args().to_vec(), k.link_args().to_vec()],
                 source,
             ),
-            None => (false, Default::default(), source),
+            None => (Default::default(), Default::default(), source),
         };
         if let Some(k) = known.get(&key) {
             return k.clone();

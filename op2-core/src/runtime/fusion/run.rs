@@ -56,6 +56,11 @@ impl FusionWork<'_> {
         // of compile arguments, which may define a macro one way for one kernel and another way
         // for the other (link arguments add up).
         let (a, b) = (&first.record.sig.kernel, &cand.record.sig.kernel);
+        // A kernel acting outside its args keeps its loop to itself (its effects would
+        // interleave with the other loop's element by element).
+        if a.has_host_effects() || b.has_host_effects() {
+            return false;
+        }
         if first.record.set.id() != cand.record.set.id()
             || a.is_cpp() != b.is_cpp()
             || a.compile_args() != b.compile_args()

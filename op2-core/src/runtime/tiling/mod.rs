@@ -222,10 +222,12 @@ fn median(v: &[f64]) -> f64 {
 /// is a plain one (subsets and extruded sets run through maps and columns of their own), its
 /// Globals are read or reduced, and it writes through maps only by increments. (Two elements
 /// writing one target through a map leave the last one's value; tiles would change which is
-/// last, where increments only change the rounding.)
+/// last, where increments only change the rounding.) A kernel acting outside its args
+/// ([`crate::Kernel::with_host_effects`]) keeps its elements in order: never tiled.
 pub(crate) fn tileable(step: &LoopStep) -> bool {
     let rec = &step.record;
     rec.prepared.element_lists().is_some()
+        && !rec.sig.kernel.has_host_effects()
         && !rec.set.is_subset()
         && rec.set.extrusion().is_none()
         && rec.sig.args.iter().all(|a| match a.kind {

@@ -1,8 +1,11 @@
-//! Kernels linked with other libraries (`Kernel::with_link_args`, today's PyOP2's `ldargs`): a
-//! shared library built here, called from kernels of direct, indirect, extruded and fused lazy
-//! loops, against values computed here; a missing library is the compiler's error, a kernel
-//! without its link arguments does not reuse the linked one's code, bad arguments are refused.
-//! The host backends run them; the device backends refuse them with a typed error.
+//! Kernels that reach outside op2-rs: linked with other libraries (`Kernel::with_link_args`,
+//! today's PyOP2's `ldargs`) and compiled with arguments of their own (`with_compile_args`): a
+//! shared library and header built here, called from kernels of direct, indirect, extruded and
+//! fused lazy loops, against values computed here; a missing library is the compiler's error, a
+//! kernel without its link arguments does not reuse the linked one's code, bad arguments are
+//! refused. And kernels acting on host state through a pointer handed in a Global
+//! (`with_host_effects`, today's `PassthroughArg`): every element once, in order, on every
+//! thread count. The host backends run them; the device backends refuse them with a typed error.
 
 use op2::{INC, Kernel, Op2Error, READ, RW, Region, WRITE};
 use op2_test_support::{backend, ring, rt};
@@ -287,4 +290,66 @@ fn compile_arguments_find_headers_and_define_macros() {
     rt.par_loop(&five, &s, [x.arg(READ), z.arg(WRITE)]).unwrap();
     assert_eq!(y.to_vec().unwrap(), want(2.0));
     assert_eq!(z.to_vec().unwrap(), want(5.0));
+}
+
+#[test]
+fn a_kernel_with_host_effects_runs_every_element_once_in_order() {
+    // The state the kernel acts on, reached through its address in a Global: calls, the sum of
+    // what it saw, and the last element, which each call compares with its own.
+    #[repr(C)]
+    struct Counter {
+        calls: i64,
+        sum: f64,
+        last: f64,
+        out_of_order: i64,
+    }
+    let mut counter = Counter {
+        calls: 0,
+        sum: 0.0,
+        last: -1.0,
+        out_of_order: 0,
+    };
+    let rt = rt();
+    let n = 100_000;
+    let s = rt.decl_set(n, "s").unwrap();
+    let x = rt
+        .decl_dat(&s, 1, (0..n).map(|i| i as f64).collect::<Vec<_>>(), "x")
+        .unwrap();
+    let y = rt.decl_dat_zeros::<f64>(&s, 1, "y").unwrap();
+    let address = &mut counter as *mut Counter as u64;
+    let handle = rt.decl_global(1, &[address], "handle").unwrap();
+    let k = Kernel::new(
+        "count",
+        "#include <stdint.h>\n\
+         typedef struct { int64_t calls; double sum; double last; int64_t out_of_order; } Counter;\n\
+         void count(const double *x, const uint64_t *h, double *y) {\n\
+           Counter *c = (Counter *)(uintptr_t)*h;\n\
+           c->calls += 1; c->sum += *x; c->out_of_order += *x < c->last; c->last = *x;\n\
+           *y = 2 * *x;\n\
+         }",
+    )
+    .unwrap()
+    .with_host_effects();
+    assert!(k.has_host_effects());
+    // A plain loop before it, lazily recorded: not fused with it.
+    let twice = Kernel::new("twice", "void twice(double *y) { *y *= 2; }").unwrap();
+    rt.par_loop(&twice, &s, [y.arg(RW)]).unwrap();
+    let r = rt.par_loop(&k, &s, [x.arg(READ), handle.arg(READ), y.arg(WRITE)]);
+    if !host() {
+        match r {
+            Err(Op2Error::Unsupported { reason, .. }) => {
+                assert!(reason.contains("outside its args"), "{reason}")
+            }
+            other => panic!("expected the device backends' refusal, got {other:?}"),
+        }
+        return;
+    }
+    r.unwrap();
+    let want: Vec<f64> = (0..n).map(|i| 2.0 * i as f64).collect();
+    assert_eq!(y.to_vec().unwrap(), want);
+    // The loop has run (y was read back): the counter is final.
+    let c = &counter;
+    assert_eq!(c.calls, n as i64);
+    assert_eq!(c.sum, (n * (n - 1) / 2) as f64);
+    assert_eq!((c.last, c.out_of_order), ((n - 1) as f64, 0));
 }

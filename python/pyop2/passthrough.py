@@ -1,0 +1,140 @@
+"""Today's ``PassthroughArg``: a value (a PETSc ``Mat``'s handle, any C pointer) handed to
+every call of a loop's kernel as it is, typed as an ``OpaqueType``. op2-rs's loops take data
+arguments only, so a loop with such args runs a kernel written around the user's: the handles
+travel as one-value ``uint64`` Globals read by every element, and the wrapper casts each back to
+its C type before calling the user's kernel. With petsc4py installed the wrapper is compiled with
+PETSc's headers (``#include <petsc.h>``, as today's PyOP2 compiles every kernel) and linked with
+its library, so that kernels may call PETSc (``MatSetValues`` on a handed-through ``Mat``). Such
+loops run on the host backends (seq, openmp); the device backends refuse them."""
+
+import os
+import re
+import shlex
+import subprocess
+
+import numpy as np
+
+from op2rs.access import READ
+from op2rs.data import Global
+
+from .datatypes import OpaqueType
+
+__all__ = ["PassthroughArg", "lower"]
+
+# C types of PETSc's own: a kernel taking one needs PETSc's headers.
+_PETSC_OPAQUE = re.compile(r"^(Petsc\w*|Mat|Vec|IS|KSP|PC|SNES|TS|DM\w*|Tao|SF|\w+Type)$")
+
+
+class PassthroughArg:
+    """``PassthroughArg(type, data)``: ``data`` (an integer, e.g. ``petsc_mat.handle``) handed to
+    the kernel as the C type ``type`` (an ``OpaqueType``) at every element."""
+
+    def __init__(self, type, data):
+        if not isinstance(type, OpaqueType):
+            raise TypeError("PassthroughArg's type must be an OpaqueType, not %r" % (type,))
+        if isinstance(data, bool) or not isinstance(data, (int, np.integer)):
+            raise TypeError("PassthroughArg's data must be an integer handle, not %r" % (data,))
+        if not 0 <= int(data) < 2 ** 64:
+            raise ValueError("PassthroughArg's handle %d is not a 64-bit address" % int(data))
+        self.type, self.data = type, int(data)
+
+    def __repr__(self):
+        return "PassthroughArg(%r, %#x)" % (self.type, self.data)
+
+
+_petsc_args = None
+
+
+def _petsc_build_args():
+    """``(compile args, link args)`` for PETSc's headers and library, from petsc4py's PETSc
+    (its ``petscvariables``), with MPI's headers from the MPI compiler wrapper PETSc was built
+    with in mind; ``None`` without petsc4py."""
+    global _petsc_args
+    if _petsc_args is None:
+        try:
+            import petsc4py
+        except ImportError:
+            _petsc_args = ()
+            return None
+        config = petsc4py.get_config()
+        root = os.path.join(config["PETSC_DIR"], config.get("PETSC_ARCH") or "")
+        variables = {}
+        path = os.path.join(root, "lib", "petsc", "conf", "petscvariables")
+        with open(path) as f:
+            for line in f:
+                key, eq, value = line.partition("=")
+                if eq:
+                    variables[key.strip()] = value.strip()
+        cflags = shlex.split(variables.get("PETSC_CC_INCLUDES", ""))
+        cflags += [f for f in _mpi_compile_args() if f not in cflags]
+        libs = shlex.split(variables.get("PETSC_LIB_BASIC", "-lpetsc"))
+        _petsc_args = (cflags, ["-L" + os.path.join(root, "lib")] + libs)
+    return _petsc_args or None
+
+
+def _mpi_compile_args():
+    """MPI's ``-I`` and ``-D`` flags, from the MPI compiler wrapper (Open MPI's, then MPICH's) or
+    pkg-config; empty when none answers (PETSc's own includes then hold ``mpi.h``)."""
+    for cmd in (["mpicc", "--showme:compile"], ["mpicc", "-compile-info"],
+                ["pkg-config", "--cflags", "mpi"], ["pkg-config", "--cflags", "ompi-c"]):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out.returncode == 0 and out.stdout.strip():
+            return [f for f in shlex.split(out.stdout) if f.startswith(("-I", "-D"))]
+    return []
+
+
+def _param_name(text):
+    """The name a parameter's declaration ``text`` declares (``double *x[3]`` -> ``x``)."""
+    m = re.search(r"([A-Za-z_]\w*)\s*$", re.sub(r"\[[^\]]*\]", "", text))
+    return m.group(1) if m else None
+
+
+def lower(kernel, args, kernel_type):
+    """``(kernel, args)`` of a loop with ``PassthroughArg`` among ``args`` made into one op2-rs
+    runs: each such arg becomes a one-value ``uint64`` Global read at every element, and the
+    kernel a wrapper (of ``kernel_type``) that casts it back before calling ``kernel``. Other
+    loops come back as they are."""
+    where = [i for i, a in enumerate(args) if isinstance(a, PassthroughArg)]
+    if not where:
+        return kernel, args
+    texts = kernel._native.param_texts()
+    names = [_param_name(t) for t in texts] if texts is not None else None
+    if names is None or None in names:
+        raise NotImplementedError("PassthroughArg: the parameters of kernel %s are hidden by "
+                                  "macros" % kernel.name)
+    if len(texts) < len(args):
+        raise TypeError("kernel %s takes %d parameters, the loop passes %d args"
+                        % (kernel.name, len(texts), len(args)))
+    petsc = _petsc_build_args()
+    needs_petsc = [args[i].type.name for i in where if _PETSC_OPAQUE.match(args[i].type.name)]
+    if needs_petsc and petsc is None:
+        raise ImportError("PassthroughArg of %s: compiling a kernel that takes PETSc's types "
+                          "needs PETSc's headers, found through petsc4py; install petsc4py"
+                          % ", ".join(needs_petsc))
+    params, call = [], []
+    for i, (text, name) in enumerate(zip(texts, names)):
+        if i in where:
+            params.append("const uint64_t *pyop2_handle_%d" % i)
+            call.append("(%s)(uintptr_t)*pyop2_handle_%d" % (args[i].type.name, i))
+        else:
+            params.append(text)
+            call.append(name)
+    # With PETSc's headers, the user's code as written (its PetscScalar and PetscInt are
+    # PETSc's); the wrapper's own parameters are those op2-rs read (C types).
+    code = (getattr(kernel, "_written_code", None) if petsc else None) or kernel.code
+    head = "#include <petsc.h>\n" if petsc else ""
+    name = "pyop2_pass_%s" % kernel.name
+    source = "%s#include <stdint.h>\n%s\nvoid %s(%s)\n{\n  %s(%s);\n}\n" % (
+        head, code, name, ", ".join(params), kernel.name, ", ".join(call))
+    ldargs = tuple(getattr(kernel, "_ldargs", ())) + (tuple(petsc[1]) if petsc else ())
+    cflags = tuple(getattr(kernel, "_cflags", ())) + (tuple(petsc[0]) if petsc else ())
+    wrapped = kernel_type._wrapping(source, name, kernel, ldargs, cflags)
+    lowered = list(args)
+    for i in where:
+        handle = Global(1, np.array([args[i].data], dtype=np.uint64), np.uint64,
+                        "pyop2_handle_%d" % i)
+        lowered[i] = handle(READ)
+    return wrapped, tuple(lowered)
