@@ -760,11 +760,22 @@ impl PyRuntime {
         })
     }
 
-    fn decl_extruded_set(&self, base: &PySet, layers: usize, name: &str) -> PyResult<PySet> {
+    /// An extruded set over `base`: `layers` node layers in every column (an int), or each
+    /// column's own (a list, one per element of `base`, halos included).
+    fn decl_extruded_set(
+        &self,
+        base: &PySet,
+        layers: &Bound<'_, PyAny>,
+        name: &str,
+    ) -> PyResult<PySet> {
+        let layers = match layers.extract::<usize>() {
+            Ok(n) => Layers::Uniform(n),
+            Err(_) => Layers::PerColumn(layers.extract::<Vec<usize>>()?),
+        };
         Ok(PySet {
             set: self
                 .rt
-                .decl_extruded_set(&base.set, Layers::Uniform(layers), name)
+                .decl_extruded_set(&base.set, layers, name)
                 .map_err(fail)?,
         })
     }

@@ -267,7 +267,8 @@ class PyRuntime:
         """A set of (core, owned, exec halo, non-exec halo) sizes; with ``exchanges``
         (``(sends, receives)``, each ``(rank, elements)`` pairs) its halo, agreed with the
         other ranks (collective)."""
-    def decl_extruded_set(self, base: Set, layers: int, name: str) -> Set: ...
+    def decl_extruded_set(self, base: Set, layers: int | list[int], name: str) -> Set:
+        """Node layers in every column (an int) or each column's (a list, halos included)."""
     def decl_subset(self, parent: Set, indices: ArrayLike, name: str) -> Set:
         """The subset of ``parent`` at ``indices`` (a one-dimensional int32 array)."""
     def decl_map(

@@ -15,6 +15,14 @@ def _is_int(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
+def _layers_key(s):
+    """A set's layers as something comparable: None, an int, or per entity a tuple of rows."""
+    layers = getattr(s, "_layers", None)
+    if layers is None or _is_int(layers):
+        return layers
+    return tuple(map(tuple, np.asarray(layers).tolist()))
+
+
 class Set:
     """A set of mesh entities: ``Set(size)`` or ``Set([core, owned, exec_halo, total])``.
     ``layers=L > 1`` (PyOP2 up to 0.9.1) makes it an extruded iteration set: ``L - 1`` cells
@@ -61,6 +69,10 @@ class Set:
         if layers is not None and layers > 1:
             self._native_iter = call(rt.decl_extruded_set, self._native, int(layers),
                                      "%s_layers" % self._name)
+
+    def _cells_per_column(self):
+        """How many cells each column holds (a Set extruded with ``layers=``)."""
+        return np.full(self.total_size, (self._layers or 1) - 1, dtype=np.int64)
 
     core_size = property(lambda self: self._native.sizes[0])
     size = property(lambda self: self._native.size)
@@ -129,18 +141,32 @@ class ExtrudedSet(Set):
     PyOP2's did."""
 
     def __init__(self, parent, layers):
+        if not _is_int(layers) or layers < 2:
+            raise SizeTypeError("Number of layers must be > 1 (not %r)" % (layers,))
+        self._declare(parent, int(layers), int(layers))
+
+    def _declare(self, parent, layers, column_layers):
+        """Declares the set: ``layers`` as the program gave them, ``column_layers`` the node
+        layers of every column (one int) or of each (an array over the parent's elements,
+        halos included)."""
         rt = current()
         if not isinstance(parent, Set) or isinstance(parent, ExtrudedSet):
             raise TypeError("Parent must be a Set")
-        if not _is_int(layers) or layers < 2:
-            raise SizeTypeError("Number of layers must be > 1 (not %r)" % (layers,))
         self._parent = parent
         self._native = parent._native
         self._name = parent.name
         self._halo = parent.halo
-        self._layers = int(layers)
-        self._native_iter = call(rt.decl_extruded_set, parent._native, int(layers),
+        self._layers = layers
+        per_column = not _is_int(column_layers)
+        self._column_layers = (np.asarray(column_layers, dtype=np.int64) if per_column
+                               else np.full(parent.total_size, column_layers, dtype=np.int64))
+        shown = ([int(v) for v in self._column_layers] if per_column else column_layers)
+        self._native_iter = call(rt.decl_extruded_set, parent._native, shown,
                                  "%s_layers" % parent.name)
+
+    def _cells_per_column(self):
+        """How many cells each column of the parent (halos included) holds."""
+        return self._column_layers - 1
 
     parent = property(lambda self: self._parent)
 
@@ -189,12 +215,14 @@ class Subset(Set):
         self._native = call(rt.decl_subset, superset._native, self._indices,
                             "%s_subset" % superset.name)
         self._halo = superset.halo
-        self._layers = superset.layers
+        self._layers = superset._layers
         if superset._native_iter is not None:
             # Of an extruded set: every layer's cell of the chosen columns (numbered column by
             # column), for loops that go up the columns.
-            per = superset.layers - 1
-            cells = (self._indices[:, None] * per + np.arange(per)[None, :]).ravel()
+            per = superset._cells_per_column()
+            first = np.concatenate(([0], np.cumsum(per)[:-1]))
+            cells = np.concatenate([first[c] + np.arange(per[c]) for c in self._indices]
+                                   or [np.zeros(0, np.int64)])
             self._native_iter = call(rt.decl_subset, superset._native_iter,
                                      cells.astype(np.int32), "%s_subset_layers" % superset.name)
 
@@ -319,7 +347,7 @@ class MixedSet(_Parts):
         sets = tuple(sets)
         if not sets or not all(isinstance(s, Set) for s in sets):
             raise TypeError("All components of a MixedSet must be Sets")
-        if len({s.layers for s in sets}) > 1:
+        if len({_layers_key(s) for s in sets}) > 1:
             raise AssertionError("All components of a MixedSet must have the same layers")
         self._parts = self._sets = sets
 
@@ -332,7 +360,7 @@ class MixedSet(_Parts):
     total_size = property(lambda self: sum(s.total_size for s in self._sets))
     sizes = property(lambda self: (self.core_size, self.size, self.exec_size, self.total_size))
     name = property(lambda self: tuple(s.name for s in self._sets))
-    layers = property(lambda self: self._sets[0].layers)
+    layers = property(lambda self: self._sets[0]._layers)
 
     @property
     def halo(self):

@@ -55,8 +55,9 @@ from op2rs.sets import Set as _Set
 from op2rs.sets import Subset as _Subset
 
 from . import mpi as _mpi
-from .datatypes import OpaqueType  # noqa: F401
+from .datatypes import IntType, OpaqueType  # noqa: F401
 from . import passthrough as _passthrough
+from . import wrappers as _wrappers
 from .passthrough import PassthroughArg  # noqa: F401
 from .mpi import COMM_WORLD, MPI  # noqa: F401
 
@@ -168,17 +169,60 @@ class Set(_Set):
 
 
 class ExtrudedSet(_ExtrudedSet):
-    """``ExtrudedSet(parent, layers)``: ``layers - 1`` cells over each element of ``parent``
-    (``layers`` one int; layers per entity are not supported)."""
+    """``ExtrudedSet(parent, layers)``: ``layers - 1`` cells over each element of ``parent``,
+    or layers per entity: an ``(n, 2)`` array (``n``: the parent's total size) whose row
+    ``[start, stop]`` puts ``stop - start - 1`` cells over the entity, layers ``start`` to
+    ``stop - 2`` (maps' values are those of the column's first cell; ``pass_layer_arg`` hands
+    the kernel the layer itself)."""
 
     def __init__(self, parent, layers, extruded_periodic=False):
         _started()
         if extruded_periodic:
             raise NotImplementedError("periodic extrusion is not supported by op2rs")
-        if isinstance(layers, np.ndarray) and layers.ndim > 0:
-            raise NotImplementedError("layers per entity are not supported by op2rs; give one "
-                                      "number of layers")
-        super().__init__(parent, layers)
+        if isinstance(layers, (list, tuple, np.ndarray)) and np.ndim(layers) > 0:
+            self._declare_per_entity(parent, layers)
+        else:
+            super().__init__(parent, layers)
+
+    def _declare_per_entity(self, parent, layers):
+        try:
+            extents = np.asarray(layers, dtype=IntType).reshape(-1, 2)
+        except (TypeError, ValueError, OverflowError):
+            raise SizeTypeError("layers per entity are an (n, 2) array of ints") from None
+        if np.ndim(layers) != 2 or len(extents) != parent.total_size:
+            raise SizeTypeError("layers per entity: %d rows of [start, stop] for %d entities, "
+                                "not shape %s" % (parent.total_size, parent.total_size,
+                                                  np.shape(layers)))
+        if len(extents) and (extents[:, 0].min() < 0 or (extents[:, 1] - extents[:, 0]).min() < 2):
+            raise SizeTypeError("layers per entity: each [start, stop] needs 0 <= start and "
+                                "stop - start > 1 (at least one cell)")
+        self._declare(parent, extents, extents[:, 1] - extents[:, 0])
+
+    @property
+    def constant_layers(self):
+        """Whether every column has the same layers."""
+        return np.ndim(self._layers) == 0
+
+    @property
+    def layers_array(self):
+        """Each entity's ``[start, stop]`` (one row for every entity when constant)."""
+        if self.constant_layers:
+            return np.array([[0, self._layers]], dtype=IntType)
+        return self._layers
+
+    @property
+    def layers(self):
+        """The number of layers (constant layers only, as today's)."""
+        if not self.constant_layers:
+            raise ValueError("an ExtrudedSet with layers per entity has no one number of "
+                             "layers: see layers_array")
+        return self._layers
+
+    def _layer_starts(self):
+        """Each entity's first layer (None when every column starts at 0)."""
+        if self.constant_layers or not self._layers[:, 0].any():
+            return None
+        return self._layers[:, 0]
 
     comm = property(lambda self: self._parent.comm)
     # A loop of direct args runs every layer: today's kernels see each cell.
@@ -243,6 +287,14 @@ class PermutedMap(Map):
         self.map_, self.permutation = map_, perm
 
 
+def _extents(s):
+    """Each column's ``[start, stop]`` layers of an extruded set."""
+    layers = s._layers
+    if np.ndim(layers) == 0:
+        return np.tile(np.array([0, layers]), (s.total_size, 1))
+    return np.asarray(layers)
+
+
 class ComposedMap(Map):
     """``ComposedMap(map_0, map_1, ..., map_n)``: ``map_0`` taken at the element that
     ``map_n``, then ``map_n-1``, ..., reach from each element of ``map_n``'s iteration set
@@ -257,13 +309,12 @@ class ComposedMap(Map):
         for m in maps_[1:]:
             _plain(m)
         first, last = maps_[0], maps_[-1]
-        if first.offset is not None and (
-                not isinstance(last.iterset, _ExtrudedSet)
-                or not isinstance(first.iterset, _ExtrudedSet)
-                or np.any(np.asarray(last.iterset.layers) != np.asarray(first.iterset.layers))):
+        extruded = first.offset is not None
+        if extruded and not (isinstance(last.iterset, _ExtrudedSet)
+                             and isinstance(first.iterset, _ExtrudedSet)):
             raise NotImplementedError(
                 "ComposedMap of the extruded map %s: the composition's iteration set must be "
-                "extruded with the same layers as %s's" % (first.name, first.name))
+                "extruded too" % first.name)
         for outer, inner in zip(maps_, maps_[1:]):
             if inner.toset is not outer.iterset:
                 raise MapTypeError("%s goes to %s, not to %s's iteration set"
@@ -274,6 +325,12 @@ class ComposedMap(Map):
         at = np.arange(last.iterset.total_size)
         for m in reversed(maps_[1:]):
             at = np.asarray(m.values_with_halo)[at, 0] if len(at) else at
+        if extruded and np.any(_extents(last.iterset) != _extents(first.iterset)[at]):
+            # Each column walks the column it reaches with the first map's offsets: their
+            # layers must be the same.
+            raise NotImplementedError(
+                "ComposedMap of the extruded map %s: a column of %s reaches a column of %s "
+                "with other layers" % (first.name, last.iterset.name, first.iterset.name))
         values = np.asarray(first.values_with_halo)[at] if len(at) else None
         super().__init__(last.iterset, first.toset, first.arity, values,
                          name or "_".join(m.name for m in maps_), first.offset)
@@ -722,16 +779,16 @@ class Kernel(_Kernel):
         return k
 
     @classmethod
-    def _wrapping(cls, source, name, kernel, ldargs, cflags):
+    def _wrapping(cls, source, name, kernel, ldargs, cflags, effects):
         """A kernel the package writes around ``kernel`` (C or C++ as it is), compiled with
-        ``cflags`` and linked with ``ldargs``, acting on state outside its args (its loops run
-        element after element, on one thread, when they are made)."""
+        ``cflags`` and linked with ``ldargs``; with ``effects`` it acts on state outside its
+        args (its loops run element after element, on one thread, when they are made)."""
         k = _Kernel.__new__(cls, source, name, None, None, _cpp=kernel._cpp, _ldargs=ldargs,
-                            _cflags=cflags, _effects=True)
+                            _cflags=cflags, _effects=effects)
         k._flop_count = getattr(kernel, "_flop_count", None)
         k._written_code = None
-        # It acts on objects op2-rs does not see: its loops run as they are recorded.
-        k._runs_now = True
+        # Acting on objects op2-rs does not see, its loops run as they are recorded.
+        k._runs_now = effects
         return k
 
     def __init__(self, *args, **kwargs):
@@ -756,6 +813,30 @@ class CStringLocalKernel(Kernel):
         return k
 
 
+def _layers_from_starts(kernel, iterset, args):
+    """``(kernel, args)`` of a loop handing its kernel the layer over an ExtrudedSet (or a
+    Subset of one) with layers per entity not all starting at 0: op2-rs counts each column's
+    layers from 0, so a kernel written around the user's adds the column's start, read from an
+    int Dat of the starts passed directly (one row per column). Other loops as they are."""
+    extruded = iterset if isinstance(iterset, ExtrudedSet) else getattr(iterset, "superset", None)
+    starts = extruded._layer_starts() if isinstance(extruded, ExtrudedSet) else None
+    if starts is None:
+        return kernel, args
+    declared = _wrappers.params_of(kernel, "pass_layer_arg over layers per entity")
+    if len(declared) != len(args) + 1:
+        return kernel, args  # the loop's own checks say what is wrong
+    dat = extruded.__dict__.get("_starts_dat")
+    if dat is None:
+        dat = extruded._starts_dat = Dat(extruded ** 1, starts.astype(IntType), IntType,
+                                         "%s_layer_starts" % extruded.name)
+    (layer_text, layer), own = declared[-1], declared[:-1]
+    wrapped = _wrappers.write(
+        kernel, Kernel, "pyop2_from_start_%s" % kernel.name,
+        [t for t, _ in own] + ["const int *pyop2_start", layer_text],
+        [n for _, n in own] + ["%s + *pyop2_start" % layer])
+    return wrapped, tuple(args) + (dat(READ),)
+
+
 _REGIONS = {None: "all", ALL: "all", ON_BOTTOM: "bottom", ON_TOP: "top",
             ON_INTERIOR_FACETS: "facets"}
 
@@ -765,8 +846,9 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
     ``iteration_region`` chooses the layers: ``ON_BOTTOM`` (the bottom cell of each column),
     ``ON_TOP``, ``ON_INTERIOR_FACETS`` (each facet between two cells, the maps' rows of the
     cell below then the cell above packed one after the other) or ``ALL``.
-    ``pass_layer_arg=True`` hands the kernel each cell's layer (0 at the bottom of its column)
-    as an ``int`` after the args."""
+    ``pass_layer_arg=True`` hands the kernel each cell's layer as an ``int`` after the args (0
+    at the bottom of a column of constant layers; ``start`` to ``stop - 2`` for layers per
+    entity)."""
     region = _REGIONS.get(iteration_region)
     if region is None:
         raise ValueError("iteration_region must be ON_BOTTOM, ON_TOP, ON_INTERIOR_FACETS or ALL")
@@ -775,6 +857,8 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
     if pass_layer_arg and getattr(iterset, "_native_iter", None) is None:
         raise ValueError("pass_layer_arg needs an ExtrudedSet")
     kernel, args = _passthrough.lower(kernel, args, Kernel)
+    if pass_layer_arg:
+        kernel, args = _layers_from_starts(kernel, iterset, args)
     native, target = _checked(kernel, iterset, args)
     if region != "all" or pass_layer_arg:
         # Every region runs layer by layer, whatever the args; so does a loop given the layer.

@@ -17,6 +17,7 @@ import numpy as np
 from op2rs.access import READ
 from op2rs.data import Global
 
+from . import wrappers
 from .datatypes import OpaqueType
 
 __all__ = ["PassthroughArg", "lower"]
@@ -86,12 +87,6 @@ def _mpi_compile_args():
     return []
 
 
-def _param_name(text):
-    """The name a parameter's declaration ``text`` declares (``double *x[3]`` -> ``x``)."""
-    m = re.search(r"([A-Za-z_]\w*)\s*$", re.sub(r"\[[^\]]*\]", "", text))
-    return m.group(1) if m else None
-
-
 def lower(kernel, args, kernel_type):
     """``(kernel, args)`` of a loop with ``PassthroughArg`` among ``args`` made into one op2-rs
     runs: each such arg becomes a one-value ``uint64`` Global read at every element, and the
@@ -100,14 +95,10 @@ def lower(kernel, args, kernel_type):
     where = [i for i, a in enumerate(args) if isinstance(a, PassthroughArg)]
     if not where:
         return kernel, args
-    texts = kernel._native.param_texts()
-    names = [_param_name(t) for t in texts] if texts is not None else None
-    if names is None or None in names:
-        raise NotImplementedError("PassthroughArg: the parameters of kernel %s are hidden by "
-                                  "macros" % kernel.name)
-    if len(texts) < len(args):
+    declared = wrappers.params_of(kernel, "PassthroughArg")
+    if len(declared) < len(args):
         raise TypeError("kernel %s takes %d parameters, the loop passes %d args"
-                        % (kernel.name, len(texts), len(args)))
+                        % (kernel.name, len(declared), len(args)))
     petsc = _petsc_build_args()
     needs_petsc = [args[i].type.name for i in where if _PETSC_OPAQUE.match(args[i].type.name)]
     if needs_petsc and petsc is None:
@@ -115,7 +106,7 @@ def lower(kernel, args, kernel_type):
                           "needs PETSc's headers, found through petsc4py; install petsc4py"
                           % ", ".join(needs_petsc))
     params, call = [], []
-    for i, (text, name) in enumerate(zip(texts, names)):
+    for i, (text, name) in enumerate(declared):
         if i in where:
             params.append("const uint64_t *pyop2_handle_%d" % i)
             call.append("(%s)(uintptr_t)*pyop2_handle_%d" % (args[i].type.name, i))
@@ -125,13 +116,10 @@ def lower(kernel, args, kernel_type):
     # With PETSc's headers, the user's code as written (its PetscScalar and PetscInt are
     # PETSc's); the wrapper's own parameters are those op2-rs read (C types).
     code = (getattr(kernel, "_written_code", None) if petsc else None) or kernel.code
-    head = "#include <petsc.h>\n" if petsc else ""
-    name = "pyop2_pass_%s" % kernel.name
-    source = "%s#include <stdint.h>\n%s\nvoid %s(%s)\n{\n  %s(%s);\n}\n" % (
-        head, code, name, ", ".join(params), kernel.name, ", ".join(call))
-    ldargs = tuple(getattr(kernel, "_ldargs", ())) + (tuple(petsc[1]) if petsc else ())
-    cflags = tuple(getattr(kernel, "_cflags", ())) + (tuple(petsc[0]) if petsc else ())
-    wrapped = kernel_type._wrapping(source, name, kernel, ldargs, cflags)
+    wrapped = wrappers.write(kernel, kernel_type, "pyop2_pass_%s" % kernel.name, params, call,
+                             code=code, head="#include <petsc.h>\n" if petsc else "",
+                             ldargs=petsc[1] if petsc else (), cflags=petsc[0] if petsc else (),
+                             effects=True)
     lowered = list(args)
     for i in where:
         handle = Global(1, np.array([args[i].data], dtype=np.uint64), np.uint64,

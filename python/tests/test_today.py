@@ -628,3 +628,82 @@ static void k(double *out, const double *x) { out[0] = x[1] - 0.5 * x[0]; }""", 
         op2.ComposedMap(c_to_a, op2.Map(cols_c, cols_c, 1, [0, 1], offset=[1]))
     with pytest.raises(NotImplementedError):
         op2.ComposedMap(cell_nodes, op2.Map(op2.ExtrudedSet(op2.Set(2), 3), cols_a, 1, [0, 1]))
+
+
+def _columns():
+    """Three columns with layers per entity: [start, stop] rows, cells ``stop - start - 1``
+    (2, 1 and 3), their cells' values in a plain set reached by an extruded map."""
+    base = op2.Set(3)
+    extents = np.array([[0, 3], [2, 4], [1, 5]], dtype=np.int32)
+    columns = op2.ExtrudedSet(base, extents)
+    cells = op2.Set(6)
+    to_cell = op2.Map(columns, cells, 1, [[0], [2], [3]], offset=[1])
+    return base, extents, columns, cells, to_cell
+
+
+def test_layers_per_entity_hand_each_cell_its_layer():
+    base, extents, columns, cells, to_cell = _columns()
+    assert not columns.constant_layers
+    np.testing.assert_array_equal(columns.layers_array, extents)
+    with pytest.raises(ValueError):
+        columns.layers
+    d = op2.Dat(columns ** 1, np.array([10.0, 20.0, 30.0]))
+    out = op2.Dat(cells ** 1, np.full(6, -1.0))
+    k = op2.Kernel("static void k(const double *d, double *o, int layer) "
+                   "{ o[0] = d[0] + layer; }", "k")
+    op2.par_loop(k, columns, d(op2.READ), out(op2.WRITE, to_cell), pass_layer_arg=True)
+    # Column c's cells are layers start_c .. stop_c - 2.
+    want = [10.0 + layer for layer in range(0, 2)] + [20.0 + 2] + [30.0 + layer for layer in range(1, 4)]
+    np.testing.assert_array_equal(out.data_ro, want)
+    # The top and bottom cells of each column, and a subset of the columns.
+    top = op2.Dat(cells ** 1, np.zeros(6))
+    op2.par_loop(k, columns, d(op2.READ), top(op2.WRITE, to_cell), pass_layer_arg=True,
+                 iteration_region=op2.ON_TOP)
+    np.testing.assert_array_equal(top.data_ro, [0, 11, 22, 0, 0, 33])
+    bottom = op2.Dat(cells ** 1, np.zeros(6))
+    op2.par_loop(k, columns, d(op2.READ), bottom(op2.WRITE, to_cell), pass_layer_arg=True,
+                 iteration_region=op2.ON_BOTTOM)
+    np.testing.assert_array_equal(bottom.data_ro, [10, 0, 22, 31, 0, 0])
+    some = op2.Dat(cells ** 1, np.zeros(6))
+    op2.par_loop(k, op2.Subset(columns, [0, 2]), d(op2.READ), some(op2.WRITE, to_cell),
+                 pass_layer_arg=True)
+    np.testing.assert_array_equal(some.data_ro, [10, 11, 0, 31, 32, 33])
+
+
+def test_layers_per_entity_without_the_layer_and_misuse():
+    base, extents, columns, cells, to_cell = _columns()
+    out = op2.Dat(cells ** 1, np.zeros(6))
+    k = op2.Kernel("static void k(double *o) { o[0] += 1; }", "k")
+    op2.par_loop(k, columns, out(op2.INC, to_cell))
+    np.testing.assert_array_equal(out.data_ro, np.ones(6))
+    with pytest.raises(exceptions.SizeTypeError):
+        op2.ExtrudedSet(base, np.array([[0, 3], [2, 3], [1, 5]]))  # a column without cells
+    with pytest.raises(exceptions.SizeTypeError):
+        op2.ExtrudedSet(base, np.array([[0, 3], [2, 4]]))  # a row short
+    with pytest.raises(exceptions.SizeTypeError):
+        op2.ExtrudedSet(base, np.array([0, 3, 2, 4, 1, 5]))  # not (n, 2)
+    constant = op2.ExtrudedSet(base, 4)
+    assert constant.constant_layers and constant.layers == 4
+    np.testing.assert_array_equal(constant.layers_array, [[0, 4]])
+
+
+def test_composed_map_over_layers_per_entity():
+    """A ComposedMap whose first map is extruded, over columns whose layers differ from column
+    to column but match those of the columns they reach (today's test_composed_map_extrusion
+    with variable layers), and refused where they do not."""
+    set_c = op2.ExtrudedSet(op2.Set(2), [[1, 3], [0, 3]])
+    nodes_c = op2.Set(8)
+    dat_c = op2.Dat(op2.DataSet(nodes_c, 1), dtype=np.float64)
+    map_c = op2.Map(set_c, nodes_c, 3, values=[[5, 6, 7], [0, 1, 2]], offset=[2, 2, 2])
+    set_a = op2.ExtrudedSet(op2.Set(3), [[0, 3], [1, 3], [0, 3]])
+    nodes_a = op2.Set(13)
+    dat_a = op2.Dat(op2.DataSet(nodes_a, 1), np.arange(13.0))
+    map_a0 = op2.Map(set_a, nodes_a, 3, values=[[8, 9, 10], [5, 6, 7], [0, 1, 2]],
+                     offset=[2, 2, 2])
+    map_a = op2.ComposedMap(map_a0, op2.Map(set_c, set_a, 1, values=[1, 2]))
+    k = op2.Kernel("void copy(double *to, const double *from) "
+                   "{ for (int i = 0; i < 3; ++i) to[i] = from[i]; }", "copy")
+    op2.par_loop(k, set_c, dat_c(op2.WRITE, map_c), dat_a(op2.READ, map_a))
+    np.testing.assert_array_equal(dat_c.data_ro, np.arange(8.0))
+    with pytest.raises(NotImplementedError, match="other layers"):
+        op2.ComposedMap(map_a0, op2.Map(set_c, set_a, 1, values=[0, 2]))
