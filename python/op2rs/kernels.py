@@ -21,11 +21,12 @@ class Kernel:
     every backend. ``opts`` (PyOP2's COFFEE transformations) are accepted and not applied."""
 
     def __new__(cls, code, name, opts=None, include_dirs=None, _cpp=False, _ldargs=(),
-                _cflags=(), _effects=False):
+                _cflags=(), _effects=False, _tag=()):
         # ``_cpp``: the source is C++ (today's ``cpp=True``), compiled as such; ``_ldargs``:
         # what its loops are linked with (today's ``ldargs``); ``_cflags``: what they are
         # compiled with besides the backend's flags; ``_effects``: it acts on host state outside
-        # its args (a handed-through pointer), so its loops run in element order.
+        # its args (a handed-through pointer), so its loops run in element order; ``_tag``:
+        # what else tells two kernels apart (today's accesses and dtypes).
         if not isinstance(name, str):
             raise NameTypeError("name must be of type str")
         if not isinstance(code, str):
@@ -35,7 +36,7 @@ class Kernel:
         ldargs, cflags = tuple(_ldargs or ()), tuple(_cflags or ())
         if not all(isinstance(a, str) for a in ldargs + cflags):
             raise TypeError("ldargs must be strings, not %r" % (ldargs,))
-        key = (cls, code, name, dirs, bool(_cpp), ldargs, cflags, bool(_effects))
+        key = (cls, code, name, dirs, bool(_cpp), ldargs, cflags, bool(_effects), _tag)
         k = _kernels.get(key)
         if k is None:
             k = object.__new__(cls)
@@ -47,7 +48,7 @@ class Kernel:
         return k
 
     def __init__(self, code, name, opts=None, include_dirs=None, _cpp=False, _ldargs=(),
-                 _cflags=(), _effects=False):
+                 _cflags=(), _effects=False, _tag=()):
         pass
 
     name = property(lambda self: self._name)

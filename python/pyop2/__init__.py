@@ -8,3 +8,4 @@ Modules: ``mpi`` (``COMM_WORLD``, ``COMM_SELF``), ``exceptions``, ``datatypes`` 
 sparsities and matrices as today's PyOP2 writes them)."""
 
 from . import datatypes, exceptions, mpi, op2  # noqa: F401
+from . import global_kernel, local_kernel, parloop  # noqa: F401

@@ -74,7 +74,11 @@ __all__ = ["configuration", "READ", "WRITE", "RW", "INC", "MIN", "MAX",
            "MixedSet", "Subset", "DataSet", "MixedDataSet", "Halo", "Dat", "DatView", "MixedDat", "Mat",
            "Global", "Constant", "Map", "MixedMap", "Sparsity", "par_loop", "ParLoop",
            "LegacyParloop", "PermutedMap", "ComposedMap", "PassthroughArg", "OpaqueType",
-           "CStringLocalKernel"]
+           "CStringLocalKernel", "LoopyLocalKernel", "LocalKernel", "GlobalKernel",
+           "GlobalKernelArg", "DatKernelArg", "MixedDatKernelArg", "MatKernelArg",
+           "MixedMatKernelArg", "MapKernelArg", "PassthroughKernelArg", "Parloop", "parloop",
+           "GlobalParloopArg", "DatParloopArg", "MixedDatParloopArg", "MatParloopArg",
+           "MixedMatParloopArg", "PassthroughParloopArg"]
 
 # Today's name of the loop object a program makes and runs itself.
 LegacyParloop = ParLoop
@@ -761,18 +765,28 @@ class Kernel(_Kernel):
 
     def __new__(cls, code, name, opts=None, include_dirs=(), headers=(), user_code="",
                 ldargs=None, cpp=False, requires_zeroed_output_arguments=False,
-                flop_count=None, events=()):
+                flop_count=None, events=(), accesses=None, dtypes=None):
         _started()
         if isinstance(ldargs, str):
             ldargs = ldargs.split()
+        if _is_loopy(code):
+            code = _loopy_c(code)
         if isinstance(code, str) and (headers or user_code):
             code = "\n".join(list(headers) + [user_code or "", code])
         written = code
         if isinstance(code, str):
             code = _petsc_types(code)
+        tag = (tuple(accesses) if accesses is not None else None,
+               tuple(dtypes) if dtypes is not None else None)
         k = super().__new__(cls, code, name, opts, list(include_dirs) or None, _cpp=cpp,
-                            _ldargs=tuple(ldargs or ()))
+                            _ldargs=tuple(ldargs or ()), _tag=tag)
         k._flop_count = flop_count
+        # Today's local kernels state each argument's access and type beside the code
+        # (GlobalKernel reads the accesses; op2-rs reads types from the source).
+        if accesses is not None:
+            k.accesses = tuple(accesses)
+        if dtypes is not None:
+            k.dtypes = tuple(dtypes)
         # As written, for a wrapper compiled with PETSc's headers (passthrough.py), where
         # PETSc's type names are PETSc's; not when include_dirs were expanded into the code.
         k._written_code = None if include_dirs else written
@@ -803,14 +817,55 @@ class Kernel(_Kernel):
 class CStringLocalKernel(Kernel):
     """Today's ``CStringLocalKernel(code, name, accesses=None, dtypes=None, **kwargs)``: a
     kernel of C source with the access of each argument and its element type stated beside it
-    (``accesses``, ``dtypes``: kept; op2-rs reads the types from the source and the accesses
-    from the loop's args). Other keywords are ``Kernel``'s."""
+    (``accesses``, ``dtypes``: kept; ``GlobalKernel`` reads the accesses, op2-rs reads the
+    types from the source and ``par_loop`` the accesses from its args). Other keywords are
+    ``Kernel``'s."""
 
     def __new__(cls, code, name, accesses=None, dtypes=None, **kwargs):
-        k = super().__new__(cls, code, name, **kwargs)
+        if not isinstance(code, str):
+            raise TypeError("CStringLocalKernel's code is a string")
+        k = super().__new__(cls, code, name, accesses=accesses, dtypes=dtypes, **kwargs)
         k.accesses = tuple(accesses) if accesses is not None else None
         k.dtypes = tuple(dtypes) if dtypes is not None else None
         return k
+
+
+class LoopyLocalKernel(Kernel):
+    """Today's ``LoopyLocalKernel(code, name, accesses=None, **kwargs)``: a kernel written with
+    loopy (a ``LoopKernel`` or ``TranslationUnit``), turned into C by loopy itself (its C target
+    when the kernel was made for another) and run as any C kernel; ``dtypes`` are its array
+    arguments' types."""
+
+    def __new__(cls, code, name, accesses=None, **kwargs):
+        if not _is_loopy(code):
+            raise TypeError("LoopyLocalKernel's code is a loopy kernel")
+        k = super().__new__(cls, code, name, accesses=accesses, **kwargs)
+        k.dtypes = _loopy_dtypes(code, name)
+        return k
+
+
+# Today's name for the kernel classes' common base.
+LocalKernel = Kernel
+
+
+def _is_loopy(code):
+    """Whether ``code`` is a loopy kernel (``LoopKernel`` or ``TranslationUnit``)."""
+    return not isinstance(code, str) and type(code).__module__.split(".")[0] == "loopy"
+
+
+def _loopy_c(code):
+    """The C source loopy generates for ``code`` (retargeted to C when it was made for another
+    target, such as loopy's default OpenCL)."""
+    import loopy
+    if not isinstance(code.target, loopy.CTarget):
+        code = code.copy(target=loopy.CTarget())
+    return loopy.generate_code_v2(code).device_code()
+
+
+def _loopy_dtypes(code, name):
+    import loopy
+    kernel = code[name] if isinstance(code, loopy.TranslationUnit) else code
+    return tuple(a.dtype.numpy_dtype for a in kernel.args if isinstance(a, loopy.ArrayArg))
 
 
 def _layers_from_starts(kernel, iterset, args):
@@ -1171,3 +1226,12 @@ class MatBlock(_MatBlock, Mat):
 
 
 Mat._block_class = MatBlock
+
+
+# Today's loops built from a GlobalKernel and ParloopArgs (pyop2.global_kernel, pyop2.parloop).
+from .global_kernel import (DatKernelArg, GlobalKernel, GlobalKernelArg,  # noqa: E402,F401
+                            MapKernelArg, MatKernelArg, MixedDatKernelArg, MixedMatKernelArg,
+                            PassthroughKernelArg)
+from .parloop import (DatParloopArg, GlobalParloopArg, MatParloopArg,  # noqa: E402,F401
+                      MixedDatParloopArg, MixedMatParloopArg, Parloop, PassthroughParloopArg,
+                      parloop)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import op2rs.exceptions
+from pyop2 import exceptions
 from pyop2 import op2
 
 HOST = os.environ.get("OP2RS_TEST_BACKEND", "sequential") in ("sequential", "seq", "openmp")
@@ -131,3 +132,89 @@ def test_cstring_local_kernel():
     x = op2.Dat(s ** 1, np.zeros(3))
     op2.par_loop(k, s, x(op2.RW))
     np.testing.assert_array_equal(x.data_ro, np.ones(3))
+
+
+def _ring_loop():
+    """Elements reading their value and adding it (and ten times it) into the two nodes of a
+    ring, and into a Global: the loop's pieces and the expected results."""
+    n = 6
+    elements, nodes = op2.Set(n), op2.Set(n)
+    ends = op2.Map(elements, nodes, 2, [[e, (e + 1) % n] for e in range(n)])
+    x = op2.Dat(elements ** 1, np.arange(1.0, n + 1))
+    acc = op2.Dat(nodes ** 1, np.zeros(n))
+    total = op2.Global(1, 0.0)
+    want = np.zeros(n)
+    for e in range(n):
+        want[e] += e + 1
+        want[(e + 1) % n] += 10 * (e + 1)
+    return elements, ends, x, acc, total, want, n * (n + 1) / 2
+
+
+def test_a_global_kernel_runs_through_parloop():
+    elements, ends, x, acc, total, want, sum_x = _ring_loop()
+    local = op2.Kernel("static void k(const double *x, double *a, double *t) "
+                       "{ a[0] += x[0]; a[1] += 10 * x[0]; *t += x[0]; }", "k",
+                       accesses=(op2.READ, op2.INC, op2.INC))
+    gk = op2.GlobalKernel(local, (op2.DatKernelArg((1,)),
+                                  op2.DatKernelArg((1,), op2.MapKernelArg(2)),
+                                  op2.GlobalKernelArg((1,))))
+    assert gk.name == "wrap_k" and len(gk.zipped_arguments) == 3
+    args = [op2.DatParloopArg(x), op2.DatParloopArg(acc, ends), op2.GlobalParloopArg(total)]
+    loop = op2.Parloop(gk, elements, args)
+    loop()
+    np.testing.assert_array_equal(acc.data_ro, want)
+    assert total.data_ro[0] == sum_x
+    op2.parloop(gk, elements, args)
+    np.testing.assert_array_equal(acc.data_ro, 2 * want)
+    assert total.data_ro[0] == 2 * sum_x
+
+
+def test_global_kernel_and_parloop_misuse():
+    elements, ends, x, acc, total, want, sum_x = _ring_loop()
+    local = op2.CStringLocalKernel("static void k(double *x) { }", "k", accesses=(op2.RW,),
+                                   dtypes=(np.float64,))
+    with pytest.raises(ValueError, match="do not match"):
+        op2.GlobalKernel(local, (op2.DatKernelArg((1,)), op2.GlobalKernelArg((1,))))
+    with pytest.raises(ValueError, match="layer"):
+        op2.GlobalKernel(local, (op2.DatKernelArg((1,)),), pass_layer_arg=True)
+    with pytest.raises(ValueError, match="accesses"):
+        op2.GlobalKernel(op2.Kernel("static void k(double *x) { }", "k"),
+                         (op2.DatKernelArg((1,)),))
+    gk = op2.GlobalKernel(local, (op2.DatKernelArg((1,)),))
+    with pytest.raises(ValueError, match="do not match"):
+        op2.Parloop(gk, elements, [])
+    with pytest.raises(TypeError):
+        op2.Parloop(gk, elements, [op2.GlobalParloopArg(total)])
+    with pytest.raises(exceptions.KernelTypeError):
+        op2.parloop("k", elements)
+
+
+def test_a_passthrough_parloop_arg_takes_the_kernels_type():
+    counter = _Counter(0, 0.0, -1.0)
+    s = op2.Set(5)
+    x = op2.Dat(s ** 1, np.arange(5.0))
+    local = op2.Kernel("""
+typedef struct { long calls; double sum; double last; } Counter;
+static void k(const double *x, Counter *c) { c->calls += 1; c->sum += *x; c->last = *x; }""",
+                       "k", accesses=(op2.READ, op2.RW))
+    gk = op2.GlobalKernel(local, (op2.DatKernelArg((1,)), op2.PassthroughKernelArg()))
+    run = lambda: op2.parloop(gk, s, [op2.DatParloopArg(x),  # noqa: E731
+                                      op2.PassthroughParloopArg(ctypes.addressof(counter))])
+    if not HOST:
+        return _refused(run, "outside its args")
+    run()
+    assert (counter.calls, counter.sum, counter.last) == (5, 10.0, 4.0)
+
+
+def test_a_loopy_kernel_is_compiled_from_loopys_c():
+    lp = pytest.importorskip("loopy")
+    k = lp.make_kernel("{ [i]: 0 <= i < 2 }", "y[i] = 2 * x[i] + y[i]",
+                       [lp.GlobalArg("x", np.float64, (2,)), lp.GlobalArg("y", np.float64, (2,))],
+                       name="axpy", lang_version=(2018, 2))
+    local = op2.LoopyLocalKernel(k, "axpy", accesses=(op2.READ, op2.RW))
+    assert local.dtypes == (np.dtype(np.float64), np.dtype(np.float64))
+    s = op2.Set(3)
+    x = op2.Dat(s ** 2, np.arange(6.0))
+    y = op2.Dat(s ** 2, np.ones(6))
+    op2.par_loop(op2.Kernel(k, "axpy"), s, x(op2.READ), y(op2.RW))
+    np.testing.assert_array_equal(y.data_ro.ravel(), 2 * np.arange(6.0) + 1)

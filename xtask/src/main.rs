@@ -160,8 +160,8 @@ fn nvrtc() -> Option<PathBuf> {
 /// The op2rs Python package: built from `python/` into a venv under `target/` (maturin and
 /// numpy from PyPI), then its pytest suite on every host backend and the CUDA emulator, and
 /// on OpenCL where the driver is there.
-/// The `target/pyenv` virtual environment with maturin, NumPy, pytest, h5py, mpi4py and petsc4py from PyPI and
-/// the op2rs package built from `python/` with MPI: its Python.
+/// The `target/pyenv` virtual environment with maturin, NumPy, pytest, h5py, mpi4py, loopy and petsc4py from
+/// PyPI and the op2rs package built from `python/` with MPI: its Python.
 fn python_env() -> Result<PathBuf, String> {
     let venv = root().join("target/pyenv");
     if !venv.join("bin/python").exists() {
@@ -179,6 +179,9 @@ fn python_env() -> Result<PathBuf, String> {
         "h5py",
         // Its wheel loads the system's Open MPI: the distributed example shares MPI with it.
         "mpi4py",
+        // Today's PyOP2 takes kernels written with loopy (LoopyLocalKernel): the package turns
+        // them into C with loopy's own code generator, and its tests do so.
+        "loopy",
     ]))?;
     install_petsc4py(&py)?;
     run(Command::new(&py)
