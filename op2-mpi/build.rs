@@ -9,8 +9,10 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(scotch_num64)");
     println!("cargo::rustc-check-cfg=cfg(parmetis_idx64)");
     println!("cargo::rustc-check-cfg=cfg(parmetis_real64)");
+    println!("cargo::rustc-check-cfg=cfg(parmetis_scotch)");
     println!("cargo::rerun-if-env-changed=OP2_SCOTCH_INCLUDE");
     println!("cargo::rerun-if-env-changed=OP2_PARMETIS_INCLUDE");
+    println!("cargo::rerun-if-env-changed=OP2_PARMETIS_LIB");
     if std::env::var_os("CARGO_FEATURE_PARMETIS").is_some() {
         parmetis();
     }
@@ -57,9 +59,16 @@ fn wide(text: &str) -> bool {
 }
 
 /// The widths of `idx_t` and `real_t` of the installed `parmetis.h`: PT-Scotch's interface
-/// (whose integers are `SCOTCH_Num` and whose reals are `float`) or ParMETIS's own (whose widths
-/// are `IDXTYPEWIDTH` and `REALTYPEWIDTH` of `metis.h`).
+/// (whose integers are `SCOTCH_Num` and whose reals are `float`; the running library's width
+/// is checked against it) or ParMETIS 4's own (whose widths are `IDXTYPEWIDTH` and
+/// `REALTYPEWIDTH` of `metis.h`). `OP2_PARMETIS_LIB` names the folder of its library.
 fn parmetis() {
+    if let Some(dir) = std::env::var_os("OP2_PARMETIS_LIB") {
+        println!(
+            "cargo::rustc-link-search=native={}",
+            PathBuf::from(dir).display()
+        );
+    }
     let dirs: Vec<PathBuf> = std::env::var_os("OP2_PARMETIS_INCLUDE")
         .map(|d| vec![PathBuf::from(d)])
         .unwrap_or_else(|| {
@@ -82,7 +91,21 @@ fn parmetis() {
     let header = dir.join("parmetis.h");
     println!("cargo::rerun-if-changed={}", header.display());
     let text = std::fs::read_to_string(&header).expect("parmetis.h is readable");
+    // ParMETIS 3 (and PT-Scotch's interface before 6.1) returned nothing from its calls;
+    // op2-mpi reads ParMETIS 4's status.
+    let returns_int = text
+        .lines()
+        .filter_map(|l| l.find("ParMETIS_V3_PartKway").map(|at| &l[..at]))
+        .any(|before| before.contains("int") && !before.contains("void"));
+    if !returns_int {
+        panic!(
+            "{}: not ParMETIS 4's interface (ParMETIS_V3_PartKway returning int); the `parmetis` \
+             feature needs ParMETIS 4 or PT-Scotch's interface (Debian's libscotchparmetis-dev)",
+            header.display()
+        );
+    }
     if text.contains("SCOTCH_ParMETIS") {
+        println!("cargo::rustc-cfg=parmetis_scotch");
         // PT-Scotch's: `SCOTCH_Num` from scotch.h when it was included first, else its own int.
         let scotch = text
             .lines()

@@ -375,9 +375,10 @@ impl JitCompiler {
         build: BuildArgs<'_>,
     ) -> std::io::Result<(std::process::Output, std::path::PathBuf)> {
         let lib = temp_path(self.cache.dir(), "so");
-        let rpaths = build.link.iter().filter_map(|a| {
-            let dir = a.strip_prefix("-L")?;
-            (!dir.is_empty()).then(|| format!("-Wl,-rpath,{dir}"))
+        // `-Xlinker` pairs rather than `-Wl,`, which would split a folder at its commas.
+        let rpaths = build.link.iter().flat_map(|a| match a.strip_prefix("-L") {
+            Some(dir) if !dir.is_empty() => vec!["-Xlinker", "-rpath", "-Xlinker", dir],
+            _ => Vec::new(),
         });
         let out = Command::new(&self.cc)
             .args(flags)

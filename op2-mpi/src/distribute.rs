@@ -156,8 +156,7 @@ impl MeshBuilder {
     /// The partition step without a runtime: this rank's part as plain data. No rank holds more
     /// than its share of the mesh at any point (docs/05-ranks.md), except with
     /// [`Partitioner::Metis`] without the `parmetis` feature, which partitions on rank 0, and the
-    /// input itself when it is
-    /// [`Input::Everywhere`] or [`Input::Root`].
+    /// input itself when it is [`Input::Everywhere`] or [`Input::Root`].
     pub fn distribute(self, comm: &dyn Communicator, options: &Options) -> Result<Distributed> {
         let start = Instant::now();
         let (ranks, rank) = (comm.size(), comm.rank());
@@ -398,7 +397,7 @@ impl MeshBuilder {
         // into one is below, rather than numbered wrongly.
         if let Some(s) = self.sets.iter().find(|s| s.size > i32::MAX as usize) {
             return Err(MpiError::BadDeclaration(format!(
-                "set `{}` has {} elements, past 2^31: too large to plan in one process (partition it across ranks)",
+                "set `{}` has {} elements, 2^31 or more: too large to plan in one process (partition it across ranks)",
                 s.name, s.size
             )));
         }

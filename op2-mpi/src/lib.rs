@@ -1,7 +1,7 @@
 //! op2-rs across ranks: a mesh declared in global numbering is partitioned collectively (METIS
-//! or ParMETIS, PT-Scotch, recursive coordinate bisection or blocks), each rank gets its sets in sections (core | owned |
-//! exec halo | non-exec halo) with halo exchange lists built from the maps, and results come back
-//! in global order; [`Mpi`] gives op2-core's communicator over MPI.
+//! or ParMETIS, PT-Scotch, recursive coordinate bisection or blocks), each rank gets its sets in
+//! sections (core | owned | exec halo | non-exec halo) with halo exchange lists built from the
+//! maps, and results come back in global order; [`Mpi`] gives op2-core's communicator over MPI.
 //!
 //! ```no_run
 //! use op2_mpi::{Input, MeshBuilder, Mpi, Options, Partitioner};

@@ -2,8 +2,9 @@
 //! `extern "C"` layer of our own, on the same distributed graph PT-Scotch gets (each rank the
 //! adjacency of its home block of the target set), so no rank holds the whole graph. Linked only
 //! with the `parmetis` feature, from the library named `parmetis`: on Debian that is PT-Scotch's
-//! ParMETIS interface (`libscotchparmetis-dev`, which partitions with PT-Scotch underneath);
-//! a ParMETIS built from its own sources links the same way.
+//! ParMETIS interface (`libscotchparmetis-dev`, which partitions with PT-Scotch underneath, and
+//! is what the tests run); ParMETIS 4 itself is accepted by the header probe (build.rs), its
+//! library's folder named by `OP2_PARMETIS_LIB` (it may need its METIS linked too).
 
 use crate::error::{MpiError, Result};
 use crate::mesh::{MeshBuilder, block_range};
@@ -74,9 +75,36 @@ mod imp {
     /// ParMETIS's `METIS_OK`.
     const OK: c_int = 1;
 
+    // PT-Scotch's width of its integers, for checking the library against the header (the
+    // ParMETIS interface's library needs PT-Scotch's, so it is there).
+    #[cfg(parmetis_scotch)]
+    #[link(name = "ptscotch")]
+    unsafe extern "C" {
+        fn SCOTCH_numSizeof() -> c_int;
+    }
+
+    /// Whether the linked library's integers are `Idx` wide (PT-Scotch's interface says;
+    /// ParMETIS itself cannot be asked).
+    fn width_checked() -> Result<()> {
+        #[cfg(parmetis_scotch)]
+        {
+            // SAFETY: a plain query of the linked library.
+            let width = unsafe { SCOTCH_numSizeof() } as usize;
+            if width != std::mem::size_of::<Idx>() {
+                return Err(failed(format!(
+                    "the installed PT-Scotch has {}-bit integers, the ParMETIS header said {}-bit: \
+                     rebuild op2-mpi with OP2_PARMETIS_INCLUDE naming the matching parmetis.h",
+                    8 * width,
+                    8 * std::mem::size_of::<Idx>()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     #[link(name = "parmetis")]
     unsafe extern "C" {
-        // ParMETIS 3/4's interface (parmetis.h); PT-Scotch's implements the same call.
+        // ParMETIS 4's interface (parmetis.h); PT-Scotch's implements the same call.
         fn ParMETIS_V3_PartKway(
             vtxdist: *const Idx,
             xadj: *const Idx,
@@ -126,6 +154,7 @@ mod imp {
         // Each array is converted and freed in turn (the graph is this rank's largest holding
         // while ParMETIS runs).
         let local = (move || -> Result<_> {
+            width_checked()?;
             let d = idxs(vtxdist, "vertex")?;
             let x = idxs(xadj, "edge offset")?;
             let a = idxs(adj.into_iter().map(|v| v as usize), "vertex")?;
@@ -145,7 +174,8 @@ mod imp {
             // SAFETY: every array lives across the call and has the length ParMETIS reads
             // (vtxdist ranks + 1, xadj local vertices + 1, adjncy xadj's last, tpwgts nparts,
             // part local vertices, at least one); `raw` is the live world communicator, whose
-            // lock is held for the whole (collective) call.
+            // lock is held for the whole (collective) call. The prototypes take `xadj` and
+            // `adjncy` as mutable, but with `numflag` 0 (C numbering) nothing renumbers them.
             unsafe {
                 ParMETIS_V3_PartKway(
                     vtxdist.as_ptr(),

@@ -35,7 +35,8 @@ class Kernel:
         dirs = tuple(include_dirs or ())
         ldargs, cflags = tuple(_ldargs or ()), tuple(_cflags or ())
         if not all(isinstance(a, str) for a in ldargs + cflags):
-            raise TypeError("ldargs must be strings, not %r" % (ldargs,))
+            raise TypeError("link and compile arguments must be strings, not %r"
+                            % (ldargs + cflags,))
         key = (cls, code, name, dirs, bool(_cpp), ldargs, cflags, bool(_effects), _tag)
         k = _kernels.get(key)
         if k is None:
@@ -53,7 +54,8 @@ class Kernel:
 
     name = property(lambda self: self._name)
     code = property(lambda self: self._code)
-    cache_key = property(lambda self: (self._code, self._name))
+    cache_key = property(lambda self: (self._code, self._name, self._cpp, self._ldargs,
+                                       self._cflags, self._effects))
 
     @property
     def _native(self):

@@ -170,12 +170,8 @@ def _record(kernel, args, native, target, region="all", layer=False):
             if d in viewed:
                 d._used()
     limit = configuration._values["lazy_max_trace_length"]
-    if pending and getattr(kernel, "_runs_now", False):
-        # The kernel acts on what op2-rs does not see (a PETSc object handed through): it runs
-        # now, in the program's order with the calls around it.
-        rt.flush()
-    elif pending and any(a.data.__dict__.get("_vec_open") for a in args
-                         if hasattr(a.data, "__dict__")):
+    if pending and any(a.data.__dict__.get("_vec_open") for a in args
+                       if hasattr(a.data, "__dict__")):
         # A PETSc Vec is open for writing on a Dat of this loop: the loop runs now, so that
         # PETSc's writes before and after it stay on their side of it.
         rt.flush()

@@ -221,8 +221,11 @@ class Subset(Set):
             # column), for loops that go up the columns.
             per = superset._cells_per_column()
             first = np.concatenate(([0], np.cumsum(per)[:-1]))
-            cells = np.concatenate([first[c] + np.arange(per[c]) for c in self._indices]
-                                   or [np.zeros(0, np.int64)])
+            # Each chosen column's cells: its first cell, then one after another.
+            counts = per[self._indices]
+            starts = np.repeat(first[self._indices], counts)
+            steps = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            cells = starts + steps
             self._native_iter = call(rt.decl_subset, superset._native_iter,
                                      cells.astype(np.int32), "%s_subset_layers" % superset.name)
 
@@ -360,7 +363,7 @@ class MixedSet(_Parts):
     total_size = property(lambda self: sum(s.total_size for s in self._sets))
     sizes = property(lambda self: (self.core_size, self.size, self.exec_size, self.total_size))
     name = property(lambda self: tuple(s.name for s in self._sets))
-    layers = property(lambda self: self._sets[0]._layers)
+    layers = property(lambda self: self._sets[0].layers)
 
     @property
     def halo(self):

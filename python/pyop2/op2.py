@@ -189,17 +189,19 @@ class ExtrudedSet(_ExtrudedSet):
             super().__init__(parent, layers)
 
     def _declare_per_entity(self, parent, layers):
-        try:
-            extents = np.asarray(layers, dtype=IntType).reshape(-1, 2)
-        except (TypeError, ValueError, OverflowError):
-            raise SizeTypeError("layers per entity are an (n, 2) array of ints") from None
-        if np.ndim(layers) != 2 or len(extents) != parent.total_size:
+        if not isinstance(parent, _Set) or isinstance(parent, _ExtrudedSet):
+            raise TypeError("Parent must be a Set")
+        given = np.asarray(layers)
+        if given.size and not np.issubdtype(given.dtype, np.integer):
+            raise SizeTypeError("layers per entity are ints, not %s" % given.dtype)
+        if given.shape != (parent.total_size, 2):
             raise SizeTypeError("layers per entity: %d rows of [start, stop] for %d entities, "
                                 "not shape %s" % (parent.total_size, parent.total_size,
-                                                  np.shape(layers)))
-        if len(extents) and (extents[:, 0].min() < 0 or (extents[:, 1] - extents[:, 0]).min() < 2):
-            raise SizeTypeError("layers per entity: each [start, stop] needs 0 <= start and "
-                                "stop - start > 1 (at least one cell)")
+                                                  given.shape))
+        extents = given.astype(IntType)
+        if len(extents) and (extents[:, 0].min() < 0 or (extents[:, 1] - extents[:, 0]).min() < 1):
+            raise SizeTypeError("layers per entity: each [start, stop] needs 0 <= start < stop "
+                                "(stop - start - 1 cells)")
         self._declare(parent, extents, extents[:, 1] - extents[:, 0])
 
     @property
@@ -221,6 +223,11 @@ class ExtrudedSet(_ExtrudedSet):
             raise ValueError("an ExtrudedSet with layers per entity has no one number of "
                              "layers: see layers_array")
         return self._layers
+
+    def __str__(self):
+        if self.constant_layers:
+            return super().__str__()
+        return "OP2 ExtrudedSet: %s with size %s and layers per entity" % (self._name, self.size)
 
     def _layer_starts(self):
         """Each entity's first layer (None when every column starts at 0)."""
@@ -796,13 +803,12 @@ class Kernel(_Kernel):
     def _wrapping(cls, source, name, kernel, ldargs, cflags, effects):
         """A kernel the package writes around ``kernel`` (C or C++ as it is), compiled with
         ``cflags`` and linked with ``ldargs``; with ``effects`` it acts on state outside its
-        args (its loops run element after element, on one thread, when they are made)."""
+        args (op2-rs runs its loops element after element, on one thread, when they are
+        made)."""
         k = _Kernel.__new__(cls, source, name, None, None, _cpp=kernel._cpp, _ldargs=ldargs,
                             _cflags=cflags, _effects=effects)
         k._flop_count = getattr(kernel, "_flop_count", None)
         k._written_code = None
-        # Acting on objects op2-rs does not see, its loops run as they are recorded.
-        k._runs_now = effects
         return k
 
     def __init__(self, *args, **kwargs):

@@ -123,9 +123,7 @@ class Parloop:
                 # The C type the kernel declares for it.
                 if declared is None:
                     declared = wrappers.params_of(self.local_kernel, "PassthroughParloopArg")
-                text, name = declared[i]
-                ctype = text[:text.rfind(name)].strip()
-                out.append(PassthroughArg(OpaqueType(ctype), arg.data))
+                out.append(PassthroughArg(OpaqueType(wrappers.c_type(*declared[i])), arg.data))
         return out
 
     def __call__(self):

@@ -23,7 +23,8 @@ from .datatypes import OpaqueType
 __all__ = ["PassthroughArg", "lower"]
 
 # C types of PETSc's own: a kernel taking one needs PETSc's headers.
-_PETSC_OPAQUE = re.compile(r"^(Petsc\w*|Mat|Vec|IS|KSP|PC|SNES|TS|DM\w*|Tao|SF|\w+Type)$")
+_PETSC_OPAQUE = re.compile(r"^(Petsc\w*|Mat\w*|Vec\w*|IS\w*|KSP\w*|PC\w*|SNES\w*|TS\w*|DM\w*"
+                           r"|Tao\w*)\s*\**$")
 
 
 class PassthroughArg:
@@ -99,8 +100,9 @@ def lower(kernel, args, kernel_type):
     if len(declared) < len(args):
         raise TypeError("kernel %s takes %d parameters, the loop passes %d args"
                         % (kernel.name, len(declared), len(args)))
-    petsc = _petsc_build_args()
     needs_petsc = [args[i].type.name for i in where if _PETSC_OPAQUE.match(args[i].type.name)]
+    # PETSc's headers only for PETSc's types: a user's own types need nothing more.
+    petsc = _petsc_build_args() if needs_petsc else None
     if needs_petsc and petsc is None:
         raise ImportError("PassthroughArg of %s: compiling a kernel that takes PETSc's types "
                           "needs PETSc's headers, found through petsc4py; install petsc4py"

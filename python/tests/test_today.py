@@ -677,7 +677,19 @@ def test_layers_per_entity_without_the_layer_and_misuse():
     op2.par_loop(k, columns, out(op2.INC, to_cell))
     np.testing.assert_array_equal(out.data_ro, np.ones(6))
     with pytest.raises(exceptions.SizeTypeError):
-        op2.ExtrudedSet(base, np.array([[0, 3], [2, 3], [1, 5]]))  # a column without cells
+        op2.ExtrudedSet(base, np.array([[0, 3], [2, 2], [1, 5]]))  # a column without nodes
+    with pytest.raises(exceptions.SizeTypeError):
+        op2.ExtrudedSet(base, np.array([[0, 3], [2, 4], [1, 5]]) + 0.5)  # not ints
+    with pytest.raises(TypeError):
+        op2.ExtrudedSet("base", np.array([[0, 3], [2, 4], [1, 5]]))
+    # A column of one node layer has no cells: loops skip it.
+    empty = op2.ExtrudedSet(base, np.array([[0, 3], [2, 3], [1, 5]]))
+    nodes = op2.Set(2 + 0 + 3)
+    count = op2.Dat(nodes ** 1, np.zeros(5))
+    k2 = op2.Kernel("static void k(double *o, int layer) { o[0] += 1 + layer; }", "k")
+    op2.par_loop(k2, empty, count(op2.INC, op2.Map(empty, nodes, 1, [[0], [2], [2]],
+                                                    offset=[1])), pass_layer_arg=True)
+    np.testing.assert_array_equal(count.data_ro, [1, 2, 2, 3, 4])
     with pytest.raises(exceptions.SizeTypeError):
         op2.ExtrudedSet(base, np.array([[0, 3], [2, 4]]))  # a row short
     with pytest.raises(exceptions.SizeTypeError):

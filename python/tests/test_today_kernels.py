@@ -218,3 +218,23 @@ def test_a_loopy_kernel_is_compiled_from_loopys_c():
     y = op2.Dat(s ** 2, np.ones(6))
     op2.par_loop(op2.Kernel(k, "axpy"), s, x(op2.READ), y(op2.RW))
     np.testing.assert_array_equal(y.data_ro.ravel(), 2 * np.arange(6.0) + 1)
+
+
+def test_a_passthrough_over_layers_per_entity_keeps_to_element_order():
+    """A handed-through counter and the layer over columns starting above 0: both wrappers
+    keep the loop in element order on one thread, run at once; the parameter named like the
+    kernel does not hide it."""
+    counter = _Counter(0, 0.0, -1.0)
+    base = op2.Set(2)
+    columns = op2.ExtrudedSet(base, np.array([[1, 3], [0, 4]], dtype=np.int32))
+    k = op2.Kernel("""
+typedef struct { long calls; double sum; double last; } Counter;
+static void layer(Counter *c, int layer) { c->calls += 1; c->sum += layer; c->last = layer; }""",
+                   "layer")
+    arg = op2.PassthroughArg(op2.OpaqueType("Counter *"), ctypes.addressof(counter))
+    run = lambda: op2.par_loop(k, columns, arg, pass_layer_arg=True)  # noqa: E731
+    if not HOST:
+        return _refused(run, "outside its args")
+    run()
+    # Column 0: layer 1; column 1: layers 0, 1, 2 (the last one seen).
+    assert (counter.calls, counter.sum, counter.last) == (4, 4.0, 2.0)

@@ -7,6 +7,7 @@ use crate::model::names::is_c_identifier;
 use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -134,10 +135,14 @@ impl Kernel {
     /// `Kernel(..., ldargs=[...])`): `-lNAME`, `-L/dir`, `-Wl,...`, or a library's path, given to
     /// the compiler after the generated source. Each `-L` folder is also the library's run-time
     /// search path (`-Wl,-rpath`), so that the libraries found there at link time are found
-    /// again when the loop's code is loaded. The host backends (seq, openmp) run such kernels;
-    /// the device backends refuse them (`Op2Error::Unsupported`): a device's code links nothing.
-    /// Fused loops link with every part's arguments. An empty argument, or one holding a NUL
-    /// byte, is refused (`Op2Error::LinkArgs`). A new kernel (its own id).
+    /// again when the loop's code is loaded; a relative `-L` (or `-I`) folder is made absolute
+    /// here, from the current folder. The arguments are part of the compiled code's cache key,
+    /// the libraries' contents are not (a library rebuilt under the same name is not noticed
+    /// by code already compiled, as with any shared library). The host backends (seq, openmp)
+    /// run such kernels; the device backends refuse them (`Op2Error::Unsupported`): a device's
+    /// code links nothing. Loops linked differently are not fused. An empty argument, one
+    /// holding a NUL byte, or a bare `-L` (its folder in the next argument) is refused
+    /// (`Op2Error::LinkArgs`). A new kernel (its own id).
     pub fn with_link_args<I, S>(self, args: I) -> Result<Self>
     where
         I: IntoIterator<Item = S>,
@@ -157,8 +162,10 @@ impl Kernel {
     /// include a library's headers (a PETSc `Mat` handed through, today's PyOP2's
     /// `PassthroughArg`), usually with [`Kernel::with_link_args`]. The host backends (seq,
     /// openmp) run such kernels; the device backends refuse them (`Op2Error::Unsupported`).
-    /// Fused loops are compiled with every part's arguments. An empty argument, or one holding
-    /// a NUL byte, is refused (`Op2Error::LinkArgs`). A new kernel (its own id).
+    /// Loops compiled with different arguments are not fused. Headers' contents are not part
+    /// of the compiled code's cache key (the arguments are): after changing a header, clear
+    /// the cache (`OP2_CACHE_DIR`). Refused as [`Kernel::with_link_args`] refuses. A new kernel
+    /// (its own id).
     pub fn with_compile_args<I, S>(self, args: I) -> Result<Self>
     where
         I: IntoIterator<Item = S>,
@@ -176,10 +183,14 @@ impl Kernel {
 
     /// This kernel acting on host state outside its args (a C pointer handed through in a
     /// Global, today's PyOP2's `PassthroughArg`: a PETSc `Mat` it calls `MatSetValues` on, a
-    /// counter), which the runtime cannot see: its loops call it once per element, in element
-    /// order, on one host thread (no SIMD batches, no threads), are not fused or tiled with
-    /// other loops, and the device backends refuse them (`Op2Error::Unsupported`). A new
-    /// kernel (its own id).
+    /// counter), which the runtime cannot see: its loops run when they are recorded (lazy
+    /// runtimes too: nothing else would force them before the program reads that state), call
+    /// it once per element, in element order, on one host thread (no SIMD batches, no
+    /// threads), are not fused or tiled with other loops, and the device backends refuse them
+    /// (`Op2Error::Unsupported`). Across MPI ranks each rank runs its own elements (its core
+    /// ones first) and the exec-halo elements it shares with a neighbour, so an element near a
+    /// rank boundary may act on two ranks' state; a checkpointed run replaying to its backup
+    /// point skips the loops before it, and their effects with them. A new kernel (its own id).
     pub fn with_host_effects(self) -> Self {
         self.changed(|k| k.host_effects = true)
     }
@@ -201,17 +212,34 @@ impl Kernel {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let args: Vec<String> = args.into_iter().map(Into::into).collect();
-        match args
-            .iter()
-            .find(|a| a.trim().is_empty() || a.contains('\0'))
-        {
-            Some(bad) => Err(Op2Error::LinkArgs {
-                kernel: self.name().into(),
-                reason: format!("{bad:?} is empty or holds a NUL byte"),
-            }),
-            None => Ok(args),
-        }
+        let bad = |reason: String| Op2Error::LinkArgs {
+            kernel: self.name().into(),
+            reason,
+        };
+        args.into_iter()
+            .map(Into::into)
+            .map(|a: String| {
+                if a.trim().is_empty() || a.contains('\0') {
+                    return Err(bad(format!("{a:?} is empty or holds a NUL byte")));
+                }
+                if a == "-L" || a == "-I" {
+                    return Err(bad(format!(
+                        "{a:?} without its folder: write the folder in the same argument ({a}/dir)"
+                    )));
+                }
+                // A folder relative to where the program runs now: made absolute, so that the
+                // compiled code's cache key and run-time search path do not depend on where a
+                // later program runs from.
+                match (a.get(..2), a.get(2..)) {
+                    (Some(flag @ ("-L" | "-I")), Some(dir)) if Path::new(dir).is_relative() => {
+                        let here = std::env::current_dir()
+                            .map_err(|e| bad(format!("{a:?}: the current folder: {e}")))?;
+                        Ok(format!("{flag}{}", here.join(dir).display()))
+                    }
+                    _ => Ok(a),
+                }
+            })
+            .collect()
     }
 
     /// This kernel built the way `like` is (C++ when it is, compiled and linked with its
@@ -558,6 +586,15 @@ fn parse_bound(literal: &str) -> Option<usize> {
     }
 }
 
+/// Appends `more` to `args`, each argument once, in order.
+fn add_args(args: &mut Vec<String>, more: &[String]) {
+    for a in more {
+        if !args.contains(a) {
+            args.push(a.clone());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -614,14 +651,5 @@ mod tests {
             Kernel::new("1k", "void k() {}"),
             Err(Op2Error::InvalidIdentifier { .. })
         ));
-    }
-}
-
-/// Appends `more` to `args`, each argument once, in order.
-fn add_args(args: &mut Vec<String>, more: &[String]) {
-    for a in more {
-        if !args.contains(a) {
-            args.push(a.clone());
-        }
     }
 }

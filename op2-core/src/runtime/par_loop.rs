@@ -238,7 +238,9 @@ impl Runtime {
         Ok((sig, prepared))
     }
 
-    /// The recorded loop as steps in the lazy graph; run now when the runtime is eager.
+    /// The recorded loop as steps in the lazy graph; run now when the runtime is eager, or when
+    /// its kernel acts on host state outside its args ([`Kernel::with_host_effects`]: nothing
+    /// the runtime sees would force it before the program looks at that state).
     fn record_steps(&self, record: &Arc<LoopRecord>, kernel: &str) -> Result<LoopHandle> {
         self.shared.recorded.fetch_add(1, Ordering::Relaxed);
         let steps = {
@@ -256,7 +258,7 @@ impl Runtime {
         };
         let nodes = self.push_steps(steps);
         let handle = LoopHandle::new(&self.shared, kernel, nodes);
-        if !self.shared.config.lazy {
+        if !self.shared.config.lazy || record.sig.kernel.has_host_effects() {
             self.flush()?;
         }
         Ok(handle)

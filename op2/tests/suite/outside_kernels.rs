@@ -73,10 +73,12 @@ fn a_linked_kernel_runs_direct_and_fused_with_c_kernels() {
         .decl_dat(&s, 1, (0..n).map(|i| i as f64).collect::<Vec<_>>(), "x")
         .unwrap();
     let total = rt.decl_global(1, &[0.0f64], "total").unwrap();
-    // A C loop, the linked one, a C one again: a lazy chain the graph may fuse (the fused
-    // kernel is linked with the library too).
+    // A C loop, the linked one, another linked the same way: a lazy chain whose linked loops
+    // the graph fuses into one unit linked with the library (a C loop and a linked one it
+    // does not fuse: they are linked differently).
     let twice = Kernel::new("twice", "void twice(double *x) { *x *= 2; }").unwrap();
     rt.par_loop(&twice, &s, [x.arg(RW)]).unwrap();
+    let before = rt.lazy_stats();
     let k = linked(
         dir.path(),
         "scale",
@@ -88,10 +90,14 @@ fn a_linked_kernel_runs_direct_and_fused_with_c_kernels() {
         return refused(r);
     }
     r.unwrap();
-    let plus = Kernel::new("plus", "void plus(double *x) { *x += 1; }").unwrap();
+    let plus = linked(dir.path(), "plus", "void plus(double *x) { *x += 1; }");
     rt.par_loop(&plus, &s, [x.arg(RW)]).unwrap();
     let want: Vec<f64> = (0..n).map(|i| 3.0 * (2.0 * i as f64) + 2.0).collect();
     assert_eq!(x.to_vec().unwrap(), want);
+    // The two linked loops ran as one (a fused unit that failed to build would have run them
+    // apart, unseen but for this count), the C loop on its own.
+    let after = rt.lazy_stats();
+    assert_eq!(after.chain_fusions - before.chain_fusions, 1, "{after:?}");
     let sum: f64 = (0..n).map(|i| 3.0 * (2.0 * i as f64) + 1.0).sum();
     assert_eq!(total.value().unwrap(), [sum]);
 }
@@ -222,7 +228,7 @@ fn a_kernel_without_its_libraries_fails_and_does_not_share_the_linked_code() {
 
 #[test]
 fn link_arguments_no_linker_takes_are_refused() {
-    for bad in ["", "  ", "-lfoo\0bar"] {
+    for bad in ["", "  ", "-lfoo\0bar", "-L", "-I"] {
         let r = Kernel::new("k", "void k(double *x) { }")
             .unwrap()
             .with_link_args([bad]);
@@ -237,6 +243,26 @@ fn link_arguments_no_linker_takes_are_refused() {
     assert_eq!(again.link_args(), ["-lm", "-ldl"]);
     assert_ne!(again.id(), k.id());
     assert!(k.link_args().is_empty());
+    // Relative folders are made absolute from the current one (the cache key and the run-time
+    // search path must not depend on where a later program runs).
+    let here = std::env::current_dir().unwrap();
+    let rel = k
+        .clone()
+        .with_link_args(["-Llibs", "-lfoo"])
+        .unwrap()
+        .with_compile_args(["-Iinclude", "-DX=1"])
+        .unwrap();
+    assert_eq!(
+        rel.link_args(),
+        [format!("-L{}", here.join("libs").display()), "-lfoo".into()]
+    );
+    assert_eq!(
+        rel.compile_args(),
+        [
+            format!("-I{}", here.join("include").display()),
+            "-DX=1".into()
+        ]
+    );
 }
 
 #[test]

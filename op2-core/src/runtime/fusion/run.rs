@@ -61,9 +61,12 @@ impl FusionWork<'_> {
         if a.has_host_effects() || b.has_host_effects() {
             return false;
         }
+        // Nor are loops linked differently fused: two libraries may define one symbol, which
+        // one unit would bind once for both.
         if first.record.set.id() != cand.record.set.id()
             || a.is_cpp() != b.is_cpp()
             || a.compile_args() != b.compile_args()
+            || a.link_args() != b.link_args()
             || first.range != cand.range
             || first.part != cand.part
             || !same_target
