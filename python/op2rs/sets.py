@@ -232,6 +232,21 @@ class Subset(Set):
     superset = property(lambda self: self._superset)
     indices = property(lambda self: self._indices)
 
+    def _region_cells(self, region):
+        """Of a subset of an extruded set's columns: the runtime's subset of the bottom
+        (``region`` "bottom") or top ("top") cell of each chosen column that has cells, made
+        once, for loops over those cells alone."""
+        made = self.__dict__.setdefault("_regions", {})
+        if region not in made:
+            per = self._superset._cells_per_column()
+            first = np.concatenate(([0], np.cumsum(per)[:-1]))
+            chosen = self._indices[per[self._indices] > 0]
+            cells = first[chosen] + (per[chosen] - 1 if region == "top" else 0)
+            made[region] = call(current().decl_subset, self._superset._native_iter,
+                                cells.astype(np.int32),
+                                "%s_subset_%s" % (self._superset.name, region))
+        return made[region]
+
     def __pow__(self, dim):
         raise NotImplementedError("Deriving a DataSet from a Subset is unsupported")
 

@@ -924,6 +924,12 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
     if region != "all" or pass_layer_arg:
         # Every region runs layer by layer, whatever the args; so does a loop given the layer.
         target = iterset._native_iter
+    if region in ("bottom", "top") and isinstance(iterset, Subset) and not any(
+            isinstance(a.data, _Mat) for a in args):
+        # Over some columns, the bottom (top) region is those columns' bottom (top) cells:
+        # op2-rs's regions take the extruded set itself, a loop over chosen cells does this.
+        # (Matrices' boundary masks apply to a region itself, so those loops keep it.)
+        target, region = iterset._region_cells(region), "all"
     _record(kernel, args, native, target, region, bool(pass_layer_arg))
     loop = ParLoop.__new__(ParLoop)
     loop.kernel, loop.iterset, loop.args, loop._ready = kernel, iterset, args, None

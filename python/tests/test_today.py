@@ -719,3 +719,33 @@ def test_composed_map_over_layers_per_entity():
     np.testing.assert_array_equal(dat_c.data_ro, np.arange(8.0))
     with pytest.raises(NotImplementedError, match="other layers"):
         op2.ComposedMap(map_a0, op2.Map(set_c, set_a, 1, values=[0, 2]))
+
+
+@pytest.mark.parametrize("per_entity", [False, True])
+@pytest.mark.parametrize("region", [op2.ON_BOTTOM, op2.ON_TOP])
+def test_bottom_and_top_over_a_subset_of_columns(per_entity, region):
+    """The bottom (top) cells of some columns, with and without layers per entity and the
+    layer, against the same region over every column restricted to those columns."""
+    base = op2.Set(4)
+    layers = np.array([[0, 3], [1, 4], [0, 5], [2, 4]]) if per_entity else 4
+    columns = op2.ExtrudedSet(base, layers)
+    per = (layers[:, 1] - layers[:, 0] - 1) if per_entity else np.full(4, 3)
+    first = np.concatenate(([0], np.cumsum(per)[:-1]))
+    cells = op2.Set(int(per.sum()))
+    to_cell = op2.Map(columns, cells, 1, [[f] for f in first], offset=[1])
+    k = op2.Kernel("static void k(double *o, int layer) { o[0] = 100 + layer; }", "k")
+    whole = op2.Dat(cells ** 1, np.zeros(cells.size))
+    op2.par_loop(k, columns, whole(op2.WRITE, to_cell), pass_layer_arg=True,
+                 iteration_region=region)
+    chosen = [1, 3]
+    some = op2.Dat(cells ** 1, np.zeros(cells.size))
+    op2.par_loop(k, op2.Subset(columns, chosen), some(op2.WRITE, to_cell), pass_layer_arg=True,
+                 iteration_region=region)
+    extents = layers if per_entity else np.tile([0, 4], (4, 1))
+    want = np.zeros(cells.size)
+    for c in chosen:
+        top = region == op2.ON_TOP
+        at = first[c] + (per[c] - 1 if top else 0)
+        want[at] = 100 + (extents[c, 1] - 2 if top else extents[c, 0])
+        assert whole.data_ro[at] == want[at]
+    np.testing.assert_array_equal(some.data_ro, want)
