@@ -2,10 +2,11 @@
 every call of a loop's kernel as it is, typed as an ``OpaqueType``. op2-rs's loops take data
 arguments only, so a loop with such args runs a kernel written around the user's: the handles
 travel as one-value ``uint64`` Globals read by every element, and the wrapper casts each back to
-its C type before calling the user's kernel. With petsc4py installed the wrapper is compiled with
-PETSc's headers (``#include <petsc.h>``, as today's PyOP2 compiles every kernel) and linked with
-its library, so that kernels may call PETSc (``MatSetValues`` on a handed-through ``Mat``). Such
-loops run on the host backends (seq, openmp); the device backends refuse them."""
+its C type before calling the user's kernel. When a handed-through type is PETSc's (``Mat``,
+``Vec``, ...), the wrapper is compiled with PETSc's headers (``#include <petsc.h>``, found through
+petsc4py) and linked with its library, so that kernels may call PETSc (``MatSetValues`` on a
+handed-through ``Mat``). Such loops run at once, element after element on one thread, on the
+host backends (seq, openmp); the device backends refuse them."""
 
 import os
 import re
@@ -62,11 +63,16 @@ def _petsc_build_args():
         root = os.path.join(config["PETSC_DIR"], config.get("PETSC_ARCH") or "")
         variables = {}
         path = os.path.join(root, "lib", "petsc", "conf", "petscvariables")
-        with open(path) as f:
-            for line in f:
-                key, eq, value = line.partition("=")
-                if eq:
-                    variables[key.strip()] = value.strip()
+        try:
+            with open(path) as f:
+                for line in f:
+                    key, eq, value = line.partition("=")
+                    if eq:
+                        variables[key.strip()] = value.strip()
+        except OSError as e:
+            raise RuntimeError("PassthroughArg: PETSc's build variables, for its headers and "
+                               "library, were not found where petsc4py says PETSc is (%s)" % e
+                               ) from None
         cflags = shlex.split(variables.get("PETSC_CC_INCLUDES", ""))
         cflags += [f for f in _mpi_compile_args() if f not in cflags]
         libs = shlex.split(variables.get("PETSC_LIB_BASIC", "-lpetsc"))
