@@ -9,7 +9,7 @@
 use crate::error::{MpiError, Result};
 use crate::mesh::{MeshBuilder, block_range};
 use crate::mpi_comm::MpiCommunicator;
-use crate::setup::sum_u64;
+use crate::ptscotch::{ToCut, to_cut};
 use op2_core::comm::Communicator;
 
 fn failed(reason: impl Into<String>) -> MpiError {
@@ -30,22 +30,17 @@ pub(crate) fn partition(
     map: usize,
     parts: usize,
 ) -> Result<Option<Vec<u32>>> {
-    let (ranks, rank) = (comm.size(), comm.rank());
+    let ranks = comm.size();
     let n = b.sets[b.maps[map].to].size;
     // The same choice on every rank: it depends on the set's size only.
     let on_mpi = comm.as_any().is_some_and(|a| a.is::<MpiCommunicator>());
     if !cfg!(feature = "parmetis") || !on_mpi || n < ranks {
         return Ok(None);
     }
-    let home = block_range(n, ranks, rank);
-    if parts <= 1 {
-        return Ok(Some(vec![0; home.len()]));
-    }
-    let (xadj, adj) = crate::ptscotch::home_graph(b, comm, map)?;
-    // An edgeless graph (every row reaches one target) is cut nowhere: home blocks do.
-    if sum_u64(comm, adj.len() as u64)? == 0 {
-        return Ok(Some(vec![rank as u32; home.len()]));
-    }
+    let (xadj, adj) = match to_cut(b, comm, map, parts)? {
+        ToCut::Parts(parts) => return Ok(Some(parts)),
+        ToCut::Graph(xadj, adj) => (xadj, adj),
+    };
     // Where each rank's home block starts, and the end.
     let mut vtxdist: Vec<usize> = (0..ranks).map(|r| block_range(n, ranks, r).start).collect();
     vtxdist.push(n);

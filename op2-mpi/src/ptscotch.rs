@@ -134,6 +134,35 @@ fn offsets(len: usize, vertices: impl Iterator<Item = usize>) -> Vec<usize> {
     xadj
 }
 
+/// What a distributed graph partitioner (PT-Scotch, ParMETIS) is handed: this rank's home
+/// block of the graph, or its parts already when there is nothing to cut.
+pub(crate) enum ToCut {
+    /// The home block's adjacency ([`home_graph`]).
+    Graph(Vec<usize>, Vec<u64>),
+    /// The home block's parts: one part, or a graph without edges anywhere (cut nowhere: home
+    /// blocks do).
+    Parts(Vec<u32>),
+}
+
+/// [`ToCut`] of `map`'s graph into `parts` parts (collective; the same choice on every rank).
+pub(crate) fn to_cut(
+    b: &MeshBuilder,
+    comm: &dyn Communicator,
+    map: usize,
+    parts: usize,
+) -> Result<ToCut> {
+    let rank = comm.rank();
+    let home = block_range(b.sets[b.maps[map].to].size, comm.size(), rank);
+    if parts <= 1 {
+        return Ok(ToCut::Parts(vec![0; home.len()]));
+    }
+    let (xadj, adj) = home_graph(b, comm, map)?;
+    if sum_u64(comm, adj.len() as u64)? == 0 {
+        return Ok(ToCut::Parts(vec![rank as u32; home.len()]));
+    }
+    Ok(ToCut::Graph(xadj, adj))
+}
+
 /// PT-Scotch's parts of this rank's home block of `map`'s target set, into `parts` parts.
 pub(crate) fn partition(
     b: &MeshBuilder,
@@ -141,20 +170,13 @@ pub(crate) fn partition(
     map: usize,
     parts: usize,
 ) -> Result<Vec<u32>> {
-    let rank = comm.rank();
-    let home = block_range(b.sets[b.maps[map].to].size, comm.size(), rank);
-    if parts <= 1 {
-        return Ok(vec![0; home.len()]);
-    }
-    if !cfg!(feature = "ptscotch") {
+    if parts > 1 && !cfg!(feature = "ptscotch") {
         return imp::partition(comm, vec![0], Vec::new(), parts);
     }
-    let (xadj, adj) = home_graph(b, comm, map)?;
-    // An edgeless graph (every row reaches one target) is cut nowhere: home blocks do.
-    if sum_u64(comm, adj.len() as u64)? == 0 {
-        return Ok(vec![rank as u32; home.len()]);
+    match to_cut(b, comm, map, parts)? {
+        ToCut::Parts(parts) => Ok(parts),
+        ToCut::Graph(xadj, adj) => imp::partition(comm, xadj, adj, parts),
     }
-    imp::partition(comm, xadj, adj, parts)
 }
 
 #[cfg(feature = "ptscotch")]

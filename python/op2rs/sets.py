@@ -74,6 +74,11 @@ class Set:
         """How many cells each column holds (a Set extruded with ``layers=``)."""
         return np.full(self.total_size, (self._layers or 1) - 1, dtype=np.int64)
 
+    def _columns(self):
+        """Each column's cell count and first cell (cells numbered column by column)."""
+        per = self._cells_per_column()
+        return per, np.concatenate(([0], np.cumsum(per)[:-1]))
+
     core_size = property(lambda self: self._native.sizes[0])
     size = property(lambda self: self._native.size)
     exec_size = property(lambda self: self._native.exec_size)
@@ -219,8 +224,7 @@ class Subset(Set):
         if superset._native_iter is not None:
             # Of an extruded set: every layer's cell of the chosen columns (numbered column by
             # column), for loops that go up the columns.
-            per = superset._cells_per_column()
-            first = np.concatenate(([0], np.cumsum(per)[:-1]))
+            per, first = superset._columns()
             # Each chosen column's cells: its first cell, then one after another.
             counts = per[self._indices]
             starts = np.repeat(first[self._indices], counts)
@@ -238,8 +242,7 @@ class Subset(Set):
         once, for loops over those cells alone."""
         made = self.__dict__.setdefault("_regions", {})
         if region not in made:
-            per = self._superset._cells_per_column()
-            first = np.concatenate(([0], np.cumsum(per)[:-1]))
+            per, first = self._superset._columns()
             chosen = self._indices[per[self._indices] > 0]
             cells = first[chosen] + (per[chosen] - 1 if region == "top" else 0)
             made[region] = call(current().decl_subset, self._superset._native_iter,
