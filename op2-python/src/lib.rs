@@ -1033,6 +1033,8 @@ fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<mixed::PyMixedDat>()?;
     m.add_function(wrap_pyfunction!(mixed::decl_mixed_set, m)?)?;
     m.add_function(wrap_pyfunction!(mixed::decl_mixed_map, m)?)?;
+    m.add_function(wrap_pyfunction!(mixed::decl_component_map, m)?)?;
+    m.add_function(wrap_pyfunction!(mixed::mixed_map_flat, m)?)?;
     m.add_function(wrap_pyfunction!(la::mixed_sparsity, m)?)?;
     m.add_function(wrap_pyfunction!(la::solve_mixed, m)?)?;
     m.add("Op2Failure", m.py().get_type::<Op2Failure>())?;

@@ -143,6 +143,32 @@ pub(crate) fn decl_mixed_set(
     })
 }
 
+/// `map` (into component `c` of `to`) as a map into `to`'s flat set: the maps through which a
+/// loop assembles block `(c, _)` (or `(_, c)`) of a matrix on mixed spaces.
+#[pyfunction]
+pub(crate) fn decl_component_map(
+    rt: &crate::PyRuntime,
+    to: &PyMixedSet,
+    c: usize,
+    map: &PyMap,
+    name: &str,
+) -> PyResult<PyMap> {
+    Ok(PyMap {
+        map: rt
+            .rt
+            .decl_component_map(&to.set, c, &map.map, name)
+            .map_err(fail)?,
+    })
+}
+
+/// The mixed map's components as one map into the flat set of its mixed set.
+#[pyfunction]
+pub(crate) fn mixed_map_flat(map: &PyMixedMap) -> PyMap {
+    PyMap {
+        map: map.map.flat().clone(),
+    }
+}
+
 #[pyfunction]
 pub(crate) fn decl_mixed_map(
     rt: &crate::PyRuntime,

@@ -38,6 +38,8 @@ __all__ = [
     "MixedDat",
     "decl_mixed_set",
     "decl_mixed_map",
+    "decl_component_map",
+    "mixed_map_flat",
     "mixed_sparsity",
     "solve_mixed",
     "Op2Failure",
@@ -487,6 +489,8 @@ def decl_mixed_set(rt: PyRuntime, sets: Sequence[Set], name: str) -> MixedSet: .
 def decl_mixed_map(
     rt: PyRuntime, to: MixedSet, maps: Sequence[Map], name: str
 ) -> MixedMap: ...
+def decl_component_map(rt: PyRuntime, to: MixedSet, c: int, map: Map, name: str) -> Map: ...
+def mixed_map_flat(map: MixedMap) -> Map: ...
 def mixed_sparsity(
     rows: MixedMap, cols: MixedMap, name: str, dims: tuple[int, int] = ...
 ) -> Sparsity:

@@ -9,9 +9,10 @@ from . import _op2
 from . import petsc as _petsc
 from .access import MAT_MODES
 from .data import Dat, MixedDat
-from .exceptions import (DataSetTypeError, DatTypeError, MapTypeError, MapValueError,
-                         MatTypeError, ModeValueError, NameTypeError, SparsityTypeError, call)
-from .maps import Map, MapPath, MixedMap
+from .exceptions import (DataSetTypeError, DatTypeError, IndexValueError, MapTypeError,
+                         MapValueError, MatTypeError, ModeValueError, NameTypeError,
+                         SparsityTypeError, call)
+from .maps import Map, MapPath, MixedMap, component_native
 from .parloop import Arg
 from .runtime import current, fresh_name, on_exit
 from .sets import DataSet, MixedDataSet, MixedSet, Set
@@ -96,7 +97,7 @@ class Sparsity:
         # PyOP2 de-duplicates and sorts the pairs.
         self._maps = _unique_sorted(pairs)
         self._name = fresh_name("sparsity", name)
-        self._blocks = None
+        self._block_cache = None
         self._built = None
 
     def _build_mixed(self, dsets, maps, name):
@@ -112,14 +113,22 @@ class Sparsity:
         if None in as_mixed:
             raise DataSetTypeError("Sparsity dsets must be Sets, DataSets or mixed ones")
         rows, cols = as_mixed
-        if isinstance(maps, (Map, MixedMap)):
-            maps = (maps, maps)
-        if not (isinstance(maps, (tuple, list)) and len(maps) == 2
-                and all(isinstance(m, (Map, MixedMap)) for m in maps)):
-            raise MapTypeError("a mixed Sparsity needs a MixedMap or a (rows, columns) pair")
-        mixed_maps = tuple(_as_mixed_map(m) for m in maps)
-        if mixed_maps[0].iterset is not mixed_maps[1].iterset:
-            raise RuntimeError("Iterset of both maps in a pair must be the same")
+        if isinstance(maps, dict):
+            mixed_maps, blocks = None, _block_pairs(maps, rows, cols)
+        else:
+            if isinstance(maps, (Map, MixedMap)):
+                maps = (maps, maps)
+            if not (isinstance(maps, (tuple, list)) and len(maps) == 2
+                    and all(isinstance(m, (Map, MixedMap)) for m in maps)):
+                raise MapTypeError("a mixed Sparsity needs a MixedMap, a (rows, columns) pair "
+                                   "or a dict of (row map, column map) pairs by block")
+            mixed_maps = tuple(_as_mixed_map(m) for m in maps)
+            if mixed_maps[0].iterset is not mixed_maps[1].iterset:
+                raise RuntimeError("Iterset of both maps in a pair must be the same")
+            if mixed_maps[0].toset != rows.set or mixed_maps[1].toset != cols.set:
+                raise RuntimeError("the MixedMaps do not go to the Sparsity's MixedDataSets")
+            blocks = {(i, j): [(r, c)] for i, r in enumerate(mixed_maps[0].split)
+                      for j, c in enumerate(mixed_maps[1].split)}
         rdims, cdims = tuple(d.cdim for d in rows), tuple(d.cdim for d in cols)
         if len(set(rdims)) > 1 or len(set(cdims)) > 1:
             # One block shape is what op2-la's block matrices and the flat Dats of mixed
@@ -127,18 +136,19 @@ class Sparsity:
             raise NotImplementedError(
                 "mixed sparsities whose components have different dims (%s by %s) are not in "
                 "op2rs; components of one dim are" % (rdims, cdims))
-        if mixed_maps[0].toset != rows.set or mixed_maps[1].toset != cols.set:
-            raise RuntimeError("the MixedMaps do not go to the Sparsity's MixedDataSets")
         if name is not None and not isinstance(name, str):
             raise NameTypeError("name must be of type str")
         self._dsets = tuple(d if isinstance(d, (MixedDataSet, DataSet)) else
                             _as_dataset(d) if isinstance(d, Set) else MixedDataSet(d)
                             for d in dsets)
-        self._maps = [tuple(maps)]
+        self._maps = [] if mixed_maps is None else [tuple(maps)]
         self._mixed_maps = mixed_maps
+        # Each block's (row map, column map) pairs: loops assemble a block through them.
+        self._block_pairs = blocks
+        self._component_sets = (tuple(d.set for d in rows), tuple(d.set for d in cols))
         self._mixed_cdims = (rdims[0], cdims[0])
         self._name = fresh_name("sparsity", name)
-        self._blocks = None
+        self._block_cache = None
         self._built = None
 
     @property
@@ -148,9 +158,18 @@ class Sparsity:
         that a Sparsity PyOP2 could describe but never fill still describes itself."""
         if self._built is None:
             if self.mixed:
-                rmap, cmap = self._mixed_maps
-                self._built = call(_op2.mixed_sparsity, rmap._mixed_native(),
-                                   cmap._mixed_native(), self._name, self._pair_dims)
+                # Over the mixed sets' flat numbering: the MixedMaps' pair (loops through
+                # them), and each block's pairs lifted there (loops over one block), the
+                # latter in the pattern already when there are MixedMaps.
+                pairs = []
+                if self._mixed_maps is not None:
+                    pairs.append(tuple(_op2.mixed_map_flat(m._mixed_native())
+                                       for m in self._mixed_maps))
+                rsets, csets = self._component_sets
+                for (i, j), entries in sorted(self._block_pairs.items()):
+                    pairs.extend((component_native(r, rsets, i), component_native(c, csets, j))
+                                 for r, c in entries)
+                self._built = call(_op2.Sparsity, pairs, self._pair_dims, self._name)
             else:
                 self._built = call(_op2.Sparsity,
                                    [(r._native, c._native) for r, c in self._maps],
@@ -182,19 +201,25 @@ class Sparsity:
     def _block_rows(self):
         """The blocks, row by row: the Sparsity itself, or on mixed spaces one Sparsity per
         pair of components (made when first asked for)."""
-        if self._blocks is None:
+        if self._block_cache is None:
             if not self.mixed:
-                self._blocks = [[self]]
+                self._block_cache = [[self]]
             else:
-                (rmap, cmap), (rows, cols) = self._maps[0], self._dsets
-                self._blocks = [[self._block(r, c, rm, cm) for c, cm in zip(cols, cmap)]
-                                for r, rm in zip(rows, rmap)]
-        return self._blocks
+                rows, cols = (list(d) if isinstance(d, MixedDataSet) else [d]
+                              for d in self._dsets)
+                self._block_cache = [
+                    [self._block(r, c, self._block_pairs.get((i, j), []))
+                     for j, c in enumerate(cols)] for i, r in enumerate(rows)]
+        return self._block_cache
+
+    # Today's pyop2 keeps the blocks, row by row, here.
+    _blocks = property(_block_rows)
 
     @staticmethod
-    def _block(rows, cols, rmap, cmap):
-        """The Sparsity of one block (today's pyop2 spells its maps otherwise)."""
-        return Sparsity((rows, cols), (rmap, cmap))
+    def _block(rows, cols, pairs):
+        """The Sparsity of one block from its (row map, column map) pairs (today's pyop2 spells
+        its maps otherwise)."""
+        return Sparsity((rows, cols), pairs)
 
     def __getitem__(self, idx):
         """``sp[i, j]``: block (i, j); ``sp[i]``: block row i."""
@@ -221,6 +246,32 @@ class Sparsity:
 
     def __repr__(self):
         return "Sparsity(%r, %r, %r)" % (self.dsets, self.maps, self.name)
+
+
+def _block_pairs(blocks, rows, cols):
+    """``{(i, j): [(row map, column map), ...]}`` checked against the mixed (rows, columns):
+    each block's maps go to its components and start from one iteration set per pair."""
+    out = {}
+    for key, entries in blocks.items():
+        try:
+            i, j = (int(k) for k in key)
+        except (TypeError, ValueError):
+            raise MapTypeError("a mixed Sparsity's blocks are keyed (i, j)") from None
+        if not (0 <= i < len(rows) and 0 <= j < len(cols)):
+            raise IndexValueError("block (%d, %d) of a %d by %d mixed Sparsity"
+                                  % (i, j, len(rows), len(cols)))
+        pairs = _pairs(entries) if entries else []
+        for r, c in pairs:
+            if r.toset is not rows[i].set or c.toset is not cols[j].set:
+                raise RuntimeError("block (%d, %d): maps %s and %s do not go to %s and %s"
+                                   % (i, j, r.name, c.name, rows[i].set.name, cols[j].set.name))
+            if r.iterset is not c.iterset:
+                raise RuntimeError("Iterset of both maps in a pair must be the same")
+            if r.offset is not None or c.offset is not None:
+                raise NotImplementedError("block (%d, %d): extruded maps in a mixed Sparsity "
+                                          "are not supported by op2rs" % (i, j))
+        out.setdefault((i, j), []).extend(pairs)
+    return {k: _unique_sorted(v) for k, v in out.items() if v}
 
 
 def _unique_sorted(pairs):
@@ -254,6 +305,13 @@ def _cache_key(dsets, maps):
     unique map pairs, so that every spelling of one sparsity finds it."""
     if isinstance(dsets, (Set, DataSet, MixedSet, MixedDataSet)):
         dsets = (dsets, dsets)
+    if isinstance(maps, dict):
+        try:
+            blocks = tuple(sorted((tuple(k), tuple(sorted(set(_key(p) for p in _pairs(v)))))
+                                  for k, v in maps.items() if v))
+        except (MapTypeError, TypeError):
+            return (_key(dsets), id(maps))
+        return (_key(dsets), ("blocks",) + blocks)
     try:
         if isinstance(maps, MixedMap):
             maps = (maps, maps)
@@ -460,6 +518,9 @@ class Mat:
                     [self._block_class(self, self._sparsity[i, j], (roff[i], roff[i + 1]),
                                        (coff[j], coff[j + 1])) for j in range(len(cols))]
                     for i in range(len(rows))]
+                for i, row in enumerate(self._blocks):
+                    for j, b in enumerate(row):
+                        b._index = (i, j)
         return self._blocks
 
     def __getitem__(self, idx):
@@ -517,6 +578,21 @@ class MatBlock(Mat):
     def __call__(self, access, path, flatten=False):
         raise NotImplementedError("a loop assembles a mixed matrix through its MixedMaps, not "
                                   "block by block")
+
+    def _component_arg(self, access, rmap, cmap):
+        """The native arg assembling this block's element matrices through ``rmap`` and
+        ``cmap`` (a pair of this block's in the Sparsity), placed in the parent's flat
+        numbering."""
+        i, j = self._index
+        sp = self._parent.sparsity
+        found = next(((r, c) for r, c in sp._block_pairs.get((i, j), ())
+                      if _same_map(r, rmap) and _same_map(c, cmap)), None)
+        if found is None:
+            raise MapValueError("Path maps not in sparsity maps")
+        rsets, csets = sp._component_sets
+        return call(self._parent._native.arg, access._native,
+                    component_native(found[0], rsets, i), component_native(found[1], csets, j),
+                    _op2.MatForm.Element, None)
 
     @property
     def values(self):

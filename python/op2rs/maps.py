@@ -7,7 +7,7 @@ from . import _op2
 from .access import IterationIndex, i
 from .exceptions import (ArityTypeError, DataValueError, IndexTypeError, IndexValueError,
                          MapTypeError, MapValueError, SetTypeError, call)
-from .runtime import current, fresh_name
+from .runtime import current, fresh_name, on_exit
 from .sets import MixedSet, Set, _Parts, mixed_native
 
 __all__ = ["Map", "MixedMap", "MapPath"]
@@ -260,3 +260,21 @@ class MixedMap(_Parts):
 
     def __repr__(self):
         return "MixedMap(%r)" % (self._maps,)
+
+
+# Component maps lifted into mixed sets' flat numbering, one per (map, mixed set, component),
+# each kept with the objects its key names (so that no id in a key is reused).
+_component_maps = on_exit({})
+
+
+def component_native(map_, sets, c):
+    """op2-rs's map of ``map_`` (into ``sets[c]``) into the flat set of the mixed set of
+    ``sets``: how a loop reaches block row (column) ``c`` of a matrix on mixed spaces. Made once
+    per map, tuple of sets and component, so that a Sparsity and the loops meet the same map."""
+    key = (id(map_), tuple(id(s) for s in sets), c)
+    got = _component_maps.get(key)
+    if got is None:
+        native = call(_op2.decl_component_map, current(), mixed_native(sets), c, map_._native,
+                      "%s@component_%d" % (map_.name, c))
+        got = _component_maps[key] = (map_, tuple(sets), native)
+    return got[2]

@@ -335,14 +335,18 @@ class ComposedMap(Map):
         last = maps_[-1]
         at = np.arange(last.iterset.total_size)
         for m in reversed(maps_[1:]):
-            at = np.asarray(m.values_with_halo)[at, 0] if len(at) else at
+            # A negative value (today's "no element") stays one through the composition,
+            # rather than reaching the last element as NumPy's index -1 would.
+            at = np.where(at >= 0, np.asarray(m.values_with_halo)[np.maximum(at, 0), 0], -1) \
+                if len(at) else at
         if extruded and np.any(_extents(last.iterset) != _extents(first.iterset)[at]):
             # Each column walks the column it reaches with the first map's offsets: their
             # layers must be the same.
             raise NotImplementedError(
                 "ComposedMap of the extruded map %s: a column of %s reaches a column of %s "
                 "with other layers" % (first.name, last.iterset.name, first.iterset.name))
-        values = np.asarray(first.values_with_halo)[at] if len(at) else None
+        values = (np.where((at >= 0)[:, None], np.asarray(first.values_with_halo)[
+            np.maximum(at, 0)], -1) if len(at) else None)
         super().__init__(last.iterset, first.toset, first.arity, values,
                          name or "_".join(m.name for m in maps_), first.offset)
         self.maps_ = tuple(maps_)
@@ -356,7 +360,22 @@ class Dat(_Dat):
     def __init__(self, dataset, data=None, dtype=None, name=None):
         _started()
         self._version = 0
+        self._allocated = data is not None
         super().__init__(dataset, data, dtype, name)
+
+    @property
+    def _is_allocated(self):
+        """Whether today's pyop2 would hold the values by now: given, viewed, an argument of a
+        loop, or used by an operation. (op2rs allocates a Dat's memory when it is declared.)"""
+        return self._allocated
+
+    def _view(self, writable, halos):
+        self._allocated = True
+        return _Dat._view(self, writable, halos)
+
+    def _used(self):
+        self._allocated = True
+        _Dat._used(self)
 
     # -- versions: every write through the host, a loop or a copy counts one.
 
@@ -479,6 +498,7 @@ class Dat(_Dat):
         if self._frozen is not None and access is not self._frozen:
             raise RuntimeError("Dat %s has a frozen halo (%s): it cannot be used with %s"
                                % (self.name, self._frozen, access))
+        self._allocated = True
         return super().__call__(access, path)
 
 
@@ -898,6 +918,24 @@ def _layers_from_starts(kernel, iterset, args):
     return wrapped, tuple(args) + (dat(READ),)
 
 
+def _unspecified_params(kernel, args, layer):
+    """A kernel defined ``k()`` (C's unspecified parameters, which today's pyop2 calls with the
+    loop's args as C compilers allow) in a loop with args: op2-rs matches a kernel's parameters
+    to the args, so a kernel written around it takes them and calls ``k()`` (a kernel so defined
+    cannot name its args). Other kernels (``k(void)`` too: the loop says what is wrong) as
+    they are."""
+    if (not args and not layer) or kernel._cpp or kernel._native.param_texts() != []:
+        return kernel  # (in C++, `k()` takes no parameters)
+    if not re.search(r"\b%s\s*\(\s*\)\s*\{" % re.escape(kernel.name), kernel.code):
+        return kernel
+    params = ["%s *pyop2_p%d" % (a.data.ctype, i) for i, a in enumerate(args)]
+    if layer:
+        params.append("int pyop2_layer")
+    wrapped = _wrappers.write(kernel, Kernel, "pyop2_args_to_%s" % kernel.name, params, [])
+    wrapped._parse()
+    return wrapped
+
+
 _REGIONS = {None: "all", ALL: "all", ON_BOTTOM: "bottom", ON_TOP: "top",
             ON_INTERIOR_FACETS: "facets"}
 
@@ -921,6 +959,7 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
     if pass_layer_arg:
         kernel, args = _layers_from_starts(kernel, iterset, args)
     native, target = _checked(kernel, iterset, args)
+    kernel = _unspecified_params(kernel, args, pass_layer_arg)
     if region != "all" or pass_layer_arg:
         # Every region runs layer by layer, whatever the args; so does a loop given the layer.
         target = iterset._native_iter
@@ -961,12 +1000,35 @@ def _blocks(maps_and_regions):
     return out
 
 
+def _as_mixed_maps(blocks, nrows, ncols, dsets):
+    """The (row, column) MixedMaps of a mixed Sparsity's blocks when they are one: a pair in
+    every block, the same row map along a block row and column map down a block column, all
+    from one iteration set; else None."""
+    rmaps, cmaps = {}, {}
+    if sorted(blocks) != [(i, j) for i in range(nrows) for j in range(ncols)]:
+        return None
+    for (i, j), entries in blocks.items():
+        if len(entries) != 1:
+            return None
+        r, c = entries[0]
+        if rmaps.setdefault(i, r) is not r or cmaps.setdefault(j, c) is not c:
+            return None
+    maps = [rmaps[i] for i in range(nrows)] + [cmaps[j] for j in range(ncols)]
+    if len({id(m.iterset) for m in maps}) != 1:
+        return None
+    rm = [rmaps[i] for i in range(nrows)]
+    cm = [cmaps[j] for j in range(ncols)]
+    rm = MixedMap(rm) if nrows > 1 or isinstance(dsets[0], _MixedDataSet) else rm[0]
+    cm = MixedMap(cm) if ncols > 1 or isinstance(dsets[1], _MixedDataSet) else cm[0]
+    return (rm, cm)
+
+
 class Sparsity(_Sparsity):
     """``Sparsity(dsets, maps_and_regions, name=None, nest=None, block_sparse=None,
     diagonal_block=True)``: ``dsets`` a (rows, columns) pair of DataSets, ``maps_and_regions``
     a list of ``(row map, column map, iteration regions)`` or, between mixed spaces, a dict of
-    such lists by block ``(i, j)`` (one pair per block, the same row map along a block row and
-    column map down a block column)."""
+    such lists by block ``(i, j)``: each block's pairs may start from iteration sets of their
+    own, and a block may have none (a loop assembles one block through ``mat[i, j]``)."""
 
     def __new__(cls, dsets, maps_and_regions, name=None, nest=None, block_sparse=None,
                 diagonal_block=True):
@@ -982,28 +1044,17 @@ class Sparsity(_Sparsity):
             sp = super().__new__(cls, dsets, blocks[(0, 0)], name)
             table = {(0, 0): [(r, c, None) for r, c in sp._maps]}
         else:
-            rmaps, cmaps = {}, {}
-            for (i, j), entries in blocks.items():
-                if len(entries) != 1:
-                    raise NotImplementedError("several map pairs in one block of a mixed "
-                                              "Sparsity are not supported by op2rs yet")
-                r, c = entries[0]
-                if rmaps.setdefault(i, r) is not r or cmaps.setdefault(j, c) is not c:
-                    raise NotImplementedError("a mixed Sparsity whose blocks along a row (or "
-                                              "down a column) use different maps is not "
-                                              "supported by op2rs yet")
             nrows = len(pair[0]) if isinstance(pair[0], (_MixedDataSet, _MixedSet)) else 1
             ncols = len(pair[1]) if isinstance(pair[1], (_MixedDataSet, _MixedSet)) else 1
-            if sorted(rmaps) != list(range(nrows)) or sorted(cmaps) != list(range(ncols)):
-                raise NotImplementedError("a mixed Sparsity needs a map for every block row "
-                                          "and column")
-            rm = [rmaps[i] for i in range(nrows)]
-            cm = [cmaps[j] for j in range(ncols)]
-            rm = MixedMap(rm) if nrows > 1 or isinstance(pair[0], _MixedDataSet) else rm[0]
-            cm = MixedMap(cm) if ncols > 1 or isinstance(pair[1], _MixedDataSet) else cm[0]
-            sp = super().__new__(cls, dsets, (rm, cm), name)
-            table = {(i, j): [(rmaps[i], cmaps[j], None)]
-                     for i in range(nrows) for j in range(ncols)}
+            mixed_maps = _as_mixed_maps(blocks, nrows, ncols, pair)
+            if mixed_maps is not None:
+                sp = super().__new__(cls, dsets, mixed_maps, name)
+            else:
+                # Blocks of their own maps (other iteration sets, several pairs, some blocks
+                # empty): op2rs builds each block's pairs into the one pattern.
+                sp = super().__new__(cls, dsets, {k: [(r, c) for r, c in v]
+                                                  for k, v in blocks.items()}, name)
+            table = {k: [(r, c, None) for r, c in v] for k, v in sp._block_pairs.items()}
         # Today's PyOP2 nests mixed matrices unless told not to. op2rs stores both as one
         # matrix; nesting decides whether the blocks keep their own assembly states.
         nested = bool(mixed if nest is None else nest) and mixed
@@ -1019,8 +1070,8 @@ class Sparsity(_Sparsity):
         pass
 
     @staticmethod
-    def _block(rows, cols, rmap, cmap):
-        return Sparsity((rows, cols), [(rmap, cmap, None)])
+    def _block(rows, cols, pairs):
+        return Sparsity((rows, cols), [(r, c, None) for r, c in pairs])
 
     @property
     def rcmaps(self):
@@ -1227,6 +1278,24 @@ class MatBlock(_MatBlock, Mat):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
         _call(self._parent._native.entries, r, c, v.tolist(), add)
         self._wrote()
+
+    def __call__(self, access, path, lgmaps=None, unroll_map=False):
+        """``mat[i, j](access, (rmap, cmap))``: a loop adding (inserting) this block's element
+        matrices, ``double A[Ar * r][Ac * c]`` as for a Mat, through a pair of the block's own
+        maps in the Sparsity (whatever the other blocks' iteration sets)."""
+        if lgmaps is not None:
+            raise NotImplementedError("Mat args with lgmaps (PETSc's local-to-global maps) are "
+                                      "not supported by op2rs")
+        if not (isinstance(path, (tuple, list)) and len(path) == 2
+                and all(isinstance(m, _Map) for m in path)):
+            raise MapTypeError("a block of a mixed Mat is reached through a (row map, column "
+                               "map) pair of the block's own maps")
+        if access not in (WRITE, INC):
+            raise ModeValueError("Mat access must be INC or WRITE")
+        self._shared()
+        rmap, cmap = path
+        return _Arg(self, access, (rmap, cmap), False,
+                    self._component_arg(access, rmap, cmap), rmap.iterset)
 
     def _diagonal(self, scalar, diag_val):
         if self._rows[0] != self._cols[0]:

@@ -285,7 +285,7 @@ def test_sparsity_attributes_and_mixed_blocks_by_dict():
     assert msp.shape == (2, 2) and msp.dims == (((1, 1), (1, 1)), ((1, 1), (1, 1)))
     assert msp.rcmaps[(1, 0)] == [(n, m)]
     assert msp[1, 0].rcmaps[(0, 0)] == msp.rcmaps[(1, 0)] and msp[1][0] is msp[1, 0]
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(RuntimeError, match="do not go to"):
         op2.Sparsity((ms ** 1, ms ** 1), {(0, 0): [(m, m, None)], (0, 1): [(n, n, None)]})
     assert op2.MixedMap((m, n)) is mm
 

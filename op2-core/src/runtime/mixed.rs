@@ -569,6 +569,58 @@ impl Runtime {
         })))
     }
 
+    /// `map`, whose targets are elements of component `c` of `to`, as a map into `to`'s flat
+    /// set (the same rows, each value the flat element of its target): what assembles one
+    /// block `(i, j)` of a matrix on mixed spaces, whatever the loop's iteration set.
+    pub fn decl_component_map(
+        &self,
+        to: &MixedSet,
+        c: usize,
+        map: &Map,
+        name: &str,
+    ) -> Result<Map> {
+        self.own("map", map.name(), map.runtime_id())?;
+        let component = to.split().get(c).ok_or_else(|| {
+            mismatch(
+                name,
+                format!(
+                    "`{}` has no component {c} ({} components)",
+                    to.name(),
+                    to.len()
+                ),
+            )
+        })?;
+        if map.to() != component {
+            return Err(mismatch(
+                name,
+                format!(
+                    "map `{}` maps into `{}`, not into component {c} of `{}` (`{}`)",
+                    map.name(),
+                    map.to().name(),
+                    to.name(),
+                    component.name()
+                ),
+            ));
+        }
+        if map.offsets().is_some() {
+            return Err(mismatch(
+                name,
+                format!(
+                    "map `{}` is extruded; mixed maps take plain maps",
+                    map.name()
+                ),
+            ));
+        }
+        let values = map
+            .values()
+            .iter()
+            .map(|&v| to.known_index(c, v as usize) as i32)
+            .collect();
+        let flat = Map::new(next_id(), map.from(), to.flat(), map.arity(), values, name)?;
+        lock(&self.shared.declared).map(&flat.0);
+        Ok(flat)
+    }
+
     /// Declares a mixed Dat of zeros on `set`, `dims[c]` values per element of component `c`,
     /// its components named `name_c`.
     pub fn decl_mixed_dat<T: Scalar>(

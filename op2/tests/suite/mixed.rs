@@ -392,6 +392,68 @@ fn mixed_objects_that_do_not_fit_are_typed_errors() {
     assert_eq!(u.split()[0].to_vec().unwrap()[..5], [1.0; 5]);
 }
 
+/// One block of a mixed matrix assembled through maps of its own, from an iteration set of its
+/// own (PyOP2's `mat[i, j]` loops): each map lifted into the flat numbering with
+/// `decl_component_map`, against the dense block computed here; and lifted maps that do not fit.
+#[test]
+fn a_block_assembles_through_component_maps_from_its_own_iteration_set() {
+    let rt = builder().build().unwrap();
+    let (elems, ms, _) = chain(&rt, 5);
+    let nodes = ms.split()[0].clone();
+    // Three points, each on a node and an element of the chain.
+    let pts = rt.decl_set(3, "pts").unwrap();
+    let p2n = rt
+        .decl_map(&pts, &nodes, 2, vec![0, 1, 2, 3, 5, 4], "p2n")
+        .unwrap();
+    let p2e = rt.decl_map(&pts, &elems, 1, vec![4, 0, 2], "p2e").unwrap();
+    let rows = rt.decl_component_map(&ms, 0, &p2n, "p2n@0").unwrap();
+    let cols = rt.decl_component_map(&ms, 1, &p2e, "p2e@1").unwrap();
+    assert_eq!((rows.from(), rows.to()), (&pts, ms.flat()));
+    let sp = Sparsity::new(&[(&rows, &cols)], (1, 1), "block01").unwrap();
+    let a = Mat::new(&sp, "A");
+    let w = rt.decl_dat(&pts, 1, vec![1.0, 2.0, 3.0], "w").unwrap();
+    la::par_loop(
+        &rt,
+        &kernel(
+            "blk",
+            "void blk(double A[2][1], const double *w) { A[0][0] += *w; A[1][0] += 10.0 * *w; }",
+        ),
+        &pts,
+        [
+            LoopArg::Mat(a.arg(INC, &rows, &cols)),
+            LoopArg::Op2(w.arg(READ)),
+        ],
+    )
+    .unwrap();
+    a.assemble();
+    let size = ms.flat().size();
+    let mut want = vec![vec![0.0; size]; size];
+    let (n, e) = ([[0, 1], [2, 3], [5, 4]], [4, 0, 2]);
+    for p in 0..3 {
+        let c = ms.flat_index(1, e[p]).unwrap();
+        let w = (p + 1) as f64;
+        want[ms.flat_index(0, n[p][0]).unwrap()][c] += w;
+        want[ms.flat_index(0, n[p][1]).unwrap()][c] += 10.0 * w;
+    }
+    let values = a.values();
+    for r in 0..size {
+        let mut got = vec![0.0; size];
+        for (q, &c) in sp.row(r).iter().enumerate() {
+            got[c as usize] = values[sp.row_offsets()[r] + q];
+        }
+        assert_eq!(got, want[r], "row {r}");
+    }
+    // A component that is not there, a map into another component, an extruded map.
+    let mismatch = |e: Op2Error| assert!(matches!(e, Op2Error::MixedMismatch { .. }), "{e}");
+    mismatch(rt.decl_component_map(&ms, 2, &p2n, "bad").unwrap_err());
+    mismatch(rt.decl_component_map(&ms, 1, &p2n, "bad").unwrap_err());
+    let column = rt.decl_extruded_set(&pts, 3, "column").unwrap();
+    let up = rt
+        .decl_extruded_map(&column, &nodes, 1, vec![0, 1, 2], vec![1], "up")
+        .unwrap();
+    mismatch(rt.decl_component_map(&ms, 0, &up, "bad").unwrap_err());
+}
+
 #[test]
 fn mixed_loops_on_two_ranks_compute_what_one_process_computes() {
     use crate::distributed::{ChainPart, chain_part, core, initial};
