@@ -1035,6 +1035,7 @@ fn _op2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mixed::decl_mixed_map, m)?)?;
     m.add_function(wrap_pyfunction!(mixed::decl_component_map, m)?)?;
     m.add_function(wrap_pyfunction!(mixed::mixed_map_flat, m)?)?;
+    m.add_function(wrap_pyfunction!(mixed::mixed_flat_indices, m)?)?;
     m.add_function(wrap_pyfunction!(la::mixed_sparsity, m)?)?;
     m.add_function(wrap_pyfunction!(la::solve_mixed, m)?)?;
     m.add("Op2Failure", m.py().get_type::<Op2Failure>())?;

@@ -161,6 +161,22 @@ pub(crate) fn decl_component_map(
     })
 }
 
+/// The flat elements of component `c`'s first `n` elements (a mixed set's flat numbering
+/// puts every component's core elements first: a component's elements need not be together).
+#[pyfunction]
+pub(crate) fn mixed_flat_indices(set: &PyMixedSet, c: usize, n: usize) -> PyResult<Vec<usize>> {
+    (0..n)
+        .map(|e| {
+            set.set.flat_index(c, e).ok_or_else(|| {
+                pyo3::exceptions::PyIndexError::new_err(format!(
+                    "`{}` has no element {e} in component {c}",
+                    set.set.name()
+                ))
+            })
+        })
+        .collect()
+}
+
 /// The mixed map's components as one map into the flat set of its mixed set.
 #[pyfunction]
 pub(crate) fn mixed_map_flat(map: &PyMixedMap) -> PyMap {

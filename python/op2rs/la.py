@@ -1,6 +1,7 @@
 """Linear algebra (op2-la): ``Sparsity``, ``Mat`` (with its blocks on mixed spaces),
 ``Solver`` and ``solve``."""
 
+import numbers
 import warnings
 
 import numpy as np
@@ -15,7 +16,7 @@ from .exceptions import (DataSetTypeError, DatTypeError, IndexValueError, MapTyp
 from .maps import Map, MapPath, MixedMap, component_native
 from .parloop import Arg
 from .runtime import current, fresh_name, on_exit
-from .sets import DataSet, MixedDataSet, MixedSet, Set
+from .sets import DataSet, MixedDataSet, MixedSet, Set, mixed_native
 
 __all__ = ["Sparsity", "Mat", "Solver", "solve", "DEFAULT_SOLVER_PARAMETERS"]
 
@@ -248,20 +249,27 @@ class Sparsity:
         return "Sparsity(%r, %r, %r)" % (self.dsets, self.maps, self.name)
 
 
+def _block_key(key):
+    """A block's key ``(i, j)`` as two ints (``MapTypeError`` for anything else)."""
+    if not (isinstance(key, tuple) and len(key) == 2
+            and all(isinstance(k, numbers.Integral) for k in key)):
+        raise MapTypeError("a mixed Sparsity's blocks are keyed (i, j), not %r" % (key,))
+    return int(key[0]), int(key[1])
+
+
 def _block_pairs(blocks, rows, cols):
     """``{(i, j): [(row map, column map), ...]}`` checked against the mixed (rows, columns):
     each block's maps go to its components and start from one iteration set per pair."""
     out = {}
     for key, entries in blocks.items():
-        try:
-            i, j = (int(k) for k in key)
-        except (TypeError, ValueError):
-            raise MapTypeError("a mixed Sparsity's blocks are keyed (i, j)") from None
+        i, j = _block_key(key)
         if not (0 <= i < len(rows) and 0 <= j < len(cols)):
             raise IndexValueError("block (%d, %d) of a %d by %d mixed Sparsity"
                                   % (i, j, len(rows), len(cols)))
         pairs = _pairs(entries) if entries else []
         for r, c in pairs:
+            if r._values is None or c._values is None:
+                raise MapValueError("Unpopulated map values when trying to build sparsity.")
             if r.toset is not rows[i].set or c.toset is not cols[j].set:
                 raise RuntimeError("block (%d, %d): maps %s and %s do not go to %s and %s"
                                    % (i, j, r.name, c.name, rows[i].set.name, cols[j].set.name))
@@ -306,11 +314,9 @@ def _cache_key(dsets, maps):
     if isinstance(dsets, (Set, DataSet, MixedSet, MixedDataSet)):
         dsets = (dsets, dsets)
     if isinstance(maps, dict):
-        try:
-            blocks = tuple(sorted((tuple(k), tuple(sorted(set(_key(p) for p in _pairs(v)))))
-                                  for k, v in maps.items() if v))
-        except (MapTypeError, TypeError):
-            return (_key(dsets), id(maps))
+        # (Keys and pairs that are not such raise here what building would.)
+        blocks = tuple(sorted((_block_key(k), tuple(sorted(set(_key(p) for p in _pairs(v)))))
+                              for k, v in maps.items() if v))
         return (_key(dsets), ("blocks",) + blocks)
     try:
         if isinstance(maps, MixedMap):
@@ -511,13 +517,13 @@ class Mat:
             if not self._sparsity.mixed:
                 self._blocks = [[self]]
             else:
-                rows, cols = self._sparsity.dsets
-                roff = np.cumsum([0] + [d.set.size * d.cdim for d in rows]).tolist()
-                coff = np.cumsum([0] + [d.set.size * d.cdim for d in cols]).tolist()
+                sp = self._sparsity
+                rows, cols = (
+                    [_flat_scalars(sets, c, dim) for c in range(len(sets))]
+                    for sets, dim in zip(sp._component_sets, sp._pair_dims))
                 self._blocks = [
-                    [self._block_class(self, self._sparsity[i, j], (roff[i], roff[i + 1]),
-                                       (coff[j], coff[j + 1])) for j in range(len(cols))]
-                    for i in range(len(rows))]
+                    [self._block_class(self, sp[i, j], rows[i], cols[j])
+                     for j in range(len(cols))] for i in range(len(rows))]
                 for i, row in enumerate(self._blocks):
                     for j, b in enumerate(row):
                         b._index = (i, j)
@@ -564,14 +570,25 @@ class Mat:
         return "Mat(%r, %r, %r)" % (self._sparsity, self._dtype, self._name)
 
 
+def _flat_scalars(sets, c, dim):
+    """The whole matrix's scalar rows (columns) of component ``c``'s owned elements, ``dim``
+    per element: the mixed sets' flat numbering puts every component's core elements first,
+    so a component's rows need not be together."""
+    flat = np.asarray(call(_op2.mixed_flat_indices, mixed_native(sets), c, sets[c].size),
+                      dtype=np.int64)
+    return (flat[:, None] * dim + np.arange(dim)).ravel()
+
+
 class MatBlock(Mat):
     """Block (i, j) of a matrix on mixed spaces: the entries of the component pair, read from
-    the whole matrix (its ``values``), on the block's Sparsity."""
+    the whole matrix (its ``values``), on the block's Sparsity. ``rows`` and ``cols`` are the
+    whole matrix's scalar rows and columns of the block's, in the block's order."""
 
     def __init__(self, parent, sparsity, rows, cols):
         self._parent, self._rows, self._cols = parent, rows, cols
         self._sparsity = sparsity
-        self._name = "%s_block_%d_%d" % (parent.name, rows[0], cols[0])
+        self._name = "%s_block_%d_%d" % (parent.name, rows[0] if len(rows) else 0,
+                                         cols[0] if len(cols) else 0)
         self._dtype = parent.dtype
         self._blocks = [[self]]
 
@@ -596,8 +613,7 @@ class MatBlock(Mat):
 
     @property
     def values(self):
-        (r0, r1), (c0, c1) = self._rows, self._cols
-        return self._parent.values[r0:r1, c0:c1]
+        return self._parent.values[np.ix_(self._rows, self._cols)]
 
     def _shared(self):
         self._parent._shared()

@@ -84,12 +84,12 @@ def _identity(PETSc, n):
 
 
 def block_handle(parent, rows, cols):
-    """Block ``[rows[0]:rows[1], cols[0]:cols[1]]`` of ``parent``'s handle, as PETSc's local
-    submatrix (it writes into the parent in the block's local numbers)."""
+    """The block of ``parent``'s handle at scalar ``rows`` and ``cols`` (index arrays), as
+    PETSc's local submatrix (it writes into the parent in the block's local numbers)."""
     PETSc = petsc("Mat.handle")
     h = parent.handle
-    isrow = PETSc.IS().createStride(rows[1] - rows[0], rows[0], 1, comm=PETSc.COMM_SELF)
-    iscol = PETSc.IS().createStride(cols[1] - cols[0], cols[0], 1, comm=PETSc.COMM_SELF)
+    isrow = PETSc.IS().createGeneral(np.asarray(rows, dtype=PETSc.IntType), comm=PETSc.COMM_SELF)
+    iscol = PETSc.IS().createGeneral(np.asarray(cols, dtype=PETSc.IntType), comm=PETSc.COMM_SELF)
     return h.getLocalSubMatrix(isrow, iscol)
 
 

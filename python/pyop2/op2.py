@@ -339,7 +339,9 @@ class ComposedMap(Map):
             # rather than reaching the last element as NumPy's index -1 would.
             at = np.where(at >= 0, np.asarray(m.values_with_halo)[np.maximum(at, 0), 0], -1) \
                 if len(at) else at
-        if extruded and np.any(_extents(last.iterset) != _extents(first.iterset)[at]):
+        reached = at >= 0
+        if extruded and np.any(_extents(last.iterset)[reached]
+                               != _extents(first.iterset)[at[reached]]):
             # Each column walks the column it reaches with the first map's offsets: their
             # layers must be the same.
             raise NotImplementedError(
@@ -606,6 +608,11 @@ class MixedDat(_MixedDat):
             # Today's copy constructor: new Dats holding copies of the components' values.
             mdset_or_dats = [Dat(d) for d in mdset_or_dats]
         super().__init__(mdset_or_dats)
+
+    @property
+    def _is_allocated(self):
+        """Whether every component is (see ``Dat._is_allocated``)."""
+        return all(getattr(d, "_is_allocated", True) for d in self.split)
 
     def __call__(self, access, path=None):
         if not isinstance(path, _MixedMap):
@@ -928,7 +935,7 @@ def _unspecified_params(kernel, args, layer):
         return kernel  # (in C++, `k()` takes no parameters)
     if not re.search(r"\b%s\s*\(\s*\)\s*\{" % re.escape(kernel.name), kernel.code):
         return kernel
-    params = ["%s *pyop2_p%d" % (a.data.ctype, i) for i, a in enumerate(args)]
+    params = ["void *pyop2_p%d" % i for i in range(len(args))]
     if layer:
         params.append("int pyop2_layer")
     wrapped = _wrappers.write(kernel, Kernel, "pyop2_args_to_%s" % kernel.name, params, [])
@@ -1054,7 +1061,7 @@ class Sparsity(_Sparsity):
                 # empty): op2rs builds each block's pairs into the one pattern.
                 sp = super().__new__(cls, dsets, {k: [(r, c) for r, c in v]
                                                   for k, v in blocks.items()}, name)
-            table = {k: [(r, c, None) for r, c in v] for k, v in sp._block_pairs.items()}
+            table = {k: [(r, c, None) for r, c in sp._block_pairs.get(k, [])] for k in blocks}
         # Today's PyOP2 nests mixed matrices unless told not to. op2rs stores both as one
         # matrix; nesting decides whether the blocks keep their own assembly states.
         nested = bool(mixed if nest is None else nest) and mixed
@@ -1271,8 +1278,8 @@ class MatBlock(_MatBlock, Mat):
         self.change_assembly_state(Mat.ASSEMBLED)
 
     def _entries(self, rows, cols, values, add):
-        r = [self._rows[0] + x for x in self._scalar(rows, 0)]
-        c = [self._cols[0] + x for x in self._scalar(cols, 1)]
+        r = [int(self._rows[x]) for x in self._scalar(rows, 0)]
+        c = [int(self._cols[x]) for x in self._scalar(cols, 1)]
         v = np.asarray(values, dtype=np.float64).ravel()
         if v.size != len(r) * len(c):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
@@ -1298,9 +1305,9 @@ class MatBlock(_MatBlock, Mat):
                     self._component_arg(access, rmap, cmap), rmap.iterset)
 
     def _diagonal(self, scalar, diag_val):
-        if self._rows[0] != self._cols[0]:
+        if self._index[0] != self._index[1]:
             raise MatTypeError("an off-diagonal block has no diagonal entries")
-        rows = [self._rows[0] + x for x in scalar]
+        rows = [int(self._rows[x]) for x in scalar]
         _call(self._parent._native.diagonal_entries, rows, [float(diag_val)] * len(rows),
               False)
         self._wrote()

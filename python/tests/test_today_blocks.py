@@ -202,3 +202,32 @@ def test_dats_are_allocated_when_given_viewed_or_used():
     f = op2.Dat(s ** 1)
     f.zero()
     assert f._is_allocated
+
+
+def test_blocks_of_components_with_core_elements_read_their_own_rows():
+    """Components whose core elements come before the rest of their owned ones: the mixed
+    sets' flat numbering puts every component's core elements first, so a block's rows are
+    not one range of the whole matrix. Block loops, block values and block entries agree."""
+    nodes, cells = op2.Set((2, 4, 4)), op2.Set((1, 3, 3))
+    ms = op2.MixedSet((nodes, cells))
+    c2n = op2.Map(cells, nodes, 2, A_NODES)
+    c2c = op2.Map(cells, cells, 1, np.arange(3).reshape(3, 1))
+    mm = op2.MixedMap((c2n, c2c))
+    sp = op2.Sparsity((ms ** 1, ms ** 1), {(i, j): [(r, c, None)] for i, r in enumerate(mm)
+                                           for j, c in enumerate(mm)})
+    mat = op2.Mat(sp)
+    w = op2.Dat(cells ** 1, [1.0, 2.0, 3.0])
+    op2.par_loop(op2.Kernel(KERNEL, "k"), cells, mat[0, 0](op2.INC, (c2n, c2n)), w(op2.READ))
+    op2.par_loop(op2.Kernel("static void d(double A[1][1], const double *w) { A[0][0] += *w; }",
+                            "d"), cells, mat[1, 1](op2.INC, (c2c, c2c)), w(op2.READ))
+    mat.assemble()
+    want = _assembled({(0, 0): (A_NODES, A_NODES, [1, 2, 3])}, (4, 4), ((0,), (0,)))
+    np.testing.assert_allclose(mat[0, 0].values, want)
+    np.testing.assert_allclose(mat[1, 1].values, np.diag([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(mat[0, 1].values, 0)
+    mat[1, 1].addto_values(2, 2, [10.0])
+    mat[0, 0].set_local_diagonal_entries([3], diag_val=7.0)
+    mat.assemble()
+    np.testing.assert_allclose(mat[1, 1].values, np.diag([1.0, 2.0, 13.0]))
+    want[3, 3] = 7.0
+    np.testing.assert_allclose(mat[0, 0].values, want)
