@@ -116,6 +116,18 @@ impl AssemblyPlan {
                 _ => (Vec::new(), Vec::new()),
             };
             for i in 0..ra {
+                // A gap of a map with gaps ("no element"): its entries go nowhere, and are
+                // zeroed like dropped ones.
+                if rv[e * ra + i] < 0 {
+                    for a in 0..br {
+                        for j in 0..ca {
+                            for b in 0..bc {
+                                dropped.push(e * block + local(i, a, j, b));
+                            }
+                        }
+                    }
+                    continue;
+                }
                 let rn = rv[e * ra + i] as usize;
                 for a in 0..br {
                     let row = rn * br + a;
@@ -133,6 +145,12 @@ impl AssemblyPlan {
                     let lo = sp.row_offsets()[row];
                     let cols = sp.row(row);
                     for j in 0..ca {
+                        if cv[e * ca + j] < 0 {
+                            for b in 0..bc {
+                                dropped.push(e * block + local(i, a, j, b));
+                            }
+                            continue;
+                        }
                         let cn = cv[e * ca + j] as usize;
                         for b in 0..bc {
                             if drop_cols.contains(&j) {

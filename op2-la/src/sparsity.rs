@@ -251,7 +251,8 @@ fn build(
     let mut start = vec![0usize; row_nodes + 1];
     for (rv, ..) in &maps {
         for &v in *rv {
-            if (v as usize) < row_nodes {
+            // Rows past the owned ones, and a map's gaps (negative: no row), are left out.
+            if v >= 0 && (v as usize) < row_nodes {
                 start[v as usize + 1] += 1;
             }
         }
@@ -264,6 +265,9 @@ fn build(
     let mut touching = vec![(0u32, 0u32); start[row_nodes]];
     for (p, (rv, ra, ..)) in maps.iter().enumerate() {
         for (k, &v) in rv.iter().enumerate() {
+            if v < 0 {
+                continue;
+            }
             let v = v as usize;
             if v < row_nodes {
                 touching[fill[v]] = (p as u32, (k / ra) as u32);
@@ -294,6 +298,10 @@ fn build(
                         let (_, _, cv, ca) = maps[p as usize];
                         let e = e as usize;
                         for &c in &cv[e * ca..(e + 1) * ca] {
+                            // A map with gaps: a negative value reaches no column.
+                            if c < 0 {
+                                continue;
+                            }
                             if mark[c as usize] != r as u32 {
                                 mark[c as usize] = r as u32;
                                 cols.push(c as u32);

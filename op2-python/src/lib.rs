@@ -792,7 +792,10 @@ impl PyRuntime {
         })
     }
 
-    #[pyo3(signature = (from, to, arity, data, name, offsets=None))]
+    /// A map: `offsets` for one from an extruded set; `gaps` for one whose negative values
+    /// mean "no element" (matrices only; not with `offsets`).
+    #[pyo3(signature = (from, to, arity, data, name, offsets=None, gaps=false))]
+    #[allow(clippy::too_many_arguments)]
     fn decl_map(
         &self,
         from: &PySet,
@@ -801,13 +804,22 @@ impl PyRuntime {
         data: &Bound<'_, PyAny>,
         name: &str,
         offsets: Option<Vec<i32>>,
+        gaps: bool,
     ) -> PyResult<PyMap> {
         let v: Vec<i32> = values(data)?;
-        let map = match offsets {
-            Some(o) => self
+        let map = match (offsets, gaps) {
+            (Some(_), true) => {
+                return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+                    "map `{name}`: an extruded map with gaps (negative values)"
+                )));
+            }
+            (Some(o), false) => self
                 .rt
                 .decl_extruded_map(&from.set, &to.set, arity, v, o, name),
-            None => self.rt.decl_map(&from.set, &to.set, arity, v, name),
+            (None, true) => self
+                .rt
+                .decl_map_with_gaps(&from.set, &to.set, arity, v, name),
+            (None, false) => self.rt.decl_map(&from.set, &to.set, arity, v, name),
         };
         Ok(PyMap {
             map: map.map_err(fail)?,

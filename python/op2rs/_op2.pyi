@@ -282,9 +282,11 @@ class PyRuntime:
         data: ArrayLike,
         name: str,
         offsets: Sequence[int] | None = None,
+        gaps: bool = False,
     ) -> Map:
         """A map of ``arity`` from ``from_`` (at runtime the parameter is named ``from``) to
-        ``to``, its values a one-dimensional int32 array; extruded with ``offsets``."""
+        ``to``, its values a one-dimensional int32 array; extruded with ``offsets``; with
+        ``gaps`` its negative values mean "no element" (matrices only)."""
     def decl_dat(
         self, set: Set, dim: int, dtype: str, data: ArrayLike | None, name: str
     ) -> Dat:

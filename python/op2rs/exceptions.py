@@ -111,6 +111,7 @@ class Op2Error(RuntimeError):
 _KINDS = {
     "MapValueOutOfRange": MapValueError,
     "MapFromMismatch": MapValueError,
+    "MapWithGaps": MapValueError,
     "DatSetMismatch": MapValueError,
     "DirectSetMismatch": MapValueError,
     "MapIndexOutOfRange": IndexValueError,

@@ -192,11 +192,22 @@ class Sparsity:
     nrows = property(lambda self: _owned(self._dsets[0]))
     ncols = property(lambda self: _owned(self._dsets[1]))
     name = property(lambda self: self._name)
-    rowptr = property(lambda self: self._native.rowptr())
-    colidx = property(lambda self: self._native.colidx())
-    nnz = property(lambda self: self._native.row_counts())
-    onnz = property(lambda self: np.zeros_like(self._native.row_counts()))
-    nz = property(lambda self: self._native.nnz)
+    rowptr = property(lambda self: self._pattern().rowptr())
+    colidx = property(lambda self: self._pattern().colidx())
+    nnz = property(lambda self: self._pattern().row_counts())
+    onnz = property(lambda self: np.zeros_like(self._pattern().row_counts()))
+    nz = property(lambda self: self._pattern().nnz)
+
+    def _pattern(self):
+        """The runtime's pattern, or for a Sparsity of no pairs (a block of a mixed one whose
+        dict gave it no maps) the pattern PETSc gives such a block: the diagonal when square,
+        else nothing. (A matrix needs maps: ``Mat`` of such a Sparsity is op2-rs's error.)"""
+        if self.mixed or self._maps:
+            return self._native
+        rows, cols = self._dsets
+        n = _owned(rows) * rows.cdim
+        square = rows.set is cols.set and rows.cdim == cols.cdim
+        return _NoMapsPattern(n, square)
     onz = property(lambda self: 0)
 
     def _block_rows(self):
@@ -247,6 +258,25 @@ class Sparsity:
 
     def __repr__(self):
         return "Sparsity(%r, %r, %r)" % (self.dsets, self.maps, self.name)
+
+
+class _NoMapsPattern:
+    """The pattern of a Sparsity of no pairs, shaped as the runtime's: ``n`` scalar rows,
+    each with its diagonal (``square``) or nothing."""
+
+    def __init__(self, n, square):
+        self._n, self._square = n, square
+
+    def rowptr(self):
+        return np.arange(self._n + 1, dtype=np.int64) * int(self._square)
+
+    def colidx(self):
+        return np.arange(self._n if self._square else 0, dtype=np.int32)
+
+    def row_counts(self):
+        return np.full(self._n, int(self._square), dtype=np.int32)
+
+    nnz = property(lambda self: self._n if self._square else 0)
 
 
 def _block_key(key):

@@ -104,8 +104,11 @@ class Map:
             return None
         rows = np.ascontiguousarray(self._values[: self._iterset.exec_size]).ravel()
         if self._offset is None:
+            # Negative values are PyOP2's "no element": matrices leave those entries out of
+            # their patterns and assembly; loops refuse the map for data (MapValueError).
             native = call(self._rt.decl_map, self._iterset._native, self._toset._native,
-                          self._arity, rows, self._name)
+                          self._arity, rows, self._name, None,
+                          bool(rows.size) and bool(rows.min() < 0))
         else:
             native = call(self._rt.decl_map, self._iterset._native_iter, self._toset._native,
                           self._arity, rows, self._name, [int(o) for o in self._offset])

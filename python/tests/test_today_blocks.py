@@ -164,11 +164,57 @@ def test_composed_maps_keep_no_element_as_negative():
     outer = op2.Map(t, u, 2, [[0, 1], [1, 2]])
     c = op2.ComposedMap(outer, inner)
     np.testing.assert_array_equal(c.values, [[-1, -1], [0, 1], [1, 2]])
-    # op2-rs's loops and patterns have no "no element": using the map says which value.
+    # A loop's data need an element at every entry.
     d = op2.Dat(u ** 1)
-    with pytest.raises(exceptions.MapValueError, match="-1"):
+    with pytest.raises(exceptions.MapValueError, match="gaps"):
         op2.par_loop(op2.Kernel("static void k(double *x) { x[0] += 1.0; }", "k"), s,
                      d(op2.INC, c))
+
+
+def test_matrices_leave_negative_map_values_out():
+    """Today's "no element" (a negative map value): the pattern and the assembly leave those
+    entries out, as PETSc leaves out negative indices; blocks without maps show the diagonal
+    (square) or nothing. Today's blockwise specification, with an inverse map that has a
+    gap."""
+    (cells_a, nodes_a, cells_b, nodes_b), m = _gap_meshes()
+    ds = op2.MixedSet((nodes_a, nodes_b)) ** 1
+    sp = op2.Sparsity((ds, ds), {(1, 0): [(m["b"], m["b_on_a"], None)],
+                                 (0, 1): [(m["a"], m["a_on_b"], None)]})
+    np.testing.assert_array_equal(sp._blocks[0][0].nnz, [1, 1, 1, 1])
+    np.testing.assert_array_equal(sp._blocks[0][1].nnz, [0, 2, 3, 2])
+    np.testing.assert_array_equal(sp._blocks[1][0].nnz, [2, 3, 2])
+    np.testing.assert_array_equal(sp._blocks[1][1].nnz, [1, 1, 1])
+    mat = op2.Mat(sp)
+    w = op2.Dat(cells_a ** 1, [1.0, 2.0, 3.0])
+    op2.par_loop(op2.Kernel(KERNEL, "k"), cells_a, mat[0, 1](op2.INC, (m["a"], m["a_on_b"])),
+                 w(op2.READ))
+    a_on_b = np.where((GAP_A_TO_B >= 0)[:, None], B_NODES[np.maximum(GAP_A_TO_B, 0)], -1)
+    want = np.zeros((4, 3))
+    for e in range(3):
+        for i in range(2):
+            for j in range(2):
+                if a_on_b[e, j] >= 0:
+                    want[A_NODES[e, i], a_on_b[e, j]] += (e + 1) * (1 + i + 10 * j)
+    np.testing.assert_allclose(mat[0, 1].values, want)
+    assert want[0].sum() == 0 and want.sum() > 0
+    # The map itself still reaches no data.
+    d = op2.Dat(nodes_b ** 1)
+    with pytest.raises(exceptions.MapValueError, match="gaps"):
+        op2.par_loop(op2.Kernel("static void k(double *x) { x[0] += 1.0; }", "k"), cells_a,
+                     d(op2.INC, m["a_on_b"]))
+
+
+GAP_A_TO_B = np.array([-1, 0, 1])
+
+
+def _gap_meshes():
+    cells_a, nodes_a, cells_b, nodes_b = op2.Set(3), op2.Set(4), op2.Set(2), op2.Set(3)
+    m = {"a": op2.Map(cells_a, nodes_a, 2, A_NODES), "b": op2.Map(cells_b, nodes_b, 2, B_NODES),
+         "ba": op2.Map(cells_b, cells_a, 1, B_TO_A),
+         "ab": op2.Map(cells_a, cells_b, 1, GAP_A_TO_B)}
+    m["b_on_a"] = op2.ComposedMap(m["a"], m["ba"])
+    m["a_on_b"] = op2.ComposedMap(m["b"], m["ab"])
+    return (cells_a, nodes_a, cells_b, nodes_b), m
 
 
 def test_kernels_defined_without_parameters_take_any_args():

@@ -83,6 +83,18 @@ pub enum Op2Error {
         /// The loop's iteration set.
         iter_set: String,
     },
+    /// A loop reaches data through a map with gaps (negative values: no element).
+    #[error(
+        "arg {arg} of loop `{kernel}`: map `{map}` has gaps (negative values, \"no element\"); only matrices take such maps, a loop's data need an element at every entry"
+    )]
+    MapWithGaps {
+        /// The kernel's name.
+        kernel: String,
+        /// The arg's position.
+        arg: usize,
+        /// The map's name.
+        map: String,
+    },
     /// An indirect arg's dat does not live on the map's target set.
     #[error(
         "arg {arg} of loop `{kernel}`: dat `{dat}` lives on set `{dat_set}`, but map `{map}` points to `{map_to}`"

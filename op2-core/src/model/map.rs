@@ -18,6 +18,8 @@ pub(crate) struct MapInner {
     pub(crate) offsets: Option<Arc<[i32]>>,
     /// For a map from an extruded set: [`Map::columns_exact`] for each list of entries asked.
     pub(crate) exact: std::sync::Mutex<std::collections::HashMap<Vec<usize>, bool>>,
+    /// Whether negative values ("no element") are allowed: see [`Map::has_gaps`].
+    pub(crate) gaps: bool,
 }
 
 /// A map from a set to another: row `e` lists the `arity` target elements of element `e`.
@@ -33,6 +35,19 @@ impl Map {
         arity: usize,
         values: Vec<i32>,
         name: &str,
+    ) -> Result<Self> {
+        Map::new_with(id, from, to, arity, values, name, false)
+    }
+
+    /// [`Map::new`], negative values allowed when `gaps` (each one "no element").
+    pub(crate) fn new_with(
+        id: u64,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: Vec<i32>,
+        name: &str,
+        gaps: bool,
     ) -> Result<Self> {
         if arity == 0 {
             return Err(Op2Error::ZeroDimension {
@@ -52,7 +67,10 @@ impl Map {
             });
         }
         let to_size = to.total_size();
-        if let Some(pos) = values.iter().position(|&v| v < 0 || v as usize >= to_size) {
+        if let Some(pos) = values
+            .iter()
+            .position(|&v| (v < 0 && !gaps) || (v >= 0 && v as usize >= to_size))
+        {
             return Err(Op2Error::MapValueOutOfRange {
                 map: name.into(),
                 row: pos / arity,
@@ -75,6 +93,7 @@ impl Map {
             values,
             offsets: None,
             exact: Default::default(),
+            gaps,
         })))
     }
 
@@ -162,7 +181,15 @@ impl Map {
             values,
             offsets: Some(offsets.into()),
             exact: Default::default(),
+            gaps: false,
         })))
+    }
+
+    /// Whether the map was declared with gaps ([`crate::Runtime::decl_map_with_gaps`]): its
+    /// negative values mean "no element". Only matrices take such maps (their patterns and
+    /// assembly leave those entries out); loops refuse them for data.
+    pub fn has_gaps(&self) -> bool {
+        self.0.gaps
     }
 
     /// For a map from an extruded set: each entry's step per layer.

@@ -548,17 +548,26 @@ impl Runtime {
                 values.extend(
                     m.values()[e * a..(e + 1) * a]
                         .iter()
-                        .map(|&v| to.known_index(c, v as usize) as i32),
+                        // A gap of a map with gaps stays one (loops refuse such maps for
+                        // data; matrices leave the entries out).
+                        .map(|&v| {
+                            if v < 0 {
+                                -1
+                            } else {
+                                to.known_index(c, v as usize) as i32
+                            }
+                        }),
                 );
             }
         }
-        let flat = Map::new(
+        let flat = Map::new_with(
             next_id(),
             from,
             to.flat(),
             arity,
             values,
             &format!("{name}@flat"),
+            maps.iter().any(|m| m.has_gaps()),
         )?;
         lock(&self.shared.declared).map(&flat.0);
         Ok(MixedMap(Arc::new(MixedMapInner {
@@ -570,8 +579,9 @@ impl Runtime {
     }
 
     /// `map`, whose targets are elements of component `c` of `to`, as a map into `to`'s flat
-    /// set (the same rows, each value the flat element of its target): what assembles one
-    /// block `(i, j)` of a matrix on mixed spaces, whatever the loop's iteration set.
+    /// set (the same rows, each value the flat element of its target, gaps kept): what
+    /// assembles one block `(i, j)` of a matrix on mixed spaces, whatever the loop's iteration
+    /// set.
     pub fn decl_component_map(
         &self,
         to: &MixedSet,
@@ -611,12 +621,27 @@ impl Runtime {
                 ),
             ));
         }
+        // A gap ("no element") stays one.
         let values = map
             .values()
             .iter()
-            .map(|&v| to.known_index(c, v as usize) as i32)
+            .map(|&v| {
+                if v < 0 {
+                    -1
+                } else {
+                    to.known_index(c, v as usize) as i32
+                }
+            })
             .collect();
-        let flat = Map::new(next_id(), map.from(), to.flat(), map.arity(), values, name)?;
+        let flat = Map::new_with(
+            next_id(),
+            map.from(),
+            to.flat(),
+            map.arity(),
+            values,
+            name,
+            map.has_gaps(),
+        )?;
         lock(&self.shared.declared).map(&flat.0);
         Ok(flat)
     }

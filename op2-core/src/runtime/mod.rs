@@ -372,6 +372,31 @@ impl Runtime {
         Ok(map)
     }
 
+    /// [`Runtime::decl_map`] for a map whose negative values mean "no element" (PyOP2's maps
+    /// with gaps, such as an inverse map where some elements have no partner). Matrices take
+    /// it: sparsity patterns and assembly leave those entries out. Loops refuse it for data
+    /// (there is no element to read or write), with a typed error.
+    pub fn decl_map_with_gaps(
+        &self,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: impl Into<Vec<i32>>,
+        name: &str,
+    ) -> Result<Map> {
+        self.own("set", from.name(), from.runtime_id())?;
+        self.own("set", to.name(), to.runtime_id())?;
+        self.whole_set(from, "maps")?;
+        self.whole_set(to, "maps")?;
+        let values: Vec<i32> = values.into().into_iter().map(|v| v.max(-1)).collect();
+        let map = Map::new_with(next_id(), from, to, arity, values, name, true)?;
+        lock(&self.shared.declared).map(&map.0);
+        self.shared
+            .checkpoints()
+            .checkpoint_declare("map", name, DeclaredAs::Map(&map))?;
+        Ok(map)
+    }
+
     /// Declares a Dat with `dim` values per element of `set` (all sections, halos included).
     ///
     /// `data` is a `Vec<T>` (taken over: the Dat's storage is that `Vec`, with no copy) or borrowed

@@ -53,6 +53,13 @@ pub(crate) fn check_arg(
                 iter_set: set.name().into(),
             });
         }
+        if m.has_gaps() {
+            return Err(Op2Error::MapWithGaps {
+                kernel: kname(),
+                arg: i,
+                map: m.name().into(),
+            });
+        }
         Ok(maps.iter().position(|x| x == m).unwrap_or_else(|| {
             maps.push(m.clone());
             maps.len() - 1

@@ -20,6 +20,7 @@ mod hardening;
 mod layer_arg;
 mod laziness;
 mod lazy_graph;
+mod map_gaps;
 mod memory;
 mod mixed;
 mod outside_kernels;

@@ -495,7 +495,9 @@ impl Checkpointer {
                 for e in 0..from.owned() {
                     h.add(from.gid(e), |row| {
                         for &v in &values[e * arity..(e + 1) * arity] {
-                            row.extend_from_slice(&to.gid(v as usize).to_le_bytes());
+                            // A gap (a matrix map's "no element") has no global number.
+                            let gid = if v < 0 { u64::MAX } else { to.gid(v as usize) };
+                            row.extend_from_slice(&gid.to_le_bytes());
                         }
                     });
                 }
