@@ -749,3 +749,29 @@ def test_bottom_and_top_over_a_subset_of_columns(per_entity, region):
         want[at] = 100 + (extents[c, 1] - 2 if top else extents[c, 0])
         assert whole.data_ro[at] == want[at]
     np.testing.assert_array_equal(some.data_ro, want)
+
+
+@pytest.mark.parametrize("per_entity", [False, True])
+def test_interior_facets_over_a_subset_of_columns(per_entity):
+    """The facets of some columns: each facet's cells below and above, with the layer of the
+    cell below, against facets counted here."""
+    base = op2.Set(4)
+    layers = np.array([[0, 3], [1, 4], [0, 5], [2, 4]]) if per_entity else 5
+    columns = op2.ExtrudedSet(base, layers)
+    per = (layers[:, 1] - layers[:, 0] - 1) if per_entity else np.full(4, 4)
+    first = np.concatenate(([0], np.cumsum(per)[:-1]))
+    cells = op2.Set(int(per.sum()))
+    to_cell = op2.Map(columns, cells, 1, [[f] for f in first], offset=[1])
+    k = op2.Kernel("static void k(double *c, int layer) { c[0] += 1000 + layer; c[1] += 1; }",
+                   "k")
+    chosen = [0, 2, 3]
+    seen = op2.Dat(cells ** 1, np.zeros(cells.size))
+    op2.par_loop(k, op2.Subset(columns, chosen), seen(op2.INC, to_cell), pass_layer_arg=True,
+                 iteration_region=op2.ON_INTERIOR_FACETS)
+    starts = layers[:, 0] if per_entity else np.zeros(4, dtype=int)
+    want = np.zeros(cells.size)
+    for c in chosen:
+        for f in range(per[c] - 1):
+            want[first[c] + f] += 1000 + starts[c] + f
+            want[first[c] + f + 1] += 1
+    np.testing.assert_array_equal(seen.data_ro, want)

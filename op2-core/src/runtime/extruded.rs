@@ -664,6 +664,51 @@ impl Runtime {
         Ok(s)
     }
 
+    /// The interior facets of `facets` (those of the extruded cells `cells`) whose lower and
+    /// upper cells both belong to `subset` (a subset of `cells`): over a subset of columns,
+    /// every facet of those columns. Made once per subset.
+    pub(crate) fn facet_subset(&self, cells: &Set, facets: &Set, subset: &Set) -> Result<Set> {
+        if let Some(s) = lock(&self.shared.state)
+            .extruded
+            .facet_subsets
+            .get(&subset.id())
+        {
+            return Ok(s.clone());
+        }
+        let (cx, fx) = (
+            cells.extrusion().expect("extruded"),
+            facets.extrusion().expect("extruded"),
+        );
+        let mut chosen = vec![false; cells.total_size()];
+        for &c in subset.subset_indices().expect("a subset") {
+            chosen[c as usize] = true;
+        }
+        let mut indices = Vec::new();
+        for b in 0..fx.base().exec_size() {
+            let (first_cell, first_facet) = (cx.column_start(b), fx.column_start(b));
+            // A column of one cell has no facet, though its facet column has one (unwalked)
+            // layer: only pairs of cells inside the column count.
+            let cells_here = cx.column_len(b);
+            for k in 0..fx.column_len(b).min(cells_here.saturating_sub(1)) {
+                if chosen[first_cell + k] && chosen[first_cell + k + 1] {
+                    indices.push((first_facet + k) as i32);
+                }
+            }
+        }
+        let s = Set::subset_of(
+            next_id(),
+            self.shared.id,
+            &format!("{}@facets", subset.name()),
+            facets,
+            indices,
+        )?;
+        lock(&self.shared.state)
+            .extruded
+            .facet_subsets
+            .insert(subset.id(), s.clone());
+        Ok(s)
+    }
+
     /// An arg of a loop over the interior facets of `cells`, over `facets`: a map from the
     /// cells, with offsets or plain, becomes the facet's map (the lower cell's row, then the
     /// upper cell's).

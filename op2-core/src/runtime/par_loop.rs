@@ -267,18 +267,32 @@ impl Runtime {
 
 /// Interior facets of an extruded set: a loop over every layer of the facets' own set, each
 /// map from the cells doubled (the lower cell's row, then the upper's).
+/// Over a subset of an extruded set's cells, the facets between two of its cells (a subset of
+/// the facets' set), the maps from the whole cells doubled likewise.
 fn interior_facets(rt: &Runtime, d: Draft) -> Result<Draft> {
-    if d.region != Region::InteriorFacets || d.set.extrusion().is_none() {
+    if d.region != Region::InteriorFacets {
         return Ok(d);
     }
-    let facets = rt.facet_set(&d.set)?;
+    let (cells, subset) = if d.set.extrusion().is_some() {
+        (d.set.clone(), None)
+    } else {
+        match d.set.superset().filter(|s| s.extrusion().is_some()) {
+            Some(s) => (s.clone(), Some(d.set.clone())),
+            None => return Ok(d),
+        }
+    };
+    let facets = rt.facet_set(&cells)?;
     let args = d
         .args
         .into_iter()
-        .map(|a| rt.facet_arg(&d.kernel, &d.set, &facets, a))
+        .map(|a| rt.facet_arg(&d.kernel, &cells, &facets, a))
         .collect::<Result<Vec<_>>>()?;
+    let set = match &subset {
+        Some(s) => rt.facet_subset(&cells, &facets, s)?,
+        None => facets,
+    };
     Ok(Draft {
-        set: facets,
+        set,
         region: Region::All,
         args,
         ..d

@@ -582,6 +582,72 @@ fn interior_facets_see_the_cells_below_and_above() {
     assert!(matches!(err, Op2Error::NotExtruded { .. }), "{err}");
 }
 
+/// Over a subset of the cells (PyOP2's Subset of an ExtrudedSet's columns, or any cells), the
+/// interior facets between two chosen cells only; with the layer, the lower cell's. Against
+/// the facets computed here, with columns of different heights.
+#[test]
+fn interior_facets_of_a_subset_are_those_between_its_cells() {
+    let rt = builder().build().unwrap();
+    let base = rt.decl_set(4, "base").unwrap();
+    let layers = vec![5usize, 2, 4, 6];
+    let cells = rt
+        .decl_extruded_set(&base, layers.clone(), "cells")
+        .unwrap();
+    let ncells: Vec<usize> = layers.iter().map(|l| l - 1).collect();
+    let starts: Vec<usize> = ncells
+        .iter()
+        .scan(0, |s, &n| {
+            let at = *s;
+            *s += n;
+            Some(at)
+        })
+        .collect();
+    let total: usize = ncells.iter().sum();
+    let self_map = rt
+        .decl_extruded_map(
+            &cells,
+            &cells,
+            1,
+            starts.iter().map(|&s| s as i32).collect::<Vec<_>>(),
+            [1],
+            "self",
+        )
+        .unwrap();
+    // Columns 0 and 3 whole, column 2 but its top cell, column 1 (one cell): its cell.
+    let mut chosen: Vec<i32> = (0..ncells[0]).map(|k| (starts[0] + k) as i32).collect();
+    chosen.extend((0..ncells[2] - 1).map(|k| (starts[2] + k) as i32));
+    chosen.extend((0..ncells[3]).map(|k| (starts[3] + k) as i32));
+    chosen.push(starts[1] as i32);
+    chosen.sort_unstable();
+    let some = rt.decl_subset(&cells, chosen.clone(), "some").unwrap();
+    let seen = rt.decl_dat_zeros::<f64>(&cells, 1, "seen").unwrap();
+    let k = kernel(
+        "facet",
+        "void facet(double *s[2], int layer) { s[0][0] += 1.0 + layer; s[1][0] += 100.0; }",
+    );
+    for _ in 0..2 {
+        rt.par_loop_with_layer(
+            &k,
+            &some,
+            Region::InteriorFacets,
+            [seen.arg_row(&self_map, INC)],
+        )
+        .unwrap();
+    }
+    let mut expected = vec![0.0; total];
+    for (b, &n) in ncells.iter().enumerate() {
+        for f in 0..n.saturating_sub(1) {
+            let (lo, hi) = (starts[b] + f, starts[b] + f + 1);
+            if chosen.contains(&(lo as i32)) && chosen.contains(&(hi as i32)) {
+                expected[lo] += 2.0 * (1.0 + f as f64);
+                expected[hi] += 200.0;
+            }
+        }
+    }
+    assert_eq!(seen.data_ro().unwrap().to_vec(), expected);
+    assert!(expected.iter().filter(|&&v| v > 0.0).count() > 4);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 

@@ -26,6 +26,8 @@ pub enum Region {
     Top,
     /// Each pair of vertically adjacent cells, once: maps give the lower cell's row followed by
     /// the upper cell's (twice the arity), so a kernel sees both sides of the facet between them.
+    /// Over a subset of an extruded set's cells, the facets whose cells below and above are
+    /// both in the subset.
     InteriorFacets,
 }
 
@@ -36,6 +38,9 @@ pub(crate) struct ExtrusionCache {
     pub(crate) maps: HashMap<(u8, u64, u64), Map>,
     /// The interior-facet set of each extruded set (by the set's id).
     pub(crate) facets: HashMap<u64, Set>,
+    /// The interior facets between two cells of a subset of an extruded set's cells, as a
+    /// subset of its facet set (by the subset's id).
+    pub(crate) facet_subsets: HashMap<u64, Set>,
     /// Bottom and top subsets (by set id and region).
     pub(crate) ends: HashMap<(u64, Region), Set>,
     /// Elements per column of sets whose columns differ (by set id), as a Dat on the base set.
