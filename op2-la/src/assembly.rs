@@ -6,10 +6,11 @@
 //! matrix its element blocks give, whatever its thread count.
 
 use crate::error::{LaError, Result};
-use crate::mat::{BoundaryDrop, Mat, MatArg};
+use crate::mat::{BoundaryDrop, Mat, MatArg, Staging};
 use crate::plan::{AssemblyPlan, Share};
 use crate::sparsity::assembled_elements;
-use op2_core::{Access, Arg, Dat, Kernel, Map, Runtime, Set};
+use op2_core::num_complex::Complex64;
+use op2_core::{Access, Arg, Kernel, Map, Runtime, Set};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -176,6 +177,43 @@ impl AssemblyPlan {
             slot,
             dropped,
             nnz: sp.nnz(),
+            shares: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The plan of a complex matrix, whose staging and values read as f64 two per value: each
+    /// block entry becomes two (real part, then imaginary), each going to its value's two.
+    fn widened(self, mat: &str) -> Result<AssemblyPlan> {
+        if self.nnz as u128 * 2 >= u32::MAX as u128
+            || self.slot.len() as u128 * 2 >= u32::MAX as u128
+        {
+            return Err(LaError::TooLarge {
+                what: "complex matrix",
+                name: mat.into(),
+                count: self.nnz as u128 * 2,
+                limit: u32::MAX as u128 - 1,
+            });
+        }
+        let slot = self
+            .slot
+            .iter()
+            .flat_map(|&s| {
+                if s == u32::MAX {
+                    [u32::MAX; 2]
+                } else {
+                    [2 * s, 2 * s + 1]
+                }
+            })
+            .collect();
+        let dropped = self
+            .dropped
+            .iter()
+            .flat_map(|&k| [2 * k, 2 * k + 1])
+            .collect();
+        Ok(AssemblyPlan {
+            slot,
+            dropped,
+            nnz: 2 * self.nnz,
             shares: Mutex::new(HashMap::new()),
         })
     }
@@ -367,10 +405,13 @@ pub fn host_threads(rt: &Runtime) -> usize {
     rt.host_threads()
 }
 
-fn zero_kernel(len: usize) -> Result<Kernel> {
-    let name = format!("op2la_zero_{len}");
-    let source =
-        format!("void {name}(double *a) {{ for (int i = 0; i < {len}; i++) a[i] = 0.0; }}");
+fn zero_kernel(len: usize, complex: bool) -> Result<Kernel> {
+    let (name, ty) = if complex {
+        (format!("op2la_zero_complex_{len}"), "double _Complex")
+    } else {
+        (format!("op2la_zero_{len}"), "double")
+    };
+    let source = format!("void {name}({ty} *a) {{ for (int i = 0; i < {len}; i++) a[i] = 0; }}");
     Ok(Kernel::new(&name, &source)?)
 }
 
@@ -411,7 +452,7 @@ pub fn par_loop(
         }
     }
     let mut lowered = Vec::with_capacity(args.len());
-    let mut staged: Vec<(usize, MatArg, Dat<f64>)> = Vec::new();
+    let mut staged: Vec<(usize, MatArg, Staging)> = Vec::new();
     for (i, a) in args.into_iter().enumerate() {
         match a {
             LoopArg::Op2(a) => lowered.push(a),
@@ -425,7 +466,7 @@ pub fn par_loop(
                 let clean = m.mat.lock().clean.remove(&(whole.id(), i));
                 if r * c > 0 && !clean {
                     rt.par_loop(
-                        &zero_kernel(r * c)?,
+                        &zero_kernel(r * c, m.mat.is_complex())?,
                         set,
                         [block.arg(Access::Write).with_exec_halo()],
                     )?;
@@ -470,39 +511,46 @@ pub fn par_loop(
         let plan = match cached {
             Some(p) => p,
             None => {
-                let p = Arc::new(AssemblyPlan::build(&m, elements, chosen)?);
+                let mut p = AssemblyPlan::build(&m, elements, chosen)?;
+                if m.mat.is_complex() {
+                    // The staging and the values read as f64: two per complex value.
+                    p = p.widened(m.mat.name())?;
+                }
+                let p = Arc::new(p);
                 m.mat.lock().plans.insert(key, p.clone());
                 p
             }
         };
         let insert = m.access == Access::Write;
-        if consume {
-            let mut blocks = block.data()?;
-            let mut st = m.mat.lock();
-            m.mat.begin(&mut st, !insert)?;
-            plan.apply(
-                Blocks::Consume(&mut blocks[..plan.len()]),
-                &mut st.values,
-                insert,
-                threads,
-                on_openmp,
-            );
-            // Dropped entries were not read: zero them so the staging is clean.
-            for &k in &plan.dropped {
-                blocks[k] = 0.0;
-            }
-            st.clean.insert((whole.id(), position));
+        let mut guard = if consume {
+            StagingData::write(&block)?
         } else {
-            let blocks = block.data_ro()?;
-            let mut st = m.mat.lock();
-            m.mat.begin(&mut st, !insert)?;
-            plan.apply(
+            StagingData::read(&block)?
+        };
+        let mut st = m.mat.lock();
+        m.mat.begin(&mut st, !insert)?;
+        match guard.as_f64() {
+            F64View::Mut(blocks) => {
+                plan.apply(
+                    Blocks::Consume(&mut blocks[..plan.len()]),
+                    &mut st.values,
+                    insert,
+                    threads,
+                    on_openmp,
+                );
+                // Dropped entries were not read: zero them so the staging is clean.
+                for &k in &plan.dropped {
+                    blocks[k] = 0.0;
+                }
+                st.clean.insert((whole.id(), position));
+            }
+            F64View::Ref(blocks) => plan.apply(
                 Blocks::Read(&blocks[..plan.len()]),
                 &mut st.values,
                 insert,
                 threads,
                 on_openmp,
-            );
+            ),
         }
     }
     Ok(())
@@ -578,17 +626,65 @@ fn whole_set(set: &Set) -> (&Set, Option<&[i32]>) {
     }
 }
 
-/// The staging Dat of arg `position` over `set` (kept with the matrix for the next assembly).
-fn staging(rt: &Runtime, mat: &Mat, set: &Set, position: usize, len: usize) -> Result<Dat<f64>> {
+/// The staging Dat of arg `position` over `set` (kept with the matrix for the next assembly),
+/// of the matrix's scalar type.
+fn staging(rt: &Runtime, mat: &Mat, set: &Set, position: usize, len: usize) -> Result<Staging> {
     let key = (set.id(), position);
     if let Some(d) = mat.lock().blocks.get(&key) {
         if d.dim() == len.max(1) {
             return Ok(d.clone());
         }
     }
-    let d = rt.decl_dat_zeros::<f64>(set, len.max(1), "op2la_element_blocks")?;
+    let (dim, name) = (len.max(1), "op2la_element_blocks");
+    let d = if mat.is_complex() {
+        Staging::Complex(rt.decl_dat_zeros::<Complex64>(set, dim, name)?)
+    } else {
+        Staging::Real(rt.decl_dat_zeros::<f64>(set, dim, name)?)
+    };
     mat.lock().blocks.insert(key, d.clone());
     Ok(d)
+}
+
+/// A staging's host values, held for the adding pass: written (`write`, the pass zeroes what it
+/// reads) or read.
+enum StagingData<'a> {
+    Real(op2_core::HostWrite<'a, f64>),
+    Complex(op2_core::HostWrite<'a, Complex64>),
+    RealRead(op2_core::HostRead<'a, f64>),
+    ComplexRead(op2_core::HostRead<'a, Complex64>),
+}
+
+impl<'a> StagingData<'a> {
+    fn write(s: &'a Staging) -> Result<Self> {
+        Ok(match s {
+            Staging::Real(d) => StagingData::Real(d.data()?),
+            Staging::Complex(d) => StagingData::Complex(d.data()?),
+        })
+    }
+
+    fn read(s: &'a Staging) -> Result<Self> {
+        Ok(match s {
+            Staging::Real(d) => StagingData::RealRead(d.data_ro()?),
+            Staging::Complex(d) => StagingData::ComplexRead(d.data_ro()?),
+        })
+    }
+
+    /// The values as f64 (a complex value's real part, then its imaginary part). Read-only
+    /// stagings give a copy the pass may zero without effect.
+    fn as_f64(&mut self) -> F64View<'_> {
+        match self {
+            StagingData::Real(w) => F64View::Mut(&mut w[..]),
+            StagingData::Complex(w) => F64View::Mut(bytemuck::cast_slice_mut(&mut w[..])),
+            StagingData::RealRead(r) => F64View::Ref(&r[..]),
+            StagingData::ComplexRead(r) => F64View::Ref(bytemuck::cast_slice(&r[..])),
+        }
+    }
+}
+
+/// A staging's values as f64, writable or not.
+enum F64View<'a> {
+    Mut(&'a mut [f64]),
+    Ref(&'a [f64]),
 }
 
 /// [`par_loop`] with args written inline, each converted with `Into<LoopArg>` (op2 args and Mat

@@ -8,6 +8,27 @@ pub enum LaError {
     /// An error from op2 itself (a loop arg, a kernel, a backend).
     #[error(transparent)]
     Op2(#[from] Op2Error),
+    /// Real values for a complex matrix, or complex ones for a real matrix.
+    #[error("matrix {mat}: {operation} takes {given} values, but the matrix holds {holds} ones")]
+    ScalarKind {
+        /// The matrix.
+        mat: String,
+        /// What was asked.
+        operation: &'static str,
+        /// "real" or "complex": what the call gives or reads.
+        given: &'static str,
+        /// "real" or "complex": what the matrix holds.
+        holds: &'static str,
+    },
+    /// An operation that complex matrices do not have (op2-la's solvers, preconditioners and
+    /// PETSc's are real; products across ranks too).
+    #[error("matrix {mat}: {operation} is for real matrices; this one holds complex values")]
+    Complex {
+        /// The matrix.
+        mat: String,
+        /// What was asked.
+        operation: &'static str,
+    },
     /// A sparsity needs at least one (row map, column map) pair.
     #[error("sparsity {name}: no (row map, column map) pairs given")]
     NoMaps {

@@ -5,7 +5,8 @@
 use crate::csr::{CsrRef, check_len};
 use crate::error::{LaError, Result};
 use crate::sparsity::Sparsity;
-use op2_core::{Access, Dat, Map};
+use op2_core::num_complex::Complex64;
+use op2_core::{Access, Dat, Map, Scalar};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,12 +18,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Life cycle as in PETSc: entries are added (`INC` loops, [`Mat::add_values`]) or inserted
 /// (`WRITE` loops, [`Mat::set_values`]), never both without [`Mat::assemble`] in between; products,
 /// solves and [`Mat::zero_rows`] need an assembled matrix.
+///
+/// A complex matrix ([`Mat::new_complex`]) holds `Complex64` values: its loops' kernels get
+/// `double _Complex` element blocks, [`Mat::add_complex_values`] and [`Mat::complex_values`]
+/// write and read it, [`Mat::mult_complex`] multiplies complex Dats in one process. Its real
+/// accessors ([`Mat::values`], [`Mat::values_ptr`], [`Mat::to_dense`]) give each value's real
+/// and imaginary parts in turn; the solvers, preconditioners and PETSc's are real and refuse it
+/// ([`LaError::Complex`]).
 #[derive(Clone)]
 pub struct Mat(pub(crate) Arc<MatData>);
 
 pub(crate) struct MatData {
     pub(crate) name: String,
     pub(crate) sparsity: Sparsity,
+    /// Complex values: each stored as two f64, real part first.
+    pub(crate) complex: bool,
     pub(crate) state: Mutex<MatState>,
 }
 
@@ -45,6 +55,7 @@ impl Pending {
 }
 
 pub(crate) struct MatState {
+    /// The stored values in CSR order; a complex matrix's as real and imaginary parts in turn.
     pub(crate) values: Vec<f64>,
     pub(crate) pending: Pending,
     pub(crate) assembled: bool,
@@ -52,9 +63,34 @@ pub(crate) struct MatState {
     /// Assembly plans by (set, row map, column map, component-major block).
     pub(crate) plans: HashMap<PlanKey, Arc<crate::plan::AssemblyPlan>>,
     /// Per-element staging for loops, per (iteration set, arg position).
-    pub(crate) blocks: HashMap<(u64, usize), Dat<f64>>,
+    pub(crate) blocks: HashMap<(u64, usize), Staging>,
     /// The stagings an assembly left all zero (so the next loop needs no zeroing pass).
     pub(crate) clean: std::collections::HashSet<(u64, usize)>,
+}
+
+/// The per-element blocks a loop's kernel writes for a matrix: of its scalar type.
+#[derive(Clone)]
+pub(crate) enum Staging {
+    Real(Dat<f64>),
+    Complex(Dat<Complex64>),
+}
+
+impl Staging {
+    /// Values per element.
+    pub(crate) fn dim(&self) -> usize {
+        match self {
+            Staging::Real(d) => d.dim(),
+            Staging::Complex(d) => d.dim(),
+        }
+    }
+
+    /// The loop argument reaching it with `access`.
+    pub(crate) fn arg(&self, access: Access) -> op2_core::Arg {
+        match self {
+            Staging::Real(d) => d.arg(access),
+            Staging::Complex(d) => d.arg(access),
+        }
+    }
 }
 
 /// A Mat argument of an assembly loop (see [`crate::par_loop()`]): the kernel receives the element's
@@ -154,11 +190,22 @@ impl fmt::Debug for MatArg {
 impl Mat {
     /// A matrix on `sparsity`, all entries zero, not yet assembled.
     pub fn new(sparsity: &Sparsity, name: &str) -> Mat {
+        Mat::of_kind(sparsity, name, false)
+    }
+
+    /// A matrix of complex values on `sparsity` (PyOP2's `Mat(sparsity, dtype=complex128)`), all
+    /// entries zero, not yet assembled.
+    pub fn new_complex(sparsity: &Sparsity, name: &str) -> Mat {
+        Mat::of_kind(sparsity, name, true)
+    }
+
+    fn of_kind(sparsity: &Sparsity, name: &str, complex: bool) -> Mat {
         Mat(Arc::new(MatData {
             name: name.into(),
             sparsity: sparsity.clone(),
+            complex,
             state: Mutex::new(MatState {
-                values: vec![0.0; sparsity.nnz()],
+                values: vec![0.0; sparsity.nnz() * (1 + complex as usize)],
                 pending: Pending::Nothing,
                 assembled: false,
                 plans: HashMap::new(),
@@ -176,6 +223,44 @@ impl Mat {
     /// Its name.
     pub fn name(&self) -> &str {
         &self.0.name
+    }
+
+    /// Whether it holds complex values ([`Mat::new_complex`]).
+    pub fn is_complex(&self) -> bool {
+        self.0.complex
+    }
+
+    /// f64 per stored value: 2 for a complex matrix.
+    pub(crate) fn width(&self) -> usize {
+        1 + self.0.complex as usize
+    }
+
+    fn kind(complex: bool) -> &'static str {
+        if complex { "complex" } else { "real" }
+    }
+
+    /// Errors unless the matrix holds `complex` values, for `operation`.
+    fn holds(&self, complex: bool, operation: &'static str) -> Result<()> {
+        if self.0.complex != complex {
+            return Err(LaError::ScalarKind {
+                mat: self.0.name.clone(),
+                operation,
+                given: Mat::kind(complex),
+                holds: Mat::kind(self.0.complex),
+            });
+        }
+        Ok(())
+    }
+
+    /// Errors for a complex matrix: `operation` is real only.
+    pub(crate) fn real_only(&self, operation: &'static str) -> Result<()> {
+        if self.0.complex {
+            return Err(LaError::Complex {
+                mat: self.0.name.clone(),
+                operation,
+            });
+        }
+        Ok(())
     }
 
     /// Its pattern.
@@ -313,11 +398,13 @@ impl Mat {
         Ok(now)
     }
 
+    /// `block` holds [`Mat::width`] f64 per value.
     fn dense_block(&self, rows: &[usize], cols: &[usize], block: &[f64], add: bool) -> Result<()> {
-        if block.len() != rows.len() * cols.len() {
+        let w = self.width();
+        if block.len() != rows.len() * cols.len() * w {
             return Err(LaError::Length {
                 what: "block of values",
-                len: block.len(),
+                len: block.len() / w,
                 expected: rows.len() * cols.len(),
             });
         }
@@ -337,25 +424,52 @@ impl Mat {
         }
         let mut st = self.lock();
         self.begin(&mut st, add)?;
-        for (p, v) in positions.into_iter().zip(block) {
-            if add {
-                st.values[p] += v;
-            } else {
-                st.values[p] = *v;
+        for (p, v) in positions.into_iter().zip(block.chunks(w)) {
+            let stored = &mut st.values[p * w..(p + 1) * w];
+            for (s, v) in stored.iter_mut().zip(v) {
+                if add {
+                    *s += v;
+                } else {
+                    *s = *v;
+                }
             }
         }
         Ok(())
     }
 
     /// Adds the dense `rows.len() x cols.len()` row-major `block` at scalar rows and columns
-    /// (PETSc's `MatSetValues` with `ADD_VALUES`).
+    /// (PETSc's `MatSetValues` with `ADD_VALUES`). A real matrix's.
     pub fn add_values(&self, rows: &[usize], cols: &[usize], block: &[f64]) -> Result<()> {
+        self.holds(false, "add_values")?;
         self.dense_block(rows, cols, block, true)
     }
 
-    /// Inserts the dense row-major `block` (`INSERT_VALUES`).
+    /// Inserts the dense row-major `block` (`INSERT_VALUES`). A real matrix's.
     pub fn set_values(&self, rows: &[usize], cols: &[usize], block: &[f64]) -> Result<()> {
+        self.holds(false, "set_values")?;
         self.dense_block(rows, cols, block, false)
+    }
+
+    /// [`Mat::add_values`] of a complex matrix.
+    pub fn add_complex_values(
+        &self,
+        rows: &[usize],
+        cols: &[usize],
+        block: &[Complex64],
+    ) -> Result<()> {
+        self.holds(true, "add_complex_values")?;
+        self.dense_block(rows, cols, bytemuck::cast_slice(block), true)
+    }
+
+    /// [`Mat::set_values`] of a complex matrix.
+    pub fn set_complex_values(
+        &self,
+        rows: &[usize],
+        cols: &[usize],
+        block: &[Complex64],
+    ) -> Result<()> {
+        self.holds(true, "set_complex_values")?;
+        self.dense_block(rows, cols, bytemuck::cast_slice(block), false)
     }
 
     fn check_index(&self, what: &'static str, index: usize, size: usize) -> Result<()> {
@@ -382,7 +496,8 @@ impl Mat {
     }
 
     /// Zeroes scalar `rows` and puts `diagonal` on their diagonal, for Dirichlet conditions
-    /// (PETSc's `MatZeroRows`). Needs an assembled, square matrix; leaves it assembled.
+    /// (PETSc's `MatZeroRows`; a complex matrix's diagonal is `diagonal + 0i`). Needs an
+    /// assembled, square matrix; leaves it assembled.
     pub fn zero_rows(&self, rows: &[usize], diagonal: f64) -> Result<()> {
         let sp = &self.0.sparsity;
         self.square("zero_rows")?;
@@ -391,13 +506,14 @@ impl Mat {
         }
         let mut st = self.assembled("zero_rows")?;
         let offsets = sp.row_offsets();
+        let w = self.width();
         for &r in rows {
-            st.values[offsets[r]..offsets[r + 1]].fill(0.0);
+            st.values[offsets[r] * w..offsets[r + 1] * w].fill(0.0);
             // Square patterns always store the diagonal.
             let d = sp
                 .position(r, r)
                 .expect("square sparsities store the diagonal");
-            st.values[d] = diagonal;
+            st.values[d * w] = diagonal;
         }
         Ok(())
     }
@@ -413,20 +529,47 @@ impl Mat {
         Ok(())
     }
 
-    /// The value at scalar (`row`, `col`): zero where the pattern has no entry.
+    /// The value at scalar (`row`, `col`): zero where the pattern has no entry. A real matrix's.
     pub fn value(&self, row: usize, col: usize) -> Result<f64> {
+        self.holds(false, "value")?;
+        self.complex_value(row, col).map(|v| v.re)
+    }
+
+    /// The value at scalar (`row`, `col`) as a complex number (a real matrix's has no imaginary
+    /// part): zero where the pattern has no entry.
+    pub fn complex_value(&self, row: usize, col: usize) -> Result<Complex64> {
         let sp = &self.0.sparsity;
         self.check_index("row", row, sp.rows())?;
         self.check_index("column", col, sp.cols())?;
-        Ok(sp.position(row, col).map_or(0.0, |p| self.lock().values[p]))
+        let w = self.width();
+        Ok(sp.position(row, col).map_or(Complex64::default(), |p| {
+            let st = self.lock();
+            Complex64::new(
+                st.values[p * w],
+                if w == 2 { st.values[p * w + 1] } else { 0.0 },
+            )
+        }))
     }
 
-    /// The stored values, in CSR order (see [`Sparsity::row_offsets`], [`Sparsity::col_indices`]).
+    /// The stored values, in CSR order (see [`Sparsity::row_offsets`], [`Sparsity::col_indices`]);
+    /// a complex matrix's real and imaginary parts in turn.
     pub fn values(&self) -> Vec<f64> {
         self.lock().values.clone()
     }
 
-    /// Where the stored values live (CSR order, [`Sparsity::nnz`] of them), for handing the
+    /// The stored values as complex numbers, in CSR order (a real matrix's with no imaginary
+    /// parts).
+    pub fn complex_values(&self) -> Vec<Complex64> {
+        let st = self.lock();
+        if self.0.complex {
+            bytemuck::cast_slice(&st.values).to_vec()
+        } else {
+            st.values.iter().map(|&v| Complex64::new(v, 0.0)).collect()
+        }
+    }
+
+    /// Where the stored values live (CSR order, [`Sparsity::nnz`] of them; twice as many f64 for
+    /// a complex matrix, real part first), for handing the
     /// storage to a library that reads and writes it in place (the Python package's PETSc
     /// handle shares it). The values never move while the matrix lives. Reading or writing
     /// through the pointer while a loop or a call on another thread uses the matrix is a data
@@ -435,25 +578,43 @@ impl Mat {
         self.lock().values.as_mut_ptr()
     }
 
-    /// The whole matrix as dense rows (for small matrices: tests, printing).
+    /// The whole matrix as dense rows (for small matrices: tests, printing); a complex matrix's
+    /// rows hold each column's real and imaginary parts in turn.
     pub fn to_dense(&self) -> Vec<Vec<f64>> {
         let st = self.lock();
         let sp = &self.0.sparsity;
-        let mut dense = vec![vec![0.0; sp.cols()]; sp.rows()];
+        let w = self.width();
+        let mut dense = vec![vec![0.0; sp.cols() * w]; sp.rows()];
         for (r, row) in dense.iter_mut().enumerate() {
             for k in sp.row_offsets()[r]..sp.row_offsets()[r + 1] {
-                row[sp.col_indices()[k] as usize] = st.values[k];
+                let c = sp.col_indices()[k] as usize;
+                row[c * w..(c + 1) * w].copy_from_slice(&st.values[k * w..(k + 1) * w]);
             }
         }
         dense
     }
 
-    /// Runs `f` on the assembled matrix as CSR (what solvers read).
+    /// The whole matrix as dense rows of complex numbers (a real matrix's with no imaginary
+    /// parts).
+    pub fn to_dense_complex(&self) -> Vec<Vec<Complex64>> {
+        let values = self.complex_values();
+        let sp = &self.0.sparsity;
+        let mut dense = vec![vec![Complex64::default(); sp.cols()]; sp.rows()];
+        for (r, row) in dense.iter_mut().enumerate() {
+            for k in sp.row_offsets()[r]..sp.row_offsets()[r + 1] {
+                row[sp.col_indices()[k] as usize] = values[k];
+            }
+        }
+        dense
+    }
+
+    /// Runs `f` on the assembled matrix as CSR (what solvers read). A real matrix's.
     pub fn with_csr<R>(
         &self,
         operation: &'static str,
         f: impl FnOnce(CsrRef<'_>) -> R,
     ) -> Result<R> {
+        self.real_only(operation)?;
         let st = self.assembled(operation)?;
         let sp = &self.0.sparsity;
         Ok(f(CsrRef {
@@ -473,10 +634,10 @@ impl Mat {
     }
 
     /// Checks that `dat` is a vector over the rows (`rows`) or the columns.
-    pub(crate) fn check_vector(
+    pub(crate) fn check_vector<T: Scalar>(
         &self,
         role: &'static str,
-        dat: &Dat<f64>,
+        dat: &Dat<T>,
         rows: bool,
     ) -> Result<()> {
         let sp = &self.0.sparsity;

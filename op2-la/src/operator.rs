@@ -6,6 +6,7 @@
 use crate::csr::CsrRef;
 use crate::error::{LaError, Result};
 use crate::mat::Mat;
+use op2_core::num_complex::Complex64;
 use op2_core::{Communicator, Dat, ReduceOp, Set};
 use std::cell::RefCell;
 
@@ -209,6 +210,49 @@ impl Mat {
         } else {
             self.mult_slices(&xs, &mut ys[..rows])
         }
+    }
+
+    /// `y = A x` with complex Dats as vectors (shaped as [`Mat::mult`]'s), for a complex matrix
+    /// or a real one, in one process (across ranks the Dats' halo parts would be needed:
+    /// refused).
+    pub fn mult_complex(&self, x: &Dat<Complex64>, y: &Dat<Complex64>) -> Result<()> {
+        self.check_vector("x", x, false)?;
+        self.check_vector("y", y, true)?;
+        if x.id() == y.id() {
+            return Err(LaError::Option {
+                option: "y",
+                value: y.name().into(),
+                why: "x and y must be different Dats",
+            });
+        }
+        if x.communicator().is_some_and(|c| c.size() > 1) {
+            return Err(LaError::Option {
+                option: "x",
+                value: x.name().into(),
+                why: "complex products run in one process",
+            });
+        }
+        let sp = &self.0.sparsity;
+        let xs = x.data_ro()?[..sp.cols()].to_vec();
+        let a = {
+            let st = self.lock();
+            if !st.assembled {
+                return Err(LaError::Unassembled {
+                    mat: self.0.name.clone(),
+                    operation: "mult_complex",
+                });
+            }
+            drop(st);
+            self.complex_values()
+        };
+        let mut ys = y.data()?;
+        let (ptr, cols) = (sp.row_offsets(), sp.col_indices());
+        for (r, out) in ys[..sp.rows()].iter_mut().enumerate() {
+            *out = (ptr[r]..ptr[r + 1])
+                .map(|k| a[k] * xs[cols[k] as usize])
+                .sum();
+        }
+        Ok(())
     }
 
     /// `y = A x` for a matrix of mixed spaces ([`Sparsity::mixed`](crate::Sparsity::mixed)) with

@@ -6,6 +6,7 @@ use crate::mixed::{PyMixedDat, PyMixedMap};
 use crate::{AnyDat, Op2Failure, PyDat, PyMap};
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use op2::la::{self, LaError, Method, Preconditioner, SolverOptions, Split};
+use op2::num_complex::Complex64;
 use pyo3::prelude::*;
 
 /// An op2-la error as `Op2Failure(kind, message)`, like [`fail`]: op2's own errors keep their
@@ -16,6 +17,17 @@ pub(crate) fn fail_la(e: LaError) -> PyErr {
 
 /// Row map entries and column map entries (of a boundary drop).
 type Entries = (Vec<usize>, Vec<usize>);
+
+/// The complex128 Dat a complex matrix operation needs.
+fn c128_dat<'a>(d: &'a PyDat, what: &str) -> PyResult<&'a op2::Dat<Complex64>> {
+    match &d.dat {
+        AnyDat::C128(d) => Ok(d),
+        _ => Err(Op2Failure::new_err((
+            "DatType",
+            format!("{what} must be a Dat of complex128 values"),
+        ))),
+    }
+}
 
 /// The f64 Dat a matrix operation needs (PyOP2's matrices hold doubles).
 fn f64_dat<'a>(d: &'a PyDat, what: &str) -> PyResult<&'a op2::Dat<f64>> {
@@ -89,11 +101,22 @@ pub(crate) struct PyMat {
 
 #[pymethods]
 impl PyMat {
+    /// A matrix of float64 values, or of complex128 ones (`complex`).
     #[new]
-    fn new(sparsity: &PySparsity, name: &str) -> Self {
+    #[pyo3(signature = (sparsity, name, complex=false))]
+    fn new(sparsity: &PySparsity, name: &str, complex: bool) -> Self {
         PyMat {
-            mat: la::Mat::new(&sparsity.sp, name),
+            mat: if complex {
+                la::Mat::new_complex(&sparsity.sp, name)
+            } else {
+                la::Mat::new(&sparsity.sp, name)
+            },
         }
+    }
+    /// Whether it holds complex values.
+    #[getter]
+    fn complex(&self) -> bool {
+        self.mat.is_complex()
     }
     /// The loop argument assembling into this matrix with `access` through `rows` and `cols`
     /// in `form`; `boundary`, `(bottom, top)` with each `None` or `(row map entries, column
@@ -169,10 +192,12 @@ impl PyMat {
     fn diagonal_entries(&self, rows: Vec<usize>, values: Vec<f64>, add: bool) -> PyResult<()> {
         self.mat.assemble();
         for (&r, &v) in rows.iter().zip(&values) {
-            let res = if add {
-                self.mat.add_values(&[r], &[r], &[v])
-            } else {
-                self.mat.set_values(&[r], &[r], &[v])
+            let c = [Complex64::new(v, 0.0)];
+            let res = match (self.mat.is_complex(), add) {
+                (false, true) => self.mat.add_values(&[r], &[r], &[v]),
+                (false, false) => self.mat.set_values(&[r], &[r], &[v]),
+                (true, true) => self.mat.add_complex_values(&[r], &[r], &c),
+                (true, false) => self.mat.set_complex_values(&[r], &[r], &c),
             };
             res.map_err(fail_la)?;
         }
@@ -180,7 +205,8 @@ impl PyMat {
         Ok(())
     }
     /// Adds (`add`) or inserts the dense row-major `values` at scalar `rows` and `cols`
-    /// (PETSc's `MatSetValues`; every entry must be in the pattern).
+    /// (PETSc's `MatSetValues`; every entry must be in the pattern). A complex matrix's values
+    /// come as real and imaginary parts in turn.
     fn entries(
         &self,
         rows: Vec<usize>,
@@ -189,7 +215,22 @@ impl PyMat {
         add: bool,
     ) -> PyResult<()> {
         self.mat.assemble();
-        let res = if add {
+        let res = if self.mat.is_complex() {
+            if !values.len().is_multiple_of(2) {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "a complex matrix's values come as (real, imaginary) pairs",
+                ));
+            }
+            let c: Vec<Complex64> = values
+                .chunks(2)
+                .map(|p| Complex64::new(p[0], p[1]))
+                .collect();
+            if add {
+                self.mat.add_complex_values(&rows, &cols, &c)
+            } else {
+                self.mat.set_complex_values(&rows, &cols, &c)
+            }
+        } else if add {
             self.mat.add_values(&rows, &cols, &values)
         } else {
             self.mat.set_values(&rows, &cols, &values)
@@ -198,7 +239,8 @@ impl PyMat {
         self.mat.assemble();
         Ok(())
     }
-    /// The stored values in CSR order (a copy).
+    /// The stored values in CSR order (a copy; a complex matrix's real and imaginary parts in
+    /// turn).
     fn array<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         self.mat.assemble();
         PyArray1::from_vec(py, self.mat.values())
@@ -221,12 +263,23 @@ impl PyMat {
         };
         Ok(arr)
     }
-    /// The whole matrix, dense (a copy).
+    /// The whole matrix, dense (a copy; a complex matrix's rows hold each column's real and
+    /// imaginary parts in turn).
     fn dense<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
         self.mat.assemble();
-        let (r, c) = (self.mat.rows(), self.mat.cols());
+        let (r, c) = (
+            self.mat.rows(),
+            self.mat.cols() * (1 + self.mat.is_complex() as usize),
+        );
         let flat: Vec<f64> = self.mat.to_dense().into_iter().flatten().collect();
         PyArray1::from_vec(py, flat).reshape([r, c])
+    }
+    /// `y = A x` with Dats of complex128 (a complex matrix's, or a real one's), in one process.
+    fn mult_complex(&self, x: &PyDat, y: &PyDat) -> PyResult<()> {
+        self.mat.assemble();
+        self.mat
+            .mult_complex(c128_dat(x, "x")?, c128_dat(y, "y")?)
+            .map_err(fail_la)
     }
     /// `y = A x` with Dats of float64.
     fn mult(&self, x: &PyDat, y: &PyDat) -> PyResult<()> {

@@ -340,9 +340,12 @@ class Sparsity:
 
 @final
 class Mat:
-    """A matrix on a sparsity: ``Mat(sparsity, name)``."""
+    """A matrix on a sparsity: ``Mat(sparsity, name, complex=False)``."""
 
-    def __new__(cls, sparsity: Sparsity, name: str) -> Self: ...
+    def __new__(cls, sparsity: Sparsity, name: str, complex: bool = False) -> Self: ...
+    @property
+    def complex(self) -> bool:
+        """Whether it holds complex values."""
     def arg(
         self,
         access: AccessMode,
@@ -379,14 +382,19 @@ class Mat:
         self, rows: Sequence[int], cols: Sequence[int], values: Sequence[float], add: bool
     ) -> None:
         """Adds (``add``) or inserts the dense row-major ``values`` at scalar ``rows`` and
-        ``cols`` (PETSc's ``MatSetValues``; every entry must be in the pattern)."""
+        ``cols`` (PETSc's ``MatSetValues``; every entry must be in the pattern); a complex
+        matrix's as real and imaginary parts in turn."""
     def array(self) -> NDArray[np.float64]:
-        """The stored values in CSR order (a copy)."""
+        """The stored values in CSR order (a copy; a complex matrix's real and imaginary parts
+        in turn)."""
     def values_view(self) -> NDArray[np.float64]:
         """The stored values in CSR order over the matrix's own memory (what a PETSc handle
         shares); the array keeps the matrix alive."""
     def dense(self) -> NDArray[np.float64]:
-        """The whole matrix, dense (a copy)."""
+        """The whole matrix, dense (a copy; a complex matrix's columns as real and imaginary
+        parts in turn)."""
+    def mult_complex(self, x: Dat, y: Dat) -> None:
+        """``y = A x`` with Dats of complex128, in one process."""
     def mult(self, x: Dat, y: Dat) -> None:
         """``y = A x`` with Dats of float64."""
     def mult_mixed(self, x: MixedDat, y: MixedDat) -> None:

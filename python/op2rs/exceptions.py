@@ -138,6 +138,8 @@ _KINDS = {
     "BackendNotEnabled": ImportError,
     "DuplicateConst": NonUniqueNameError,
     "AlgebraMismatch": DataValueError,
+    "ScalarKind": DataTypeError,
+    "Complex": NotImplementedError,
 }
 
 

@@ -359,7 +359,9 @@ def _cache_key(dsets, maps):
 
 
 class Mat:
-    """A matrix on a Sparsity: ``Mat(sparsity, dtype=None, name=None)``, float64 values."""
+    """A matrix on a Sparsity: ``Mat(sparsity, dtype=None, name=None)``, float64 values, or
+    complex128 ones (``dtype=numpy.complex128``: kernels write ``double complex`` element
+    matrices; op2rs's solvers and PETSc handles are for real matrices)."""
 
     def __init__(self, sparsity, dtype=None, name=None):
         current()
@@ -368,19 +370,20 @@ class Mat:
         if name is not None and not isinstance(name, str):
             raise NameTypeError("name must be of type str")
         dt = np.dtype(np.float64 if dtype is None else dtype)
-        if dt != np.float64:
-            raise RuntimeError("op2rs matrices hold float64 values, not %s" % dt)
+        if dt not in (np.float64, np.complex128):
+            raise RuntimeError("op2rs matrices hold float64 or complex128 values, not %s" % dt)
         self._sparsity = sparsity
         self._name = fresh_name("mat", name)
-        self._native = call(_op2.Mat, sparsity._native, self._name)
+        self._native = call(_op2.Mat, sparsity._native, self._name, dt == np.complex128)
         self._dtype = dt
         self._blocks = None
 
     sparsity = property(lambda self: self._sparsity)
     dims = property(lambda self: self._sparsity._pair_dims)
     dtype = property(lambda self: self._dtype)
-    ctype = property(lambda self: "double")
+    ctype = property(lambda self: "double complex" if self._complex else "double")
     name = property(lambda self: self._name)
+    _complex = property(lambda self: self._dtype == np.complex128)
 
     def __call__(self, access, path, flatten=False):
         if access not in MAT_MODES:
@@ -489,13 +492,17 @@ class Mat:
                 raise MatTypeError("Cannot set diagonal of non-square matrix")
             if not isinstance(vec, Dat):
                 raise TypeError("Can only set diagonal from a Dat")
-            v = np.asarray(vec.data_ro, dtype=np.float64).ravel()
+            v = np.asarray(vec.data_ro, dtype=self._dtype).ravel()
         rows = self._sparsity._native.shape[0]
         if len(v) != rows:
             raise ValueError("set_diagonal needs %d values (one per row), %s has %d"
                              % (rows, vec.name, len(v)))
         self._shared()
-        call(self._native.diagonal_entries, list(range(len(v))), v.tolist(), False)
+        if self._complex:
+            for r, value in enumerate(v):
+                call(self._native.entries, [r], [r], [value.real, value.imag], False)
+        else:
+            call(self._native.diagonal_entries, list(range(len(v))), v.tolist(), False)
         self._wrote()
 
     def inc_local_diagonal_entries(self, rows, diag_val=1.0):
@@ -509,13 +516,18 @@ class Mat:
     def values(self):
         """The whole matrix as a dense NumPy array (a copy)."""
         self._shared()
-        return self._native.dense()
+        return self._of_dtype(self._native.dense())
 
     @property
     def array(self):
         """The stored values in CSR order (a copy; see the sparsity's rowptr and colidx)."""
         self._shared()
-        return self._native.array()
+        return self._of_dtype(self._native.array())
+
+    def _of_dtype(self, parts):
+        """The native values (a complex matrix's real and imaginary parts in turn) as the
+        matrix's dtype."""
+        return parts.view(np.complex128) if self._complex else parts
 
     @property
     def handle(self):
@@ -524,6 +536,10 @@ class Mat:
         entries outside the sparsity are refused, as PyOP2's matrices refused them."""
         h = self.__dict__.get("_handle")
         if h is None:
+            if self._complex:
+                raise NotImplementedError(
+                    "Mat %s holds complex values: op2rs shares a matrix's values with a PETSc "
+                    "of real scalars only" % self._name)
             h = self.__dict__["_handle"] = _petsc.mat_handle(self)
         return h
 
@@ -586,6 +602,13 @@ class Mat:
         if not isinstance(v, Dat):
             raise TypeError("Can only multiply a Mat by a Dat")
         self._shared()
+        if self._complex or v.dtype == np.complex128:
+            # Complex: a complex product (in one process).
+            if v.dtype != np.complex128:
+                v = Dat(v.dataset, v.data_ro_with_halos.astype(np.complex128), np.complex128)
+            y = Dat(self._sparsity.dsets[0], dtype=np.complex128)
+            call(self._native.mult_complex, v._native, y._native)
+            return y
         if v.dtype != np.float64:
             v = Dat(v.dataset, v.data_ro_with_halos.astype(np.float64), np.float64)
         y = Dat(self._sparsity.dsets[0])
@@ -772,6 +795,9 @@ class Solver:
             raise MatTypeError("A must be a Mat")
         if not isinstance(x, (Dat, MixedDat)) or not isinstance(b, (Dat, MixedDat)):
             raise DatTypeError("x and b must be Dats")
+        if A._complex:
+            raise NotImplementedError("Mat %s holds complex values: op2rs's solvers are for "
+                                      "real matrices" % A.name)
         A._shared()
         p = self.parameters
         options = call(_op2.SolverOptions, str(p["ksp_type"]), str(p["pc_type"]),

@@ -1187,10 +1187,11 @@ class Mat(_Mat):
 
     def _entries(self, rows, cols, values, add):
         r, c = self._scalar(rows, 0), self._scalar(cols, 1)
-        v = np.asarray(values, dtype=np.float64).ravel()
+        v = np.asarray(values, dtype=self.dtype).ravel()
         if v.size != len(r) * len(c):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
-        _call(self._native.entries, r, c, v.tolist(), add)
+        # A complex matrix's values go as real and imaginary parts in turn.
+        _call(self._native.entries, r, c, v.view(np.float64).tolist(), add)
         self._wrote()
 
     def addto_values(self, rows, cols, values):
@@ -1280,10 +1281,10 @@ class MatBlock(_MatBlock, Mat):
     def _entries(self, rows, cols, values, add):
         r = [int(self._rows[x]) for x in self._scalar(rows, 0)]
         c = [int(self._cols[x]) for x in self._scalar(cols, 1)]
-        v = np.asarray(values, dtype=np.float64).ravel()
+        v = np.asarray(values, dtype=self.dtype).ravel()
         if v.size != len(r) * len(c):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
-        _call(self._parent._native.entries, r, c, v.tolist(), add)
+        _call(self._parent._native.entries, r, c, v.view(np.float64).tolist(), add)
         self._wrote()
 
     def __call__(self, access, path, lgmaps=None, unroll_map=False):

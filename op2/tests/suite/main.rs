@@ -10,6 +10,7 @@ mod bad_input;
 mod checkpoint;
 mod classic;
 mod complex;
+mod complex_mats;
 mod cpp_kernels;
 mod dat_algebra;
 mod direct_rows;
