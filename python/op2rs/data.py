@@ -50,8 +50,13 @@ class Dat:
         count = dataset.total_size * dataset.cdim
         vals = None if data is None else as_values(data, self._dtype, count,
                                                    "Dat %s" % self._name)
-        self._native = call(rt.decl_dat, dataset.set._native, dataset.cdim, self._dtype.name,
-                            vals, self._name)
+        # A DataSet of dim 0 (``set ** 0``, today's pyop2) has no values: op2-rs's Dats hold
+        # at least one per element, so its Dat keeps one no view shows (kernels given it
+        # have nothing to read, as in PyOP2).
+        if dataset.cdim == 0:
+            vals = None
+        self._native = call(rt.decl_dat, dataset.set._native, max(dataset.cdim, 1),
+                            self._dtype.name, vals, self._name)
         self._views = []
         self._args = {}
         self._needs_halo = False
@@ -156,6 +161,8 @@ class Dat:
         a = call(self._native.view, writable)
         if not halos:
             a = a[: self._dataset.size]
+        if self.cdim == 0:
+            a = a.reshape(-1, 1)[:, :0]
         a = a.reshape(a.shape[:1]) if self.cdim == 1 else a.reshape((a.shape[0],) + self.dim)
         if writable:
             self._views = [w for w in self._views if w() is not None]
@@ -353,6 +360,8 @@ class Dat:
     @property
     def norm(self):
         """The L2 norm of every value."""
+        if self.cdim == 0:
+            return 0.0
         return call(self._native.norm)
 
     def __eq__(self, other):

@@ -427,6 +427,8 @@ class Dat(_Dat):
         same DataSet): a value of the Dats' type, summed over ranks."""
         if not isinstance(other, _Dat) or other.dataset != self.dataset:
             raise ValueError("inner needs a Dat on %s" % (self.dataset,))
+        if self.cdim == 0:
+            return self.dtype.type(0)
         self._used()
         other._used()
         return _call(self._native.inner, other._native)[0]

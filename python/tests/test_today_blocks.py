@@ -277,3 +277,18 @@ def test_blocks_of_components_with_core_elements_read_their_own_rows():
     np.testing.assert_allclose(mat[1, 1].values, np.diag([1.0, 2.0, 13.0]))
     want[3, 3] = 7.0
     np.testing.assert_allclose(mat[0, 0].values, want)
+
+
+def test_dats_of_dim_zero_hold_no_values():
+    """``set ** 0``: a Dat of no values per element, in loops too (the kernel has nothing to
+    read); its views, bytes, norm and inner product are empty or zero."""
+    s, n = op2.Set(4), op2.Set(5)
+    m = op2.Map(s, n, 2, [0, 1, 1, 2, 2, 3, 3, 4])
+    d = op2.Dat(n ** 0)
+    assert d.shape == (5, 0) and d.data.shape == (5, 0) and d._data.size == 0
+    assert d.nbytes == 0 and d.norm == 0 and d.inner(d) == 0
+    x = op2.Dat(n ** 1, np.arange(5.0))
+    op2.par_loop(op2.Kernel("static void k(double *a, double *b) { b[0] += 1.0; }", "k"), s,
+                 d(op2.INC, m), x(op2.INC, m))
+    np.testing.assert_array_equal(x.data_ro, [1, 2, 3, 4, 4])
+    assert (d + d).data_ro.shape == (5, 0) and op2.Dat(n ** 0, []).data_ro.size == 0
