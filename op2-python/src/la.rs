@@ -251,7 +251,11 @@ impl PyMat {
     fn values_view<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let (ptr, len) = {
             let m = &slf.get().mat;
-            (m.values_ptr(), m.sparsity().nnz())
+            // A complex matrix's values are two f64 each.
+            (
+                m.values_ptr(),
+                m.sparsity().nnz() * (1 + m.is_complex() as usize),
+            )
         };
         // SAFETY: op2-la never moves a matrix's values (their length is the pattern's, fixed
         // at creation), and the array's base is this PyMat, which holds the matrix. Python

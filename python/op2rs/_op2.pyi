@@ -389,7 +389,8 @@ class Mat:
         in turn)."""
     def values_view(self) -> NDArray[np.float64]:
         """The stored values in CSR order over the matrix's own memory (what a PETSc handle
-        shares); the array keeps the matrix alive."""
+        shares; a complex matrix's real and imaginary parts in turn); the array keeps the
+        matrix alive."""
     def dense(self) -> NDArray[np.float64]:
         """The whole matrix, dense (a copy; a complex matrix's columns as real and imaginary
         parts in turn)."""

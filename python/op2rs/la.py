@@ -206,7 +206,9 @@ class Sparsity:
             return self._native
         rows, cols = self._dsets
         n = _owned(rows) * rows.cdim
-        square = rows.set is cols.set and rows.cdim == cols.cdim
+        square = self.__dict__.get("_no_maps_diagonal")
+        if square is None:
+            square = rows.set is cols.set and rows.cdim == cols.cdim
         return _NoMapsPattern(n, square)
     onz = property(lambda self: 0)
 
@@ -219,8 +221,13 @@ class Sparsity:
             else:
                 rows, cols = (list(d) if isinstance(d, MixedDataSet) else [d]
                               for d in self._dsets)
+                # PETSc's diagonal blocks of a square matrix hold the diagonal, its others
+                # do not, even between the same sets.
+                square = (self._component_sets[0] == self._component_sets[1]
+                          and self._pair_dims[0] == self._pair_dims[1])
                 self._block_cache = [
-                    [self._block(r, c, self._block_pairs.get((i, j), []))
+                    [self._block(r, c, self._block_pairs[i, j]) if (i, j) in self._block_pairs
+                     else self._empty_block(r, c, square and i == j)
                      for j, c in enumerate(cols)] for i, r in enumerate(rows)]
         return self._block_cache
 
@@ -232,6 +239,15 @@ class Sparsity:
         """The Sparsity of one block from its (row map, column map) pairs (today's pyop2 spells
         its maps otherwise)."""
         return Sparsity((rows, cols), pairs)
+
+    @classmethod
+    def _empty_block(cls, rows, cols, diagonal):
+        """The Sparsity of a block without maps: its diagonal (``diagonal``) or nothing. Not
+        cached: two such blocks between the same sets may differ in their diagonal."""
+        sp = object.__new__(cls)
+        Sparsity._build(sp, (rows, cols), [], None)
+        sp._no_maps_diagonal = diagonal
+        return sp
 
     def __getitem__(self, idx):
         """``sp[i, j]``: block (i, j); ``sp[i]``: block row i."""
@@ -468,10 +484,23 @@ class Mat:
         ``diag_val`` on their diagonal."""
         if hasattr(rows, "indices"):
             rows = rows.indices
+        rows = [int(r) for r in np.asarray(rows).ravel()]
         self._shared()
-        call(self._native.zero_rows, [int(r) for r in np.asarray(rows).ravel()],
-             float(diag_val))
+        d = complex(diag_val) if self._complex else float(diag_val)
+        call(self._native.zero_rows, rows, d.real)
+        if d.imag:
+            self._diagonal_values(rows, d, False)
         self._wrote()
+
+    def _diagonal_values(self, rows, value, add):
+        """Adds (``add``) or sets ``value`` on the diagonal of scalar ``rows``: a complex
+        matrix's through its entries, as real and imaginary parts."""
+        if self._complex:
+            v = complex(value)
+            for r in rows:
+                call(self._native.entries, [r], [r], [v.real, v.imag], add)
+        else:
+            call(self._native.diagonal_entries, rows, [float(value)] * len(rows), add)
 
     def set_diagonal(self, vec):
         """Sets the diagonal from a Dat on the rows (a MixedDat for a matrix of mixed
@@ -484,6 +513,9 @@ class Mat:
                 raise TypeError("Can only set the diagonal of a mixed matrix from a MixedDat")
             if vec.dataset.set != r.set:
                 raise ValueError("%s does not live on the matrix's rows" % (vec.name,))
+            if self._complex:
+                raise NotImplementedError("set_diagonal of a complex matrix of mixed spaces; "
+                                          "set each block's diagonal")
             v = np.asarray(call(_as_f64(vec)._mixed_native().flat_values), np.float64)
             # The flat numbering has every component's owned rows before any halo's.
             v = v[: self._sparsity._native.shape[0]]
@@ -509,7 +541,7 @@ class Mat:
         """Adds ``diag_val`` to the diagonal entries of scalar ``rows``."""
         rows = [int(r) for r in np.asarray(rows).ravel()]
         self._shared()
-        call(self._native.diagonal_entries, rows, [float(diag_val)] * len(rows), True)
+        self._diagonal_values(rows, diag_val, True)
         self._wrote()
 
     @property

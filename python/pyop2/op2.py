@@ -55,6 +55,7 @@ from op2rs.sets import Set as _Set
 from op2rs.sets import Subset as _Subset
 
 from . import mpi as _mpi
+from . import datatypes as _datatypes
 from .datatypes import IntType, OpaqueType  # noqa: F401
 from . import passthrough as _passthrough
 from . import wrappers as _wrappers
@@ -116,7 +117,11 @@ def _load(filename):
 
 class Set(_Set):
     """A set: ``Set(size)`` or ``Set((core, owned, total))``, on ``comm`` (``COMM_WORLD`` by
-    default). Elements ``[owned, total)`` are ghosts: loops run over the owned ones."""
+    default). Elements ``[owned, total)`` are ghosts: loops run over the owned ones. ``halo``:
+    today's ``pyop2.types.halo.Halo`` (an object with ``global_to_local_begin/end(dat,
+    insert_mode)`` and ``local_to_global_begin/end(dat, insert_mode)``), which fills the ghosts
+    of Dats on the set before loops read them through maps and sends the ghosts' increments to
+    their owners after loops increment them, as today's pyop2 does."""
 
     comm = None
 
@@ -135,21 +140,17 @@ class Set(_Set):
             raise NameTypeError("name must be of type str")
         if not (0 <= sizes[0] <= sizes[1] <= sizes[2]):
             raise SizeTypeError("Set received invalid sizes: %s" % (sizes,))
-        if halo is not None:
-            # Today's pyop2 sends ghosts' increments back to their owners after a loop; op2-rs
-            # runs OP2's execute halo instead, which these sizes do not describe. Loops through
-            # maps would lose increments, so a halo is refused rather than half supported.
-            raise NotImplementedError(
-                "Set(halo=...): today's halos (ghost increments sent back to their owners) are "
-                "not supported by op2rs yet; distribute with op2rs.op2 (PyOP2 0.8-0.10's halos) "
-                "or op2rs.op2.DistributedMesh")
+        if halo is not None and not all(callable(getattr(halo, f, None)) for f in _HALO_CALLS):
+            raise TypeError("halo must be a pyop2 Halo (with %s)" % ", ".join(_HALO_CALLS))
         if constrained_nodes:
             raise NotImplementedError("constrained_nodes (Firedrake's constrained function "
                                       "spaces) are not supported by op2rs")
         self.comm = _mpi.internal_comm(comm, self)
         core, owned, total = sizes
-        # The ghosts are a halo no loop runs over (op2-rs's non-exec halo).
-        super().__init__([core, owned, owned, total], name, halo)
+        # The ghosts are a halo no loop runs over (op2-rs's non-exec halo); today's halo object
+        # moves their values (see _halo_exchanges), op2-rs's own exchanges have nothing to do.
+        super().__init__([core, owned, owned, total], name, None)
+        self._halo = halo
         self._today = sizes
         self._powers = {}
 
@@ -170,6 +171,10 @@ class Set(_Set):
 
     def __str__(self):
         return "OP2 Set: %s with size %s" % (self._name, self.size)
+
+
+_HALO_CALLS = ("global_to_local_begin", "global_to_local_end", "local_to_global_begin",
+               "local_to_global_end")
 
 
 class ExtrudedSet(_ExtrudedSet):
@@ -481,11 +486,55 @@ class Dat(_Dat):
 
     _frozen = None
 
+    # -- today's halos: the set's Halo object moves the ghosts' values (see Set).
+
+    def _today_halo(self):
+        """The set's today's halo, unless there is none or it is frozen."""
+        return None if self._frozen is not None else getattr(self.dataset.set, "halo", None)
+
+    def global_to_local_begin(self, access_mode):
+        """Before a loop reading the Dat through a map (``READ``, ``RW``): the halo starts
+        filling stale ghosts with their owners' values. Before one reducing into it (``INC``,
+        ``MIN``, ``MAX``): the ghosts start from the reduction's identity."""
+        halo = self._today_halo()
+        if halo is None:
+            return
+        if access_mode in (READ, RW) and not self.halo_valid:
+            halo.global_to_local_begin(self, WRITE)
+        elif access_mode in (INC, MIN, MAX):
+            lo, hi = _datatypes.dtype_limits(self.dtype)
+            ghosts = _Dat.data_with_halos.fget(self)[self.dataset.size:]
+            ghosts[...] = {INC: 0, MIN: hi, MAX: lo}[access_mode]
+
+    def global_to_local_end(self, access_mode):
+        """Finishes :meth:`global_to_local_begin`; the ghosts are then current."""
+        halo = self._today_halo()
+        if halo is None:
+            return
+        if access_mode in (READ, RW) and not self.halo_valid:
+            halo.global_to_local_end(self, WRITE)
+            self.halo_valid = True
+
+    def local_to_global_begin(self, insert_mode):
+        """After a loop reducing into the Dat through a map: the halo starts sending the
+        ghosts' values to their owners, combined by ``insert_mode``."""
+        halo = self._today_halo()
+        if halo is not None:
+            halo.local_to_global_begin(self, insert_mode)
+
+    def local_to_global_end(self, insert_mode):
+        """Finishes :meth:`local_to_global_begin`; the ghosts are then stale."""
+        halo = self._today_halo()
+        if halo is not None:
+            halo.local_to_global_end(self, insert_mode)
+            self.halo_valid = False
+
     @contextlib.contextmanager
     def frozen_halo(self, access_mode):
         """Within it, loops may use the Dat with ``access_mode`` only (``RuntimeError``
-        otherwise), as in today's pyop2, whose halo exchanges it holds back. op2-rs brings
-        halos up to date per loop by itself, so the values are the same either way."""
+        otherwise), and a set's today's halo exchanges nothing, as in today's pyop2 (the
+        program exchanges before and after). op2-rs's own halos are brought up to date per loop
+        whatever the freezing."""
         if access_mode not in (READ, WRITE, RW, INC, MIN, MAX):
             raise ModeValueError("frozen_halo takes an access mode")
         before, self._frozen = self._frozen, access_mode
@@ -949,6 +998,22 @@ _REGIONS = {None: "all", ALL: "all", ON_BOTTOM: "bottom", ON_TOP: "top",
             ON_INTERIOR_FACETS: "facets"}
 
 
+def _halo_dats(args):
+    """``(dat, access)`` of each Dat a loop reaches through a map whose set has today's halo,
+    each Dat once with its first arg's access (components of MixedDats in turn), as today's
+    pyop2 chooses the Dats it exchanges."""
+    seen, out = set(), []
+    for a in args:
+        data = getattr(a.data, "_parent", a.data) if isinstance(a.data, DatView) else a.data
+        if a.path is None or not isinstance(data, (_Dat, _MixedDat)):
+            continue
+        for d in (data.split if isinstance(data, _MixedDat) else (data,)):
+            if id(d) not in seen and isinstance(d, Dat) and d._today_halo() is not None:
+                seen.add(id(d))
+                out.append((d, a.access))
+    return out
+
+
 def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False):
     """Records ``kernel`` over ``iterset`` with ``args``; over an ExtrudedSet,
     ``iteration_region`` chooses the layers: ``ON_BOTTOM`` (the bottom cell of each column),
@@ -969,6 +1034,13 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
         kernel, args = _layers_from_starts(kernel, iterset, args)
     native, target = _checked(kernel, iterset, args)
     kernel = _unspecified_params(kernel, args, pass_layer_arg)
+    # Today's halos: ghosts filled (or set to the reduction's identity) before the loop.
+    exchanged = _halo_dats(args)
+    read = [(d, acc) for d, acc in exchanged if acc is not WRITE]
+    for d, acc in read:
+        d.global_to_local_begin(acc)
+    for d, acc in read:
+        d.global_to_local_end(acc)
     if region != "all" or pass_layer_arg:
         # Every region runs layer by layer, whatever the args; so does a loop given the layer.
         target = iterset._native_iter
@@ -979,6 +1051,13 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
         # (Matrices' boundary masks apply to a region itself, so those loops keep it.)
         target, region = iterset._region_cells(region), "all"
     _record(kernel, args, native, target, region, bool(pass_layer_arg))
+    # ... and the ghosts' increments sent to their owners after it (their values are read
+    # through the Dat's views, which run the loop first).
+    reduced = [(d, acc) for d, acc in exchanged if acc in (INC, MIN, MAX)]
+    for d, acc in reduced:
+        d.local_to_global_begin(acc)
+    for d, acc in reduced:
+        d.local_to_global_end(acc)
     loop = ParLoop.__new__(ParLoop)
     loop.kernel, loop.iterset, loop.args, loop._ready = kernel, iterset, args, None
     return loop
@@ -1081,6 +1160,13 @@ class Sparsity(_Sparsity):
     @staticmethod
     def _block(rows, cols, pairs):
         return Sparsity((rows, cols), [(r, c, None) for r, c in pairs])
+
+    @classmethod
+    def _empty_block(cls, rows, cols, diagonal):
+        sp = super()._empty_block(rows, cols, diagonal)
+        sp._nested, sp._maps_and_regions = False, {(0, 0): []}
+        sp._block_sparse, sp._diagonal_block = None, True
+        return sp
 
     @property
     def rcmaps(self):
@@ -1217,7 +1303,7 @@ class Mat(_Mat):
         self._diagonal(scalar, diag_val)
 
     def _diagonal(self, scalar, diag_val):
-        _call(self._native.diagonal_entries, scalar, [float(diag_val)] * len(scalar), False)
+        self._diagonal_values(scalar, diag_val, False)
         self._wrote()
 
     def __call__(self, access, path, lgmaps=None, unroll_map=False):
@@ -1311,8 +1397,7 @@ class MatBlock(_MatBlock, Mat):
         if self._index[0] != self._index[1]:
             raise MatTypeError("an off-diagonal block has no diagonal entries")
         rows = [int(self._rows[x]) for x in scalar]
-        _call(self._parent._native.diagonal_entries, rows, [float(diag_val)] * len(rows),
-              False)
+        self._parent._diagonal_values(rows, diag_val, False)
         self._wrote()
 
 

@@ -62,8 +62,8 @@ def test_communicators():
         assert op2.Global(1, 0.0, comm=COMM_SELF).comm == COMM_SELF
     with pytest.raises(TypeError):
         op2.Set(3, comm="world")
-    # Today's halos send ghost increments back to their owners, which op2-rs does not do.
-    with pytest.raises(NotImplementedError, match="halo"):
+    # A halo is today's Halo (with its exchanges), not any object.
+    with pytest.raises(TypeError, match="halo"):
         op2.Set((1, 2, 3), halo=object())
 
 
@@ -775,3 +775,73 @@ def test_interior_facets_over_a_subset_of_columns(per_entity):
             want[first[c] + f] += 1000 + starts[c] + f
             want[first[c] + f + 1] += 1
     np.testing.assert_array_equal(seen.data_ro, want)
+
+
+class _SeamHalo:
+    """Today's Halo for one process: ghost ``g`` of a set (element ``owned + g``) is a copy of
+    owned element ``source[g]``, as on the seam of a periodic mesh. Records its calls."""
+
+    def __init__(self, owned, source):
+        self.owned, self.source, self.calls = owned, np.asarray(source), []
+
+    comm = COMM_SELF
+    local_to_global_numbering = None
+
+    def global_to_local_begin(self, dat, insert_mode):
+        self.calls.append(("g2l", dat.name, insert_mode))
+        v = dat._data
+        v[self.owned:] = v[self.source]
+
+    def global_to_local_end(self, dat, insert_mode):
+        pass
+
+    def local_to_global_begin(self, dat, insert_mode):
+        self.calls.append(("l2g", dat.name, insert_mode))
+        v = dat._data
+        combine = {op2.INC: np.add, op2.MIN: np.minimum, op2.MAX: np.maximum}[insert_mode]
+        combine.at(v, self.source, v[self.owned:])
+
+    def local_to_global_end(self, dat, insert_mode):
+        pass
+
+
+def test_todays_halo_fills_ghosts_and_sends_increments_to_their_owners():
+    """A periodic ring of n cells: the last cell's second node is a ghost of node 0. Loops
+    read ghosts the halo filled and send ghosts' increments (and minima) to their owners."""
+    n = 6
+    halo = _SeamHalo(n, [0])
+    nodes = op2.Set((n, n, n + 1), halo=halo)
+    assert nodes.halo is halo
+    cells = op2.Set(n)
+    c2n = op2.Map(cells, nodes, 2, [[e, e + 1] for e in range(n)])
+    x = op2.Dat(nodes ** 1)
+    x.data[:] = np.arange(n) + 10.0  # written: the ghost (still 0) is stale
+    y = op2.Dat(cells ** 1)
+    read = op2.Kernel("static void r(const double *x, double *y) { y[0] = x[0] + x[1]; }",
+                      "r")
+    op2.par_loop(read, cells, x(op2.READ, c2n), y(op2.WRITE))
+    np.testing.assert_array_equal(y.data_ro, [21, 23, 25, 27, 29, 15 + 10])
+    assert halo.calls == [("g2l", x.name, op2.WRITE)]
+    # Nothing changed x: its ghosts are current, no exchange.
+    op2.par_loop(read, cells, x(op2.READ, c2n), y(op2.WRITE))
+    assert len(halo.calls) == 1
+    z = op2.Dat(nodes ** 1, np.full(n + 1, 5.0))
+    op2.par_loop(op2.Kernel("static void i(double *z) { z[0] += 1.0; z[1] += 2.0; }", "i"),
+                 cells, z(op2.INC, c2n))
+    # Every owned node is the first node of one cell and the second of another.
+    np.testing.assert_array_equal(z.data_ro, np.full(n, 8.0))
+    assert halo.calls[1:] == [("l2g", z.name, op2.INC)] and not z.halo_valid
+    m = op2.Dat(nodes ** 1, np.full(n + 1, 100.0))
+    op2.par_loop(op2.Kernel("static void lo(double *m) { m[1] = -1.0 * (m[1] > 0); }", "lo"),
+                 cells, m(op2.MIN, c2n))
+    assert m.data_ro[0] == -1.0 and halo.calls[-1] == ("l2g", m.name, op2.MIN)
+    # A loop only writing through maps, and a frozen halo, exchange nothing.
+    calls = len(halo.calls)
+    op2.par_loop(op2.Kernel("static void w(double *z) { z[0] = 1.0; z[1] = 1.0; }", "w"),
+                 cells, z(op2.WRITE, c2n))
+    with x.frozen_halo(op2.READ):
+        x.data[0] = 0.0
+        op2.par_loop(read, cells, x(op2.READ, c2n), y(op2.WRITE))
+    assert len(halo.calls) == calls
+    with pytest.raises(TypeError):
+        op2.Set(3, halo=object())

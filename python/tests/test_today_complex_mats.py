@@ -126,3 +126,21 @@ def test_complex_mixed_blocks():
     np.testing.assert_allclose(mat[0, 0].values, want)
     assert mat[1, 1].values[2, 2] == 5 - 5j
     np.testing.assert_array_equal(mat[0, 1].values, 0)
+
+
+def test_complex_diagonals_and_empty_blocks_between_one_set():
+    n = 4
+    nodes, edges, ends, m = _ring(n)
+    mat = op2.Mat(op2.Sparsity((nodes ** 1, nodes ** 1), [(m, m, None)]), np.complex128)
+    mat.set_local_diagonal_entries([1, 2], diag_val=2 - 3j)
+    mat.zero_rows([3], diag_val=1j)
+    np.testing.assert_allclose(np.diag(mat.values), [0, 2 - 3j, 2 - 3j, 1j])
+    # Blocks without maps between components on one set: the diagonal in diagonal blocks only.
+    ms = op2.MixedSet((nodes, nodes))
+    sp = op2.Sparsity((ms ** 1, ms ** 1), {(0, 0): [(m, m, None)]})
+    np.testing.assert_array_equal(sp._blocks[1][1].nnz, np.ones(n))
+    np.testing.assert_array_equal(sp._blocks[0][1].nnz, np.zeros(n))
+    np.testing.assert_array_equal(sp._blocks[1][0].nnz, np.zeros(n))
+    mixed = op2.Mat(sp, np.complex128)
+    with pytest.raises(NotImplementedError):
+        mixed.set_diagonal(op2.MixedDat(ms))

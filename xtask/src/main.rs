@@ -321,6 +321,15 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
             .args(["--backend", backend])
             .current_dir(root().join("target")))?;
     }
+    // Today's halos: each rank's Halo object (mpi4py) fills ghosts and sends their increments
+    // to their owners; checked against NumPy on the whole ring.
+    for (ranks, backend) in [(2, "sequential"), (3, "openmp")] {
+        let mut c = mpi::mpirun(ranks, 300);
+        c.arg(&py).arg(examples.join("halo_today.py"));
+        run(c
+            .args(["--backend", backend])
+            .current_dir(root().join("target")))?;
+    }
     let mesh = airfoil_h5()?;
     run(python(&[])
         .arg(examples.join("airfoil.py"))

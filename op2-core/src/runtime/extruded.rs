@@ -489,13 +489,14 @@ impl Runtime {
     /// `map`'s rows at every layer, as a map from its extruded set.
     fn every_layer(&self, map: &Map) -> Result<Map> {
         self.derived((ROWS_AT_EVERY_LAYER, map.id(), 0), || {
-            Map::new(
+            Map::new_with(
                 next_id(),
                 map.from(),
                 map.to(),
                 map.arity(),
                 map.layered_values().into_owned(),
                 &format!("{}@layers", map.name()),
+                map.has_gaps(),
             )
         })
     }
@@ -551,13 +552,14 @@ impl Runtime {
                         .copied()
                 })
                 .collect();
-            Map::new(
+            Map::new_with(
                 next_id(),
                 set,
                 map.to(),
                 a,
                 values,
                 &format!("{}@{}", map.name(), set.name()),
+                map.has_gaps(),
             )
         })
     }
@@ -766,7 +768,15 @@ impl Runtime {
                     .flat_map(|b| (0..fx.column_len(b)).map(move |k| cx.column_start(b) + k))
                     .flat_map(|lower| rows[lower * a..(lower + 2) * a].iter().copied())
                     .collect();
-                return Map::new(next_id(), facets, map.to(), 2 * a, values, &name);
+                return Map::new_with(
+                    next_id(),
+                    facets,
+                    map.to(),
+                    2 * a,
+                    values,
+                    &name,
+                    map.has_gaps(),
+                );
             };
             let values: Vec<i32> = map
                 .values()

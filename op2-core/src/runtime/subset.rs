@@ -63,13 +63,15 @@ impl Runtime {
                     .iter()
                     .flat_map(|&e| rows[e as usize * a..(e as usize + 1) * a].iter().copied())
                     .collect();
-                Map::new(
+                // A map with gaps stays one, so that the loop's check names it.
+                Map::new_with(
                     next_id(),
                     subset,
                     m.to(),
                     a,
                     values,
                     &format!("{}@{}", m.name(), subset.name()),
+                    m.has_gaps(),
                 )?
             }
         };

@@ -117,6 +117,82 @@ fn complex_element_blocks_add_and_insert() {
     assert_eq!(got[3][3], element(w[3])[0][0]);
 }
 
+/// The per-entry form (PyOP2's `op2.i` local iteration space): one call per entry of the
+/// element matrix, with a `double _Complex A[1][1]` block and the entry's indices; adding, and
+/// through mixed maps.
+#[test]
+fn complex_blocks_per_entry_and_through_mixed_maps() {
+    if !runs_complex() {
+        return;
+    }
+    let rt = builder().build().unwrap();
+    let n = 7;
+    let (nodes, edges, m) = ring(&rt, n);
+    let w = weights(n);
+    let wd = rt.decl_dat(&edges, 1, &w, "w").unwrap();
+    let sp = Sparsity::new(&[(&m, &m)], (1, 1), "ring").unwrap();
+    let a = Mat::new_complex(&sp, "A");
+    let k = kernel(
+        "entry",
+        "void entry(double complex A[1][1], const double complex *w, int i, int j) {
+           double complex b[2][2] = {{*w, *w * I}, {2.0 * I * *w, 3.0 * conj(*w)}};
+           A[0][0] += b[i][j];
+         }",
+    );
+    la::par_loop(
+        &rt,
+        &k,
+        &edges,
+        [
+            LoopArg::Mat(a.arg_entries(INC, &m, &m)),
+            LoopArg::Op2(wd.arg(READ)),
+        ],
+    )
+    .unwrap();
+    a.assemble();
+    close(&a.to_dense_complex(), &assembled(n, &w, 1.0));
+    // Mixed: (nodes, edges) through (the edge's two nodes, the edge itself).
+    let e2e = rt
+        .decl_map(&edges, &edges, 1, (0..n as i32).collect::<Vec<_>>(), "e2e")
+        .unwrap();
+    let ms = rt.decl_mixed_set(&[&nodes, &edges], "ms").unwrap();
+    let mm = rt.decl_mixed_map(&ms, &[&m, &e2e], "mm").unwrap();
+    let msp = Sparsity::mixed(&mm, &mm, "mixed").unwrap();
+    let b = Mat::new_complex(&msp, "B");
+    let k3 = kernel(
+        "three",
+        "void three(double complex A[3][3], const double complex *w) {
+           for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++) A[i][j] += *w * (i + 3 * j) * I;
+         }",
+    );
+    la::par_loop(
+        &rt,
+        &k3,
+        &edges,
+        [
+            LoopArg::Mat(b.arg_mixed(INC, &mm, &mm)),
+            LoopArg::Op2(wd.arg(READ)),
+        ],
+    )
+    .unwrap();
+    b.assemble();
+    let size = ms.flat().size();
+    let mut want = vec![vec![Complex64::default(); size]; size];
+    for (e, &we) in w.iter().enumerate() {
+        let rows = [
+            ms.flat_index(0, e).unwrap(),
+            ms.flat_index(0, (e + 1) % n).unwrap(),
+            ms.flat_index(1, e).unwrap(),
+        ];
+        for i in 0..3 {
+            for j in 0..3 {
+                want[rows[i]][rows[j]] += we * ((i + 3 * j) as f64) * Complex64::i();
+            }
+        }
+    }
+    close(&b.to_dense_complex(), &want);
+}
+
 #[test]
 fn complex_entries_rows_and_products() {
     let rt = builder().build().unwrap();

@@ -111,6 +111,12 @@ fn loops_refuse_a_map_with_gaps_for_data() {
         rt.par_loop(&row, &cells, [x.arg_row(&gappy, RW)])
             .unwrap_err(),
     );
+    // Over a subset too (the loop's map is made from the subset's rows).
+    let some = rt.decl_subset(&cells, vec![1, 3], "some").unwrap();
+    gaps(
+        rt.par_loop(&inc, &some, [x.arg_via(&gappy, 0, INC)])
+            .unwrap_err(),
+    );
     // A mixed map with such a component assembles matrices, but reaches no data.
     let ms = rt.decl_mixed_set(&[&nodes, &nodes], "ms").unwrap();
     let mm = rt.decl_mixed_map(&ms, &[&plain, &gappy], "mm").unwrap();
