@@ -960,6 +960,12 @@ impl PyRuntime {
         self.rt.flush().map_err(fail)
     }
 
+    /// Brings `dat`'s halo rows up to date from their owners (every rank calls it together);
+    /// nothing in one process or for a set without a halo.
+    fn refresh_halo(&self, dat: &PyDat) -> PyResult<()> {
+        each_dat!(&dat.dat, d => self.rt.refresh_halo(d).map_err(fail))
+    }
+
     /// For the overhead benchmark: seconds to record `calls` loops of `kernel` over `set` with
     /// `args` (as [`PyRuntime::par_loop`] takes them) from Rust, running what is pending every
     /// `batch` calls: the cost of the same loops with no Python in between.

@@ -309,6 +309,9 @@ class PyRuntime:
         element's layer. Returns whether the loop is still pending."""
     def flush(self) -> None:
         """Runs every pending loop."""
+    def refresh_halo(self, dat: Dat) -> None:
+        """Brings ``dat``'s halo rows up to date from their owners (every rank calls it
+        together); nothing in one process or for a set without a halo."""
     def time_loop(
         self, kernel: Kernel, set: Set, args: Sequence[LoopArg], calls: int, batch: int
     ) -> float:

@@ -184,17 +184,28 @@ class Dat:
 
     @property
     def data_with_halos(self):
-        """A writable view of every row, halo included."""
+        """A writable view of every row, halo included (brought up to date first: across
+        ranks every rank asks together, as PyOP2's halo exchange)."""
+        self._refresh_halo()
         a = self._view(True, True)
         self._needs_halo = True
         return a
 
     @property
     def data_ro_with_halos(self):
-        """A read-only view of every row, halo included (brought up to date)."""
+        """A read-only view of every row, halo included (brought up to date: across ranks
+        every rank asks together)."""
+        self._refresh_halo()
         a = self._view(False, True)
         self._needs_halo = False
         return a
+
+    def _refresh_halo(self):
+        # op2-rs brings halos up for loops; host views need their own exchange (which does
+        # nothing in one process).
+        rt = current()
+        if rt.ranks > 1:
+            call(rt.refresh_halo, self._native)
 
     def vec_context(self, access=True, readonly=None):
         """A context yielding a petsc4py ``Vec`` over the owned values (needs petsc4py):
@@ -298,8 +309,10 @@ class Dat:
         o = self._operand(other)
         if o is None:
             return NotImplemented
-        new = Dat(self._dataset, None, self.dtype)
+        new = type(self)(self._dataset, None, self.dtype)
         self._apply(code, o, new._native)
+        # Computed on the owned rows only: the ghosts are not the result's.
+        new._needs_halo = True
         self._used()
         return new
 
@@ -366,6 +379,9 @@ class Dat:
 
     def __eq__(self, other):
         """Dats are equal on equal DataSets with the same dtype and values."""
+        if other is self:
+            # (No value read: the set of viewed Dats compares its members so.)
+            return True
         return (isinstance(other, Dat) and self._dataset == other._dataset
                 and self.dtype == other.dtype
                 and np.array_equal(self.data_ro_with_halos, other.data_ro_with_halos))
@@ -594,6 +610,11 @@ class MixedDat(_Parts):
 
     def _mixed_native(self):
         if self._native is None:
+            if any(d.cdim == 0 for d in self._dats):
+                # Such a component's Dat keeps a value no view shows: packed with the others,
+                # it would shift theirs.
+                raise NotImplementedError("a MixedDat with a component of dim 0 in loops or "
+                                          "solves is not supported by op2rs")
             to = mixed_native([d.dataset.set for d in self._dats])
             self._native = call(_op2.MixedDat, to, [d._native for d in self._dats])
         return self._native

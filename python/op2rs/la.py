@@ -542,7 +542,7 @@ class Mat:
         rows = [int(r) for r in np.asarray(rows).ravel()]
         self._shared()
         self._diagonal_values(rows, diag_val, True)
-        self._wrote()
+        self._wrote(False)
 
     @property
     def values(self):
@@ -579,9 +579,10 @@ class Mat:
         """Checks that a PETSc handle, if made, still works on this matrix's values."""
         _petsc.check_shared(self, self.__dict__.get("_handle"))
 
-    def _wrote(self):
-        """op2 wrote the values: a PETSc handle, if made, learns so."""
-        _petsc.changed(self.__dict__.get("_handle"))
+    def _wrote(self, collective=True):
+        """op2 wrote the values: a PETSc handle, if made, learns so (a parallel one gets them
+        at the next write every rank makes, ``collective``, as PETSc's assembly is)."""
+        _petsc.changed(self.__dict__.get("_handle"), self, collective)
 
     def _loop_wrote(self, access):
         """A loop assembled into the matrix (called once it is recorded)."""
@@ -703,8 +704,8 @@ class MatBlock(Mat):
     def _shared(self):
         self._parent._shared()
 
-    def _wrote(self):
-        self._parent._wrote()
+    def _wrote(self, collective=True):
+        self._parent._wrote(collective)
 
     @property
     def array(self):

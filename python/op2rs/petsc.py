@@ -41,14 +41,11 @@ def mat_handle(mat):
     (identity local-to-global maps), so ``setValuesLocal``, ``zeroRowsLocal`` and
     ``getLocalSubMatrix`` work as on PyOP2's."""
     PETSc = petsc("Mat.handle")
-    if _ranks() > 1:
-        # PETSc's parallel matrices copy the arrays handed in: a handle would be a snapshot
-        # the matrix never sees written, so none is made.
-        raise NotImplementedError("Mat.handle across ranks is not supported by op2rs: PETSc "
-                                  "would hold a copy of the values, not the matrix's own")
     if np.dtype(PETSc.ScalarType) != np.float64:
         raise RuntimeError("this petsc4py is built for %s values; op2rs matrices hold "
                            "float64" % np.dtype(PETSc.ScalarType))
+    if _ranks() > 1:
+        return _parallel_handle(PETSc, mat)
     native = mat._native
     sp = mat._sparsity._native
     rows, cols = sp.shape
@@ -76,6 +73,85 @@ def mat_handle(mat):
     handle.setOption(PETSc.Mat.Option.KEEP_NONZERO_PATTERN, True)
     handle.setName(mat.name)
     return handle
+
+
+def _parallel_handle(PETSc, mat):
+    """Across ranks: a PETSc MPIAIJ matrix of the same pattern and values. PETSc keeps a
+    parallel matrix's diagonal and off-diagonal parts in arrays of its own, so the two hold
+    copies kept equal: op2's writes are pushed to PETSc as they happen (``changed``), and
+    PETSc's are pulled before op2 next uses the matrix (``check_shared``, seen by the handle's
+    state). Rows are the owned ones, numbered rank after rank; local numbers (the LGMaps,
+    ``setValuesLocal``, ``zeroRowsLocal``) are the matrix's own, halo columns included."""
+    if mat._sparsity.mixed:
+        raise NotImplementedError("Mat.handle of a matrix of mixed spaces across ranks is not "
+                                  "supported by op2rs")
+    comm = PETSc.COMM_WORLD
+    sp = mat._sparsity._native
+    rdset, cdset = mat._sparsity.dsets
+    (rdim, cdim), (rows, cols) = mat._sparsity._pair_dims, sp.shape
+    rglobal = _scalar_numbers(PETSc, rdset.set, rdim)
+    cglobal = _scalar_numbers(PETSc, cdset.set, cdim)
+    rowptr = np.asarray(sp.rowptr(), dtype=PETSc.IntType)
+    colidx = np.asarray(sp.colidx(), dtype=PETSc.IntType)
+    own_cols = cdset.set.size * cdim
+    counts = np.diff(rowptr)
+    owned_before = np.concatenate(([0], np.cumsum(colidx < own_cols)))
+    diagonal = (owned_before[rowptr[1:]] - owned_before[rowptr[:-1]]).astype(PETSc.IntType)
+    handle = PETSc.Mat().createAIJ(((rows, None), (own_cols, None)),
+                                   nnz=(diagonal, (counts - diagonal).astype(PETSc.IntType)),
+                                   comm=comm)
+    handle.setLGMap(_numbering(PETSc, rglobal), _numbering(PETSc, cglobal))
+    handle.setOption(PETSc.Mat.Option.KEEP_NONZERO_PATTERN, True)
+    handle.setName(mat.name)
+    # PETSc's rows list their columns in global order: the matrix's entries in that order.
+    entry_rows = np.repeat(np.arange(rows), counts)
+    mat.__dict__["_petsc_order"] = np.lexsort((cglobal[colidx], entry_rows))
+    mat.__dict__["_petsc_csr"] = (rowptr, colidx)
+    _push(handle, mat)
+    # The pattern is the sparsity's from now on (PyOP2's matrices refused new entries).
+    handle.setOption(PETSc.Mat.Option.NEW_NONZERO_LOCATION_ERR, True)
+    return handle
+
+
+def _scalar_numbers(PETSc, s, dim):
+    """The global number (PETSc's, owned rows rank after rank) of each local scalar row of a
+    set of ``dim`` values per element, halo elements included: each rank numbers its owned
+    elements from its offset, and op2rs's own halo exchange brings the owners' numbers."""
+    from .data import Dat
+    offset = PETSc.Vec().createMPI((s.size, None), comm=PETSc.COMM_WORLD)
+    first = offset.getOwnershipRange()[0]
+    offset.destroy()
+    numbers = Dat(s ** 1, None, np.int64, "%s_global_numbers" % s.name)
+    numbers.data[:] = first + np.arange(s.size)
+    nodes = np.asarray(numbers.data_ro_with_halos, dtype=np.int64)
+    return (nodes[:, None] * dim + np.arange(dim)).ravel()
+
+
+def _numbering(PETSc, numbers):
+    return PETSc.LGMap().create(np.asarray(numbers, dtype=PETSc.IntType), bsize=1,
+                                comm=PETSc.COMM_WORLD)
+
+
+def _push(handle, mat):
+    """op2's values into the parallel handle (collective), its state then recorded."""
+    rowptr, colidx = mat.__dict__["_petsc_csr"]
+    handle.setValuesLocalCSR(rowptr, colidx, mat._native.values_view())
+    handle.assemble()
+    mat.__dict__["_petsc_state"] = handle.stateGet()
+    mat.__dict__["_petsc_pending"] = False
+
+
+def _pull(handle, mat):
+    """PETSc's values into the matrix, once PETSc wrote them (collective)."""
+    _, _, values = handle.getValuesCSR()
+    order = mat.__dict__["_petsc_order"]
+    if len(values) != len(order):
+        raise RuntimeError(
+            "PETSc changed %s's pattern (an entry outside the sparsity was added through its "
+            "handle, whose NEW_NONZERO_LOCATION_ERR option was turned off): the handle and "
+            "the matrix no longer hold the same entries" % mat.name)
+    mat._native.values_view()[order] = values
+    mat.__dict__["_petsc_state"] = handle.stateGet()
 
 
 def _identity(PETSc, n):
@@ -197,11 +273,20 @@ def mixed_vec(mdat, access):
             d.data[...] = a[lo:hi].reshape(d.data_ro.shape)
 
 
-def changed(handle):
+def changed(handle, mat=None, collective=True):
     """op2 wrote a matrix's values itself (a loop, ``zero``, ``zero_rows``, entries): its PETSc
     handle, if made, counts a new state, so that solvers built on it rebuild what they derived
-    from the old values (preconditioners, factorisations)."""
-    if handle is not None:
+    from the old values (preconditioners, factorisations). A parallel handle gets the values
+    at a write every rank makes (``collective``: loops, ``zero``, ``zero_rows``, ``assemble``),
+    as PETSc's own insertions reach a parallel matrix at its collective assembly."""
+    if handle is None:
+        return
+    if mat is not None and "_petsc_order" in mat.__dict__:
+        if collective:
+            _push(handle, mat)
+        else:
+            mat.__dict__["_petsc_pending"] = True
+    else:
         handle.stateIncrease()
 
 
@@ -209,6 +294,10 @@ def check_shared(mat, handle):
     """Raises if PETSc no longer works on ``mat``'s own values: an entry outside the sparsity
     added through a handle whose nonzero-location error was turned off makes PETSc move its
     values into memory of its own, after which the two would silently disagree."""
+    if handle is not None and "_petsc_order" in mat.__dict__:
+        if handle.stateGet() != mat.__dict__["_petsc_state"]:
+            _pull(handle, mat)
+        return
     if handle is not None and handle.getInfo()["nz_used"] != mat._sparsity._native.nnz:
         raise RuntimeError(
             "PETSc moved %s's values out of op2rs's memory (an entry outside the sparsity was "

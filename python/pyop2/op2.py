@@ -406,22 +406,33 @@ class Dat(_Dat):
 
     @property
     def data_with_halos(self):
+        # Today's: the ghosts brought from their owners first (a set with today's halo).
+        self.global_to_local_begin(RW)
+        self.global_to_local_end(RW)
         self._version += 1
         return _Dat.data_with_halos.fget(self)
+
+    @property
+    def data_ro_with_halos(self):
+        self.global_to_local_begin(READ)
+        self.global_to_local_end(READ)
+        return _Dat.data_ro_with_halos.fget(self)
 
     data_wo = data
     data_wo_with_halos = data_with_halos
 
     @property
     def _data(self):
-        """The values with halos (today's pyop2 keeps its NumPy array here; programs and its
-        own tests assign to it)."""
-        return self.data_with_halos
+        """The values with halos as they are (today's pyop2 keeps its NumPy array here; its
+        halos, programs and its own tests read and assign to it): no exchange, no version."""
+        a = self._view(True, True)
+        self._needs_halo = True
+        return a
 
     @_data.setter
     def _data(self, value):
         values = np.asarray(value, dtype=self.dtype).reshape(-1)
-        target = self.data_with_halos.reshape(-1)
+        target = self._data.reshape(-1)
         if values.size > target.size:
             raise DataValueError("Dat %s holds %d values, not %d"
                                  % (self.name, target.size, values.size))
@@ -503,7 +514,7 @@ class Dat(_Dat):
             halo.global_to_local_begin(self, WRITE)
         elif access_mode in (INC, MIN, MAX):
             lo, hi = _datatypes.dtype_limits(self.dtype)
-            ghosts = _Dat.data_with_halos.fget(self)[self.dataset.size:]
+            ghosts = self._data[self.dataset.size:]
             ghosts[...] = {INC: 0, MIN: hi, MAX: lo}[access_mode]
 
     def global_to_local_end(self, access_mode):
@@ -532,16 +543,34 @@ class Dat(_Dat):
     @contextlib.contextmanager
     def frozen_halo(self, access_mode):
         """Within it, loops may use the Dat with ``access_mode`` only (``RuntimeError``
-        otherwise), and a set's today's halo exchanges nothing, as in today's pyop2 (the
-        program exchanges before and after). op2-rs's own halos are brought up to date per loop
-        whatever the freezing."""
-        if access_mode not in (READ, WRITE, RW, INC, MIN, MAX):
-            raise ModeValueError("frozen_halo takes an access mode")
-        before, self._frozen = self._frozen, access_mode
+        otherwise). With a set's today's halo, as today's pyop2: the ghosts are brought up (or
+        set to the reduction's identity) on entry, loops inside exchange nothing, and the
+        ghosts' reductions go to their owners on exit. op2-rs's own halos are brought up to
+        date per loop whatever the freezing."""
+        self.freeze_halo(access_mode)
         try:
             yield
         finally:
-            self._frozen = before
+            self.unfreeze_halo()
+
+    def freeze_halo(self, access_mode):
+        """Brings the ghosts up (or to the reduction's identity) for ``access_mode``, then
+        holds exchanges back until :meth:`unfreeze_halo`."""
+        if access_mode not in (READ, WRITE, RW, INC, MIN, MAX):
+            raise ModeValueError("frozen_halo takes an access mode")
+        if self._frozen is not None:
+            raise RuntimeError("Dat %s's halo is frozen already" % self.name)
+        self.global_to_local_begin(access_mode)
+        self.global_to_local_end(access_mode)
+        self._frozen = access_mode
+
+    def unfreeze_halo(self):
+        """Lets exchanges run again, sending the ghosts' reductions (the frozen mode's) to
+        their owners."""
+        mode, self._frozen = self._frozen, None
+        if mode in (INC, MIN, MAX):
+            self.local_to_global_begin(mode)
+            self.local_to_global_end(mode)
 
     # Today's packed rows: the native local buffer, the row's values node by node.
     _row_form = _op2.ArgForm.Buffer
@@ -664,6 +693,40 @@ class MixedDat(_MixedDat):
     def _is_allocated(self):
         """Whether every component is (see ``Dat._is_allocated``)."""
         return all(getattr(d, "_is_allocated", True) for d in self.split)
+
+    # Today's halo exchanges and freezing, component by component.
+    def global_to_local_begin(self, access_mode):
+        for d in self.split:
+            d.global_to_local_begin(access_mode)
+
+    def global_to_local_end(self, access_mode):
+        for d in self.split:
+            d.global_to_local_end(access_mode)
+
+    def local_to_global_begin(self, insert_mode):
+        for d in self.split:
+            d.local_to_global_begin(insert_mode)
+
+    def local_to_global_end(self, insert_mode):
+        for d in self.split:
+            d.local_to_global_end(insert_mode)
+
+    def freeze_halo(self, access_mode):
+        for d in self.split:
+            d.freeze_halo(access_mode)
+
+    def unfreeze_halo(self):
+        for d in self.split:
+            d.unfreeze_halo()
+
+    @contextlib.contextmanager
+    def frozen_halo(self, access_mode):
+        """Every component's :meth:`Dat.frozen_halo`."""
+        self.freeze_halo(access_mode)
+        try:
+            yield
+        finally:
+            self.unfreeze_halo()
 
     def __call__(self, access, path=None):
         if not isinstance(path, _MixedMap):
@@ -998,14 +1061,18 @@ _REGIONS = {None: "all", ALL: "all", ON_BOTTOM: "bottom", ON_TOP: "top",
             ON_INTERIOR_FACETS: "facets"}
 
 
-def _halo_dats(args):
-    """``(dat, access)`` of each Dat a loop reaches through a map whose set has today's halo,
-    each Dat once with its first arg's access (components of MixedDats in turn), as today's
-    pyop2 chooses the Dats it exchanges."""
+def _halo_dats(args, accesses):
+    """``(dat, access)`` for each Dat a loop reaches through a map with an access among
+    ``accesses`` and whose set has today's halo: each Dat once, with its first such arg's
+    access (components of MixedDats in turn), as today's pyop2 chooses what it exchanges."""
     seen, out = set(), []
     for a in args:
-        data = getattr(a.data, "_parent", a.data) if isinstance(a.data, DatView) else a.data
-        if a.path is None or not isinstance(data, (_Dat, _MixedDat)):
+        if a.path is None or a.access not in accesses:
+            continue
+        # (A DatView's arg is its parent's: the whole rows' ghosts go to the identity and
+        # back, the other components' adding nothing to their owners.)
+        data = a.data
+        if not isinstance(data, (_Dat, _MixedDat)):
             continue
         for d in (data.split if isinstance(data, _MixedDat) else (data,)):
             if id(d) not in seen and isinstance(d, Dat) and d._today_halo() is not None:
@@ -1035,8 +1102,8 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
     native, target = _checked(kernel, iterset, args)
     kernel = _unspecified_params(kernel, args, pass_layer_arg)
     # Today's halos: ghosts filled (or set to the reduction's identity) before the loop.
-    exchanged = _halo_dats(args)
-    read = [(d, acc) for d, acc in exchanged if acc is not WRITE]
+    read = _halo_dats(args, (READ, RW, INC, MIN, MAX))
+    reduced = _halo_dats(args, (INC, MIN, MAX))
     for d, acc in read:
         d.global_to_local_begin(acc)
     for d, acc in read:
@@ -1053,7 +1120,6 @@ def par_loop(kernel, iterset, *args, iteration_region=None, pass_layer_arg=False
     _record(kernel, args, native, target, region, bool(pass_layer_arg))
     # ... and the ghosts' increments sent to their owners after it (their values are read
     # through the Dat's views, which run the loop first).
-    reduced = [(d, acc) for d, acc in exchanged if acc in (INC, MIN, MAX)]
     for d, acc in reduced:
         d.local_to_global_begin(acc)
     for d, acc in reduced:
@@ -1280,7 +1346,7 @@ class Mat(_Mat):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
         # A complex matrix's values go as real and imaginary parts in turn.
         _call(self._native.entries, r, c, v.view(np.float64).tolist(), add)
-        self._wrote()
+        self._wrote(False)
 
     def addto_values(self, rows, cols, values):
         """Adds the dense block ``values`` at block rows ``rows`` and block columns ``cols``
@@ -1304,7 +1370,7 @@ class Mat(_Mat):
 
     def _diagonal(self, scalar, diag_val):
         self._diagonal_values(scalar, diag_val, False)
-        self._wrote()
+        self._wrote(False)
 
     def __call__(self, access, path, lgmaps=None, unroll_map=False):
         if lgmaps is not None:
@@ -1373,7 +1439,7 @@ class MatBlock(_MatBlock, Mat):
         if v.size != len(r) * len(c):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
         _call(self._parent._native.entries, r, c, v.view(np.float64).tolist(), add)
-        self._wrote()
+        self._wrote(False)
 
     def __call__(self, access, path, lgmaps=None, unroll_map=False):
         """``mat[i, j](access, (rmap, cmap))``: a loop adding (inserting) this block's element
@@ -1398,7 +1464,7 @@ class MatBlock(_MatBlock, Mat):
             raise MatTypeError("an off-diagonal block has no diagonal entries")
         rows = [int(self._rows[x]) for x in scalar]
         self._parent._diagonal_values(rows, diag_val, False)
-        self._wrote()
+        self._wrote(False)
 
 
 Mat._block_class = MatBlock

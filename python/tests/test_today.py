@@ -831,17 +831,44 @@ def test_todays_halo_fills_ghosts_and_sends_increments_to_their_owners():
     # Every owned node is the first node of one cell and the second of another.
     np.testing.assert_array_equal(z.data_ro, np.full(n, 8.0))
     assert halo.calls[1:] == [("l2g", z.name, op2.INC)] and not z.halo_valid
-    m = op2.Dat(nodes ** 1, np.full(n + 1, 100.0))
-    op2.par_loop(op2.Kernel("static void lo(double *m) { m[1] = -1.0 * (m[1] > 0); }", "lo"),
-                 cells, m(op2.MIN, c2n))
-    assert m.data_ro[0] == -1.0 and halo.calls[-1] == ("l2g", m.name, op2.MIN)
-    # A loop only writing through maps, and a frozen halo, exchange nothing.
+    # MIN: the ghost starts from the identity (not its stale 100 nor 0), so node 0 gets the
+    # smallest of its own value and the last cell's.
+    m = op2.Dat(nodes ** 1, np.arange(n + 1) + 100.0)
+    m.data[:] = np.arange(n) + 100.0
+    lo = op2.Kernel("static void lo(double *m, const double *c) "
+                    "{ if (*c < m[1]) m[1] = *c; }", "lo")
+    cell_values = op2.Dat(cells ** 1, np.arange(n) + 50.0)
+    op2.par_loop(lo, cells, m(op2.MIN, c2n), cell_values(op2.READ))
+    want = np.minimum(np.arange(n) + 100.0, np.roll(np.arange(n) + 50.0, 1))
+    np.testing.assert_array_equal(m.data_ro, want)
+    assert halo.calls[-1] == ("l2g", m.name, op2.MIN)
+    # Frozen for INC: ghosts zeroed on entry, every loop inside adds to them, sent on exit.
+    z.data[:] = 0.0
+    inc = op2.Kernel("static void i1(double *z) { z[0] += 1.0; z[1] += 1.0; }", "i1")
+    with z.frozen_halo(op2.INC):
+        op2.par_loop(inc, cells, z(op2.INC, c2n))
+        op2.par_loop(inc, cells, z(op2.INC, c2n))
+        assert z._data[n] == 2.0 and z.data_ro[0] == 2.0
+    np.testing.assert_array_equal(z.data_ro, np.full(n, 4.0))
+    # A loop only writing through maps exchanges nothing; neither does one reading a Dat whose
+    # ghosts are current, and a view with halos brings stale ghosts first.
     calls = len(halo.calls)
     op2.par_loop(op2.Kernel("static void w(double *z) { z[0] = 1.0; z[1] = 1.0; }", "w"),
                  cells, z(op2.WRITE, c2n))
-    with x.frozen_halo(op2.READ):
-        x.data[0] = 0.0
-        op2.par_loop(read, cells, x(op2.READ, c2n), y(op2.WRITE))
     assert len(halo.calls) == calls
+    x.data[0] = 42.0
+    assert x.data_ro_with_halos[n] == 42.0 and halo.calls[-1] == ("g2l", x.name, op2.WRITE)
+    # Dat arithmetic computes owned rows only: the result's ghosts are exchanged when read.
+    s2 = x + x
+    assert not s2.halo_valid
+    op2.par_loop(read, cells, s2(op2.READ, c2n), y(op2.WRITE))
+    assert y.data_ro[-1] == 2 * x.data_ro[-1] + 2 * 42.0
+    # A DatView incremented through a map: its component's ghosts reach their owners, the
+    # other component stays.
+    two = op2.Dat(nodes ** 2)
+    two.data[:, 1] = 3.0
+    op2.par_loop(op2.Kernel("static void v(double *z) { z[0] += 1.0; z[1] += 1.0; }", "v"),
+                 cells, op2.DatView(two, 0)(op2.INC, c2n))
+    np.testing.assert_array_equal(two.data_ro, np.tile([2.0, 3.0], (n, 1)))
     with pytest.raises(TypeError):
         op2.Set(3, halo=object())

@@ -321,6 +321,13 @@ fn python_tests(features: &[&str]) -> Result<(), String> {
             .args(["--backend", backend])
             .current_dir(root().join("target")))?;
     }
+    // A matrix's PETSc handle across ranks: op2rs's and PETSc's solves agree, and each sees
+    // the other's writes.
+    {
+        let mut c = mpi::mpirun(2, 300);
+        c.arg(&py).arg(examples.join("handle_ranks.py"));
+        run(c.current_dir(root().join("target")))?;
+    }
     // Today's halos: each rank's Halo object (mpi4py) fills ghosts and sends their increments
     // to their owners; checked against NumPy on the whole ring.
     for (ranks, backend) in [(2, "sequential"), (3, "openmp")] {

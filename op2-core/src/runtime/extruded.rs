@@ -448,7 +448,11 @@ impl Runtime {
     }
 
     /// A derived map, made once.
-    fn derived(&self, key: (u8, u64, u64), make: impl FnOnce() -> Result<Map>) -> Result<Map> {
+    pub(crate) fn derived(
+        &self,
+        key: (u8, u64, u64),
+        make: impl FnOnce() -> Result<Map>,
+    ) -> Result<Map> {
         if let Some(m) = lock(&self.shared.state).extruded.maps.get(&key) {
             return Ok(m.clone());
         }

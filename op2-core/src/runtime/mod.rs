@@ -41,6 +41,7 @@ mod graph_view;
 mod algebra;
 mod builder;
 mod extruded;
+mod halo_refresh;
 mod memory_report;
 mod mixed;
 mod par_loop;

@@ -656,3 +656,29 @@ fn halo_exchanges_move_only_halo_rows_on_devices() {
         }
     }
 }
+
+/// `Runtime::refresh_halo` (PyOP2's `data_with_halos`): values written on the host reach the
+/// neighbours' halo rows without a loop; without it the halo rows keep their old values.
+#[test]
+fn a_halo_refresh_brings_host_written_values_to_the_neighbours() {
+    let (n, m) = (12, 5);
+    let halos = op2_test_support::on_rank_runtimes(2, builder, |rank, rt| {
+        let (ns, nh, ..) = chain_part(rank, n, m);
+        let nodes = rt.decl_set_with_halo(ns, nh, "nodes").unwrap();
+        let x = rt.decl_dat_zeros::<f64>(&nodes, 1, "x").unwrap();
+        let owned = nodes.size();
+        let first = if rank == 0 { 0 } else { m };
+        x.data().unwrap()[..owned]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, v)| *v = (first + i) as f64 + 0.5);
+        let before = x.data_ro().unwrap()[owned..].to_vec();
+        rt.refresh_halo(&x).unwrap();
+        let after = x.data_ro().unwrap()[owned..].to_vec();
+        (before, after)
+    });
+    // Rank 0's halo node is node m (rank 1's first); rank 1's is node m - 1.
+    assert_eq!(halos[0].0, vec![0.0]);
+    assert_eq!(halos[0].1, vec![m as f64 + 0.5]);
+    assert_eq!(halos[1].1, vec![(m - 1) as f64 + 0.5]);
+}
