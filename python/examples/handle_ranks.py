@@ -67,8 +67,17 @@ def main():
     gap = np.abs(x.getArray() - u.data_ro).max()
     ok = gap < 1e-8 * (1 + np.abs(u.data_ro).max())
 
-    # PETSc writes: row 0 of each rank becomes 5 on its diagonal; op2rs's product sees it.
+    # PETSc writes: row 0 of each rank becomes 5 on its diagonal; op2rs reads PETSc's values
+    # back, every entry in its place: products with a vector of distinct values agree (a
+    # permutation within a row would change them), owned and halo columns alike.
     h.zeroRowsLocal([0], diag=5.0)
+    v = op2.Dat(nodes, None, np.float64, "v")
+    v.data[:] = 1.0 + np.arange(nodes.size) + 1000.0 * comm.rank
+    pv = h.createVecRight()
+    pv.setArray(v.data_ro)
+    pz = h.createVecLeft()
+    h.mult(pv, pz)
+    ok = ok and np.allclose((A * v).data_ro, pz.getArray(), rtol=1e-14, atol=1e-12)
     ones = op2.Dat(nodes, np.ones(nodes.total_size), np.float64, "ones")
     y = A * ones
     ok = ok and np.isclose(y.data_ro[0], 5.0)

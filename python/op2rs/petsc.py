@@ -118,6 +118,10 @@ def _scalar_numbers(PETSc, s, dim):
     set of ``dim`` values per element, halo elements included: each rank numbers its owned
     elements from its offset, and op2rs's own halo exchange brings the owners' numbers."""
     from .data import Dat
+    if callable(getattr(getattr(s, "halo", None), "global_to_local_begin", None)):
+        # Today's halo objects number their ghosts themselves (local_to_global_numbering).
+        raise NotImplementedError("Mat.handle across ranks on a Set with today's halo is not "
+                                  "supported by op2rs")
     offset = PETSc.Vec().createMPI((s.size, None), comm=PETSc.COMM_WORLD)
     first = offset.getOwnershipRange()[0]
     offset.destroy()
@@ -296,6 +300,11 @@ def check_shared(mat, handle):
     values into memory of its own, after which the two would silently disagree."""
     if handle is not None and "_petsc_order" in mat.__dict__:
         if handle.stateGet() != mat.__dict__["_petsc_state"]:
+            if mat.__dict__.get("_petsc_pending"):
+                raise RuntimeError(
+                    "%s: PETSc wrote its handle while entries op2 set on this rank were not "
+                    "yet assembled: assemble the matrix (every rank) before using the handle"
+                    % mat.name)
             _pull(handle, mat)
         return
     if handle is not None and handle.getInfo()["nz_used"] != mat._sparsity._native.nnz:

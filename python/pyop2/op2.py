@@ -550,8 +550,11 @@ class Dat(_Dat):
         self.freeze_halo(access_mode)
         try:
             yield
-        finally:
-            self.unfreeze_halo()
+        except BaseException:
+            # Unwinding (maybe on this rank only): no exchange the others would not join.
+            self._frozen = None
+            raise
+        self.unfreeze_halo()
 
     def freeze_halo(self, access_mode):
         """Brings the ghosts up (or to the reduction's identity) for ``access_mode``, then
@@ -1320,8 +1323,11 @@ class Mat(_Mat):
         super().zero_rows(rows, diag_val)
 
     def assemble(self):
-        """Finishes pending insertions; the matrix (and, nested, each block) is ASSEMBLED."""
+        """Finishes pending insertions; the matrix (and, nested, each block) is ASSEMBLED. A
+        PETSc handle gets them (across ranks every rank assembles together, as PETSc's)."""
+        self._shared()
         self._native.assemble()
+        self._wrote()
         if self.sparsity.mixed and self.sparsity.nested:
             for m in self:
                 m.change_assembly_state(Mat.ASSEMBLED)
@@ -1429,7 +1435,9 @@ class MatBlock(_MatBlock, Mat):
     def assemble(self):
         if not self._nested:
             raise RuntimeError("Should never call assemble on MatBlock")
+        self._parent._shared()
         self._parent._native.assemble()
+        self._parent._wrote()
         self.change_assembly_state(Mat.ASSEMBLED)
 
     def _entries(self, rows, cols, values, add):

@@ -1,6 +1,6 @@
 //! Bringing a Dat's halo rows up to date for the host (PyOP2's `data_with_halos`): a loop of
-//! the runtime's own reads every row through a map covering the set, so the exchange is the one
-//! any loop reading through a map gets, recorded alike on every rank.
+//! the runtime's own reads the Dat through a map (from each executed element to itself), so
+//! the exchange is the one any loop reading through a map gets, recorded alike on every rank.
 
 use super::Runtime;
 use super::extrusion::COVERING;
@@ -14,40 +14,35 @@ use crate::model::map::Map;
 
 impl Runtime {
     /// Brings the halo rows of `dat` (both sections) up to date from their owners, as a loop
-    /// reading them through a map would, and runs what is pending. Across ranks every rank
-    /// calls it together (it is an exchange); in one process, or for a set without a halo, it
-    /// does nothing.
+    /// reading it through a map would, and runs what is pending. Across ranks every rank calls
+    /// it together (it is an exchange, and every rank records the same loop, halo or not); in
+    /// one process it does nothing.
     pub fn refresh_halo<T: Scalar>(&self, dat: &Dat<T>) -> Result<()> {
-        let set = dat.set();
-        if self.communicator().size() <= 1 || set.halo().is_none() {
+        if self.communicator().size() <= 1 {
             return Ok(());
         }
-        // Rows of `arity` entries from each executed element, together every element: row e
-        // holds e, e + rows, e + 2 rows, ... (the last clamped to the last element).
-        let (rows, total) = (set.exec_size(), set.total_size());
-        let arity = total.div_ceil(rows.max(1)).max(1);
-        let covering = self.derived((COVERING, set.id(), 0), || {
-            let last = total.saturating_sub(1) as i32;
-            let values = (0..rows)
-                .flat_map(|e| (0..arity).map(move |j| ((e + j * rows) as i32).min(last)))
-                .collect();
+        let set = dat.set();
+        // Any read through a map exchanges the Dat's whole halo: each executed element to
+        // itself is map enough, and its kernel is the same on every rank.
+        let to_itself = self.derived((COVERING, set.id(), 0), || {
+            let values = (0..set.exec_size() as i32).collect();
             Map::new(
                 next_id(),
                 set,
                 set,
-                arity,
+                1,
                 values,
-                &format!("{}@covering", set.name()),
+                &format!("{}@itself", set.name()),
             )
         })?;
         let ty = T::DTYPE.c_name();
-        let name = format!("op2_refresh_halo_{:?}_{arity}", T::DTYPE).to_lowercase();
-        let source = format!("void {name}(const {ty} *x[{arity}]) {{ (void)x; }}\n");
+        let name = format!("op2_refresh_halo_{:?}", T::DTYPE).to_lowercase();
+        let source = format!("void {name}(const {ty} *x) {{ (void)x; }}\n");
         let kernel = self
             .shared
             .written
             .get(source, None, |src| Kernel::internal(&name, src));
-        self.par_loop(&kernel, set, [dat.arg_row(&covering, Access::Read)])?;
+        self.par_loop(&kernel, set, [dat.arg_via(&to_itself, 0, Access::Read)])?;
         self.flush()
     }
 }

@@ -663,22 +663,31 @@ fn halo_exchanges_move_only_halo_rows_on_devices() {
 fn a_halo_refresh_brings_host_written_values_to_the_neighbours() {
     let (n, m) = (12, 5);
     let halos = op2_test_support::on_rank_runtimes(2, builder, |rank, rt| {
-        let (ns, nh, ..) = chain_part(rank, n, m);
+        let (ns, nh, es, eh, ..) = chain_part(rank, n, m);
         let nodes = rt.decl_set_with_halo(ns, nh, "nodes").unwrap();
-        let x = rt.decl_dat_zeros::<f64>(&nodes, 1, "x").unwrap();
-        let owned = nodes.size();
+        let edges = rt.decl_set_with_halo(es, eh, "edges").unwrap();
         let first = if rank == 0 { 0 } else { m };
-        x.data().unwrap()[..owned]
-            .iter_mut()
-            .enumerate()
-            .for_each(|(i, v)| *v = (first + i) as f64 + 0.5);
-        let before = x.data_ro().unwrap()[owned..].to_vec();
-        rt.refresh_halo(&x).unwrap();
-        let after = x.data_ro().unwrap()[owned..].to_vec();
-        (before, after)
+        let mut halo_rows = Vec::new();
+        // Nodes: a non-exec halo row on each rank; edges: an exec halo row on rank 1.
+        for (set, offset) in [(&nodes, 0.5), (&edges, 100.5)] {
+            let x = rt.decl_dat_zeros::<f64>(set, 1, "x").unwrap();
+            let owned = set.size();
+            x.data().unwrap()[..owned]
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v = (first + i) as f64 + offset);
+            let before = x.data_ro().unwrap()[owned..].to_vec();
+            rt.refresh_halo(&x).unwrap();
+            halo_rows.push((before, x.data_ro().unwrap()[owned..].to_vec()));
+        }
+        halo_rows
     });
-    // Rank 0's halo node is node m (rank 1's first); rank 1's is node m - 1.
-    assert_eq!(halos[0].0, vec![0.0]);
-    assert_eq!(halos[0].1, vec![m as f64 + 0.5]);
-    assert_eq!(halos[1].1, vec![(m - 1) as f64 + 0.5]);
+    // Rank 0's halo node is node m (rank 1's first); rank 1's is node m - 1, and its exec halo
+    // edge is edge m - 1 (rank 0's last). Rank 0 has no edge halo.
+    assert_eq!(halos[0][0].0, vec![0.0]);
+    assert_eq!(halos[0][0].1, vec![m as f64 + 0.5]);
+    assert_eq!(halos[1][0].1, vec![(m - 1) as f64 + 0.5]);
+    assert_eq!(halos[1][1].0, vec![0.0]);
+    assert_eq!(halos[1][1].1, vec![(m - 1) as f64 + 100.5]);
+    assert!(halos[0][1].1.is_empty());
 }

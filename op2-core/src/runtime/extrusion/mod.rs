@@ -56,5 +56,5 @@ pub(crate) const COLUMN_STARTS: u8 = 2;
 pub(crate) const BASE_AT_LAYERS: u8 = 3;
 pub(crate) const FACET_ROWS: u8 = 4;
 pub(crate) const COLUMNS_OF: u8 = 5;
-/// A map from a set to itself whose rows together reach every element (halo refresh).
+/// The map from each executed element of a set to itself (halo refresh).
 pub(crate) const COVERING: u8 = 6;
