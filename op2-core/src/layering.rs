@@ -214,6 +214,7 @@ const RUNTIME_LAYERS: [(&str, &[&str]); 5] = [
             "algebra",
             "builder",
             "extruded",
+            "halo_refresh",
             "memory_report",
             "mixed",
             "par_loop",
