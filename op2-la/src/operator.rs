@@ -177,11 +177,8 @@ impl<'a> Operator<'a> {
 }
 
 impl Mat {
-    /// `y = A x` with Dats as vectors: `x` on the column set with the column block size, `y` on
-    /// the row set with the row block size (forces pending loops that write `x`). Across ranks
-    /// every rank calls it together: each computes its owned rows of `y`, with the halo part of
-    /// `x` brought from its neighbours.
-    pub fn mult(&self, x: &Dat<f64>, y: &Dat<f64>) -> Result<()> {
+    /// Checks `x` and `y` of `y = A x`: shaped as the columns and the rows, and two Dats.
+    fn check_product<T: op2_core::Scalar>(&self, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
         self.check_vector("x", x, false)?;
         self.check_vector("y", y, true)?;
         if x.id() == y.id() {
@@ -191,6 +188,15 @@ impl Mat {
                 why: "x and y must be different Dats",
             });
         }
+        Ok(())
+    }
+
+    /// `y = A x` with Dats as vectors: `x` on the column set with the column block size, `y` on
+    /// the row set with the row block size (forces pending loops that write `x`). Across ranks
+    /// every rank calls it together: each computes its owned rows of `y`, with the halo part of
+    /// `x` brought from its neighbours.
+    pub fn mult(&self, x: &Dat<f64>, y: &Dat<f64>) -> Result<()> {
+        self.check_product(x, y)?;
         let comm = ranks_of(x)?;
         let sp = &self.0.sparsity;
         let owned_cols = sp.col_set().size() * sp.dims().1;
@@ -216,15 +222,7 @@ impl Mat {
     /// or a real one, in one process (across ranks the Dats' halo parts would be needed:
     /// refused).
     pub fn mult_complex(&self, x: &Dat<Complex64>, y: &Dat<Complex64>) -> Result<()> {
-        self.check_vector("x", x, false)?;
-        self.check_vector("y", y, true)?;
-        if x.id() == y.id() {
-            return Err(LaError::Option {
-                option: "y",
-                value: y.name().into(),
-                why: "x and y must be different Dats",
-            });
-        }
+        self.check_product(x, y)?;
         if x.communicator().is_some_and(|c| c.size() > 1) {
             return Err(LaError::Option {
                 option: "x",

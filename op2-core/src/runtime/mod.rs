@@ -361,16 +361,7 @@ impl Runtime {
         values: impl Into<Vec<i32>>,
         name: &str,
     ) -> Result<Map> {
-        self.own("set", from.name(), from.runtime_id())?;
-        self.own("set", to.name(), to.runtime_id())?;
-        self.whole_set(from, "maps")?;
-        self.whole_set(to, "maps")?;
-        let map = Map::new(next_id(), from, to, arity, values.into(), name)?;
-        lock(&self.shared.declared).map(&map.0);
-        self.shared
-            .checkpoints()
-            .checkpoint_declare("map", name, DeclaredAs::Map(&map))?;
-        Ok(map)
+        self.declare_map(from, to, arity, values.into(), name, false)
     }
 
     /// [`Runtime::decl_map`] for a map whose negative values mean "no element" (PyOP2's maps
@@ -385,12 +376,24 @@ impl Runtime {
         values: impl Into<Vec<i32>>,
         name: &str,
     ) -> Result<Map> {
+        let values = values.into().into_iter().map(|v| v.max(-1)).collect();
+        self.declare_map(from, to, arity, values, name, true)
+    }
+
+    fn declare_map(
+        &self,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: Vec<i32>,
+        name: &str,
+        gaps: bool,
+    ) -> Result<Map> {
         self.own("set", from.name(), from.runtime_id())?;
         self.own("set", to.name(), to.runtime_id())?;
         self.whole_set(from, "maps")?;
         self.whole_set(to, "maps")?;
-        let values: Vec<i32> = values.into().into_iter().map(|v| v.max(-1)).collect();
-        let map = Map::new_with(next_id(), from, to, arity, values, name, true)?;
+        let map = Map::new_with(next_id(), from, to, arity, values, name, gaps)?;
         lock(&self.shared.declared).map(&map.0);
         self.shared
             .checkpoints()
