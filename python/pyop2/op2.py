@@ -26,7 +26,6 @@ import numpy as np
 from op2rs import _op2
 from op2rs import lifecycle as _lifecycle
 from op2rs import access as _access
-from op2rs.configuration import configuration  # noqa: F401
 from op2rs.data import Dat as _Dat
 from op2rs.data import Global as _Global
 from op2rs.data import MixedDat as _MixedDat
@@ -58,6 +57,8 @@ from . import mpi as _mpi
 from . import datatypes as _datatypes
 from .datatypes import IntType, OpaqueType  # noqa: F401
 from . import passthrough as _passthrough
+from .configuration import Configuration as _Configuration
+from .configuration import configuration  # noqa: F401
 from . import wrappers as _wrappers
 from .passthrough import PassthroughArg  # noqa: F401
 from .mpi import COMM_WORLD, MPI  # noqa: F401
@@ -86,9 +87,14 @@ LegacyParloop = ParLoop
 
 
 def init(**kwargs):
-    """Sets the configuration (``backend=`` chooses op2-rs's backend before the first object is
-    made); today's PyOP2 needs no call to it."""
-    _lifecycle.init(**kwargs)
+    """Sets the configuration: today's keys (``pyop2.configuration``) there, the others
+    (``backend=`` chooses op2-rs's backend before the first object is made) in op2rs's.
+    Today's PyOP2 needs no call to it."""
+    today = {k: v for k, v in kwargs.items() if k in _Configuration.DEFAULTS}
+    configuration.reconfigure(**today)
+    # op2rs's logger follows the level too.
+    ours = {k: v for k, v in kwargs.items() if k not in today or k == "log_level"}
+    _lifecycle.init(**ours)
 
 
 def exit():

@@ -104,6 +104,13 @@ const SYSTEM_DEPS: &[SystemDep] = &[
         required: true,
     },
     SystemDep {
+        what: "LAPACK (`-llapack`)",
+        check: "echo 'void dgetrf_(void); int main(void) { dgetrf_(); return 0; }' | cc -x c - -llapack -o /dev/null",
+        packages: &["liblapack-dev"],
+        why: "today's PyOP2 callables (pyop2.codegen.rep2loopy's inverse and solve) link kernels with LAPACK; the Python tests run them",
+        required: true,
+    },
+    SystemDep {
         what: "PT-Scotch (library and headers)",
         check: "test -f /usr/include/scotch/ptscotch.h || test -f /usr/include/ptscotch.h",
         packages: &["libptscotch-dev"],
