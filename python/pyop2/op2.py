@@ -740,10 +740,39 @@ class MixedDat(_MixedDat):
     def __call__(self, access, path=None):
         if not isinstance(path, _MixedMap):
             return super().__call__(access, path)
+        path = self._onto_own_sets(path)
         # Today's packed array: every component's rows in turn, once per element.
         a = super().__call__(access, path[_access.i[0]])
         return _Arg(self, access, path, False, a.data._lis_native(a, False), a.iterset,
                     after=a.after)
+
+    def _onto_own_sets(self, mmap):
+        """``mmap``, or the same values onto this MixedDat's sets. Today's MixedDat takes any
+        MixedMap (its tosets unchecked); op2rs reaches a component's Dat only through a map
+        into its set, so a component map into another set of the same sizes (core, owned,
+        total) is declared again onto the Dat's set, once per map and set. Other sizes would
+        reach elements the Dat does not have: ``MapValueError``."""
+        maps = mmap.split
+        sets = [d.dataset.set for d in self._dats]
+        if len(maps) != len(sets) or all(m.toset == t for m, t in zip(maps, sets)):
+            return mmap
+        own = []
+        for m, t in zip(maps, sets):
+            if m.toset == t:
+                own.append(m)
+                continue
+            if tuple(m.toset.sizes) != tuple(t.sizes):
+                raise MapValueError("To Set of MixedMap does not match Set of MixedDat: map "
+                                    "%s goes to %s (sizes %s), the Dat is on %s (sizes %s)"
+                                    % (m.name, m.toset.name, tuple(m.toset.sizes), t.name,
+                                       tuple(t.sizes)))
+            copies = m.__dict__.setdefault("_onto_sets", [])
+            found = next((c for s_, c in copies if s_ is t), None)
+            if found is None:
+                found = Map(m.iterset, t, m.arity, m.values_with_halo, m.name, m.offset)
+                copies.append((t, found))
+            own.append(found)
+        return MixedMap(own)
 
     dat_version = property(lambda self: sum(d.dat_version for d in self._dats))
     dataset = property(lambda self: MixedDataSet([d.dataset for d in self._dats]))

@@ -872,3 +872,50 @@ def test_todays_halo_fills_ghosts_and_sends_increments_to_their_owners():
     np.testing.assert_array_equal(two.data_ro, np.tile([2.0, 3.0], (n, 1)))
     with pytest.raises(TypeError):
         op2.Set(3, halo=object())
+
+
+def test_a_mixed_dat_through_maps_into_other_sets_of_its_sizes():
+    """Today's MixedDat takes a MixedMap whatever its tosets: maps into sets of the same sizes
+    reach the Dat's own elements (values computed here); other sizes are MapValueError."""
+    cells, nodes = op2.Set(3), op2.Set(4)
+    elsewhere = op2.Set(4)
+    u = op2.Dat(nodes ** 1, np.arange(4.0) + 1.0)
+    p = op2.Dat(cells ** 2, np.arange(6.0).reshape(3, 2))
+    m_nodes = op2.Map(cells, elsewhere, 2, [0, 1, 1, 2, 3, 0])
+    m_cells = op2.Map(cells, op2.Set(3), 1, [2, 0, 1])
+    up = op2.MixedDat([u, p])
+    out = op2.Dat(cells ** 1, np.zeros(3))
+    k = op2.Kernel("""static void k(double *o, const double *v) {
+        o[0] = v[0] + 10.0 * v[1] + 100.0 * v[2] + 1000.0 * v[3]; }""", "k")
+    mm = op2.MixedMap([m_nodes, m_cells])
+    op2.par_loop(k, cells, out(op2.WRITE), up(op2.READ, mm))
+    un, pv = np.arange(4.0) + 1.0, np.arange(6.0).reshape(3, 2)
+    rows = [[0, 1], [1, 2], [3, 0]]
+    expect = [un[r[0]] + 10 * un[r[1]] + 100 * pv[c, 0] + 1000 * pv[c, 1]
+              for r, c in zip(rows, [2, 0, 1])]
+    np.testing.assert_array_equal(out.data_ro, expect)
+    # Incrementing through them reaches the Dat's elements too, and the same copies serve again.
+    inc = op2.Kernel("static void inc(double *v) { for (int i = 0; i < 4; i++) v[i] += 1.0; }",
+                     "inc")
+    op2.par_loop(inc, cells, up(op2.INC, mm))
+    op2.par_loop(inc, cells, up(op2.INC, mm))
+    np.testing.assert_array_equal(u.data_ro, un + 2 * np.bincount(np.ravel(rows), minlength=4))
+    np.testing.assert_array_equal(p.data_ro, pv + 2)
+    with pytest.raises(exceptions.MapValueError, match="sizes"):
+        op2.par_loop(k, cells, out(op2.WRITE),
+                     up(op2.READ, op2.MixedMap([op2.Map(cells, op2.Set(5), 2, [0] * 6),
+                                                 m_cells])))
+
+
+def test_kernel_parameters_never_named_take_any_type():
+    """``static void k(int *x) {}`` over an int64 Dat (today's tests do it): C takes it, and
+    nothing can be misread; a kernel that uses the parameter is still refused."""
+    s1, s2 = op2.Set(2), op2.Set(3)
+    m = op2.Map(s1, s2, 3, [0, 1, 2, 2, 1, 0])
+    d = op2.Dat(s2 ** 1, [5, 6, 7], dtype=np.int64)
+    op2.par_loop(op2.Kernel("static void k(int *x) {}", "k"), s1, d(op2.INC, m))
+    op2.par_loop(op2.Kernel("static void k(int *x) {}", "k"), s2, d(op2.RW))
+    np.testing.assert_array_equal(d.data_ro, [5, 6, 7])
+    with pytest.raises(exceptions.KernelTypeError, match="int"):
+        op2.par_loop(op2.Kernel("static void k2(int *x) { x[0] += 1; }", "k2"), s1,
+                     d(op2.INC, m))

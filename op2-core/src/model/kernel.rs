@@ -38,6 +38,11 @@ pub struct KernelParam {
     /// Each array declarator's bound, outermost first, when it is an integer literal (`None` for
     /// `[]` or a bound the parser cannot evaluate, such as a macro): `[Some(3)]` for `double *x[3]`.
     pub bounds: Vec<Option<usize>>,
+    /// Whether the kernel's source names the parameter anywhere besides its declaration (in
+    /// the body, or in a macro the body may use). A parameter named nowhere else (or without a
+    /// name) can be neither read nor written, so `par_loop` does not hold its type against the
+    /// arg's: `void k(int *x) {}` takes any Dat, as C compilers take it.
+    pub used: bool,
 }
 
 struct KernelInner {
@@ -513,7 +518,7 @@ fn parse_params(tokens: &[&str], name: &str) -> Option<Vec<KernelParam>> {
                 "(" | "[" => depth += 1,
                 ")" | "]" => depth = depth.saturating_sub(1),
                 "," if depth == 0 => {
-                    params.push(parse_param(&current));
+                    params.push(parse_param(&current, tokens));
                     current.clear();
                     continue;
                 }
@@ -526,7 +531,9 @@ fn parse_params(tokens: &[&str], name: &str) -> Option<Vec<KernelParam>> {
     None
 }
 
-fn parse_param(tokens: &[&str]) -> KernelParam {
+/// One parameter from its declaration's `tokens`; `source` is the whole source's tokens (to
+/// see whether the parameter's name is used anywhere else).
+fn parse_param(tokens: &[&str], source: &[&str]) -> KernelParam {
     let text = tokens
         .join(" ")
         .replace(" [", "[")
@@ -565,12 +572,16 @@ fn parse_param(tokens: &[&str]) -> KernelParam {
     } else {
         &words[..]
     };
+    // The name is the last word when there is more than the type's words.
+    let name = (words.len() > 1).then(|| words[words.len() - 1]);
+    let used = name.is_some_and(|n| source.iter().filter(|t| **t == n).count() > 1);
     KernelParam {
         text,
         dtype: DType::from_c_name(&type_words.join(" ")),
         indirection: pointers + arrays,
         pointers,
         bounds,
+        used,
     }
 }
 

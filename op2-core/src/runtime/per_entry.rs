@@ -62,7 +62,8 @@ fn param_type(kernel: &Kernel, i: usize, carrier: &crate::model::carrier::Carrie
         return Ok(());
     };
     match p.dtype {
-        Some(d) if d != carrier.dtype() => Err(Op2Error::TypeMismatch {
+        // A parameter the kernel never names cannot be misread (see `KernelParam::used`).
+        Some(d) if d != carrier.dtype() && p.used => Err(Op2Error::TypeMismatch {
             kernel: kernel.name().into(),
             arg: i,
             object: carrier.name.clone(),

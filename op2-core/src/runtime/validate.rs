@@ -305,8 +305,11 @@ pub(crate) fn check_param(
     s: &ArgSig,
     c: &Carrier,
 ) -> Result<()> {
+    // A parameter the kernel never names cannot be misread: its type is not held against the
+    // arg's (the call hands every argument over as `void *`).
     if let Some(d) = p.dtype
         && d != s.dtype
+        && p.used
     {
         return Err(Op2Error::TypeMismatch {
             kernel: kernel.name().into(),

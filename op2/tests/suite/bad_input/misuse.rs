@@ -305,6 +305,33 @@ fn kernel_takes_unsigned_where_the_dat_holds_int() {
 }
 
 #[test]
+fn kernel_parameter_it_never_names_takes_any_type() {
+    // C compilers take `int *` for a Dat of doubles when the kernel never touches it (today's
+    // PyOP2 tests pass int64 Dats to such kernels): nothing can be misread, the loop runs.
+    let m = mesh();
+    let k = kernel(
+        "f",
+        "void f(int *unused, double *b, float *) { b[0] += 2.0; }",
+    );
+    m.rt.par_loop(
+        &k,
+        &m.edges,
+        [m.xn.arg_via(&m.e2n, 0, READ), m.xe.arg(INC), m.ie.arg(READ)],
+    )
+    .unwrap();
+    assert_eq!(m.xe.to_vec().unwrap(), vec![2.0; 3]);
+    // Named anywhere else (here through a macro the body uses), its type is checked again.
+    let k = kernel(
+        "g",
+        "#define FIRST unused[0]\nvoid g(int *unused, double *b) { b[0] += FIRST; }",
+    );
+    assert_err!(
+        m.rt.par_loop(&k, &m.edges, [m.xn.arg_via(&m.e2n, 0, READ), m.xe.arg(INC)]),
+        Op2Error::TypeMismatch { arg: 0, .. }
+    );
+}
+
+#[test]
 fn kernel_takes_double_where_the_global_holds_int() {
     let m = mesh();
     let gi = m.rt.decl_global(1, &[0i32], "gi").unwrap();
