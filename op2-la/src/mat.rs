@@ -215,6 +215,55 @@ impl Mat {
         }))
     }
 
+    /// A new matrix on `sparsity`, a pattern holding every entry of this one's (one
+    /// [`Sparsity::with_entries`] made from it, say), with this matrix's values at their entries
+    /// and zero at the others, assembled. This matrix is assembled first and left as it is (its
+    /// values never move, so views of them stay valid). A pattern of another shape, or missing
+    /// one of this matrix's entries, is [`LaError::NotInPattern`] (or [`LaError::Index`]).
+    pub fn with_pattern(&self, sparsity: &Sparsity) -> Result<Mat> {
+        self.assemble();
+        let old = &self.0.sparsity;
+        if sparsity.rows() != old.rows() {
+            return Err(LaError::Index {
+                mat: self.0.name.clone(),
+                what: "row count",
+                index: sparsity.rows(),
+                size: old.rows(),
+            });
+        }
+        if sparsity.cols() != old.cols() {
+            return Err(LaError::Index {
+                mat: self.0.name.clone(),
+                what: "column count",
+                index: sparsity.cols(),
+                size: old.cols(),
+            });
+        }
+        let width = 1 + self.0.complex as usize;
+        let grown = Mat::of_kind(sparsity, &self.0.name, self.0.complex);
+        {
+            let from = self.lock();
+            let mut to = grown.lock();
+            for r in 0..old.rows() {
+                for (k, &c) in old.row(r).iter().enumerate() {
+                    let at =
+                        sparsity
+                            .position(r, c as usize)
+                            .ok_or_else(|| LaError::NotInPattern {
+                                mat: self.0.name.clone(),
+                                row: r,
+                                col: c as usize,
+                            })?;
+                    let src = (old.row_offsets()[r] + k) * width;
+                    to.values[at * width..(at + 1) * width]
+                        .copy_from_slice(&from.values[src..src + width]);
+                }
+            }
+            to.assembled = true;
+        }
+        Ok(grown)
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, MatState> {
         // A panic while holding the lock leaves plain numbers behind; keep using them.
         self.0.state.lock().unwrap_or_else(|e| e.into_inner())

@@ -183,6 +183,68 @@ impl Sparsity {
         self.row(row).binary_search(&col).ok().map(|i| start + i)
     }
 
+    /// This pattern with scalar entries (`rows[k]`, `cols[k]`) added (those already there are
+    /// kept once): a pattern of its own, for one matrix that gains entries beyond its maps' (as
+    /// a PETSc matrix whose `NEW_NONZERO_ALLOCATION_ERR` is off grows). Loops still assemble
+    /// through the same pairs of maps. An entry outside the matrix is [`LaError::Index`].
+    pub fn with_entries(&self, rows: &[usize], cols: &[usize]) -> Result<Sparsity> {
+        let d = &self.0;
+        if rows.len() != cols.len() {
+            return Err(LaError::Length {
+                what: "columns of the added entries",
+                len: cols.len(),
+                expected: rows.len(),
+            });
+        }
+        let out_of = |what, index, size| LaError::Index {
+            mat: d.name.clone(),
+            what,
+            index,
+            size,
+        };
+        let mut added: Vec<Vec<u32>> = vec![Vec::new(); d.rows];
+        for (&r, &c) in rows.iter().zip(cols) {
+            if r >= d.rows {
+                return Err(out_of("row", r, d.rows));
+            }
+            if c >= d.cols {
+                return Err(out_of("column", c, d.cols));
+            }
+            // Columns fit u32: the pattern's own column count does (checked when it was built).
+            added[r].push(c as u32);
+        }
+        let mut row_ptr = Vec::with_capacity(d.rows + 1);
+        let mut col_idx = Vec::with_capacity(d.col_idx.len() + rows.len());
+        row_ptr.push(0);
+        for (r, extra) in added.iter_mut().enumerate() {
+            let start = col_idx.len();
+            col_idx.extend_from_slice(self.row(r));
+            col_idx.append(extra);
+            col_idx[start..].sort_unstable();
+            // The row's columns once each: dedup the tail of the vector in place.
+            let mut kept = start;
+            for k in start..col_idx.len() {
+                if k == start || col_idx[k] != col_idx[kept - 1] {
+                    col_idx[kept] = col_idx[k];
+                    kept += 1;
+                }
+            }
+            col_idx.truncate(kept);
+            row_ptr.push(col_idx.len());
+        }
+        Ok(Sparsity(Arc::new(SparsityData {
+            name: d.name.clone(),
+            pairs: d.pairs.clone(),
+            row_set: d.row_set.clone(),
+            col_set: d.col_set.clone(),
+            dims: d.dims,
+            rows: d.rows,
+            cols: d.cols,
+            row_ptr,
+            col_idx,
+        })))
+    }
+
     pub(crate) fn is_square(&self) -> bool {
         self.0.row_set == self.0.col_set && self.0.dims.0 == self.0.dims.1
     }

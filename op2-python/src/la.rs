@@ -81,6 +81,13 @@ impl PySparsity {
         let v: Vec<i32> = self.sp.col_indices().iter().map(|&c| c as i32).collect();
         PyArray1::from_vec(py, v)
     }
+    /// This pattern with the scalar entries (`rows[k]`, `cols[k]`) added: a pattern of its
+    /// own, for one matrix that grows (`Mat.with_pattern`).
+    fn with_entries(&self, rows: Vec<usize>, cols: Vec<usize>) -> PyResult<Self> {
+        Ok(PySparsity {
+            sp: self.sp.with_entries(&rows, &cols).map_err(fail_la)?,
+        })
+    }
     /// Stored entries in each scalar row.
     fn row_counts<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i32>> {
         let v: Vec<i32> = self
@@ -117,6 +124,20 @@ impl PyMat {
     #[getter]
     fn complex(&self) -> bool {
         self.mat.is_complex()
+    }
+    /// Its pattern (the Sparsity's, or the one it grew to).
+    #[getter]
+    fn sparsity(&self) -> PySparsity {
+        PySparsity {
+            sp: self.mat.sparsity().clone(),
+        }
+    }
+    /// A new matrix on `sparsity` (holding every entry of this one's) with this matrix's
+    /// values; this one is left as it is.
+    fn with_pattern(&self, sparsity: &PySparsity) -> PyResult<Self> {
+        Ok(PyMat {
+            mat: self.mat.with_pattern(&sparsity.sp).map_err(fail_la)?,
+        })
     }
     /// The loop argument assembling into this matrix with `access` through `rows` and `cols`
     /// in `form`; `boundary`, `(bottom, top)` with each `None` or `(row map entries, column

@@ -338,6 +338,9 @@ class Sparsity:
         """CSR row offsets."""
     def colidx(self) -> NDArray[np.int32]:
         """CSR column indices."""
+    def with_entries(self, rows: Sequence[int], cols: Sequence[int]) -> Sparsity:
+        """This pattern with the scalar entries (``rows[k]``, ``cols[k]``) added: a pattern of
+        its own, for one matrix that grows (``Mat.with_pattern``)."""
     def row_counts(self) -> NDArray[np.int32]:
         """Stored entries in each scalar row."""
 
@@ -349,6 +352,12 @@ class Mat:
     @property
     def complex(self) -> bool:
         """Whether it holds complex values."""
+    @property
+    def sparsity(self) -> Sparsity:
+        """Its pattern (the Sparsity's, or the one it grew to)."""
+    def with_pattern(self, sparsity: Sparsity) -> Mat:
+        """A new matrix on ``sparsity`` (holding every entry of this one's) with this matrix's
+        values; this one is left as it is."""
     def arg(
         self,
         access: AccessMode,

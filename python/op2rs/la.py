@@ -12,7 +12,7 @@ from .access import MAT_MODES
 from .data import Dat, MixedDat
 from .exceptions import (DataSetTypeError, DatTypeError, IndexValueError, MapTypeError,
                          MapValueError, MatTypeError, ModeValueError, NameTypeError,
-                         SparsityTypeError, call)
+                         SparsityTypeError, call, translate)
 from .maps import Map, MapPath, MixedMap, component_native
 from .parloop import Arg
 from .runtime import current, fresh_name, on_exit
@@ -574,6 +574,19 @@ class Mat:
                     "of real scalars only" % self._name)
             h = self.__dict__["_handle"] = _petsc.mat_handle(self)
         return h
+
+    def _native_entries(self, rows, cols, values, add):
+        """Adds (``add``) or inserts the dense block ``values`` (float64s; a complex matrix's
+        real and imaginary parts in turn) at scalar ``rows`` and ``cols``. Entries outside the
+        pattern are PETSc's to allow, as on PyOP2's matrices: with a handle whose
+        NEW_NONZERO_ALLOCATION_ERR the program turned off they go in and the matrix grows;
+        otherwise they are an error."""
+        try:
+            self._native.entries(rows, cols, values, add)
+        except _op2.Op2Failure as e:
+            if e.args[0] != "NotInPattern" or not _petsc.grow_through_handle(
+                    self, rows, cols, values, add):
+                raise translate(e) from None
 
     def _shared(self):
         """Checks that a PETSc handle, if made, still works on this matrix's values."""

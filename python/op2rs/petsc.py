@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from .access import READ, RW, WRITE
-from .exceptions import ModeValueError
+from .exceptions import ModeValueError, call
 from .runtime import state
 
 __all__ = ["petsc", "mat_handle", "block_handle", "dat_vec", "mixed_vec", "global_vec",
@@ -46,8 +46,18 @@ def mat_handle(mat):
                            "float64" % np.dtype(PETSc.ScalarType))
     if _ranks() > 1:
         return _parallel_handle(PETSc, mat)
+    # A new entry makes PETSc move the values out of the matrix's memory: an error, as on
+    # PyOP2's matrices, unless the program turns NEW_NONZERO_ALLOCATION_ERR off; the matrix
+    # then takes PETSc's larger pattern (see ``adopt``).
+    return _bind(PETSc, PETSc.Mat(), mat, growing=False)
+
+
+def _bind(PETSc, handle, mat, growing):
+    """``handle`` (made again in place) as a sequential AIJ matrix over ``mat``'s own values,
+    pattern and local numbers; ``growing``: new entries allowed (PETSc's allocation error off,
+    as the program left it)."""
     native = mat._native
-    sp = mat._sparsity._native
+    sp = native.sparsity
     rows, cols = sp.shape
     rowptr = sp.rowptr()
     if rowptr[-1] > np.iinfo(PETSc.IntType).max:
@@ -58,8 +68,7 @@ def mat_handle(mat):
     values = native.values_view()
     # Sequential AIJ matrices made from arrays use them in place (petsc4py keeps them alive
     # with the Mat): the values array is the matrix's own memory.
-    handle = PETSc.Mat().createAIJWithArrays((rows, cols), (rowptr, colidx, values),
-                                             comm=PETSc.COMM_SELF)
+    handle.createAIJWithArrays((rows, cols), (rowptr, colidx, values), comm=PETSc.COMM_SELF)
     rdim, cdim = mat._sparsity._pair_dims
     if (rdim, cdim) != (1, 1) and rows % rdim == 0 and cols % cdim == 0:
         try:
@@ -67,12 +76,53 @@ def mat_handle(mat):
         except PETSc.Error:
             pass  # the block sizes only help PETSc's blocked calls; the values are the same
     handle.setLGMap(_identity(PETSc, rows), _identity(PETSc, cols))
-    # A new entry would make PETSc move its values out of the matrix's memory: refuse it, as
-    # PyOP2's matrices (whose pattern is the sparsity's) did.
-    handle.setOption(PETSc.Mat.Option.NEW_NONZERO_LOCATION_ERR, True)
+    handle.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, not growing)
     handle.setOption(PETSc.Mat.Option.KEEP_NONZERO_PATTERN, True)
     handle.setName(mat.name)
     return handle
+
+
+def adopt(handle, mat):
+    """PETSc grew ``handle`` beyond ``mat``'s pattern (its NEW_NONZERO_ALLOCATION_ERR turned
+    off) and holds the values in memory of its own: ``mat`` takes PETSc's pattern and values
+    (a native matrix of its own, the Sparsity's other matrices unchanged) and the handle is
+    made again over them, so that the two share values again."""
+    PETSc = petsc("Mat.handle")
+    if not handle.assembled:
+        handle.assemble()
+    # Loops recorded before now write the matrix they were recorded on: run them first.
+    from .runtime import current
+    current().flush()
+    indptr, indices, values = handle.getValuesCSR()
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    grown_sp = call(mat._native.sparsity.with_entries, rows.tolist(), indices.tolist())
+    grown = call(mat._native.with_pattern, grown_sp)
+    if grown_sp.nnz != len(values):
+        raise RuntimeError("PETSc's pattern of %s (%d entries) does not hold the matrix's "
+                           "(%d)" % (mat.name, len(values), grown_sp.nnz))
+    grown.values_view()[:] = values
+    mat._native = grown
+    _bind(PETSc, handle, mat, growing=True)
+    handle.stateIncrease()
+
+
+def grow_through_handle(mat, rows, cols, values, add):
+    """Entries op2 was asked to set outside ``mat``'s pattern: PETSc decides, as it would for
+    PyOP2's matrix. With a one-process handle whose NEW_NONZERO_ALLOCATION_ERR the program
+    turned off, PETSc takes them and the matrix adopts its larger pattern (True); otherwise
+    (no handle, the option on, complex values, several ranks) nothing changes (False)."""
+    handle = mat.__dict__.get("_handle")
+    if handle is None or "_petsc_order" in mat.__dict__ or mat._native.complex:
+        return False
+    PETSc = petsc("Mat.handle")
+    mode = PETSc.InsertMode.ADD_VALUES if add else PETSc.InsertMode.INSERT_VALUES
+    try:
+        handle.setValues(rows, cols, np.asarray(values, dtype=np.float64), addv=mode)
+    except PETSc.Error:
+        return False
+    handle.assemble()
+    adopt(handle, mat)
+    return True
 
 
 def _parallel_handle(PETSc, mat):
@@ -295,9 +345,10 @@ def changed(handle, mat=None, collective=True):
 
 
 def check_shared(mat, handle):
-    """Raises if PETSc no longer works on ``mat``'s own values: an entry outside the sparsity
-    added through a handle whose nonzero-location error was turned off makes PETSc move its
-    values into memory of its own, after which the two would silently disagree."""
+    """Brings ``mat`` and its handle together before op2 uses the matrix: across ranks PETSc's
+    writes are pulled; in one process, entries PETSc added outside the pattern (its
+    allocation error turned off, so it moved the values into memory of its own) are adopted
+    (``adopt``), after which the two share values again."""
     if handle is not None and "_petsc_order" in mat.__dict__:
         if handle.stateGet() != mat.__dict__["_petsc_state"]:
             if mat.__dict__.get("_petsc_pending"):
@@ -307,9 +358,6 @@ def check_shared(mat, handle):
                     % mat.name)
             _pull(handle, mat)
         return
-    if handle is not None and handle.getInfo()["nz_used"] != mat._sparsity._native.nnz:
-        raise RuntimeError(
-            "PETSc moved %s's values out of op2rs's memory (an entry outside the sparsity was "
-            "added through its handle, whose NEW_NONZERO_LOCATION_ERR or "
-            "NEW_NONZERO_ALLOCATION_ERR option was turned off): the handle and the matrix no "
-            "longer share values" % mat.name)
+    if handle is not None and handle.getInfo()["nz_used"] != mat._native.sparsity.nnz:
+        # PETSc added entries (its allocation error turned off): the matrix takes them.
+        adopt(handle, mat)

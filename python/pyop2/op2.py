@@ -1386,7 +1386,7 @@ class Mat(_Mat):
         if v.size != len(r) * len(c):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
         # A complex matrix's values go as real and imaginary parts in turn.
-        _call(self._native.entries, r, c, v.view(np.float64).tolist(), add)
+        self._native_entries(r, c, v.view(np.float64).tolist(), add)
         self._wrote(False)
 
     def addto_values(self, rows, cols, values):
@@ -1481,7 +1481,7 @@ class MatBlock(_MatBlock, Mat):
         v = np.asarray(values, dtype=self.dtype).ravel()
         if v.size != len(r) * len(c):
             raise ValueError("%d values for a %d x %d block" % (v.size, len(r), len(c)))
-        _call(self._parent._native.entries, r, c, v.view(np.float64).tolist(), add)
+        self._parent._native_entries(r, c, v.view(np.float64).tolist(), add)
         self._wrote(False)
 
     def __call__(self, access, path, lgmaps=None, unroll_map=False):

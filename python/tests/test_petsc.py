@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from op2rs.la import Solver
-from pyop2 import op2
+from pyop2 import exceptions, op2
 
 PETSc = pytest.importorskip("petsc4py.PETSc")
 
@@ -264,17 +264,47 @@ def test_assembly_state_after_loops_and_reads():
     assert mat.assembly_state is op2.Mat.ASSEMBLED
 
 
-def test_a_handle_that_stops_sharing_is_an_error_not_stale_values():
+def test_entries_outside_the_pattern_are_petscs_to_allow():
+    """As on PyOP2's matrices: an entry outside the sparsity is an error while the handle's
+    NEW_NONZERO_ALLOCATION_ERR is on; turned off, PETSc takes it and the matrix grows to PETSc's
+    pattern (this matrix only), after which op2 and PETSc share values again."""
     nodes, mat, assemble, want = _mass(4)
+    other = op2.Mat(mat.sparsity)
     assemble()
     A = mat.handle
-    A.setOption(PETSc.Mat.Option.NEW_NONZERO_LOCATION_ERR, False)
+    # As made, the handle refuses new entries, and so does the matrix: nothing changes.
+    with pytest.raises(PETSc.Error):
+        A.setValue(0, 4, 1.0)
+        A.assemble()
+    with pytest.raises(exceptions.Op2Error, match="not in the sparsity pattern"):
+        mat.set_values(4, 0, [5.0])
+    np.testing.assert_allclose(mat.values, want)
+    A.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, False)
+    # Through PETSc: adopted at op2's next use of the matrix.
     A.setValue(0, 4, 1.0)
     A.assemble()
-    with pytest.raises(RuntimeError, match="no longer share"):
-        mat.values
-    with pytest.raises(RuntimeError, match="no longer share"):
-        assemble()
+    grown = want.copy()
+    grown[0, 4] = 1.0
+    np.testing.assert_allclose(mat.values, grown)
+    # Through op2: PETSc decides, then the matrix grows.
+    mat.set_values(4, 0, [5.0])
+    mat.addto_values(2, 0, [0.5])
+    grown[4, 0], grown[2, 0] = 5.0, 0.5
+    np.testing.assert_allclose(mat.values, grown)
+    assert mat.handle is A and A.getInfo()["nz_used"] == np.count_nonzero(grown)
+    # Loops add into the grown matrix; PETSc's writes are the matrix's again.
+    assemble()
+    grown += want
+    np.testing.assert_allclose(mat.values, grown)
+    np.testing.assert_allclose(A[:, :], grown)
+    A.setValue(4, 0, -1.0)
+    A.assemble()
+    grown[4, 0] = -1.0
+    np.testing.assert_allclose(mat.values, grown)
+    # The Sparsity's other matrices keep its pattern.
+    assert other.sparsity is mat.sparsity
+    with pytest.raises(exceptions.Op2Error, match="not in the sparsity pattern"):
+        other.set_values(4, 0, [5.0])
 
 
 def test_vec_contexts_of_other_types_and_of_globals():

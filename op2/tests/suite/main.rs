@@ -17,6 +17,7 @@ mod direct_rows;
 mod distributed;
 mod extruded;
 mod extruded_args;
+mod grown_patterns;
 mod hardening;
 mod layer_arg;
 mod laziness;
