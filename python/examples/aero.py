@@ -239,7 +239,15 @@ def main():
     p.add_argument("--maxiter", type=int, default=200, help="CG iterations at most")
     p.add_argument("--mesh", help="where to write the mesh (default: a temporary file)")
     opt = p.parse_args()
-    path = opt.mesh or os.path.join(tempfile.mkdtemp(prefix="op2rs-aero-"), "FE_grid.h5")
+    if opt.mesh:
+        return run(opt, opt.mesh)
+    # The mesh goes in a folder removed when the run ends.
+    with tempfile.TemporaryDirectory(prefix="op2rs-aero-") as folder:
+        return run(opt, os.path.join(folder, "FE_grid.h5"))
+
+
+def run(opt, path):
+    """Writes the mesh to ``path``, runs the solve with op2rs and with NumPy, and compares."""
     write_mesh(path, opt.cells)
     got, phim = with_op2(path, opt.backend, opt.iterations, opt.maxiter)
     want, phim_np = with_numpy(path, opt.iterations, opt.maxiter)

@@ -495,6 +495,7 @@ class Mat:
     def _diagonal_values(self, rows, value, add):
         """Adds (``add``) or sets ``value`` on the diagonal of scalar ``rows``: a complex
         matrix's through its entries, as real and imaginary parts."""
+        self._shared()
         if self._complex:
             v = complex(value)
             for r in rows:
@@ -581,12 +582,15 @@ class Mat:
         pattern are PETSc's to allow, as on PyOP2's matrices: with a handle whose
         NEW_NONZERO_ALLOCATION_ERR the program turned off they go in and the matrix grows;
         otherwise they are an error."""
+        # What PETSc wrote through the handle first (and its pattern, if it grew).
+        self._shared()
         try:
             self._native.entries(rows, cols, values, add)
         except _op2.Op2Failure as e:
-            if e.args[0] != "NotInPattern" or not _petsc.grow_through_handle(
-                    self, rows, cols, values, add):
+            if e.args[0] != "NotInPattern" or not _petsc.grow_through_handle(self, rows, cols):
                 raise translate(e) from None
+            # The pattern now has room for every entry.
+            call(self._native.entries, rows, cols, values, add)
 
     def _shared(self):
         """Checks that a PETSc handle, if made, still works on this matrix's values."""
@@ -642,6 +646,7 @@ class Mat:
         if self._sparsity.mixed:
             if not isinstance(v, MixedDat):
                 raise TypeError("Can only multiply a Mat of mixed spaces by a MixedDat")
+            self._shared()
             y = MixedDat(self._sparsity.dsets[0])
             call(self._native.mult_mixed, _as_f64(v)._mixed_native(), y._mixed_native())
             return y

@@ -2,6 +2,12 @@
 PETSc matrix over the matrix's own values, a Dat's ``vec`` contexts a PETSc vector over its
 data. Without petsc4py these raise ImportError naming it."""
 
+import ctypes
+import hashlib
+import os
+import shlex
+import subprocess
+import tempfile
 from contextlib import contextmanager
 
 import numpy as np
@@ -49,13 +55,12 @@ def mat_handle(mat):
     # A new entry makes PETSc move the values out of the matrix's memory: an error, as on
     # PyOP2's matrices, unless the program turns NEW_NONZERO_ALLOCATION_ERR off; the matrix
     # then takes PETSc's larger pattern (see ``adopt``).
-    return _bind(PETSc, PETSc.Mat(), mat, growing=False)
+    return _bind(PETSc, PETSc.Mat(), mat)
 
 
-def _bind(PETSc, handle, mat, growing):
-    """``handle`` (made again in place) as a sequential AIJ matrix over ``mat``'s own values,
-    pattern and local numbers; ``growing``: new entries allowed (PETSc's allocation error off,
-    as the program left it)."""
+def _bind(PETSc, handle, mat):
+    """``handle`` made a sequential AIJ matrix over ``mat``'s own values, pattern and local
+    numbers."""
     native = mat._native
     sp = native.sparsity
     rows, cols = sp.shape
@@ -76,17 +81,102 @@ def _bind(PETSc, handle, mat, growing):
         except PETSc.Error:
             pass  # the block sizes only help PETSc's blocked calls; the values are the same
     handle.setLGMap(_identity(PETSc, rows), _identity(PETSc, cols))
-    handle.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, not growing)
+    handle.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, True)
     handle.setOption(PETSc.Mat.Option.KEEP_NONZERO_PATTERN, True)
     handle.setName(mat.name)
     return handle
 
 
+# A C helper built once with PETSc's headers: petsc4py cannot give an existing matrix new
+# storage while keeping the matrix itself (what a KSP, a preconditioner or a local submatrix
+# holds), and MatHeaderReplace does. What PETSc keeps on the matrix rather than in its storage
+# (null spaces, local-to-global maps, block sizes, options prefix, name, known symmetries) is
+# carried over.
+_REBIND_SOURCE = r"""
+#include <petscmat.h>
+
+PetscErrorCode op2rs_rebind_aij(Mat A, PetscInt m, PetscInt n, PetscInt *i, PetscInt *j,
+                                PetscScalar *a)
+{
+  Mat B;
+  MPI_Comm comm;
+  MatNullSpace sp;
+  ISLocalToGlobalMapping rmap, cmap;
+  PetscInt rbs, cbs;
+  const char *text;
+  PetscBool set, flg;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
+  PetscCall(MatCreateSeqAIJWithArrays(comm, m, n, i, j, a, &B));
+  PetscCall(MatGetNullSpace(A, &sp));
+  if (sp) PetscCall(MatSetNullSpace(B, sp));
+  PetscCall(MatGetTransposeNullSpace(A, &sp));
+  if (sp) PetscCall(MatSetTransposeNullSpace(B, sp));
+  PetscCall(MatGetNearNullSpace(A, &sp));
+  if (sp) PetscCall(MatSetNearNullSpace(B, sp));
+  PetscCall(MatGetLocalToGlobalMapping(A, &rmap, &cmap));
+  if (rmap && cmap) PetscCall(MatSetLocalToGlobalMapping(B, rmap, cmap));
+  PetscCall(MatGetBlockSizes(A, &rbs, &cbs));
+  PetscCall(MatSetBlockSizes(B, rbs, cbs));
+  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)A, &text));
+  if (text) PetscCall(PetscObjectSetOptionsPrefix((PetscObject)B, text));
+  PetscCall(PetscObjectGetName((PetscObject)A, &text));
+  if (text) PetscCall(PetscObjectSetName((PetscObject)B, text));
+  PetscCall(MatIsSymmetricKnown(A, &set, &flg));
+  if (set) PetscCall(MatSetOption(B, MAT_SYMMETRIC, flg));
+  PetscCall(MatIsHermitianKnown(A, &set, &flg));
+  if (set) PetscCall(MatSetOption(B, MAT_HERMITIAN, flg));
+  PetscCall(MatIsStructurallySymmetricKnown(A, &set, &flg));
+  if (set) PetscCall(MatSetOption(B, MAT_STRUCTURALLY_SYMMETRIC, flg));
+  /* It grew because new entries were allowed; they still are. */
+  PetscCall(MatSetOption(B, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+  PetscCall(MatSetOption(B, MAT_KEEP_NONZERO_PATTERN, PETSC_TRUE));
+  PetscCall(MatHeaderReplace(A, &B));
+  PetscFunctionReturn(0);
+}
+"""
+_rebind = None
+
+
+def _rebind_function():
+    """``op2rs_rebind_aij`` from the helper library (compiled into the temporary directory on
+    first use, by the hash of its source and flags, and kept there for later processes)."""
+    global _rebind
+    if _rebind is None:
+        cflags, libs = petsc_build_args() or ([], ["-lpetsc"])
+        cc = os.environ.get("CC") or "cc"
+        cmd = [cc, "-O2", "-fPIC", "-shared"] + cflags
+        key = hashlib.sha256(repr((_REBIND_SOURCE, cmd, libs)).encode()).hexdigest()[:24]
+        folder = os.path.join(tempfile.gettempdir(), "op2rs-petsc-uid%d" % os.getuid())
+        os.makedirs(folder, exist_ok=True)
+        lib = os.path.join(folder, "rebind-%s.so" % key)
+        if not os.path.exists(lib):
+            # Built in a private folder and renamed into place: processes building at once
+            # never see half a library.
+            work = tempfile.mkdtemp(dir=folder)
+            src = os.path.join(work, "rebind.c")
+            with open(src, "w") as f:
+                f.write(_REBIND_SOURCE)
+            out = subprocess.run(cmd + ["-o", os.path.join(work, "rebind.so"), src] + libs,
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                raise RuntimeError("op2rs's PETSc helper (a matrix taking PETSc's grown "
+                                   "pattern) did not compile: %s\n%s\nsource: %s"
+                                   % (" ".join(shlex.quote(c) for c in cmd), out.stderr, src))
+            os.replace(os.path.join(work, "rebind.so"), lib)
+        f = ctypes.CDLL(lib).op2rs_rebind_aij
+        f.restype = ctypes.c_int
+        _rebind = f
+    return _rebind
+
+
 def adopt(handle, mat):
     """PETSc grew ``handle`` beyond ``mat``'s pattern (its NEW_NONZERO_ALLOCATION_ERR turned
     off) and holds the values in memory of its own: ``mat`` takes PETSc's pattern and values
-    (a native matrix of its own, the Sparsity's other matrices unchanged) and the handle is
-    made again over them, so that the two share values again."""
+    (a native matrix of its own, the Sparsity's other matrices unchanged), and the handle, the
+    same PETSc matrix for everything holding it, gets storage over them again, so that the two
+    share values again."""
     PETSc = petsc("Mat.handle")
     if not handle.assembled:
         handle.assemble()
@@ -96,29 +186,64 @@ def adopt(handle, mat):
     indptr, indices, values = handle.getValuesCSR()
     rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
     grown_sp = call(mat._native.sparsity.with_entries, rows.tolist(), indices.tolist())
-    grown = call(mat._native.with_pattern, grown_sp)
     if grown_sp.nnz != len(values):
         raise RuntimeError("PETSc's pattern of %s (%d entries) does not hold the matrix's "
                            "(%d)" % (mat.name, len(values), grown_sp.nnz))
+    grown = call(mat._native.with_pattern, grown_sp)
     grown.values_view()[:] = values
+    nrows, ncols = grown_sp.shape
+    # The storage's arrays must outlive the handle's use of them: the matrix keeps them.
+    arrays = (np.ascontiguousarray(grown_sp.rowptr(), dtype=PETSc.IntType),
+              np.ascontiguousarray(grown_sp.colidx(), dtype=PETSc.IntType),
+              grown.values_view())
+    c_int = ctypes.c_int64 if np.dtype(PETSc.IntType).itemsize == 8 else ctypes.c_int32
+    code = _rebind_function()(ctypes.c_void_p(handle.handle), c_int(nrows), c_int(ncols),
+                              *(ctypes.c_void_p(a.ctypes.data) for a in arrays))
+    if code != 0:
+        raise RuntimeError("PETSc error %d giving %s's handle its grown storage" % (code,
+                                                                                 mat.name))
     mat._native = grown
-    _bind(PETSc, handle, mat, growing=True)
+    mat.__dict__["_petsc_arrays"] = arrays
     handle.stateIncrease()
 
 
-def grow_through_handle(mat, rows, cols, values, add):
+def _missing(mat, rows, cols):
+    """The scalar entries of the block ``rows`` x ``cols`` outside ``mat``'s pattern."""
+    sp = mat._native.sparsity
+    rowptr, colidx = sp.rowptr(), sp.colidx()
+    out_r, out_c = [], []
+    for r in rows:
+        have = colidx[rowptr[r]:rowptr[r + 1]]
+        for c in cols:
+            k = np.searchsorted(have, c)
+            if k == len(have) or have[k] != c:
+                out_r.append(r)
+                out_c.append(c)
+    return out_r, out_c
+
+
+def grow_through_handle(mat, rows, cols):
     """Entries op2 was asked to set outside ``mat``'s pattern: PETSc decides, as it would for
     PyOP2's matrix. With a one-process handle whose NEW_NONZERO_ALLOCATION_ERR the program
-    turned off, PETSc takes them and the matrix adopts its larger pattern (True); otherwise
-    (no handle, the option on, complex values, several ranks) nothing changes (False)."""
+    turned off, PETSc takes them (as zeros) and the matrix adopts its larger pattern (True:
+    the caller then writes the values itself); otherwise (no handle, the option on, complex
+    values, several ranks) nothing changes (False)."""
     handle = mat.__dict__.get("_handle")
     if handle is None or "_petsc_order" in mat.__dict__ or mat._native.complex:
         return False
     PETSc = petsc("Mat.handle")
-    mode = PETSc.InsertMode.ADD_VALUES if add else PETSc.InsertMode.INSERT_VALUES
+    mr, mc = _missing(mat, rows, cols)
+    if not mr:
+        return False
     try:
-        handle.setValues(rows, cols, np.asarray(values, dtype=np.float64), addv=mode)
+        # Only the missing entries, one at a time and as zeros: PETSc writes nothing before
+        # it finds one it refuses.
+        for r, c in zip(mr, mc):
+            handle.setValue(r, c, 0.0, addv=PETSc.InsertMode.ADD_VALUES)
     except PETSc.Error:
+        # Refused (the option on): finish the (empty) addition so that PETSc is ready for
+        # either kind of insertion again.
+        handle.assemble()
         return False
     handle.assemble()
     adopt(handle, mat)
@@ -206,6 +331,55 @@ def _pull(handle, mat):
             "the matrix no longer hold the same entries" % mat.name)
     mat._native.values_view()[order] = values
     mat.__dict__["_petsc_state"] = handle.stateGet()
+
+
+_petsc_args = None
+
+
+def petsc_build_args():
+    """``(compile args, link args)`` for PETSc's headers and library, from petsc4py's PETSc
+    (its ``petscvariables``), with MPI's headers from the MPI compiler wrapper PETSc was built
+    with in mind; ``None`` without petsc4py."""
+    global _petsc_args
+    if _petsc_args is None:
+        try:
+            import petsc4py
+        except ImportError:
+            _petsc_args = ()
+            return None
+        config = petsc4py.get_config()
+        root = os.path.join(config["PETSC_DIR"], config.get("PETSC_ARCH") or "")
+        variables = {}
+        path = os.path.join(root, "lib", "petsc", "conf", "petscvariables")
+        try:
+            with open(path) as f:
+                for line in f:
+                    key, eq, value = line.partition("=")
+                    if eq:
+                        variables[key.strip()] = value.strip()
+        except OSError as e:
+            raise RuntimeError("PETSc's build variables, for its headers and "
+                               "library, were not found where petsc4py says PETSc is (%s)" % e
+                               ) from None
+        cflags = shlex.split(variables.get("PETSC_CC_INCLUDES", ""))
+        cflags += [f for f in _mpi_compile_args() if f not in cflags]
+        libs = shlex.split(variables.get("PETSC_LIB_BASIC", "-lpetsc"))
+        _petsc_args = (cflags, ["-L" + os.path.join(root, "lib")] + libs)
+    return _petsc_args or None
+
+
+def _mpi_compile_args():
+    """MPI's ``-I`` and ``-D`` flags, from the MPI compiler wrapper (Open MPI's, then MPICH's) or
+    pkg-config; empty when none answers (PETSc's own includes then hold ``mpi.h``)."""
+    for cmd in (["mpicc", "--showme:compile"], ["mpicc", "-compile-info"],
+                ["pkg-config", "--cflags", "mpi"], ["pkg-config", "--cflags", "ompi-c"]):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out.returncode == 0 and out.stdout.strip():
+            return [f for f in shlex.split(out.stdout) if f.startswith(("-I", "-D"))]
+    return []
 
 
 def _identity(PETSc, n):

@@ -176,6 +176,8 @@ class ExtrudedSet(Set):
     parent = property(lambda self: self._parent)
 
     def __getattr__(self, name):
+        if name == "_parent" or name.startswith("__"):
+            raise AttributeError(name)
         return getattr(self._parent, name)
 
     def __contains__(self, s):
@@ -254,7 +256,10 @@ class Subset(Set):
         raise NotImplementedError("Deriving a DataSet from a Subset is unsupported")
 
     def __getattr__(self, name):
-        # PyOP2: any other attribute falls through to the superset.
+        # PyOP2: any other attribute falls through to the superset (none before it is set:
+        # a half-made Subset, whose constructor raised, then has no attributes to recurse on).
+        if name == "_superset" or name.startswith("__"):
+            raise AttributeError(name)
         return getattr(self._superset, name)
 
     def __str__(self):
@@ -289,7 +294,7 @@ class DataSet:
     name = property(lambda self: self._name)
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        if name == "_set" or name.startswith("__"):
             raise AttributeError(name)
         return getattr(self._set, name)
 

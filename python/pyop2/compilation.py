@@ -340,10 +340,18 @@ def set_default_compiler(compiler):
                         "pyop2.compilation.Compiler, not %r" % (compiler,))
 
 
+# Compiler families by executable: asking the executable (two runs of it) once per process.
+_sniffed = {}
+
+
 def _compiler_for(extension):
     if _default_compiler is not None:
         return _default_compiler
-    return sniff_compiler(_system_compiler(extension == "cpp"))
+    exe = _system_compiler(extension == "cpp")
+    found = _sniffed.get(exe)
+    if found is None:
+        found = _sniffed[exe] = sniff_compiler(exe)
+    return found
 
 
 def _command_and_flags(compiler, extension):
@@ -372,7 +380,9 @@ def make_so(compiler, code, extension, comm=None, filename=None):
     stem = os.path.splitext(os.path.basename(str(filename)))[0] if filename else key
     base = os.path.join(work, stem)
     src, obj, lib = base + "." + extension, base + ".o", base + ".so"
-    logfile, errfile = os.path.join(cache_dir, key + ".log"), os.path.join(cache_dir, key + ".err")
+    # The logs are written in the private folder too, then moved next to the library: ranks
+    # compiling the same source at once never write into one file.
+    logfile, errfile = base + ".log", base + ".err"
     with open(src, "w") as f:
         f.write(code)
     ldflags = compiler.ldflags
@@ -392,7 +402,7 @@ def make_so(compiler, code, extension, comm=None, filename=None):
                 err.flush()
                 with open(errfile) as f:
                     message = f.read()[-4000:]
-                # The source stays in its working directory for the user to read.
+                # The source and the logs stay in their working folder for the user to read.
                 raise CompilationError(dedent("""\
                     %s failed: %s
                     %s
@@ -402,7 +412,8 @@ def make_so(compiler, code, extension, comm=None, filename=None):
                                                 errfile)) from None
     # Atomic: a concurrent reader sees the whole library or none.
     os.replace(lib, soname)
-    shutil.copy(src, os.path.join(cache_dir, key + "." + extension))
+    for path, ext in ((src, extension), (logfile, "log"), (errfile, "err")):
+        os.replace(path, os.path.join(cache_dir, "%s.%s" % (key, ext)))
     shutil.rmtree(work, ignore_errors=True)
     return soname
 

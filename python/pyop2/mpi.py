@@ -56,6 +56,8 @@ class _Lazy:
         return getattr(m, self._attr) if m is not None else self._own
 
     def __getattr__(self, name):
+        if name in ("_own", "_attr") or name.startswith("__"):
+            raise AttributeError(name)  # not made yet (copying, unpickling)
         return getattr(self._target(), name)
 
     def __eq__(self, other):

@@ -761,6 +761,12 @@ class MixedDat(_MixedDat):
             if m.toset == t:
                 own.append(m)
                 continue
+            if _mpi._MPI.comm.size > 1:
+                # Each rank's sizes are its own: ranks could decide differently, and declaring
+                # a map is something every rank does together.
+                raise MapValueError("To Set of MixedMap does not match Set of MixedDat: map %s "
+                                    "goes to %s, the Dat is on %s (across ranks the sets "
+                                    "must be the same)" % (m.name, m.toset.name, t.name))
             if tuple(m.toset.sizes) != tuple(t.sizes):
                 raise MapValueError("To Set of MixedMap does not match Set of MixedDat: map "
                                     "%s goes to %s (sizes %s), the Dat is on %s (sizes %s)"

@@ -8,15 +8,14 @@ petsc4py) and linked with its library, so that kernels may call PETSc (``MatSetV
 handed-through ``Mat``). Such loops run at once, element after element on one thread, on the
 host backends (seq, openmp); the device backends refuse them."""
 
-import os
 import re
-import shlex
-import subprocess
 
 import numpy as np
 
 from op2rs.access import READ
 from op2rs.data import Global
+
+from op2rs import petsc as _petsc
 
 from . import wrappers
 from .datatypes import OpaqueType
@@ -45,53 +44,9 @@ class PassthroughArg:
         return "PassthroughArg(%r, %#x)" % (self.type, self.data)
 
 
-_petsc_args = None
-
-
-def _petsc_build_args():
-    """``(compile args, link args)`` for PETSc's headers and library, from petsc4py's PETSc
-    (its ``petscvariables``), with MPI's headers from the MPI compiler wrapper PETSc was built
-    with in mind; ``None`` without petsc4py."""
-    global _petsc_args
-    if _petsc_args is None:
-        try:
-            import petsc4py
-        except ImportError:
-            _petsc_args = ()
-            return None
-        config = petsc4py.get_config()
-        root = os.path.join(config["PETSC_DIR"], config.get("PETSC_ARCH") or "")
-        variables = {}
-        path = os.path.join(root, "lib", "petsc", "conf", "petscvariables")
-        try:
-            with open(path) as f:
-                for line in f:
-                    key, eq, value = line.partition("=")
-                    if eq:
-                        variables[key.strip()] = value.strip()
-        except OSError as e:
-            raise RuntimeError("PassthroughArg: PETSc's build variables, for its headers and "
-                               "library, were not found where petsc4py says PETSc is (%s)" % e
-                               ) from None
-        cflags = shlex.split(variables.get("PETSC_CC_INCLUDES", ""))
-        cflags += [f for f in _mpi_compile_args() if f not in cflags]
-        libs = shlex.split(variables.get("PETSC_LIB_BASIC", "-lpetsc"))
-        _petsc_args = (cflags, ["-L" + os.path.join(root, "lib")] + libs)
-    return _petsc_args or None
-
-
-def _mpi_compile_args():
-    """MPI's ``-I`` and ``-D`` flags, from the MPI compiler wrapper (Open MPI's, then MPICH's) or
-    pkg-config; empty when none answers (PETSc's own includes then hold ``mpi.h``)."""
-    for cmd in (["mpicc", "--showme:compile"], ["mpicc", "-compile-info"],
-                ["pkg-config", "--cflags", "mpi"], ["pkg-config", "--cflags", "ompi-c"]):
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if out.returncode == 0 and out.stdout.strip():
-            return [f for f in shlex.split(out.stdout) if f.startswith(("-I", "-D"))]
-    return []
+# PETSc's headers and library for wrappers handing PETSc objects to kernels (op2rs's, which
+# also builds its own PETSc helper with them).
+_petsc_build_args = _petsc.petsc_build_args
 
 
 def lower(kernel, args, kernel_type):

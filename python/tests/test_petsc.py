@@ -279,6 +279,17 @@ def test_entries_outside_the_pattern_are_petscs_to_allow():
     with pytest.raises(exceptions.Op2Error, match="not in the sparsity pattern"):
         mat.set_values(4, 0, [5.0])
     np.testing.assert_allclose(mat.values, want)
+    # A failed insertion through op2 left PETSc ready for either kind of insertion.
+    A.setValue(1, 1, want[1, 1])
+    A.assemble()
+    # What holds the handle keeps holding the same matrix once it grows: a KSP, a (near) null
+    # space.
+    ksp = PETSc.KSP().create(comm=PETSc.COMM_SELF)
+    ksp.setOperators(A)
+    ksp.setType("preonly")
+    ksp.getPC().setType("lu")
+    nullspace = PETSc.NullSpace().create(constant=True, comm=PETSc.COMM_SELF)
+    A.setNearNullSpace(nullspace)
     A.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, False)
     # Through PETSc: adopted at op2's next use of the matrix.
     A.setValue(0, 4, 1.0)
@@ -300,6 +311,18 @@ def test_entries_outside_the_pattern_are_petscs_to_allow():
     A.setValue(4, 0, -1.0)
     A.assemble()
     grown[4, 0] = -1.0
+    np.testing.assert_allclose(mat.values, grown)
+    # The KSP solves with the grown matrix; the null space and the name stayed.
+    b = PETSc.Vec().createWithArray(np.arange(1.0, 6.0), comm=PETSc.COMM_SELF)
+    x = b.duplicate()
+    ksp.solve(b, x)
+    np.testing.assert_allclose(grown @ x.array, b.array, rtol=1e-10)
+    assert A.getNearNullSpace().handle == nullspace.handle and A.getName() == mat.name
+    # op2 writes that follow PETSc's growth are not lost to it.
+    A.setValue(3, 0, 2.0)
+    A.assemble()
+    mat.set_values(1, 1, [3.0])
+    grown[3, 0], grown[1, 1] = 2.0, 3.0
     np.testing.assert_allclose(mat.values, grown)
     # The Sparsity's other matrices keep its pattern.
     assert other.sparsity is mat.sparsity

@@ -215,3 +215,31 @@ def test_lapack_inverse_and_solve_callables_in_loops(n):
                                atol=1e-12)
     np.testing.assert_allclose(x.data_ro.reshape(b.shape), np.linalg.solve(a, b[..., None])[..., 0],
                                rtol=1e-10, atol=1e-12)
+
+
+def test_lapack_callables_take_float64_only():
+    lp = pytest.importorskip("loopy")
+    from pyop2.codegen.rep2loopy import INVCallable
+    from pyop2.configuration import target
+
+    k = lp.make_kernel(["{ : }"], "Out[:, :] = inverse(In[:, :])",
+                       [lp.GlobalArg("Out", dtype=np.float32, shape=(2, 2)),
+                        lp.GlobalArg("In", dtype=np.float32, shape=(2, 2))], target=target,
+                       name="inv_f32", lang_version=(2018, 2))
+    k = lp.register_callable(k, INVCallable.name, INVCallable())
+    with pytest.raises(Exception, match="float64"):
+        lp.generate_code_v2(k)
+
+
+def test_load_asks_the_compiler_its_family_once(cache_dir, monkeypatch):
+    calls = []
+    real = compilation.sniff_compiler
+    monkeypatch.setattr(compilation, "_sniffed", {})
+    monkeypatch.setattr(compilation, "sniff_compiler",
+                        lambda exe, comm=None: calls.append(exe) or real(exe))
+    for _ in range(3):
+        compilation.load("int three(void) { return 3; }", "c")
+    assert len(calls) == 1
+    # The logs of a compilation sit next to its library.
+    names = sorted(p.suffix for p in cache_dir.iterdir() if p.is_file())
+    assert names == [".c", ".err", ".log", ".so"]

@@ -39,9 +39,12 @@ pub struct KernelParam {
     /// `[]` or a bound the parser cannot evaluate, such as a macro): `[Some(3)]` for `double *x[3]`.
     pub bounds: Vec<Option<usize>>,
     /// Whether the kernel's source names the parameter anywhere besides its declaration (in
-    /// the body, or in a macro the body may use). A parameter named nowhere else (or without a
-    /// name) can be neither read nor written, so `par_loop` does not hold its type against the
-    /// arg's: `void k(int *x) {}` takes any Dat, as C compilers take it.
+    /// the body, or in a macro the body may use; strings and comments do not count). A
+    /// parameter named nowhere else (or without a name) can be neither read nor written, so
+    /// `par_loop` does not hold its type against the arg's: `void k(int *x) {}` takes any Dat,
+    /// as C compilers take it. Always true when the source may name it without spelling it
+    /// (token pasting, a header of the user's own) or the kernel is compiled with macros
+    /// (`-D`, `-include`) of its own.
     pub used: bool,
 }
 
@@ -430,15 +433,52 @@ fn read_source(source: &str, name: &str) -> (HashSet<String>, Option<Vec<KernelP
         .filter(|t| is_c_identifier(t))
         .map(|t| t.to_string())
         .collect();
-    (identifiers, parse_params(&tokens, name))
+    let mut params = parse_params(&tokens, name);
+    if hides_names(&stripped) {
+        // A name this source does not spell out may still reach a parameter.
+        for p in params.iter_mut().flatten() {
+            p.used = true;
+        }
+    }
+    (identifiers, params)
 }
 
+/// Whether `stripped` (comments out) can name an identifier without spelling it: token
+/// pasting (`##`) builds names, and a header of the user's own (`#include "..."`) may define
+/// macros that name the kernel's parameters.
+fn hides_names(stripped: &str) -> bool {
+    stripped.contains("##")
+        || stripped.lines().any(|line| {
+            line.trim_start()
+                .strip_prefix('#')
+                .map(|rest| rest.trim_start())
+                .and_then(|rest| rest.strip_prefix("include"))
+                .is_some_and(|rest| rest.trim_start().starts_with('"'))
+        })
+}
+
+/// `src` without its comments, and with the contents of its string and character literals
+/// blanked (their quotes kept): neither uses an identifier, and a `//` inside a string is no
+/// comment.
 fn strip_comments(src: &str) -> String {
     let b = src.as_bytes();
     let mut out = String::with_capacity(src.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
+        if b[i] == b'"' || b[i] == b'\'' {
+            let quote = b[i];
+            out.push(quote as char);
+            i += 1;
+            // To the closing quote (a backslash escapes the next character); a literal never
+            // spans lines.
+            while i < b.len() && b[i] != quote && b[i] != b'\n' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            if i < b.len() && b[i] == quote {
+                out.push(quote as char);
+                i += 1;
+            }
+        } else if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
             while i < b.len() && b[i] != b'\n' {
                 i += 1;
             }

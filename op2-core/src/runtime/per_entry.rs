@@ -63,14 +63,16 @@ fn param_type(kernel: &Kernel, i: usize, carrier: &crate::model::carrier::Carrie
     };
     match p.dtype {
         // A parameter the kernel never names cannot be misread (see `KernelParam::used`).
-        Some(d) if d != carrier.dtype() && p.used => Err(Op2Error::TypeMismatch {
-            kernel: kernel.name().into(),
-            arg: i,
-            object: carrier.name.clone(),
-            declared: p.text.clone(),
-            declared_by: "the kernel parameter",
-            actual: carrier.dtype(),
-        }),
+        Some(d) if d != carrier.dtype() && crate::runtime::validate::uses(kernel, p) => {
+            Err(Op2Error::TypeMismatch {
+                kernel: kernel.name().into(),
+                arg: i,
+                object: carrier.name.clone(),
+                declared: p.text.clone(),
+                declared_by: "the kernel parameter",
+                actual: carrier.dtype(),
+            })
+        }
         _ => Ok(()),
     }
 }
@@ -269,9 +271,12 @@ impl Runtime {
             // The user's own declaration, renamed, where it can be read: the passes after this
             // one (padded rows, buffers, typed 2-D arrays) then see the user's shapes and
             // bounds through this kernel, and check them as for any loop.
+            // A parameter the kernel never uses is declared with the arg's own type (its
+            // declared type may be another, which the kernel never reads).
             let declared = kernel
                 .params()
                 .and_then(|ps| ps.get(i))
+                .filter(|q| crate::runtime::validate::uses(kernel, q))
                 .and_then(|q| renamed(&q.text, &p));
             params.push(declared.unwrap_or_else(|| {
                 format!("{ctype} *{}{p}", if row.is_some() { "*" } else { "" })

@@ -296,6 +296,16 @@ pub(crate) fn check_kernel_params(
     Ok(())
 }
 
+/// Whether `kernel` may read or write parameter `p` ([`KernelParam::used`], or macros given to
+/// its compiler, which may name it).
+pub(crate) fn uses(kernel: &Kernel, p: &crate::model::kernel::KernelParam) -> bool {
+    p.used
+        || kernel
+            .compile_args()
+            .iter()
+            .any(|a| a.starts_with("-D") || a.starts_with("-include"))
+}
+
 /// Checks kernel parameter `p` (of `kernel`'s parameter `i`) against arg `i`'s signature `s` on
 /// carrier `c`: its element type and shape (a pointer, or an array of pointers for a whole row).
 pub(crate) fn check_param(
@@ -309,7 +319,7 @@ pub(crate) fn check_param(
     // arg's (the call hands every argument over as `void *`).
     if let Some(d) = p.dtype
         && d != s.dtype
-        && p.used
+        && uses(kernel, p)
     {
         return Err(Op2Error::TypeMismatch {
             kernel: kernel.name().into(),

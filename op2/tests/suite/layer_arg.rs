@@ -59,6 +59,20 @@ fn cell_layers() -> Vec<f64> {
 }
 
 #[test]
+fn a_parameter_the_kernel_never_names_takes_any_type_with_the_layer_too() {
+    let m = mesh();
+    let x = m.rt.decl_dat_zeros::<f64>(&m.cells, 1, "x").unwrap();
+    let other = m.rt.decl_dat_zeros::<f64>(&m.cells, 1, "other").unwrap();
+    let k = kernel(
+        "stamp_only",
+        "void stamp_only(double *x, int *unused, int layer) { x[0] = layer; }",
+    );
+    m.rt.par_loop_with_layer(&k, &m.cells, Region::All, [x.arg(WRITE), other.arg(READ)])
+        .unwrap();
+    assert_eq!(x.to_vec().unwrap(), cell_layers());
+}
+
+#[test]
 fn every_cell_and_the_top_cells_see_their_layer() {
     let m = mesh();
     let x = m.rt.decl_dat_zeros::<f64>(&m.cells, 2, "x").unwrap();

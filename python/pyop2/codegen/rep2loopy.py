@@ -99,6 +99,10 @@ class LACallable(ScalarCallable):
             return self.copy(arg_id_to_dtype=arg_id_to_dtype), callables_table
         dtypes = {i: NumpyType(arg_id_to_dtype[i].numpy_dtype)
                   for i in range(len(arg_id_to_dtype))}
+        wrong = [d.dtype for d in dtypes.values() if d.dtype != np.float64]
+        if wrong:
+            # The C functions take doubles: another type would be read as doubles.
+            raise TypeError("%s() takes float64 arrays, not %s" % (self.name, wrong[0]))
         dtypes[-1] = NumpyType(dtypes[0].dtype)
         return self.copy(arg_id_to_dtype=dtypes), callables_table
 

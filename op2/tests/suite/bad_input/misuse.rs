@@ -329,6 +329,48 @@ fn kernel_parameter_it_never_names_takes_any_type() {
         m.rt.par_loop(&k, &m.edges, [m.xn.arg_via(&m.e2n, 0, READ), m.xe.arg(INC)]),
         Op2Error::TypeMismatch { arg: 0, .. }
     );
+    // Strings and comments do not hide a use (a `//` inside a string is no comment); names
+    // the source may make without spelling them (token pasting, a header of the user's own,
+    // macros given to the compiler) count as uses.
+    let refused = [
+        (
+            "s",
+            "void s(int *unused, double *b) { const char *u = \"see http://x\"; b[0] += unused[0] + (u != 0); }",
+        ),
+        (
+            "t",
+            "#define AT(p, n) p##n[0]\nvoid t(int *unused, double *b) { b[0] += AT(un, used); }",
+        ),
+        (
+            "h",
+            "#include \"my_macros.h\"\nvoid h(int *unused, double *b) { b[0] += 1.0; }",
+        ),
+    ];
+    for (name, source) in refused {
+        assert_err!(
+            m.rt.par_loop(
+                &kernel(name, source),
+                &m.edges,
+                [m.xn.arg_via(&m.e2n, 0, READ), m.xe.arg(INC)]
+            ),
+            Op2Error::TypeMismatch { arg: 0, .. }
+        );
+    }
+    let k = kernel("d", "void d(int *unused, double *b) { b[0] += FIRST; }")
+        .with_compile_args(["-DFIRST=unused[0]"])
+        .unwrap();
+    assert_err!(
+        m.rt.par_loop(&k, &m.edges, [m.xn.arg_via(&m.e2n, 0, READ), m.xe.arg(INC)]),
+        Op2Error::TypeMismatch { arg: 0, .. }
+    );
+    // A comment naming it is no use.
+    let k = kernel(
+        "c",
+        "void c(int *unused, double *b) { /* unused[0] */ b[0] += 1.0; }",
+    );
+    m.rt.par_loop(&k, &m.edges, [m.xn.arg_via(&m.e2n, 0, READ), m.xe.arg(INC)])
+        .unwrap();
+    assert_eq!(m.xe.to_vec().unwrap(), vec![3.0; 3]);
 }
 
 #[test]
