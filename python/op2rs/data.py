@@ -68,6 +68,9 @@ class Dat:
     dataset = property(lambda self: self._dataset)
     dim = property(lambda self: self._dataset.dim)
     cdim = property(lambda self: self._dataset.cdim)
+    nbytes = property(lambda self: self.dtype.itemsize * self._dataset.total_size
+                      * self._dataset.cdim,
+                      doc="Bytes of the values on this process, halos included.")
     dtype = property(lambda self: self._dtype)
     ctype = property(lambda self: as_cstr(self._dtype))
     name = property(lambda self: self._name)

@@ -374,6 +374,19 @@ def _cache_key(dsets, maps):
     return (_key(dsets), tuple(sorted(set(_key(p) for p in pairs))))
 
 
+def _vector_values(v):
+    """A copy of the values of a petsc4py ``Vec``, or of the Vec a ``vec``/``vec_ro`` context
+    yields (PyOP2's early ``dat.vec_ro`` was the Vec itself); None for anything else."""
+    # A Vec first: petsc4py's Vecs are contexts too (yielding their arrays).
+    if hasattr(v, "array_r") and hasattr(v, "getSize"):
+        return np.array(v.array_r)
+    if hasattr(v, "__enter__") and hasattr(v, "__exit__"):
+        with v as vec:
+            if hasattr(vec, "array_r") and hasattr(vec, "getSize"):
+                return np.array(vec.array_r)
+    return None
+
+
 class Mat:
     """A matrix on a Sparsity: ``Mat(sparsity, dtype=None, name=None)``, float64 values, or
     complex128 ones (``dtype=numpy.complex128``: kernels write ``double complex`` element
@@ -523,13 +536,17 @@ class Mat:
         else:
             if r is not c and (r.set is not c.set or r.cdim != c.cdim):
                 raise MatTypeError("Cannot set diagonal of non-square matrix")
-            if not isinstance(vec, Dat):
-                raise TypeError("Can only set diagonal from a Dat")
-            v = np.asarray(vec.data_ro, dtype=self._dtype).ravel()
+            if isinstance(vec, Dat):
+                v = np.asarray(vec.data_ro, dtype=self._dtype).ravel()
+            else:
+                v = _vector_values(vec)
+                if v is None:
+                    raise TypeError("Can only set diagonal from a Dat or a PETSc Vec")
+                v = v.astype(self._dtype)
         rows = self._sparsity._native.shape[0]
         if len(v) != rows:
             raise ValueError("set_diagonal needs %d values (one per row), %s has %d"
-                             % (rows, vec.name, len(v)))
+                             % (rows, getattr(vec, "name", "the Vec"), len(v)))
         self._shared()
         if self._complex:
             for r, value in enumerate(v):
@@ -651,7 +668,17 @@ class Mat:
             call(self._native.mult_mixed, _as_f64(v)._mixed_native(), y._mixed_native())
             return y
         if not isinstance(v, Dat):
-            raise TypeError("Can only multiply a Mat by a Dat")
+            values = _vector_values(v)
+            if values is None:
+                raise TypeError("Can only multiply a Mat by a Dat or a PETSc Vec")
+            # Early PyOP2 multiplied by a Dat's PETSc Vec (``dat.vec_ro``) too: its values,
+            # as a Dat on the columns.
+            cols = self._sparsity.dsets[1]
+            if values.size != cols.size * cols.cdim:
+                raise ValueError("a Vec of %d values for a matrix of %d columns"
+                                 % (values.size, cols.size * cols.cdim))
+            v = Dat(cols, values.reshape((cols.size,) + ((cols.cdim,) if cols.cdim > 1
+                                                         else ())))
         self._shared()
         if self._complex or v.dtype == np.complex128:
             # Complex: a complex product (in one process).

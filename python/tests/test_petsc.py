@@ -357,3 +357,27 @@ def test_a_kept_vec_forgets_what_petsc_cached_when_the_dat_changed():
                  d(op2.WRITE))
     with d.vec_ro as v:
         assert v.norm() == 5.0
+
+
+def test_early_pyop2_hands_a_dats_vec_to_set_diagonal_and_products():
+    """PyOP2's early ``dat.vec_ro`` was the PETSc Vec itself: ``mat.set_diagonal(dat.vec_ro)``
+    and ``mat * dat.vec_ro`` take it (a Vec, or the context that yields one) as the Dat's
+    values; the product is a Dat, as then."""
+    from op2rs import op2 as old
+    s = old.Set(4)
+    m = old.Map(s, s, 1, [0, 1, 2, 3])
+    mat = old.Mat(old.Sparsity((s ** 1, s ** 1), [(m, m)]))
+    d = old.Dat(s ** 1, np.array([1.0, -2.0, 3.0, 0.5]))
+    mat.set_diagonal(d.vec_ro)
+    np.testing.assert_array_equal(np.diag(mat.values), d.data_ro)
+    np.testing.assert_array_equal((mat * d.vec_ro).data_ro, d.data_ro ** 2)
+    raw = PETSc.Vec().createWithArray(np.array([2.0, 2.0, 2.0, 2.0]), comm=PETSc.COMM_SELF)
+    np.testing.assert_array_equal((mat * raw).data_ro, 2 * d.data_ro)
+    mat.set_diagonal(raw)
+    np.testing.assert_array_equal(np.diag(mat.values), np.full(4, 2.0))
+    short = PETSc.Vec().createWithArray(np.ones(3), comm=PETSc.COMM_SELF)
+    with pytest.raises(ValueError, match="3 values"):
+        mat * short
+    with pytest.raises(TypeError):
+        mat * [1.0, 2.0, 3.0, 4.0]
+    assert d.nbytes == 4 * 8
