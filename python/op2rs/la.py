@@ -677,8 +677,9 @@ class Mat:
             if values.size != cols.size * cols.cdim:
                 raise ValueError("a Vec of %d values for a matrix of %d columns"
                                  % (values.size, cols.size * cols.cdim))
-            v = Dat(cols, values.reshape((cols.size,) + ((cols.cdim,) if cols.cdim > 1
-                                                         else ())))
+            v = Dat(cols)
+            # The Vec holds the owned values; halos are the Dat's to fill.
+            v.data[:] = values.reshape(v.data.shape)
         self._shared()
         if self._complex or v.dtype == np.complex128:
             # Complex: a complex product (in one process).

@@ -2,12 +2,9 @@
 PETSc matrix over the matrix's own values, a Dat's ``vec`` contexts a PETSc vector over its
 data. Without petsc4py these raise ImportError naming it."""
 
-import ctypes
-import hashlib
 import os
 import shlex
 import subprocess
-import tempfile
 from contextlib import contextmanager
 
 import numpy as np
@@ -87,96 +84,13 @@ def _bind(PETSc, handle, mat):
     return handle
 
 
-# A C helper built once with PETSc's headers: petsc4py cannot give an existing matrix new
-# storage while keeping the matrix itself (what a KSP, a preconditioner or a local submatrix
-# holds), and MatHeaderReplace does. What PETSc keeps on the matrix rather than in its storage
-# (null spaces, local-to-global maps, block sizes, options prefix, name, known symmetries) is
-# carried over.
-_REBIND_SOURCE = r"""
-#include <petscmat.h>
-
-PetscErrorCode op2rs_rebind_aij(Mat A, PetscInt m, PetscInt n, PetscInt *i, PetscInt *j,
-                                PetscScalar *a)
-{
-  Mat B;
-  MPI_Comm comm;
-  MatNullSpace sp;
-  ISLocalToGlobalMapping rmap, cmap;
-  PetscInt rbs, cbs;
-  const char *text;
-  PetscBool set, flg;
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
-  PetscCall(MatCreateSeqAIJWithArrays(comm, m, n, i, j, a, &B));
-  PetscCall(MatGetNullSpace(A, &sp));
-  if (sp) PetscCall(MatSetNullSpace(B, sp));
-  PetscCall(MatGetTransposeNullSpace(A, &sp));
-  if (sp) PetscCall(MatSetTransposeNullSpace(B, sp));
-  PetscCall(MatGetNearNullSpace(A, &sp));
-  if (sp) PetscCall(MatSetNearNullSpace(B, sp));
-  PetscCall(MatGetLocalToGlobalMapping(A, &rmap, &cmap));
-  if (rmap && cmap) PetscCall(MatSetLocalToGlobalMapping(B, rmap, cmap));
-  PetscCall(MatGetBlockSizes(A, &rbs, &cbs));
-  PetscCall(MatSetBlockSizes(B, rbs, cbs));
-  PetscCall(PetscObjectGetOptionsPrefix((PetscObject)A, &text));
-  if (text) PetscCall(PetscObjectSetOptionsPrefix((PetscObject)B, text));
-  PetscCall(PetscObjectGetName((PetscObject)A, &text));
-  if (text) PetscCall(PetscObjectSetName((PetscObject)B, text));
-  PetscCall(MatIsSymmetricKnown(A, &set, &flg));
-  if (set) PetscCall(MatSetOption(B, MAT_SYMMETRIC, flg));
-  PetscCall(MatIsHermitianKnown(A, &set, &flg));
-  if (set) PetscCall(MatSetOption(B, MAT_HERMITIAN, flg));
-  PetscCall(MatIsStructurallySymmetricKnown(A, &set, &flg));
-  if (set) PetscCall(MatSetOption(B, MAT_STRUCTURALLY_SYMMETRIC, flg));
-  /* It grew because new entries were allowed; they still are. */
-  PetscCall(MatSetOption(B, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
-  PetscCall(MatSetOption(B, MAT_KEEP_NONZERO_PATTERN, PETSC_TRUE));
-  PetscCall(MatHeaderReplace(A, &B));
-  PetscFunctionReturn(0);
-}
-"""
-_rebind = None
-
-
-def _rebind_function():
-    """``op2rs_rebind_aij`` from the helper library (compiled into the temporary directory on
-    first use, by the hash of its source and flags, and kept there for later processes)."""
-    global _rebind
-    if _rebind is None:
-        cflags, libs = petsc_build_args() or ([], ["-lpetsc"])
-        cc = os.environ.get("CC") or "cc"
-        cmd = [cc, "-O2", "-fPIC", "-shared"] + cflags
-        key = hashlib.sha256(repr((_REBIND_SOURCE, cmd, libs)).encode()).hexdigest()[:24]
-        folder = os.path.join(tempfile.gettempdir(), "op2rs-petsc-uid%d" % os.getuid())
-        os.makedirs(folder, exist_ok=True)
-        lib = os.path.join(folder, "rebind-%s.so" % key)
-        if not os.path.exists(lib):
-            # Built in a private folder and renamed into place: processes building at once
-            # never see half a library.
-            work = tempfile.mkdtemp(dir=folder)
-            src = os.path.join(work, "rebind.c")
-            with open(src, "w") as f:
-                f.write(_REBIND_SOURCE)
-            out = subprocess.run(cmd + ["-o", os.path.join(work, "rebind.so"), src] + libs,
-                                 capture_output=True, text=True)
-            if out.returncode != 0:
-                raise RuntimeError("op2rs's PETSc helper (a matrix taking PETSc's grown "
-                                   "pattern) did not compile: %s\n%s\nsource: %s"
-                                   % (" ".join(shlex.quote(c) for c in cmd), out.stderr, src))
-            os.replace(os.path.join(work, "rebind.so"), lib)
-        f = ctypes.CDLL(lib).op2rs_rebind_aij
-        f.restype = ctypes.c_int
-        _rebind = f
-    return _rebind
-
-
 def adopt(handle, mat):
     """PETSc grew ``handle`` beyond ``mat``'s pattern (its NEW_NONZERO_ALLOCATION_ERR turned
-    off) and holds the values in memory of its own: ``mat`` takes PETSc's pattern and values
-    (a native matrix of its own, the Sparsity's other matrices unchanged), and the handle, the
-    same PETSc matrix for everything holding it, gets storage over them again, so that the two
-    share values again."""
+    off) and holds the values in memory of its own: ``mat`` takes PETSc's pattern and values (a
+    native matrix of its own, the Sparsity's other matrices unchanged). The handle stays the
+    same PETSc matrix with its own storage, so whatever holds it (a KSP, null spaces, options,
+    local submatrices) is untouched; from now on the two hold copies kept equal as a parallel
+    handle's are: op2's writes pushed as they happen, PETSc's pulled before op2's next use."""
     PETSc = petsc("Mat.handle")
     if not handle.assembled:
         handle.assemble()
@@ -190,21 +104,14 @@ def adopt(handle, mat):
         raise RuntimeError("PETSc's pattern of %s (%d entries) does not hold the matrix's "
                            "(%d)" % (mat.name, len(values), grown_sp.nnz))
     grown = call(mat._native.with_pattern, grown_sp)
+    # Both list each row's columns in increasing order: the same entries in the same order.
     grown.values_view()[:] = values
-    nrows, ncols = grown_sp.shape
-    # The storage's arrays must outlive the handle's use of them: the matrix keeps them.
-    arrays = (np.ascontiguousarray(grown_sp.rowptr(), dtype=PETSc.IntType),
-              np.ascontiguousarray(grown_sp.colidx(), dtype=PETSc.IntType),
-              grown.values_view())
-    c_int = ctypes.c_int64 if np.dtype(PETSc.IntType).itemsize == 8 else ctypes.c_int32
-    code = _rebind_function()(ctypes.c_void_p(handle.handle), c_int(nrows), c_int(ncols),
-                              *(ctypes.c_void_p(a.ctypes.data) for a in arrays))
-    if code != 0:
-        raise RuntimeError("PETSc error %d giving %s's handle its grown storage" % (code,
-                                                                                 mat.name))
     mat._native = grown
-    mat.__dict__["_petsc_arrays"] = arrays
-    handle.stateIncrease()
+    mat.__dict__["_petsc_order"] = np.arange(len(values))
+    mat.__dict__["_petsc_csr"] = (np.asarray(grown_sp.rowptr(), dtype=PETSc.IntType),
+                                  np.asarray(grown_sp.colidx(), dtype=PETSc.IntType))
+    mat.__dict__["_petsc_state"] = handle.stateGet()
+    mat.__dict__["_petsc_pending"] = False
 
 
 def _missing(mat, rows, cols):
@@ -229,7 +136,7 @@ def grow_through_handle(mat, rows, cols):
     the caller then writes the values itself); otherwise (no handle, the option on, complex
     values, several ranks) nothing changes (False)."""
     handle = mat.__dict__.get("_handle")
-    if handle is None or "_petsc_order" in mat.__dict__ or mat._native.complex:
+    if handle is None or _ranks() > 1 or mat._native.complex:
         return False
     PETSc = petsc("Mat.handle")
     mr, mc = _missing(mat, rows, cols)
@@ -510,7 +417,8 @@ def changed(handle, mat=None, collective=True):
     if handle is None:
         return
     if mat is not None and "_petsc_order" in mat.__dict__:
-        if collective:
+        # In one process (a handle that grew) every write is everyone's.
+        if collective or _ranks() == 1:
             _push(handle, mat)
         else:
             mat.__dict__["_petsc_pending"] = True
@@ -519,10 +427,10 @@ def changed(handle, mat=None, collective=True):
 
 
 def check_shared(mat, handle):
-    """Brings ``mat`` and its handle together before op2 uses the matrix: across ranks PETSc's
-    writes are pulled; in one process, entries PETSc added outside the pattern (its
-    allocation error turned off, so it moved the values into memory of its own) are adopted
-    (``adopt``), after which the two share values again."""
+    """Brings ``mat`` and its handle together before op2 uses the matrix: where the two hold
+    copies (across ranks, or a handle that grew) PETSc's writes are pulled; in one process,
+    entries PETSc added outside the pattern (its allocation error turned off, so it moved the
+    values into memory of its own) are adopted (``adopt``)."""
     if handle is not None and "_petsc_order" in mat.__dict__:
         if handle.stateGet() != mat.__dict__["_petsc_state"]:
             if mat.__dict__.get("_petsc_pending"):
@@ -530,7 +438,12 @@ def check_shared(mat, handle):
                     "%s: PETSc wrote its handle while entries op2 set on this rank were not "
                     "yet assembled: assemble the matrix (every rank) before using the handle"
                     % mat.name)
-            _pull(handle, mat)
+            grew = handle.getInfo()["nz_used"] != len(mat.__dict__["_petsc_order"])
+            if _ranks() == 1 and grew:
+                # A handle that grew before grew again.
+                adopt(handle, mat)
+            else:
+                _pull(handle, mat)
         return
     if handle is not None and handle.getInfo()["nz_used"] != mat._native.sparsity.nnz:
         # PETSc added entries (its allocation error turned off): the matrix takes them.

@@ -290,6 +290,11 @@ def test_entries_outside_the_pattern_are_petscs_to_allow():
     ksp.getPC().setType("lu")
     nullspace = PETSc.NullSpace().create(constant=True, comm=PETSc.COMM_SELF)
     A.setNearNullSpace(nullspace)
+    # Set up (factorised) once before the matrix grows: it must factorise again after.
+    b = PETSc.Vec().createWithArray(np.arange(1.0, 6.0), comm=PETSc.COMM_SELF)
+    x = b.duplicate()
+    ksp.solve(b, x)
+    np.testing.assert_allclose(want @ x.array, b.array, rtol=1e-10)
     A.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, False)
     # Through PETSc: adopted at op2's next use of the matrix.
     A.setValue(0, 4, 1.0)
@@ -313,8 +318,6 @@ def test_entries_outside_the_pattern_are_petscs_to_allow():
     grown[4, 0] = -1.0
     np.testing.assert_allclose(mat.values, grown)
     # The KSP solves with the grown matrix; the null space and the name stayed.
-    b = PETSc.Vec().createWithArray(np.arange(1.0, 6.0), comm=PETSc.COMM_SELF)
-    x = b.duplicate()
     ksp.solve(b, x)
     np.testing.assert_allclose(grown @ x.array, b.array, rtol=1e-10)
     assert A.getNearNullSpace().handle == nullspace.handle and A.getName() == mat.name
@@ -328,6 +331,21 @@ def test_entries_outside_the_pattern_are_petscs_to_allow():
     assert other.sparsity is mat.sparsity
     with pytest.raises(exceptions.Op2Error, match="not in the sparsity pattern"):
         other.set_values(4, 0, [5.0])
+    # It grows again, through either side; then PETSc's matrix outlives op2's.
+    A.setValue(0, 3, 7.0)
+    A.assemble()
+    mat.set_values(3, 1, [-2.0])
+    grown[0, 3], grown[3, 1] = 7.0, -2.0
+    np.testing.assert_allclose(mat.values, grown)
+    np.testing.assert_allclose(A[:, :], grown)
+    del mat, other
+    import gc
+    gc.collect()
+    y = b.duplicate()
+    A.mult(b, y)
+    np.testing.assert_allclose(y.array, grown @ b.array)
+    ksp.solve(b, x)
+    np.testing.assert_allclose(grown @ x.array, b.array, rtol=1e-10)
 
 
 def test_vec_contexts_of_other_types_and_of_globals():

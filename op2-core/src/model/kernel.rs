@@ -457,6 +457,16 @@ fn hides_names(stripped: &str) -> bool {
         })
 }
 
+/// Whether the `'` at `b[i]` is inside a number (the alphanumeric run before it starts with a
+/// digit and a digit follows): a digit separator. `u8'a'` and `L'a'` start with letters.
+fn in_number(b: &[u8], i: usize) -> bool {
+    let mut start = i;
+    while start > 0 && (b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'\'') {
+        start -= 1;
+    }
+    start < i && b[start].is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_alphanumeric)
+}
+
 /// `src` without its comments, and with the contents of its string and character literals
 /// blanked (their quotes kept): neither uses an identifier, and a `//` inside a string is no
 /// comment.
@@ -465,7 +475,11 @@ fn strip_comments(src: &str) -> String {
     let mut out = String::with_capacity(src.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'"' || b[i] == b'\'' {
+        if b[i] == b'\'' && in_number(b, i) {
+            // C++14's digit separator (`1'000`), not a character literal.
+            out.push('\'');
+            i += 1;
+        } else if b[i] == b'"' || b[i] == b'\'' {
             let quote = b[i];
             out.push(quote as char);
             i += 1;
@@ -649,6 +663,22 @@ fn add_args(args: &mut Vec<String>, more: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literals_and_comments_hide_no_code() {
+        // A `//` inside a string is no comment; quotes and escapes inside literals end where C
+        // ends them; a digit separator opens no character literal.
+        let src = "void k(double *a, double *b, int *c) { f(\"http://x\", '\"', \"\\\"\"); a[0] = 1'000 * alpha; /* b */ }";
+        let stripped = strip_comments(src);
+        assert!(stripped.contains("a[0] = 1'000 * alpha;"), "{stripped}");
+        assert!(!stripped.contains("http"), "{stripped}");
+        let k = Kernel::new("k", src).unwrap();
+        let used: Vec<bool> = k.params().unwrap().iter().map(|p| p.used).collect();
+        assert_eq!(used, [true, false, false]);
+        assert!(k.0.identifiers.contains("alpha"));
+        // Character literals with prefixes stay literals.
+        assert_eq!(strip_comments("u8'x' L'y' 0x1'F"), "u8'' L'' 0x1'F");
+    }
 
     #[test]
     fn reads_parameters() {
