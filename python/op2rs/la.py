@@ -609,6 +609,10 @@ class Mat:
             # The pattern now has room for every entry.
             call(self._native.entries, rows, cols, values, add)
 
+    def _storage(self):
+        """The native matrix holding the values now (a new one once a PETSc handle grew)."""
+        return self._native
+
     def _shared(self):
         """Checks that a PETSc handle, if made, still works on this matrix's values."""
         _petsc.check_shared(self, self.__dict__.get("_handle"))
@@ -749,6 +753,9 @@ class MatBlock(Mat):
 
     def _shared(self):
         self._parent._shared()
+
+    def _storage(self):
+        return self._parent._native
 
     def _wrote(self, collective=True):
         self._parent._wrote(collective)

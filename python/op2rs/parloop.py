@@ -25,7 +25,7 @@ class Arg:
     iteration space and ``extent`` is its shape; ``after`` is called once a loop has it."""
 
     __slots__ = ("data", "access", "path", "flatten", "native", "iterset", "lis", "extent",
-                 "after", "_lis_made")
+                 "after", "_lis_made", "made_on")
 
     def __init__(self, data, access, path=None, flatten=False, native=None, iterset=None,
                  lis=False, extent=None, after=None):
@@ -33,6 +33,10 @@ class Arg:
         self.native, self.iterset, self.lis = native, iterset, lis
         self.extent, self.after = extent, after
         self._lis_made = None
+        # A matrix's storage when the arg was made (a matrix whose PETSc handle grew gets new
+        # storage: an arg made before writes the old one).
+        storage = getattr(data, "_storage", None)
+        self.made_on = storage() if storage is not None else None
 
     def lis_native(self, per_point):
         """A local iteration space arg as the native module takes it for a per-point (0.8.2)
@@ -153,6 +157,16 @@ def _record(kernel, args, native, target, region="all", layer=False):
     extruded set, ``region`` (``all``, ``bottom``, ``top``, ``facets``) says which layers, and
     ``layer`` hands the kernel each element's layer as its last parameter."""
     rt = state["runtime"] or current()
+    for a in args:
+        if a.made_on is not None:
+            # What PETSc wrote through the matrix's handle since the arg was made comes in
+            # first; storage that changed since (the handle grew) is not the arg's.
+            a.data._shared()
+            if a.data._storage() is not a.made_on:
+                raise RuntimeError(
+                    "matrix %s took its PETSc handle's grown pattern after this loop's "
+                    "arguments were made: make the arguments (mat(access, maps)) again"
+                    % a.data.name)
     try:
         pending = rt.par_loop(kernel._parsed[0], target, native, region, layer)
     except _op2.Op2Failure as e:

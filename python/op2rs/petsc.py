@@ -432,14 +432,21 @@ def check_shared(mat, handle):
     entries PETSc added outside the pattern (its allocation error turned off, so it moved the
     values into memory of its own) are adopted (``adopt``)."""
     if handle is not None and "_petsc_order" in mat.__dict__:
+        one = _ranks() == 1
+        if one and not handle.assembled:
+            # PETSc's entries set and not yet assembled (PETSc's state already counts them):
+            # assembled first, as op2 reads only assembled values (across ranks assembling is
+            # every rank's, and the program's).
+            handle.assemble()
         if handle.stateGet() != mat.__dict__["_petsc_state"]:
             if mat.__dict__.get("_petsc_pending"):
                 raise RuntimeError(
                     "%s: PETSc wrote its handle while entries op2 set on this rank were not "
                     "yet assembled: assemble the matrix (every rank) before using the handle"
                     % mat.name)
-            grew = handle.getInfo()["nz_used"] != len(mat.__dict__["_petsc_order"])
-            if _ranks() == 1 and grew:
+            # (Only in one process: the global sum across ranks would be collective.)
+            if one and handle.getInfo(petsc("Mat.handle").Mat.InfoType.LOCAL)["nz_used"] != len(
+                    mat.__dict__["_petsc_order"]):
                 # A handle that grew before grew again.
                 adopt(handle, mat)
             else:

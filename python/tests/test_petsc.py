@@ -399,3 +399,41 @@ def test_early_pyop2_hands_a_dats_vec_to_set_diagonal_and_products():
     with pytest.raises(TypeError):
         mat * [1.0, 2.0, 3.0, 4.0]
     assert d.nbytes == 4 * 8
+
+
+@pytest.mark.parametrize("grown", [False, True])
+def test_petsc_writes_before_a_made_loop_runs_are_kept(grown):
+    """A ParLoop made, then PETSc writes (assembled or not), then the loop runs: both writes
+    stay, whether the handle shares the values or (grown) keeps a copy. A loop whose matrix
+    argument was made before the handle grew is refused, not run into the old storage."""
+    nodes, mat, assemble, want = _mass(4)
+    assemble()
+    A = mat.handle
+    got = want.copy()
+    if grown:
+        A.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, False)
+        A.setValue(0, 4, 1.0)
+        A.assemble()
+        got[0, 4] = 1.0
+        np.testing.assert_allclose(mat.values, got)
+    rmap = mat.sparsity.maps[0][0]
+    k = op2.Kernel("static void k(double A[2][2]) { A[0][0] += 1.0; }", "k")
+    loop = op2.ParLoop(k, rmap.iterset, mat(op2.INC, (rmap, rmap)))
+    A.setValue(2, 2, 50.0)
+    A.assemble()
+    got[2, 2] = 50.0
+    loop.compute()
+    for c in range(4):
+        got[c, c] += 1.0
+    np.testing.assert_allclose(mat.values, got)
+    np.testing.assert_allclose(A[:, :], got)
+    # PETSc's entries not yet assembled are assembled before op2 reads them.
+    A.setValue(1, 1, 9.0)
+    got[1, 1] = 9.0
+    np.testing.assert_allclose(mat.values, got)
+    if grown:
+        stale = op2.ParLoop(k, rmap.iterset, mat(op2.INC, (rmap, rmap)))
+        A.setValue(4, 1, 2.0)
+        A.assemble()
+        with pytest.raises(RuntimeError, match="make the arguments"):
+            stale.compute()
