@@ -223,21 +223,18 @@ impl Mat {
     pub fn with_pattern(&self, sparsity: &Sparsity) -> Result<Mat> {
         self.assemble();
         let old = &self.0.sparsity;
-        if sparsity.rows() != old.rows() {
-            return Err(LaError::Index {
-                mat: self.0.name.clone(),
-                what: "row count",
-                index: sparsity.rows(),
-                size: old.rows(),
-            });
-        }
-        if sparsity.cols() != old.cols() {
-            return Err(LaError::Index {
-                mat: self.0.name.clone(),
-                what: "column count",
-                index: sparsity.cols(),
-                size: old.cols(),
-            });
+        for (what, new, had) in [
+            ("row count", sparsity.rows(), old.rows()),
+            ("column count", sparsity.cols(), old.cols()),
+        ] {
+            if new != had {
+                return Err(LaError::Index {
+                    mat: self.0.name.clone(),
+                    what,
+                    index: new,
+                    size: had,
+                });
+            }
         }
         let width = 1 + self.0.complex as usize;
         let grown = Mat::of_kind(sparsity, &self.0.name, self.0.complex);

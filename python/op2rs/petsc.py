@@ -49,15 +49,6 @@ def mat_handle(mat):
                            "float64" % np.dtype(PETSc.ScalarType))
     if _ranks() > 1:
         return _parallel_handle(PETSc, mat)
-    # A new entry makes PETSc move the values out of the matrix's memory: an error, as on
-    # PyOP2's matrices, unless the program turns NEW_NONZERO_ALLOCATION_ERR off; the matrix
-    # then takes PETSc's larger pattern (see ``adopt``).
-    return _bind(PETSc, PETSc.Mat(), mat)
-
-
-def _bind(PETSc, handle, mat):
-    """``handle`` made a sequential AIJ matrix over ``mat``'s own values, pattern and local
-    numbers."""
     native = mat._native
     sp = native.sparsity
     rows, cols = sp.shape
@@ -70,7 +61,8 @@ def _bind(PETSc, handle, mat):
     values = native.values_view()
     # Sequential AIJ matrices made from arrays use them in place (petsc4py keeps them alive
     # with the Mat): the values array is the matrix's own memory.
-    handle.createAIJWithArrays((rows, cols), (rowptr, colidx, values), comm=PETSc.COMM_SELF)
+    handle = PETSc.Mat().createAIJWithArrays((rows, cols), (rowptr, colidx, values),
+                                             comm=PETSc.COMM_SELF)
     rdim, cdim = mat._sparsity._pair_dims
     if (rdim, cdim) != (1, 1) and rows % rdim == 0 and cols % cdim == 0:
         try:
@@ -78,6 +70,9 @@ def _bind(PETSc, handle, mat):
         except PETSc.Error:
             pass  # the block sizes only help PETSc's blocked calls; the values are the same
     handle.setLGMap(_identity(PETSc, rows), _identity(PETSc, cols))
+    # A new entry makes PETSc move the values out of the matrix's memory: an error, as on
+    # PyOP2's matrices, unless the program turns NEW_NONZERO_ALLOCATION_ERR off; the matrix
+    # then takes PETSc's larger pattern (see ``adopt``).
     handle.setOption(PETSc.Mat.Option.NEW_NONZERO_ALLOCATION_ERR, True)
     handle.setOption(PETSc.Mat.Option.KEEP_NONZERO_PATTERN, True)
     handle.setName(mat.name)

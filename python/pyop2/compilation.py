@@ -161,16 +161,21 @@ class MacGNUCompiler(MacClangCompiler):
     _name = "Mac GNU"
 
 
-class LinuxGnuCompiler(Compiler):
-    """GNU C on Linux."""
+class _LinuxGnuLike(Compiler):
+    """The flags GNU C's command line takes on Linux, which Clang's and Cray's take too."""
 
-    _name = "GNU"
     _cflags = ("-fPIC", "-Wall", "-std=gnu11")
     _cxxflags = ("-fPIC", "-Wall")
     _ldflags = ("-shared",)
     _optflags = ("-march=native", "-O3", "-ffast-math")
     _safe_optflags = ("-march=native", "-O3")
     _debugflags = ("-O0", "-g")
+
+
+class LinuxGnuCompiler(_LinuxGnuLike):
+    """GNU C on Linux."""
+
+    _name = "GNU"
 
     @property
     def bugfix_cflags(self):
@@ -190,17 +195,12 @@ class LinuxGnuCompiler(Compiler):
         return ()
 
 
-class LinuxClangCompiler(Compiler):
+class LinuxClangCompiler(_LinuxGnuLike):
     """Clang on Linux (linked by ``ld.lld``)."""
 
     _name = "Clang"
     _ld = "ld.lld"
-    _cflags = ("-fPIC", "-Wall", "-std=gnu11")
-    _cxxflags = ("-fPIC", "-Wall")
     _ldflags = ("-shared", "-L/usr/lib")
-    _optflags = ("-march=native", "-O3", "-ffast-math")
-    _safe_optflags = ("-march=native", "-O3")
-    _debugflags = ("-O0", "-g")
 
 
 class LinuxIntelCompiler(Compiler):
@@ -216,16 +216,10 @@ class LinuxIntelCompiler(Compiler):
     _debugflags = ("-O0", "-g")
 
 
-class LinuxCrayCompiler(Compiler):
+class LinuxCrayCompiler(_LinuxGnuLike):
     """Cray's compiler on Linux (its own LAPACK: ``-llapack`` is dropped from the link)."""
 
     _name = "Cray"
-    _cflags = ("-fPIC", "-Wall", "-std=gnu11")
-    _cxxflags = ("-fPIC", "-Wall")
-    _ldflags = ("-shared",)
-    _optflags = ("-march=native", "-O3", "-ffast-math")
-    _safe_optflags = ("-march=native", "-O3")
-    _debugflags = ("-O0", "-g")
 
     @property
     def ldflags(self):
@@ -247,28 +241,33 @@ def _version_of(text):
         return None
 
 
-def sniff_compiler_version(compiler, cpp=False):
-    """The version of ``compiler`` (an instance) as its executable reports it, or ``None``."""
-    exe = compiler.cxx if cpp else compiler.cc
+def _run_quiet(cmd):
+    """``cmd``'s standard output, or None when it cannot run or fails."""
+    try:
+        return subprocess.run(cmd, capture_output=True, check=True, encoding="utf-8").stdout
+    except (OSError, subprocess.CalledProcessError, UnicodeDecodeError):
+        return None
+
+
+def _executable_version(exe):
+    """The version compiler ``exe`` reports (``-dumpfullversion``, else ``-dumpversion``: not
+    every compiler has the first), or ``None``."""
     for flag in ("-dumpfullversion", "-dumpversion"):
-        try:
-            out = subprocess.run([exe, flag], capture_output=True, check=True,
-                                 encoding="utf-8").stdout
-        except (OSError, subprocess.CalledProcessError, UnicodeDecodeError):
-            continue
-        version = _version_of(out)
+        out = _run_quiet([exe, flag])
+        version = _version_of(out) if out else None
         if version is not None:
             return version
     return None
 
 
+def sniff_compiler_version(compiler, cpp=False):
+    """The version of ``compiler`` (an instance) as its executable reports it, or ``None``."""
+    return _executable_version(compiler.cxx if cpp else compiler.cc)
+
+
 def _family(exe):
     """The compiler class for the executable ``exe``, from its ``--version`` banner."""
-    try:
-        banner = subprocess.run([exe, "--version"], capture_output=True, check=True,
-                                encoding="utf-8").stdout
-    except (OSError, subprocess.CalledProcessError, UnicodeDecodeError):
-        banner = ""
+    banner = _run_quiet([exe, "--version"]) or ""
     first = banner.split("\n")[0]
     if "Cray" in first:
         name = "cray"
@@ -312,19 +311,7 @@ def sniff_compiler(exe, comm=None):
     """The compiler family of executable ``exe`` (``gcc``, ``/usr/bin/clang``, ...), with its
     version: call the result as a compiler class. ``comm`` is accepted for today's signature;
     each rank asks the executable itself."""
-    cls = _family(exe)
-    version = None
-    out = _run_quiet([exe, "-dumpfullversion"]) or _run_quiet([exe, "-dumpversion"])
-    if out:
-        version = _version_of(out)
-    return _Sniffed(cls, exe, version)
-
-
-def _run_quiet(cmd):
-    try:
-        return subprocess.run(cmd, capture_output=True, check=True, encoding="utf-8").stdout
-    except (OSError, subprocess.CalledProcessError, UnicodeDecodeError):
-        return None
+    return _Sniffed(_family(exe), exe, _executable_version(exe))
 
 
 def set_default_compiler(compiler):
